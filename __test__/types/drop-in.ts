@@ -1,0 +1,30 @@
+// Type test: every drop-in export must be assignable to the upstream declaration.
+// Checked by `tsc -p __test__/types` (run from __test__/types.test.js).
+import * as upExclude from "@paperclipai/adapter-utils/exclude-patterns";
+import * as upSandbox from "@paperclipai/adapter-utils/sandbox-managed-runtime";
+import * as upGit from "@paperclipai/adapter-utils/git-workspace-sync";
+import * as ours from "@paperclipai/adapter-utils-native";
+import * as ourExclude from "@paperclipai/adapter-utils-native/exclude-patterns";
+import * as ourSandbox from "@paperclipai/adapter-utils-native/sandbox-managed-runtime";
+import * as ourGit from "@paperclipai/adapter-utils-native/git-workspace-sync";
+
+export const exclude: {
+  isRelativePathOrDescendant: typeof upExclude.isRelativePathOrDescendant;
+  excludePatternMatches: typeof upExclude.excludePatternMatches;
+  shouldExcludePath: typeof upExclude.shouldExcludePath;
+}[] = [ourExclude, ours];
+
+export const sandbox: {
+  escapeTarExcludeLiteral: typeof upSandbox.escapeTarExcludeLiteral;
+  referencedSourceIgnoreExcludeEntries: typeof upSandbox.referencedSourceIgnoreExcludeEntries;
+  mergeExcludes: typeof upSandbox.mergeExcludes;
+  REFERENCED_SOURCE_IGNORE_FAILURE_REASONS: typeof upSandbox.REFERENCED_SOURCE_IGNORE_FAILURE_REASONS;
+}[] = [ourSandbox, ours];
+
+export const git: {
+  GIT_ARCHIVE_EXCLUDES: typeof upGit.GIT_ARCHIVE_EXCLUDES;
+}[] = [ourGit, ours];
+
+// The resolution union must be interchangeable both ways.
+export const resolutionIn: upSandbox.ReferencedSourceIgnoreResolution = {} as ourSandbox.ReferencedSourceIgnoreResolution;
+export const resolutionOut: ourSandbox.ReferencedSourceIgnoreResolution = {} as upSandbox.ReferencedSourceIgnoreResolution;

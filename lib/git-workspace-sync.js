@@ -1,0 +1,2 @@
+// Drop-in for the constants of `@paperclipai/adapter-utils/git-workspace-sync`.
+export const GIT_ARCHIVE_EXCLUDES = [".git", ".git/*"];

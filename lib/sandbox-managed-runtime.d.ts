@@ -1,0 +1,39 @@
+/**
+ * A referenced project's resolved Git-ignore set: `git` with the ignored paths relative to
+ * the project directory, `other` for a directory that is not in a Git repository, `failed`
+ * with one of {@link REFERENCED_SOURCE_IGNORE_FAILURE_REASONS} (never a raw diagnostic).
+ */
+export type ReferencedSourceIgnoreResolution = {
+    kind: "git";
+    ignoredPaths: string[];
+} | {
+    kind: "other";
+} | {
+    kind: "failed";
+    reason: string;
+};
+/** The only reasons a failed ignore resolution may carry. */
+export declare const REFERENCED_SOURCE_IGNORE_FAILURE_REASONS: {
+    /** A Git read failed, timed out, was cancelled, or returned malformed output. */
+    readonly scanFailed: "git-ignore-scan-failed";
+    /** The ignored-entry count or total UTF-8 byte size breached its bound. */
+    readonly limitExceeded: "git-ignore-scan-limit-exceeded";
+    /** The project's `localPath` is not a descendant of its own Git top level. */
+    readonly toplevelNotDescendant: "git-toplevel-not-descendant";
+};
+/**
+ * Escapes a literal path for a tar `--exclude` value: every `\` is doubled, then `*`, `?`
+ * and `[` get a `\` in front, so GNU tar and bsdtar match only the literal name.
+ * `]`, `^`, `$`, `{` and `-` are left as they are (as upstream).
+ */
+export declare function escapeTarExcludeLiteral(entry: string): string;
+/**
+ * The tar `--exclude` entries a referenced project's ignore resolution contributes: its
+ * ignored paths escaped with {@link escapeTarExcludeLiteral} for `git`, `[]` otherwise.
+ */
+export declare function referencedSourceIgnoreExcludeEntries(resolution: ReferencedSourceIgnoreResolution): string[];
+/**
+ * Concatenates the exclude groups in order, skipping absent ones, and removes duplicates
+ * keeping the first occurrence (the order is the tar argv order).
+ */
+export declare function mergeExcludes(...groups: Array<string[] | undefined>): string[];

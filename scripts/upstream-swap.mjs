@@ -1,0 +1,177 @@
+#!/usr/bin/env node
+// The upstream-swap runner (SPEC §6.3).
+//
+// Copies the installed upstream package (@paperclipai/adapter-utils) twice under `.swap/`:
+// `plain` as published, and `swapped`, where each upstream module we cover is replaced by
+// a shim that re-exports the original and overrides every name we implement with ours:
+//
+//     export * from "./<module>.orig.js";
+//     export { name, … } from "<this repo>/lib/<module>.js";
+//
+// (an explicit export shadows a star export, so upstream's own modules that import these
+// names get ours too). It then runs the upstream compiled suites (`dist/*.test.js`) on both
+// copies with vitest and fails when a test that passes on `plain` does not pass on
+// `swapped`. It prints the swapped exports and the counts, and writes them as JSON to
+// `--json <file>` for the test command's summary.
+//
+// Usage: node scripts/upstream-swap.mjs [--suites a,b] [--json out.json]
+import { spawnSync } from "node:child_process";
+import { cpSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const upstreamDir = path.join(repo, "node_modules", "@paperclipai", "adapter-utils");
+const swapRoot = path.join(repo, ".swap");
+
+// The upstream suites that exercise the modules we cover (directly or through the upstream
+// modules that import them). Suites that need services we do not start (sshd) are listed
+// only once the project starts them.
+const DEFAULT_SUITES = [
+  "workspace-restore-merge",
+  "sandbox-managed-runtime",
+  "remote-managed-runtime",
+  "sandbox-file-sync",
+  "command-managed-runtime",
+  "git-workspace-sync",
+];
+
+function parseArgs(argv) {
+  const out = { suites: DEFAULT_SUITES, json: null };
+  for (let i = 0; i < argv.length; i += 1) {
+    if (argv[i] === "--suites") out.suites = argv[++i].split(",").filter(Boolean);
+    else if (argv[i] === "--json") out.json = path.resolve(argv[++i]);
+    else throw new Error(`unknown argument ${argv[i]}`);
+  }
+  return out;
+}
+
+/** Our subpath modules: every `./<name>` entry of our package.json exports map but the root. */
+function ourModules() {
+  const pkg = JSON.parse(readFileSync(path.join(repo, "package.json"), "utf8"));
+  return Object.entries(pkg.exports)
+    .filter(([key, value]) => key !== "." && typeof value === "object" && value.default)
+    .map(([key, value]) => ({ module: key.slice(2), file: path.join(repo, value.default) }));
+}
+
+function prepareCopy(variant) {
+  const dir = path.join(swapRoot, variant);
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  cpSync(path.join(upstreamDir, "dist"), path.join(dir, "dist"), { recursive: true });
+  cpSync(path.join(upstreamDir, "package.json"), path.join(dir, "package.json"));
+  // The bundled dependencies (acpx, …) resolve through the upstream package's own folder.
+  symlinkSync(path.join(upstreamDir, "node_modules"), path.join(dir, "node_modules"), "dir");
+  return dir;
+}
+
+async function swapIn(dir) {
+  const swapped = [];
+  for (const { module, file } of ourModules()) {
+    const upstreamFile = path.join(dir, "dist", `${module}.js`);
+    if (!existsSync(upstreamFile)) throw new Error(`upstream has no module ${module}`);
+    const ours = await import(pathToFileURL(file).href);
+    const theirs = await import(pathToFileURL(path.join(upstreamDir, "dist", `${module}.js`)).href);
+    const names = Object.keys(ours).sort();
+    const foreign = names.filter((name) => !(name in theirs));
+    if (foreign.length > 0) throw new Error(`lib/${module}.js exports names upstream's ${module} lacks: ${foreign.join(", ")}`);
+    renameSync(upstreamFile, path.join(dir, "dist", `${module}.orig.js`));
+    writeFileSync(upstreamFile, [
+      `export * from "./${module}.orig.js";`,
+      `export { ${names.join(", ")} } from ${JSON.stringify(pathToFileURL(file).href)};`,
+      "",
+    ].join("\n"));
+    // Prove the shim took effect: the swapped module hands out our very functions.
+    const shim = await import(pathToFileURL(upstreamFile).href);
+    for (const name of names) {
+      if (typeof ours[name] === "function" && shim[name] !== ours[name]) throw new Error(`swap of ${module}.${name} did not take effect`);
+      swapped.push(`${module}.${name}`);
+    }
+  }
+  return swapped;
+}
+
+function runSuites(dir, suites, label) {
+  const resultFile = path.join(dir, "results.json");
+  writeFileSync(path.join(dir, "vitest.config.mjs"), [
+    "export default {",
+    "  test: {",
+    `    include: ${JSON.stringify(suites.map((s) => `dist/${s}.test.js`))},`,
+    "    exclude: ['**/node_modules/**'],",
+    "    environment: 'node',",
+    "    testTimeout: 120000,",
+    "    hookTimeout: 120000,",
+    "    fileParallelism: false,",
+    "  },",
+    "};",
+    "",
+  ].join("\n"));
+  // Upstream's own runner isolates every project run with these (U§1.3).
+  const scratch = mkdtempSync(path.join(os.tmpdir(), `pc-swap-${label}-`));
+  mkdirSync(path.join(scratch, "h"));
+  mkdirSync(path.join(scratch, "t"));
+  const env = {
+    ...process.env,
+    PAPERCLIP_HOME: path.join(scratch, "h"),
+    PAPERCLIP_INSTANCE_ID: `vt-${process.pid}-${label}`,
+    TMPDIR: path.join(scratch, "t"),
+  };
+  const vitest = path.join(repo, "node_modules", "vitest", "vitest.mjs");
+  const run = spawnSync(process.execPath, [vitest, "run", "--root", dir, "--reporter=json", `--outputFile=${resultFile}`], {
+    env, cwd: dir, encoding: "utf8", maxBuffer: 256 * 1024 * 1024,
+  });
+  rmSync(scratch, { recursive: true, force: true });
+  if (!existsSync(resultFile)) {
+    throw new Error(`vitest produced no results for ${label}:\n${run.stdout}\n${run.stderr}`);
+  }
+  const report = JSON.parse(readFileSync(resultFile, "utf8"));
+  const tests = new Map();
+  for (const file of report.testResults) {
+    const suite = path.basename(file.name, ".test.js");
+    if (file.assertionResults.length === 0 && file.status === "failed") {
+      tests.set(`${suite} › (file failed to load)`, "failed");
+    }
+    for (const t of file.assertionResults) tests.set(`${suite} › ${t.fullName}`, t.status);
+  }
+  return tests;
+}
+
+async function main() {
+  const args = parseArgs(process.argv.slice(2));
+  if (!existsSync(upstreamDir)) throw new Error("@paperclipai/adapter-utils is not installed (npm ci)");
+  const plainDir = prepareCopy("plain");
+  const swappedDir = prepareCopy("swapped");
+  const swapped = await swapIn(swappedDir);
+  console.log(`upstream-swap: ${swapped.length} upstream exports swapped: ${swapped.join(", ")}`);
+  console.log(`upstream-swap: suites: ${args.suites.join(", ")}`);
+
+  const plain = runSuites(plainDir, args.suites, "plain");
+  const ours = runSuites(swappedDir, args.suites, "swapped");
+  const count = (m, s) => [...m.values()].filter((v) => v === s).length;
+  const regressions = [...plain].filter(([name, status]) => status === "passed" && ours.get(name) !== "passed").map(([name]) => name);
+  const plainFailing = [...plain].filter(([, s]) => s === "failed").map(([n]) => n);
+
+  console.log(`upstream-swap: unswapped: ${count(plain, "passed")} passed, ${count(plain, "failed")} failed, ${count(plain, "skipped") + count(plain, "pending")} skipped`);
+  console.log(`upstream-swap: swapped:   ${count(ours, "passed")} passed, ${count(ours, "failed")} failed, ${count(ours, "skipped") + count(ours, "pending")} skipped`);
+  for (const name of plainFailing) console.log(`upstream-swap: fails unswapped too (not counted against us): ${name}`);
+  for (const name of regressions) console.log(`upstream-swap: REGRESSION (passes unswapped, not swapped): ${name} -> ${ours.get(name) ?? "missing"}`);
+  const summary = {
+    swappedExports: swapped,
+    suites: args.suites,
+    unswapped: { passed: count(plain, "passed"), failed: count(plain, "failed") },
+    swapped: { passed: count(ours, "passed"), failed: count(ours, "failed") },
+    regressions,
+    // What the project counts: every upstream test that passes unswapped is one check.
+    checks: { passed: count(plain, "passed") - regressions.length, failed: regressions.length },
+  };
+  if (args.json) writeFileSync(args.json, JSON.stringify(summary, null, 2));
+  console.log(`upstream-swap: ${summary.checks.passed} passed, ${summary.checks.failed} failed`);
+  process.exitCode = regressions.length === 0 && summary.checks.passed > 0 ? 0 : 1;
+}
+
+main().catch((error) => {
+  console.error(`upstream-swap: ${error.stack ?? error}`);
+  process.exitCode = 2;
+});

@@ -1,0 +1,10 @@
+//! napi-rs binding layer of `@paperclipai/adapter-utils-native`.
+//!
+//! Only argument conversion, error mapping and scheduling live here; the logic is in the
+//! `paperclip-sync-core` crate. The raw binding this produces (`native/binding.cjs`) is
+//! internal: the public API is the ESM layer in `index.js` and `lib/`.
+
+#![deny(clippy::all)]
+
+mod exclude;
+mod runtime;
