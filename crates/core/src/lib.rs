@@ -4,4 +4,5 @@
 //! converts arguments and errors and schedules the work; the logic lives here and is tested
 //! with `cargo test`.
 
+pub mod error;
 pub mod exclude;

@@ -1,0 +1,135 @@
+//! The one error type of the core crate: a stable `code` plus a message, with Node's
+//! `errno`/`syscall`/`path` fields for file-system failures so the binding can build errors
+//! shaped like Node's own (`ENOENT: no such file or directory, lstat '/x'`).
+
+use std::borrow::Cow;
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// Codes of our own, for failures that have no Node or upstream code.
+pub mod codes {
+    /// The operation was cancelled (an `AbortSignal` fired); the binding maps it to `AbortError`.
+    pub const ABORTED: &str = "ABORT_ERR";
+    /// A path or argument was rejected before any work (escapes its root, not relative, …).
+    pub const INVALID_ARGUMENT: &str = "ERR_PAPERCLIP_NATIVE_INVALID_ARGUMENT";
+    /// A file name that is not valid UTF-8 (upstream cannot represent it either).
+    pub const NON_UTF8_NAME: &str = "ERR_PAPERCLIP_NATIVE_NON_UTF8_NAME";
+    /// An archive member that would land outside the extraction root, or an unsafe type.
+    pub const UNSAFE_ARCHIVE_ENTRY: &str = "ERR_PAPERCLIP_NATIVE_UNSAFE_ARCHIVE_ENTRY";
+    /// A malformed or truncated archive.
+    pub const BAD_ARCHIVE: &str = "ERR_PAPERCLIP_NATIVE_BAD_ARCHIVE";
+    /// A mutation that would go through a symlinked ancestor of its root.
+    pub const SYMLINKED_ANCESTOR: &str = "ERR_PAPERCLIP_NATIVE_SYMLINKED_ANCESTOR";
+    /// Anything else (a bug or an unexpected state); the message says what.
+    pub const INTERNAL: &str = "ERR_PAPERCLIP_NATIVE_INTERNAL";
+}
+
+/// A failure with a stable `code`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error {
+    /// Node's code (`ENOENT`, …), upstream's, or one of [`codes`].
+    pub code: Cow<'static, str>,
+    /// The whole human-readable message, as the JS `Error.message`.
+    pub message: String,
+    /// The negative errno Node puts in `error.errno`, for OS errors.
+    pub errno: Option<i32>,
+    /// The failing call, as Node names it (`lstat`, `open`, `scandir`, `readlink`, …).
+    pub syscall: Option<&'static str>,
+    /// The path the call failed on.
+    pub path: Option<PathBuf>,
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// An error with our own code.
+    pub fn new(code: impl Into<Cow<'static, str>>, message: impl Into<String>) -> Self {
+        Error { code: code.into(), message: message.into(), errno: None, syscall: None, path: None }
+    }
+
+    /// The cancellation error.
+    pub fn aborted() -> Self {
+        Error::new(codes::ABORTED, "The operation was aborted")
+    }
+
+    /// True for the cancellation error.
+    pub fn is_aborted(&self) -> bool {
+        self.code == codes::ABORTED
+    }
+
+    /// A file-system error shaped like Node's: `CODE: description, syscall 'path'`.
+    pub fn io(err: io::Error, syscall: &'static str, path: &Path) -> Self {
+        let Some(raw) = err.raw_os_error() else {
+            return Error {
+                code: Cow::Borrowed(codes::INTERNAL),
+                message: format!("{err}, {syscall} '{}'", path.display()),
+                errno: None,
+                syscall: Some(syscall),
+                path: Some(path.to_path_buf()),
+            };
+        };
+        let (code, description) = errno_name(raw);
+        Error {
+            code: Cow::Borrowed(code),
+            message: format!("{code}: {description}, {syscall} '{}'", path.display()),
+            errno: Some(-raw),
+            syscall: Some(syscall),
+            path: Some(path.to_path_buf()),
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Node's (libuv's) code and description for an errno.
+pub fn errno_name(raw: i32) -> (&'static str, &'static str) {
+    match raw {
+        libc::ENOENT => ("ENOENT", "no such file or directory"),
+        libc::EACCES => ("EACCES", "permission denied"),
+        libc::EPERM => ("EPERM", "operation not permitted"),
+        libc::ENOTDIR => ("ENOTDIR", "not a directory"),
+        libc::EISDIR => ("EISDIR", "illegal operation on a directory"),
+        libc::EEXIST => ("EEXIST", "file already exists"),
+        libc::ENOTEMPTY => ("ENOTEMPTY", "directory not empty"),
+        libc::ELOOP => ("ELOOP", "too many symbolic links encountered"),
+        libc::EBUSY => ("EBUSY", "resource busy or locked"),
+        libc::EMFILE => ("EMFILE", "too many open files"),
+        libc::ENFILE => ("ENFILE", "file table overflow"),
+        libc::ENOSPC => ("ENOSPC", "no space left on device"),
+        libc::EROFS => ("EROFS", "read-only file system"),
+        libc::EXDEV => ("EXDEV", "cross-device link not permitted"),
+        libc::EINVAL => ("EINVAL", "invalid argument"),
+        libc::EIO => ("EIO", "i/o error"),
+        libc::ENAMETOOLONG => ("ENAMETOOLONG", "name too long"),
+        libc::EAGAIN => ("EAGAIN", "resource temporarily unavailable"),
+        libc::EINTR => ("EINTR", "interrupted system call"),
+        libc::ENOMEM => ("ENOMEM", "not enough memory"),
+        libc::ESRCH => ("ESRCH", "no such process"),
+        libc::EPIPE => ("EPIPE", "broken pipe"),
+        libc::ETIMEDOUT => ("ETIMEDOUT", "connection timed out"),
+        libc::ECONNREFUSED => ("ECONNREFUSED", "connection refused"),
+        libc::ECONNRESET => ("ECONNRESET", "connection reset by peer"),
+        _ => ("EUNKNOWN", "unknown error"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn io_errors_look_like_node() {
+        let err = std::fs::symlink_metadata("/definitely/not/here").unwrap_err();
+        let e = Error::io(err, "lstat", Path::new("/definitely/not/here"));
+        assert_eq!(e.code, "ENOENT");
+        assert_eq!(e.errno, Some(-libc::ENOENT));
+        assert_eq!(e.message, "ENOENT: no such file or directory, lstat '/definitely/not/here'");
+    }
+}
