@@ -3,3 +3,6 @@
 export * from "./lib/exclude-patterns.js";
 export * from "./lib/sandbox-managed-runtime.js";
 export * from "./lib/git-workspace-sync.js";
+export * from "./lib/workspace-restore-merge.js";
+export * from "./lib/acpx-engine/execute.js";
+export * from "./lib/extras.js";

@@ -835,8 +835,15 @@ function __napiStampBindingTarget(exportsObject, target) {
 // linked import resolves to `undefined`.
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
+module.exports.SnapshotStatCache = nativeBinding.SnapshotStatCache
+module.exports.cancelTokenAbort = nativeBinding.cancelTokenAbort
+module.exports.cancelTokenCreate = nativeBinding.cancelTokenCreate
+module.exports.cancelTokenRelease = nativeBinding.cancelTokenRelease
+module.exports.contentSignature = nativeBinding.contentSignature
 module.exports.escapeTarExcludeLiteral = nativeBinding.escapeTarExcludeLiteral
 module.exports.excludePatternMatches = nativeBinding.excludePatternMatches
 module.exports.isRelativePathOrDescendant = nativeBinding.isRelativePathOrDescendant
 module.exports.mergeExcludeGroups = nativeBinding.mergeExcludeGroups
 module.exports.shouldExcludePath = nativeBinding.shouldExcludePath
+module.exports.snapshotCapture = nativeBinding.snapshotCapture
+module.exports.snapshotReadEntry = nativeBinding.snapshotReadEntry

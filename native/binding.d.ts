@@ -7,6 +7,24 @@
  */
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
+/** Stat data and hashes of a previous capture, for an incremental capture (internal). */
+export declare class SnapshotStatCache {
+  /** Files whose hashes this cache can offer. */
+  get size(): number
+}
+
+/** Signals the token's work to stop (internal). */
+export declare function cancelTokenAbort(id: number): void
+
+/** Creates a cancellation token and returns its id (internal; used by the JS layer). */
+export declare function cancelTokenCreate(): number
+
+/** Forgets a token once its call settled (internal). */
+export declare function cancelTokenRelease(id: number): void
+
+/** The content signature of a tree (internal; see `referencedSourceContentSignature`). */
+export declare function contentSignature(root: string, ignoredPaths: Array<string>, cancelId?: number | undefined | null): Promise<string>
+
 /**
  * Upstream `escapeTarExcludeLiteral`: doubles each backslash, then escapes `*`, `?` and `[`
  * so that tar reads the entry as a literal name.
@@ -31,3 +49,41 @@ export declare function mergeExcludeGroups(groups: Array<Array<string> | undefin
 
 /** Upstream `shouldExcludePath`: true when any entry of `exclude` matches `relative`. */
 export declare function shouldExcludePath(relative: string, exclude: Array<string>): boolean
+
+/** Captures the tree under `root` (internal; see `captureDirectorySnapshot`). */
+export declare function snapshotCapture(root: string, exclude: Array<string>, previous: SnapshotStatCache | undefined | null, keepCache: boolean, cancelId?: number | undefined | null): Promise<SnapshotTransfer>
+
+/** One entry read for a baseline comparison (internal; see `directoryEntryMatchesBaseline`). */
+export interface SnapshotEntryTransfer {
+  /** `dir`, `file` or `symlink`. */
+  kind: string
+  mode?: number
+  hash?: string
+  target?: string
+}
+
+/**
+ * Reads the entry at `root/relative`, `null` when it is missing or not a
+ * directory/symlink/regular file (internal).
+ */
+export declare function snapshotReadEntry(root: string, relative: string): Promise<SnapshotEntryTransfer | null>
+
+/**
+ * A capture in transfer form (internal). Node `i` has kind `kinds[i]` (0 skipped, 1 dir,
+ * 2 file, 3 symlink), name `names.split("\0")[i]`, mode `modes[i]`, and children
+ * `childStart[i]..childEnd[i]`; files' hashes are 64 hex digits each in node order in
+ * `hashes`, symlinks' targets are `\0`-joined in node order in `targets`.
+ */
+export interface SnapshotTransfer {
+  kinds: Uint8Array
+  modes: Uint32Array
+  childStart: Uint32Array
+  childEnd: Uint32Array
+  rootStart: number
+  rootEnd: number
+  names: string
+  hashes: string
+  targets: string
+  reusedHashes: number
+  cache?: SnapshotStatCache
+}

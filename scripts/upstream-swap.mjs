@@ -15,7 +15,7 @@
 // `--json <file>` for the test command's summary.
 //
 // Usage: node scripts/upstream-swap.mjs [--suites a,b] [--json out.json]
-import { spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { mkdtempSync } from "node:fs";
 import os from "node:os";
@@ -36,6 +36,7 @@ const DEFAULT_SUITES = [
   "sandbox-file-sync",
   "command-managed-runtime",
   "git-workspace-sync",
+  "acpx-engine/execute",
 ];
 
 function parseArgs(argv) {
@@ -68,7 +69,7 @@ function prepareCopy(variant) {
 }
 
 async function swapIn(dir) {
-  const swapped = [];
+  const modules = [];
   for (const { module, file } of ourModules()) {
     const upstreamFile = path.join(dir, "dist", `${module}.js`);
     if (!existsSync(upstreamFile)) throw new Error(`upstream has no module ${module}`);
@@ -77,13 +78,19 @@ async function swapIn(dir) {
     const names = Object.keys(ours).sort();
     const foreign = names.filter((name) => !(name in theirs));
     if (foreign.length > 0) throw new Error(`lib/${module}.js exports names upstream's ${module} lacks: ${foreign.join(", ")}`);
+    const base = path.basename(module);
     renameSync(upstreamFile, path.join(dir, "dist", `${module}.orig.js`));
     writeFileSync(upstreamFile, [
-      `export * from "./${module}.orig.js";`,
+      `export * from "./${base}.orig.js";`,
       `export { ${names.join(", ")} } from ${JSON.stringify(pathToFileURL(file).href)};`,
       "",
     ].join("\n"));
-    // Prove the shim took effect: the swapped module hands out our very functions.
+    modules.push({ module, upstreamFile, ours, names });
+  }
+  // Prove every shim took effect (only once all are written: upstream modules import each
+  // other): the swapped module hands out our very functions.
+  const swapped = [];
+  for (const { module, upstreamFile, ours, names } of modules) {
     const shim = await import(pathToFileURL(upstreamFile).href);
     for (const name of names) {
       if (typeof ours[name] === "function" && shim[name] !== ours[name]) throw new Error(`swap of ${module}.${name} did not take effect`);
@@ -93,7 +100,7 @@ async function swapIn(dir) {
   return swapped;
 }
 
-function runSuites(dir, suites, label) {
+async function runSuites(dir, suites, label) {
   const resultFile = path.join(dir, "results.json");
   writeFileSync(path.join(dir, "vitest.config.mjs"), [
     "export default {",
@@ -119,8 +126,16 @@ function runSuites(dir, suites, label) {
     TMPDIR: path.join(scratch, "t"),
   };
   const vitest = path.join(repo, "node_modules", "vitest", "vitest.mjs");
-  const run = spawnSync(process.execPath, [vitest, "run", "--root", dir, "--reporter=json", `--outputFile=${resultFile}`], {
-    env, cwd: dir, encoding: "utf8", maxBuffer: 256 * 1024 * 1024,
+  const run = await new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [vitest, "run", "--root", dir, "--reporter=json", `--outputFile=${resultFile}`], {
+      env, cwd: dir, stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (d) => { stdout = (stdout + d).slice(-64 * 1024); });
+    child.stderr.on("data", (d) => { stderr = (stderr + d).slice(-64 * 1024); });
+    child.on("error", reject);
+    child.on("close", () => resolve({ stdout, stderr }));
   });
   rmSync(scratch, { recursive: true, force: true });
   if (!existsSync(resultFile)) {
@@ -129,7 +144,7 @@ function runSuites(dir, suites, label) {
   const report = JSON.parse(readFileSync(resultFile, "utf8"));
   const tests = new Map();
   for (const file of report.testResults) {
-    const suite = path.basename(file.name, ".test.js");
+    const suite = path.relative(path.join(dir, "dist"), file.name).replace(/\.test\.js$/, "");
     if (file.assertionResults.length === 0 && file.status === "failed") {
       tests.set(`${suite} › (file failed to load)`, "failed");
     }
@@ -147,8 +162,11 @@ async function main() {
   console.log(`upstream-swap: ${swapped.length} upstream exports swapped: ${swapped.join(", ")}`);
   console.log(`upstream-swap: suites: ${args.suites.join(", ")}`);
 
-  const plain = runSuites(plainDir, args.suites, "plain");
-  const ours = runSuites(swappedDir, args.suites, "swapped");
+  // Both copies run at once: the suites mostly wait (timers, child processes).
+  const [plain, ours] = await Promise.all([
+    runSuites(plainDir, args.suites, "plain"),
+    runSuites(swappedDir, args.suites, "swapped"),
+  ]);
   const count = (m, s) => [...m.values()].filter((v) => v === s).length;
   const regressions = [...plain].filter(([name, status]) => status === "passed" && ours.get(name) !== "passed").map(([name]) => name);
   const plainFailing = [...plain].filter(([, s]) => s === "failed").map(([n]) => n);

@@ -6,5 +6,8 @@
 
 #![deny(clippy::all)]
 
+mod cancel;
+mod error;
 mod exclude;
 mod runtime;
+mod snapshot;

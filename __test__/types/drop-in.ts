@@ -28,3 +28,27 @@ export const git: {
 // The resolution union must be interchangeable both ways.
 export const resolutionIn: upSandbox.ReferencedSourceIgnoreResolution = {} as ourSandbox.ReferencedSourceIgnoreResolution;
 export const resolutionOut: ourSandbox.ReferencedSourceIgnoreResolution = {} as upSandbox.ReferencedSourceIgnoreResolution;
+
+import * as upMerge from "@paperclipai/adapter-utils/workspace-restore-merge";
+import * as upExecute from "@paperclipai/adapter-utils/acpx-engine/execute";
+import * as ourMerge from "@paperclipai/adapter-utils-native/workspace-restore-merge";
+import * as ourExecute from "@paperclipai/adapter-utils-native/acpx-engine/execute";
+
+export const merge: {
+  captureDirectorySnapshot: typeof upMerge.captureDirectorySnapshot;
+  serializeDirectorySnapshot: typeof upMerge.serializeDirectorySnapshot;
+  parseDirectorySnapshot: typeof upMerge.parseDirectorySnapshot;
+  directorySnapshotSha256: typeof upMerge.directorySnapshotSha256;
+  directoryEntryMatchesBaseline: typeof upMerge.directoryEntryMatchesBaseline;
+  classifyWorkspaceRestoreFailure: typeof upMerge.classifyWorkspaceRestoreFailure;
+  describeWorkspaceRestoreFailure: typeof upMerge.describeWorkspaceRestoreFailure;
+  WORKSPACE_RESTORE_LOCK_TIMEOUT_CODE: typeof upMerge.WORKSPACE_RESTORE_LOCK_TIMEOUT_CODE;
+}[] = [ourMerge, ours];
+
+export const execute: {
+  referencedSourceContentSignature: typeof upExecute.referencedSourceContentSignature;
+}[] = [ourExecute, ours];
+
+// Snapshots are interchangeable both ways.
+export const snapshotIn: upMerge.DirectorySnapshot = {} as ourMerge.DirectorySnapshot;
+export const snapshotOut: ourMerge.DirectorySnapshot = {} as upMerge.DirectorySnapshot;

@@ -6,3 +6,5 @@
 
 pub mod error;
 pub mod exclude;
+pub mod snapshot;
+pub mod walk;

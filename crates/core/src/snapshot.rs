@@ -1,0 +1,454 @@
+//! Hot path 2: directory snapshots (upstream `captureDirectorySnapshot` and friends) and the
+//! referenced-source content signature.
+//!
+//! The walk (the shared [`crate::walk`]) and the hashing both run on a bounded set of
+//! worker threads; files are streamed through a fixed buffer per worker. Entries come back
+//! as a [`Tree`] plus per-node hashes; the caller imposes upstream's sibling order
+//! (`localeCompare`, which depends on the process locale, so the JS layer sorts).
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::Read;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use sha2::{Digest, Sha256};
+
+use crate::error::{codes, Error, Result};
+use crate::exclude::should_exclude_path;
+use crate::walk::{self, join_like_node, Kind, Node, ReaddirErrors, Stat, Tree, WalkOptions};
+
+/// Bytes read per `read` call when hashing; one buffer per worker.
+const HASH_BUFFER: usize = 256 * 1024;
+
+/// A file's SHA-256.
+pub type Hash = [u8; 32];
+
+/// What one snapshot entry is (upstream's `SnapshotEntry`, before it crosses into JS).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Entry {
+    Dir,
+    File { mode: u32, hash: Hash },
+    Symlink { target: String },
+}
+
+/// A captured snapshot: the walked tree and, for each node, its entry. Sockets, FIFOs and
+/// devices are in the tree but have no entry (upstream skips them).
+#[derive(Debug)]
+pub struct Snapshot {
+    pub tree: Tree,
+    pub entries: Vec<Option<Entry>>,
+    /// How many file hashes were reused from a previous snapshot (incremental capture).
+    pub reused_hashes: usize,
+}
+
+/// The stat fields an incremental capture compares to decide that a file is unchanged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileIdentity {
+    pub dev: u64,
+    pub ino: u64,
+    pub size: u64,
+    pub mtime_ns: i128,
+    pub ctime_ns: i128,
+    pub mode: u32,
+}
+
+impl From<&Stat> for FileIdentity {
+    fn from(s: &Stat) -> Self {
+        FileIdentity { dev: s.dev, ino: s.ino, size: s.size, mtime_ns: s.mtime_ns, ctime_ns: s.ctime_ns, mode: s.mode }
+    }
+}
+
+/// What an incremental capture may reuse: a previous capture's file identities and hashes,
+/// and the time that capture started. A file whose identity is unchanged is not re-read,
+/// unless it was modified within `granularity_ns` of `captured_at_ns` (git's "racily
+/// clean" rule: a write in the same timestamp tick as the capture could go unseen).
+#[derive(Debug, Default)]
+pub struct PreviousHashes {
+    pub files: HashMap<String, (FileIdentity, Hash)>,
+    pub captured_at_ns: i128,
+    pub granularity_ns: i128,
+}
+
+impl PreviousHashes {
+    fn reusable(&self, rel: &str, stat: &Stat) -> Option<Hash> {
+        let (identity, hash) = self.files.get(rel)?;
+        if *identity != FileIdentity::from(stat) {
+            return None;
+        }
+        // Racily clean (git's rule): a write within the timestamp granularity of the previous
+        // capture's start may not have moved mtime past what that capture saw.
+        if stat.mtime_ns >= self.captured_at_ns - self.granularity_ns {
+            return None;
+        }
+        Some(*hash)
+    }
+}
+
+/// Options of [`capture`].
+pub struct CaptureOptions<'a> {
+    pub root: &'a Path,
+    /// Upstream exclude entries (matched with the upstream matcher).
+    pub exclude: &'a [String],
+    pub threads: usize,
+    pub previous: Option<&'a PreviousHashes>,
+    pub cancel: &'a AtomicBool,
+}
+
+/// Upstream `captureDirectorySnapshot`, minus the ordering: walks `root` without following
+/// symlinks, skipping excluded paths before any `lstat`, treating unreadable directories as
+/// empty, and hashes every regular file (in parallel). `lstat`, `readlink` and read errors
+/// fail the capture with Node's codes.
+pub fn capture(opts: &CaptureOptions<'_>) -> Result<Snapshot> {
+    let exclude: Vec<&[u8]> = opts.exclude.iter().map(|p| p.as_bytes()).collect();
+    let skip = |rel: &str| should_exclude_path(rel.as_bytes(), exclude.iter().copied());
+    let tree = walk::walk(&WalkOptions {
+        root: opts.root,
+        threads: opts.threads,
+        readdir_errors: ReaddirErrors::TreatAsEmpty,
+        skip: &skip,
+        descend: &|_| true,
+        read_link_targets: true,
+        cancel: opts.cancel,
+    })?;
+
+    let mut entries: Vec<Option<Entry>> = tree
+        .nodes
+        .iter()
+        .map(|node| match node.stat.kind {
+            Kind::Dir => Some(Entry::Dir),
+            Kind::Symlink => Some(Entry::Symlink { target: node.link_target.clone().unwrap_or_default() }),
+            Kind::File | Kind::Other => None,
+        })
+        .collect();
+    let mut reused = 0;
+    let mut to_hash = Vec::new();
+    for (index, node) in tree.nodes.iter().enumerate() {
+        if node.stat.kind != Kind::File {
+            continue;
+        }
+        match opts.previous.and_then(|prev| prev.reusable(&node.rel, &node.stat)) {
+            Some(hash) => {
+                entries[index] = Some(Entry::File { mode: node.stat.mode, hash });
+                reused += 1;
+            }
+            None => to_hash.push(index),
+        }
+    }
+    for (index, hash) in hash_files(opts.root, &tree.nodes, &to_hash, opts.threads, opts.cancel)? {
+        entries[index] = Some(Entry::File { mode: tree.nodes[index].stat.mode, hash });
+    }
+    Ok(Snapshot { tree, entries, reused_hashes: reused })
+}
+
+/// Hashes the given nodes' files on `threads` workers; largest files are started first so
+/// one big file does not finish last on an otherwise idle pool.
+fn hash_files(root: &Path, nodes: &[Node], indices: &[usize], threads: usize, cancel: &AtomicBool) -> Result<Vec<(usize, Hash)>> {
+    let mut order = indices.to_vec();
+    order.sort_by(|a, b| nodes[*b].stat.size.cmp(&nodes[*a].stat.size));
+    let next = AtomicUsize::new(0);
+    let failure: Mutex<Option<Error>> = Mutex::new(None);
+    let failed = AtomicBool::new(false);
+    let results: Mutex<Vec<(usize, Hash)>> = Mutex::new(Vec::with_capacity(order.len()));
+    std::thread::scope(|scope| {
+        for _ in 0..threads.max(1).min(order.len().max(1)) {
+            scope.spawn(|| {
+                let mut buffer = vec![0u8; HASH_BUFFER];
+                let mut local = Vec::new();
+                loop {
+                    if cancel.load(Ordering::Relaxed) || failed.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    let slot = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(&index) = order.get(slot) else { break };
+                    let path = join_like_node(root, &nodes[index].rel);
+                    match hash_file_with(&path, &mut buffer, cancel) {
+                        Ok(hash) => local.push((index, hash)),
+                        Err(err) => {
+                            failed.store(true, Ordering::Relaxed);
+                            if let Ok(mut slot) = failure.lock() {
+                                slot.get_or_insert(err);
+                            }
+                            break;
+                        }
+                    }
+                }
+                if let Ok(mut all) = results.lock() {
+                    all.extend(local);
+                }
+            });
+        }
+    });
+    if let Some(err) = failure.into_inner().ok().flatten() {
+        return Err(err);
+    }
+    if cancel.load(Ordering::Relaxed) {
+        return Err(Error::aborted());
+    }
+    results.into_inner().map_err(|_| Error::new(codes::INTERNAL, "hash worker panicked"))
+}
+
+/// SHA-256 of a file's bytes, streamed through `buffer`. Errors are Node's (`open`, `read`).
+pub fn hash_file_with(path: &Path, buffer: &mut [u8], cancel: &AtomicBool) -> Result<Hash> {
+    let mut file = File::open(path).map_err(|err| Error::io(err, "open", path))?;
+    let mut hasher = Sha256::new();
+    loop {
+        if cancel.load(Ordering::Relaxed) {
+            return Err(Error::aborted());
+        }
+        let n = match file.read(buffer) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(err) => return Err(Error::io(err, "read", path)),
+        };
+        hasher.update(&buffer[..n]);
+    }
+    Ok(hasher.finalize().into())
+}
+
+/// Upstream `readSnapshotEntry(root, relative)`: the entry at one path, `None` when it cannot
+/// be `lstat`ed or is neither a directory, a symlink nor a regular file.
+pub fn read_entry(root: &Path, rel: &str) -> Result<Option<Entry>> {
+    let path = join_like_node(root, rel);
+    let Ok(meta) = std::fs::symlink_metadata(&path) else { return Ok(None) };
+    let ft = meta.file_type();
+    if ft.is_dir() {
+        return Ok(Some(Entry::Dir));
+    }
+    if ft.is_symlink() {
+        let target = std::fs::read_link(&path).map_err(|err| Error::io(err, "readlink", &path))?;
+        use std::os::unix::ffi::OsStrExt;
+        return Ok(Some(Entry::Symlink { target: String::from_utf8_lossy(target.as_os_str().as_bytes()).into_owned() }));
+    }
+    if !ft.is_file() {
+        return Ok(None);
+    }
+    use std::os::unix::fs::MetadataExt;
+    let mut buffer = vec![0u8; HASH_BUFFER];
+    let hash = hash_file_with(&path, &mut buffer, &AtomicBool::new(false))?;
+    Ok(Some(Entry::File { mode: meta.mode(), hash }))
+}
+
+/// Directory names the content signature never descends into, at any depth.
+pub const SIGNATURE_SKIP_DIRS: [&str; 10] =
+    ["node_modules", "vendor", "dist", "build", "out", "coverage", ".next", ".turbo", ".cache", ".git"];
+
+/// Upstream `referencedSourceContentSignature` for a `git`/`other` resolution: the first
+/// 16 hex digits of a SHA-256 over the tree, walked with siblings in UTF-16 code-unit
+/// order, skipping `ignored` paths (literal, root-anchored) and the [`SIGNATURE_SKIP_DIRS`].
+/// Errors are returned as they happened; the caller renders `unreadable:<error>`.
+pub fn content_signature(root: &Path, ignored: &[String], threads: usize, cancel: &AtomicBool) -> Result<String> {
+    let ignored: Vec<&[u8]> = ignored.iter().map(|p| p.as_bytes()).collect();
+    let skip = |rel: &str| {
+        ignored.iter().any(|p| crate::exclude::is_relative_path_or_descendant(rel.as_bytes(), p))
+    };
+    let descend = |node: &Node| !SIGNATURE_SKIP_DIRS.contains(&node.name.as_str());
+    let tree = walk::walk(&WalkOptions {
+        root,
+        threads,
+        readdir_errors: ReaddirErrors::Propagate,
+        skip: &skip,
+        descend: &descend,
+        read_link_targets: true,
+        cancel,
+    })?;
+    let mut hasher = Sha256::new();
+    let mut buffer = vec![0u8; HASH_BUFFER];
+    // Pre-order, siblings in code-unit order (UTF-16, as JS `<` compares).
+    let mut stack: Vec<u32> = sorted_by_code_units(&tree, tree.root_children);
+    stack.reverse();
+    while let Some(index) = stack.pop() {
+        let node = &tree.nodes[index as usize];
+        match node.stat.kind {
+            Kind::Dir => {
+                if descend(node) {
+                    let mut children = sorted_by_code_units(&tree, tree.children[index as usize]);
+                    children.reverse();
+                    stack.extend(children);
+                }
+            }
+            Kind::Symlink => {
+                hasher.update(format!("symlink:{}:{}\n", node.rel, node.link_target.as_deref().unwrap_or("")));
+            }
+            Kind::Other => hasher.update(format!("other:{}:{}\n", node.rel, node.stat.mode)),
+            Kind::File => {
+                hasher.update(format!("file:{}:{}\n", node.rel, node.stat.size));
+                let path = join_like_node(root, &node.rel);
+                let mut file = File::open(&path).map_err(|err| Error::io(err, "open", &path))?;
+                loop {
+                    if cancel.load(Ordering::Relaxed) {
+                        return Err(Error::aborted());
+                    }
+                    match file.read(&mut buffer) {
+                        Ok(0) => break,
+                        Ok(n) => hasher.update(&buffer[..n]),
+                        Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
+                        Err(err) => return Err(Error::io(err, "read", &path)),
+                    }
+                }
+                hasher.update(b"\n");
+            }
+        }
+    }
+    let digest = hasher.finalize();
+    Ok(digest.iter().take(8).map(|b| format!("{b:02x}")).collect())
+}
+
+fn sorted_by_code_units(tree: &Tree, (start, end): (u32, u32)) -> Vec<u32> {
+    let mut ids: Vec<u32> = (start..end).collect();
+    ids.sort_by(|a, b| {
+        let (x, y) = (&tree.nodes[*a as usize].name, &tree.nodes[*b as usize].name);
+        x.encode_utf16().cmp(y.encode_utf16())
+    });
+    ids
+}
+
+/// Lowercase hex of a hash.
+pub fn hex(hash: &Hash) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(64);
+    for b in hash {
+        out.push(DIGITS[(b >> 4) as usize] as char);
+        out.push(DIGITS[(b & 15) as usize] as char);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+    use std::os::unix::fs::{symlink, PermissionsExt};
+    use std::path::PathBuf;
+
+    fn tmp(tag: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("pc-snap-{tag}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn sha256_hex(bytes: &[u8]) -> String {
+        hex(&Sha256::digest(bytes).into())
+    }
+
+    fn capture_at(root: &Path, exclude: &[String], previous: Option<&PreviousHashes>) -> Result<Snapshot> {
+        capture(&CaptureOptions { root, exclude, threads: 2, previous, cancel: &AtomicBool::new(false) })
+    }
+
+    fn find<'a>(snap: &'a Snapshot, rel: &str) -> Option<&'a Entry> {
+        let i = snap.tree.nodes.iter().position(|n| n.rel == rel)?;
+        snap.entries[i].as_ref()
+    }
+
+    #[test]
+    fn captures_files_dirs_links_with_full_mode_and_hashes() {
+        let root = tmp("basic");
+        fs::create_dir_all(root.join("a/b")).unwrap();
+        fs::write(root.join("a/b/f"), b"hello").unwrap();
+        let big: Vec<u8> = (0..(HASH_BUFFER * 3 + 17)).map(|i| (i % 251) as u8).collect();
+        fs::write(root.join("big"), &big).unwrap();
+        fs::set_permissions(root.join("big"), fs::Permissions::from_mode(0o755)).unwrap();
+        symlink("/nowhere/dangling", root.join("a/dangling")).unwrap();
+        let snap = capture_at(&root, &[], None).unwrap();
+        assert_eq!(find(&snap, "a"), Some(&Entry::Dir));
+        match find(&snap, "a/b/f").unwrap() {
+            Entry::File { mode, hash } => {
+                assert_eq!(*mode & 0o170000, 0o100000);
+                assert_eq!(hex(hash), sha256_hex(b"hello"));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(find(&snap, "big"), Some(&Entry::File { mode: 0o100755, hash: Sha256::digest(&big).into() }));
+        assert_eq!(find(&snap, "a/dangling"), Some(&Entry::Symlink { target: "/nowhere/dangling".into() }));
+        fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn excluded_paths_are_skipped_and_fifos_have_no_entry() {
+        let root = tmp("excl");
+        fs::create_dir_all(root.join("node_modules/x")).unwrap();
+        fs::create_dir_all(root.join("src/node_modules")).unwrap();
+        fs::write(root.join("keep"), b"k").unwrap();
+        let fifo = root.join("pipe");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        let snap = capture_at(&root, &["*/node_modules".to_string()], None).unwrap();
+        let rels: Vec<&str> = snap.tree.nodes.iter().map(|n| n.rel.as_str()).collect();
+        assert!(!rels.iter().any(|r| r.contains("node_modules")), "{rels:?}");
+        assert!(find(&snap, "pipe").is_none());
+        assert!(find(&snap, "keep").is_some());
+        fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn unreadable_file_fails_with_eacces_unless_root() {
+        if unsafe { libc::geteuid() } == 0 {
+            return; // root reads everything; the JS suite covers this as a normal user
+        }
+        let root = tmp("eacces");
+        fs::write(root.join("secret"), b"s").unwrap();
+        fs::set_permissions(root.join("secret"), fs::Permissions::from_mode(0o000)).unwrap();
+        let err = capture_at(&root, &[], None).unwrap_err();
+        assert_eq!(err.code, "EACCES");
+        fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn incremental_reuses_unchanged_hashes_but_not_racy_ones() {
+        let root = tmp("incr");
+        fs::write(root.join("a"), b"one").unwrap();
+        fs::write(root.join("b"), b"two").unwrap();
+        let first = capture_at(&root, &[], None).unwrap();
+        let mut previous = PreviousHashes { captured_at_ns: i128::MAX / 4, granularity_ns: 0, ..Default::default() };
+        for (i, node) in first.tree.nodes.iter().enumerate() {
+            if let Some(Entry::File { hash, .. }) = &first.entries[i] {
+                // A deliberately wrong hash proves the reuse: it can only come from `previous`.
+                let _ = hash;
+                previous.files.insert(node.rel.clone(), (FileIdentity::from(&node.stat), [7u8; 32]));
+            }
+        }
+        let second = capture_at(&root, &[], Some(&previous)).unwrap();
+        assert_eq!(second.reused_hashes, 2);
+        assert_eq!(find(&second, "a"), Some(&Entry::File { mode: first.tree.nodes[0].stat.mode, hash: [7u8; 32] }));
+        // Racy: modified within the granularity of the previous capture → re-hashed.
+        previous.captured_at_ns = first.tree.nodes[0].stat.mtime_ns;
+        previous.granularity_ns = 1_000_000_000;
+        let third = capture_at(&root, &[], Some(&previous)).unwrap();
+        assert_eq!(third.reused_hashes, 0);
+        match find(&third, "a").unwrap() {
+            Entry::File { hash, .. } => assert_eq!(hex(hash), sha256_hex(b"one")),
+            other => panic!("{other:?}"),
+        }
+        fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn content_signature_orders_by_code_units_and_skips() {
+        let root = tmp("sig");
+        fs::create_dir_all(root.join("node_modules")).unwrap();
+        fs::write(root.join("node_modules/x"), b"x").unwrap();
+        fs::write(root.join("B"), b"b").unwrap();
+        fs::write(root.join("a"), b"a").unwrap();
+        fs::write(root.join("secret.env"), b"s").unwrap();
+        let sig = content_signature(&root, &["secret.env".into()], 2, &AtomicBool::new(false)).unwrap();
+        let expected = Sha256::digest(b"file:B:1\nb\nfile:a:1\na\n");
+        assert_eq!(sig, hex(&expected.into())[..16]);
+        let err = content_signature(&root.join("missing"), &[], 2, &AtomicBool::new(false)).unwrap_err();
+        assert_eq!(err.code, "ENOENT");
+        assert!(err.message.starts_with("ENOENT: no such file or directory, scandir '"));
+        fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn read_entry_matches_capture() {
+        let root = tmp("read");
+        fs::write(root.join("f"), b"data").unwrap();
+        let snap = capture_at(&root, &[], None).unwrap();
+        assert_eq!(read_entry(&root, "f").unwrap().as_ref(), find(&snap, "f"));
+        assert_eq!(read_entry(&root, "missing").unwrap(), None);
+        fs::remove_dir_all(root).unwrap();
+    }
+}

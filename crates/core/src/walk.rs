@@ -1,0 +1,392 @@
+//! The one directory walker: a parallel, `lstat`-based traversal of a tree that never
+//! follows symlinks, shared by every native path that needs a tree's shape (snapshots,
+//! content signatures, size estimates).
+//!
+//! Each directory is read by whichever worker takes it from a shared queue; its children
+//! are stored contiguously, sorted by byte order (what libuv's `scandir`, and so Node's
+//! `readdir`, returns), so a caller can impose any sibling order it needs afterwards.
+
+use std::collections::VecDeque;
+use std::ffi::OsString;
+use std::fs;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Condvar, Mutex};
+
+use crate::error::{codes, Error, Result};
+
+/// Sentinel parent index of the root's children.
+pub const ROOT: u32 = u32::MAX;
+
+/// What an entry is, from `lstat`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Dir,
+    File,
+    Symlink,
+    /// A socket, FIFO or device.
+    Other,
+}
+
+/// The `lstat` fields the native paths use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stat {
+    pub kind: Kind,
+    /// The full `st_mode`, file-type bits included (what Node's `stats.mode` holds).
+    pub mode: u32,
+    pub size: u64,
+    pub dev: u64,
+    pub ino: u64,
+    pub mtime_ns: i128,
+    pub ctime_ns: i128,
+}
+
+impl Stat {
+    fn from_metadata(meta: &fs::Metadata) -> Stat {
+        let ft = meta.file_type();
+        let kind = if ft.is_dir() {
+            Kind::Dir
+        } else if ft.is_symlink() {
+            Kind::Symlink
+        } else if ft.is_file() {
+            Kind::File
+        } else {
+            Kind::Other
+        };
+        Stat {
+            kind,
+            mode: meta.mode(),
+            size: meta.size(),
+            dev: meta.dev(),
+            ino: meta.ino(),
+            mtime_ns: meta.mtime() as i128 * 1_000_000_000 + meta.mtime_nsec() as i128,
+            ctime_ns: meta.ctime() as i128 * 1_000_000_000 + meta.ctime_nsec() as i128,
+        }
+    }
+}
+
+/// One entry of a walked tree.
+#[derive(Debug, Clone)]
+pub struct Node {
+    /// Index of the parent directory's node, or [`ROOT`].
+    pub parent: u32,
+    /// The entry's name (one path segment).
+    pub name: String,
+    /// The POSIX path relative to the walk root (`a/b/c`).
+    pub rel: String,
+    pub stat: Stat,
+    /// The raw `readlink` target of a symlink (decoded as Node decodes it).
+    pub link_target: Option<String>,
+}
+
+/// A walked tree: the root's children first, then each directory's children stored
+/// contiguously (in the order directories were read, which is not deterministic across
+/// runs); within one directory, children are in byte order of their names.
+#[derive(Debug, Default)]
+pub struct Tree {
+    pub nodes: Vec<Node>,
+    /// For each node, the range of its children in `nodes` (empty for non-directories and
+    /// for excluded or unreadable directories).
+    pub children: Vec<(u32, u32)>,
+    /// The range of the root's children.
+    pub root_children: (u32, u32),
+}
+
+/// How the walk treats a directory it cannot read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReaddirErrors {
+    /// As an empty directory (upstream's snapshot walk).
+    TreatAsEmpty,
+    /// As a failure of the whole walk.
+    Propagate,
+}
+
+/// What to walk and how.
+pub struct WalkOptions<'a> {
+    /// The root as the caller spelled it (used for the root's own `readdir` and messages).
+    pub root: &'a Path,
+    /// Worker threads (at least one).
+    pub threads: usize,
+    pub readdir_errors: ReaddirErrors,
+    /// Returns true for a relative path that must be skipped, with everything below it,
+    /// before it is even `lstat`ed.
+    pub skip: &'a (dyn Fn(&str) -> bool + Sync),
+    /// Returns false for a directory that must be recorded but not descended into.
+    pub descend: &'a (dyn Fn(&Node) -> bool + Sync),
+    /// Read symlink targets during the walk.
+    pub read_link_targets: bool,
+    pub cancel: &'a AtomicBool,
+}
+
+/// `path.join(root, rel)` as Node spells it, for a `rel` with no `.`/`..` segments.
+pub fn join_like_node(root: &Path, rel: &str) -> PathBuf {
+    if rel.is_empty() {
+        return root.to_path_buf();
+    }
+    let root_bytes = root.as_os_str().as_bytes();
+    if root_bytes.is_empty() || root_bytes == b"." {
+        return PathBuf::from(rel);
+    }
+    let mut joined = root.as_os_str().to_os_string();
+    if !root_bytes.ends_with(b"/") {
+        joined.push("/");
+    }
+    joined.push(rel);
+    PathBuf::from(joined)
+}
+
+/// Decodes a file name; a name that is not UTF-8 cannot be represented upstream (Node
+/// decodes it lossily and then fails to `lstat` it), so it is a coded error, never mangled.
+pub fn name_to_string(name: OsString, parent_rel: &str, root: &Path) -> Result<String> {
+    name.into_string().map_err(|raw| {
+        let lossy = String::from_utf8_lossy(raw.as_bytes()).into_owned();
+        let rel = if parent_rel.is_empty() { lossy } else { format!("{parent_rel}/{lossy}") };
+        let mut err = Error::new(
+            codes::NON_UTF8_NAME,
+            format!("{}: file name is not valid UTF-8, lstat '{}'", codes::NON_UTF8_NAME, join_like_node(root, &rel).display()),
+        );
+        err.syscall = Some("lstat");
+        err
+    })
+}
+
+struct Shared {
+    queue: VecDeque<(u32, String)>,
+    /// Directories queued or being read.
+    pending: usize,
+    tree: Tree,
+    error: Option<Error>,
+}
+
+/// Walks the tree below `opts.root` on `opts.threads` workers.
+pub fn walk(opts: &WalkOptions<'_>) -> Result<Tree> {
+    let shared = Mutex::new(Shared {
+        queue: VecDeque::from([(ROOT, String::new())]),
+        pending: 1,
+        tree: Tree::default(),
+        error: None,
+    });
+    let wake = Condvar::new();
+    std::thread::scope(|scope| {
+        for _ in 0..opts.threads.max(1) {
+            scope.spawn(|| worker(opts, &shared, &wake));
+        }
+    });
+    let shared = shared.into_inner().map_err(|_| Error::new(codes::INTERNAL, "walk worker panicked"))?;
+    if let Some(err) = shared.error {
+        return Err(err);
+    }
+    if opts.cancel.load(Ordering::Relaxed) {
+        return Err(Error::aborted());
+    }
+    Ok(shared.tree)
+}
+
+fn worker(opts: &WalkOptions<'_>, shared: &Mutex<Shared>, wake: &Condvar) {
+    loop {
+        let job = {
+            let Ok(mut guard) = shared.lock() else { return };
+            loop {
+                if guard.error.is_some() || opts.cancel.load(Ordering::Relaxed) {
+                    guard.queue.clear();
+                    guard.pending = 0;
+                    wake.notify_all();
+                    return;
+                }
+                if let Some(job) = guard.queue.pop_front() {
+                    break job;
+                }
+                if guard.pending == 0 {
+                    return;
+                }
+                guard = match wake.wait(guard) {
+                    Ok(g) => g,
+                    Err(_) => return,
+                };
+            }
+        };
+        let result = read_directory(opts, &job.1);
+        let Ok(mut guard) = shared.lock() else { return };
+        guard.pending -= 1;
+        match result {
+            Ok(children) => {
+                let start = guard.tree.nodes.len() as u32;
+                let count = children.len() as u32;
+                for mut child in children {
+                    child.parent = job.0;
+                    let index = guard.tree.nodes.len() as u32;
+                    let descend = child.stat.kind == Kind::Dir && (opts.descend)(&child);
+                    if descend {
+                        guard.queue.push_back((index, child.rel.clone()));
+                        guard.pending += 1;
+                    }
+                    guard.tree.nodes.push(child);
+                    guard.tree.children.push((0, 0));
+                }
+                if job.0 == ROOT {
+                    guard.tree.root_children = (start, start + count);
+                } else {
+                    guard.tree.children[job.0 as usize] = (start, start + count);
+                }
+            }
+            Err(err) => {
+                if guard.error.is_none() {
+                    guard.error = Some(err);
+                }
+            }
+        }
+        wake.notify_all();
+    }
+}
+
+/// Reads one directory: its kept children, `lstat`ed, in byte order of their names.
+fn read_directory(opts: &WalkOptions<'_>, rel: &str) -> Result<Vec<Node>> {
+    let dir = join_like_node(opts.root, rel);
+    let reader = match fs::read_dir(&dir) {
+        Ok(reader) => reader,
+        Err(err) => {
+            return match opts.readdir_errors {
+                ReaddirErrors::TreatAsEmpty => Ok(Vec::new()),
+                ReaddirErrors::Propagate => Err(Error::io(err, "scandir", &dir)),
+            }
+        }
+    };
+    let mut names = Vec::new();
+    for entry in reader {
+        match entry {
+            Ok(entry) => names.push(entry.file_name()),
+            Err(err) => {
+                return match opts.readdir_errors {
+                    ReaddirErrors::TreatAsEmpty => Ok(Vec::new()),
+                    ReaddirErrors::Propagate => Err(Error::io(err, "scandir", &dir)),
+                }
+            }
+        }
+    }
+    names.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+    let mut out = Vec::with_capacity(names.len());
+    for raw in names {
+        if opts.cancel.load(Ordering::Relaxed) {
+            return Err(Error::aborted());
+        }
+        // The skip check sees the name as Node would (lossily decoded), before any lstat.
+        let lossy = String::from_utf8_lossy(raw.as_bytes()).into_owned();
+        let child_rel = if rel.is_empty() { lossy } else { format!("{rel}/{lossy}") };
+        if (opts.skip)(&child_rel) {
+            continue;
+        }
+        let name = name_to_string(raw, rel, opts.root)?;
+        let path = join_like_node(opts.root, &child_rel);
+        let meta = fs::symlink_metadata(&path).map_err(|err| Error::io(err, "lstat", &path))?;
+        let stat = Stat::from_metadata(&meta);
+        let link_target = if stat.kind == Kind::Symlink && opts.read_link_targets {
+            let target = fs::read_link(&path).map_err(|err| Error::io(err, "readlink", &path))?;
+            Some(String::from_utf8_lossy(target.as_os_str().as_bytes()).into_owned())
+        } else {
+            None
+        };
+        out.push(Node { parent: ROOT, name, rel: child_rel, stat, link_target });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    fn tmp(tag: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("pc-walk-{tag}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn walk_all(root: &Path, threads: usize, skip: &(dyn Fn(&str) -> bool + Sync)) -> Result<Tree> {
+        let cancel = AtomicBool::new(false);
+        walk(&WalkOptions {
+            root,
+            threads,
+            readdir_errors: ReaddirErrors::TreatAsEmpty,
+            skip,
+            descend: &|_| true,
+            read_link_targets: true,
+            cancel: &cancel,
+        })
+    }
+
+    #[test]
+    fn walks_every_entry_once_with_contiguous_sorted_children() {
+        let root = tmp("all");
+        for d in ["b", "a", "a/x", "a/x/y", "c"] {
+            fs::create_dir_all(root.join(d)).unwrap();
+        }
+        for f in ["a/1", "a/x/2", "a/x/y/3", "z", "B"] {
+            fs::write(root.join(f), f).unwrap();
+        }
+        symlink("../z", root.join("a/link")).unwrap();
+        for threads in [1, 2, 4] {
+            let tree = walk_all(&root, threads, &|_| false).unwrap();
+            let mut rels: Vec<&str> = tree.nodes.iter().map(|n| n.rel.as_str()).collect();
+            rels.sort();
+            assert_eq!(rels, ["B", "a", "a/1", "a/link", "a/x", "a/x/2", "a/x/y", "a/x/y/3", "b", "c", "z"]);
+            let (s, e) = tree.root_children;
+            let top: Vec<&str> = tree.nodes[s as usize..e as usize].iter().map(|n| n.name.as_str()).collect();
+            assert_eq!(top, ["B", "a", "b", "c", "z"]);
+            for (i, node) in tree.nodes.iter().enumerate() {
+                let (s, e) = tree.children[i];
+                for child in &tree.nodes[s as usize..e as usize] {
+                    assert_eq!(child.parent as usize, i);
+                    assert_eq!(child.rel, format!("{}/{}", node.rel, child.name));
+                }
+            }
+            let link = tree.nodes.iter().find(|n| n.rel == "a/link").unwrap();
+            assert_eq!(link.stat.kind, Kind::Symlink);
+            assert_eq!(link.link_target.as_deref(), Some("../z"));
+        }
+        fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn skipped_paths_are_not_visited_and_missing_root_is_empty() {
+        let root = tmp("skip");
+        fs::create_dir_all(root.join("node_modules/deep")).unwrap();
+        fs::write(root.join("keep"), "k").unwrap();
+        let tree = walk_all(&root, 2, &|rel| rel == "node_modules").unwrap();
+        assert_eq!(tree.nodes.len(), 1);
+        assert_eq!(tree.nodes[0].rel, "keep");
+        let missing = walk_all(&root.join("missing"), 2, &|_| false).unwrap();
+        assert!(missing.nodes.is_empty());
+        fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn cancellation_stops_the_walk() {
+        let root = tmp("cancel");
+        fs::create_dir_all(root.join("a")).unwrap();
+        let cancel = AtomicBool::new(true);
+        let err = walk(&WalkOptions {
+            root: &root,
+            threads: 2,
+            readdir_errors: ReaddirErrors::Propagate,
+            skip: &|_| false,
+            descend: &|_| true,
+            read_link_targets: false,
+            cancel: &cancel,
+        })
+        .unwrap_err();
+        assert!(err.is_aborted());
+        fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn joins_like_node() {
+        assert_eq!(join_like_node(Path::new("/r"), "a/b"), PathBuf::from("/r/a/b"));
+        assert_eq!(join_like_node(Path::new("/r/"), "a"), PathBuf::from("/r/a"));
+        assert_eq!(join_like_node(Path::new("/"), "a"), PathBuf::from("/a"));
+        assert_eq!(join_like_node(Path::new("."), "a"), PathBuf::from("a"));
+        assert_eq!(join_like_node(Path::new("/r"), ""), PathBuf::from("/r"));
+    }
+}

@@ -1,0 +1,166 @@
+// Drop-in for the snapshot part of `@paperclipai/adapter-utils/workspace-restore-merge`.
+// The walk and the hashing are native and parallel; this module builds upstream's shapes
+// (a `Map` in walk order) and keeps the pure helpers (serialize/parse/digest) in JS.
+import { createHash } from "node:crypto";
+import path from "node:path";
+import { native, runCancellable, toJsError } from "./native.js";
+import { statCaches } from "./snapshot-cache.js";
+
+const KIND_DIR = 1;
+const KIND_FILE = 2;
+const KIND_SYMLINK = 3;
+
+/**
+ * Builds upstream's `Map` from a native transfer: pre-order, siblings in
+ * `String.prototype.localeCompare` order (the process locale, as upstream sorts them).
+ */
+function entriesFromTransfer(t) {
+  const { kinds, modes, childStart, childEnd } = t;
+  const entries = new Map();
+  if (kinds.length === 0) return entries;
+  const names = t.names.split("\u0000");
+  const targets = t.targets.length > 0 || kinds.includes(KIND_SYMLINK) ? t.targets.split("\u0000") : [];
+  // Hash and target positions: the k-th file (symlink) in node order owns slot k.
+  const slot = new Uint32Array(kinds.length);
+  let files = 0;
+  let links = 0;
+  for (let i = 0; i < kinds.length; i += 1) {
+    if (kinds[i] === KIND_FILE) slot[i] = files++;
+    else if (kinds[i] === KIND_SYMLINK) slot[i] = links++;
+  }
+  const compare = new Intl.Collator().compare;
+  // Native siblings arrive in byte order, as Node's readdir returns them; a stable sort by
+  // the collator then breaks ties exactly as upstream's does.
+  const sortedChildren = (start, end) => {
+    const ids = [];
+    for (let i = start; i < end; i += 1) ids.push(i);
+    return ids.sort((a, b) => compare(names[a], names[b]));
+  };
+  const stack = [];
+  const pushChildren = (start, end, prefix) => {
+    const ids = sortedChildren(start, end);
+    for (let k = ids.length - 1; k >= 0; k -= 1) stack.push(ids[k], prefix);
+  };
+  pushChildren(t.rootStart, t.rootEnd, "");
+  while (stack.length > 0) {
+    const prefix = stack.pop();
+    const i = stack.pop();
+    const kind = kinds[i];
+    if (kind === 0) continue;
+    const rel = prefix ? `${prefix}/${names[i]}` : names[i];
+    if (kind === KIND_DIR) {
+      entries.set(rel, { kind: "dir" });
+      pushChildren(childStart[i], childEnd[i], rel);
+    } else if (kind === KIND_FILE) {
+      entries.set(rel, { kind: "file", mode: modes[i], hash: t.hashes.slice(slot[i] * 64, slot[i] * 64 + 64) });
+    } else {
+      entries.set(rel, { kind: "symlink", target: targets[slot[i]] });
+    }
+  }
+  return entries;
+}
+
+export async function captureDirectorySnapshot(rootDir, options = {}) {
+  const exclude = [...new Set(options.exclude ?? [])];
+  const previous = options.previous ? statCaches.get(options.previous)?.cache ?? null : null;
+  const keep = options.incremental === true || options.previous !== undefined;
+  const transfer = await runCancellable(options.signal, (cancelId) =>
+    native.snapshotCapture(path.normalize(rootDir), exclude, previous, keep, cancelId));
+  const snapshot = { exclude, entries: entriesFromTransfer(transfer) };
+  if (transfer.cache) statCaches.set(snapshot, { cache: transfer.cache, reusedHashes: transfer.reusedHashes });
+  return snapshot;
+}
+
+function compareKeys([left], [right]) {
+  return left.localeCompare(right);
+}
+
+export function serializeDirectorySnapshot(snapshot) {
+  return {
+    version: 1,
+    exclude: [...snapshot.exclude],
+    entries: [...snapshot.entries.entries()].sort(compareKeys),
+  };
+}
+
+function isSafeRelativePath(value) {
+  if (!value || path.posix.isAbsolute(value) || path.win32.isAbsolute(value)) return false;
+  return value.split(/[\\/]/).every((segment) => segment !== "..");
+}
+
+function isPlainObject(value) {
+  return Boolean(value) && typeof value === "object" && !Array.isArray(value);
+}
+
+function parseEntry(value) {
+  if (!isPlainObject(value)) return null;
+  if (value.kind === "dir") return { kind: "dir" };
+  if (value.kind === "symlink" && typeof value.target === "string") return { kind: "symlink", target: value.target };
+  if (value.kind === "file" && Number.isInteger(value.mode) && value.mode >= 0
+    && typeof value.hash === "string" && /^[0-9a-f]{64}$/.test(value.hash)) {
+    return { kind: "file", mode: value.mode, hash: value.hash };
+  }
+  return null;
+}
+
+export function parseDirectorySnapshot(value) {
+  if (!isPlainObject(value) || value.version !== 1) return null;
+  if (!Array.isArray(value.exclude) || !value.exclude.every((e) => typeof e === "string")) return null;
+  if (!Array.isArray(value.entries)) return null;
+  const entries = new Map();
+  for (const raw of value.entries) {
+    if (!Array.isArray(raw) || raw.length !== 2) return null;
+    const [relative, rawEntry] = raw;
+    if (typeof relative !== "string" || !isSafeRelativePath(relative)) return null;
+    const entry = parseEntry(rawEntry);
+    if (!entry || entries.has(relative)) return null;
+    entries.set(relative, entry);
+  }
+  return { exclude: [...new Set(value.exclude)], entries };
+}
+
+export function directorySnapshotSha256(snapshot) {
+  return createHash("sha256").update(JSON.stringify(serializeDirectorySnapshot(snapshot))).digest("hex");
+}
+
+function entriesMatch(left, right) {
+  if (!left || !right || left.kind !== right.kind) return false;
+  if (left.kind === "dir") return true;
+  if (left.kind === "symlink") return left.target === right.target;
+  return left.mode === right.mode && left.hash === right.hash;
+}
+
+/** Reads one entry as a snapshot would record it, `null` when absent or not recordable. */
+async function readSnapshotEntry(rootDir, relative) {
+  try {
+    const raw = await native.snapshotReadEntry(path.normalize(rootDir), relative);
+    if (!raw) return null;
+    if (raw.kind === "dir") return { kind: "dir" };
+    if (raw.kind === "symlink") return { kind: "symlink", target: raw.target };
+    return { kind: "file", mode: raw.mode, hash: raw.hash };
+  } catch (error) {
+    throw toJsError(error);
+  }
+}
+
+export async function directoryEntryMatchesBaseline(rootDir, relative, baselineEntry) {
+  return entriesMatch(await readSnapshotEntry(rootDir, relative), baselineEntry);
+}
+
+export const WORKSPACE_RESTORE_LOCK_TIMEOUT_CODE = "ERR_WORKSPACE_RESTORE_LOCK_TIMEOUT";
+
+export function classifyWorkspaceRestoreFailure(error) {
+  const code = error && typeof error === "object" ? error.code : undefined;
+  if (code === "EACCES" || code === "EPERM") return "restore_permission_denied";
+  if (code === WORKSPACE_RESTORE_LOCK_TIMEOUT_CODE) return "restore_lock_timeout";
+  return "restore_failed";
+}
+
+export function describeWorkspaceRestoreFailure(code) {
+  switch (code) {
+    case "restore_permission_denied": return "the restore could not write to the workspace (permission denied)";
+    case "restore_lock_timeout": return "the restore timed out waiting for the workspace merge lock";
+    case "restore_failed": return "the restore failed";
+    default: return undefined;
+  }
+}
