@@ -6,5 +6,6 @@
 
 pub mod error;
 pub mod exclude;
+pub mod fsat;
 pub mod snapshot;
 pub mod walk;

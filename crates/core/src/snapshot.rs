@@ -6,10 +6,13 @@
 //! as a [`Tree`] plus per-node hashes; the caller imposes upstream's sibling order
 //! (`localeCompare`, which depends on the process locale, so the JS layer sorts).
 
+use std::cell::RefCell;
 use std::collections::HashMap;
-use std::fs::File;
+use std::ffi::OsStr;
+use std::fs::{File, OpenOptions};
 use std::io::Read;
-use std::path::Path;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
@@ -17,10 +20,15 @@ use sha2::{Digest, Sha256};
 
 use crate::error::{codes, Error, Result};
 use crate::exclude::should_exclude_path;
+use crate::fsat::Dir;
 use crate::walk::{self, join_like_node, Kind, Node, ReaddirErrors, Stat, Tree, WalkOptions};
 
 /// Bytes read per `read` call when hashing; one buffer per worker.
 const HASH_BUFFER: usize = 256 * 1024;
+
+/// Files up to this size are hashed by the walk worker while their directory is open
+/// (`openat`, no path resolution); larger ones go to the parallel hash phase, largest first.
+const INLINE_HASH_MAX: u64 = 1024 * 1024;
 
 /// A file's SHA-256.
 pub type Hash = [u8; 32];
@@ -103,6 +111,21 @@ pub struct CaptureOptions<'a> {
 pub fn capture(opts: &CaptureOptions<'_>) -> Result<Snapshot> {
     let exclude: Vec<&[u8]> = opts.exclude.iter().map(|p| p.as_bytes()).collect();
     let skip = |rel: &str| should_exclude_path(rel.as_bytes(), exclude.iter().copied());
+    // Reusable hashes are taken and small files hashed during the walk, while each file's
+    // directory is open.
+    let reused = AtomicUsize::new(0);
+    let inline = |dir: &Dir, name: &OsStr, rel: &str, stat: &Stat| -> Result<Option<Hash>> {
+        if let Some(hash) = opts.previous.and_then(|prev| prev.reusable(rel, stat)) {
+            reused.fetch_add(1, Ordering::Relaxed);
+            return Ok(Some(hash));
+        }
+        if stat.size > INLINE_HASH_MAX {
+            return Ok(None);
+        }
+        let path = || join_like_node(opts.root, rel);
+        let file = dir.open_file_nofollow(name).map_err(|err| Error::io(err, "open", &path()))?;
+        BUFFER.with(|buffer| hash_reader(file, &mut buffer.borrow_mut(), opts.cancel, path)).map(Some)
+    };
     let tree = walk::walk(&WalkOptions {
         root: opts.root,
         threads: opts.threads,
@@ -110,6 +133,7 @@ pub fn capture(opts: &CaptureOptions<'_>) -> Result<Snapshot> {
         skip: &skip,
         descend: &|_| true,
         read_link_targets: true,
+        inline_file: Some(&inline),
         cancel: opts.cancel,
     })?;
 
@@ -122,24 +146,20 @@ pub fn capture(opts: &CaptureOptions<'_>) -> Result<Snapshot> {
             Kind::File | Kind::Other => None,
         })
         .collect();
-    let mut reused = 0;
     let mut to_hash = Vec::new();
     for (index, node) in tree.nodes.iter().enumerate() {
         if node.stat.kind != Kind::File {
             continue;
         }
-        match opts.previous.and_then(|prev| prev.reusable(&node.rel, &node.stat)) {
-            Some(hash) => {
-                entries[index] = Some(Entry::File { mode: node.stat.mode, hash });
-                reused += 1;
-            }
+        match node.inline_digest {
+            Some(hash) => entries[index] = Some(Entry::File { mode: node.stat.mode, hash }),
             None => to_hash.push(index),
         }
     }
     for (index, hash) in hash_files(opts.root, &tree.nodes, &to_hash, opts.threads, opts.cancel)? {
         entries[index] = Some(Entry::File { mode: tree.nodes[index].stat.mode, hash });
     }
-    Ok(Snapshot { tree, entries, reused_hashes: reused })
+    Ok(Snapshot { tree, entries, reused_hashes: reused.into_inner() })
 }
 
 /// Hashes the given nodes' files on `threads` workers; largest files are started first so
@@ -154,7 +174,6 @@ fn hash_files(root: &Path, nodes: &[Node], indices: &[usize], threads: usize, ca
     std::thread::scope(|scope| {
         for _ in 0..threads.max(1).min(order.len().max(1)) {
             scope.spawn(|| {
-                let mut buffer = vec![0u8; HASH_BUFFER];
                 let mut local = Vec::new();
                 loop {
                     if cancel.load(Ordering::Relaxed) || failed.load(Ordering::Relaxed) {
@@ -163,7 +182,8 @@ fn hash_files(root: &Path, nodes: &[Node], indices: &[usize], threads: usize, ca
                     let slot = next.fetch_add(1, Ordering::Relaxed);
                     let Some(&index) = order.get(slot) else { break };
                     let path = join_like_node(root, &nodes[index].rel);
-                    match hash_file_with(&path, &mut buffer, cancel) {
+                    let hashed = BUFFER.with(|buffer| hash_file_with(&path, &mut buffer.borrow_mut(), cancel));
+                    match hashed {
                         Ok(hash) => local.push((index, hash)),
                         Err(err) => {
                             failed.store(true, Ordering::Relaxed);
@@ -189,9 +209,24 @@ fn hash_files(root: &Path, nodes: &[Node], indices: &[usize], threads: usize, ca
     results.into_inner().map_err(|_| Error::new(codes::INTERNAL, "hash worker panicked"))
 }
 
-/// SHA-256 of a file's bytes, streamed through `buffer`. Errors are Node's (`open`, `read`).
+thread_local! {
+    /// The fixed read buffer of each worker thread.
+    static BUFFER: RefCell<Vec<u8>> = RefCell::new(vec![0u8; HASH_BUFFER]);
+}
+
+/// SHA-256 of a file's bytes, streamed through `buffer`; a symlink in the last component is
+/// not followed. Errors are Node's (`open`, `read`).
 pub fn hash_file_with(path: &Path, buffer: &mut [u8], cancel: &AtomicBool) -> Result<Hash> {
-    let mut file = File::open(path).map_err(|err| Error::io(err, "open", path))?;
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(|err| Error::io(err, "open", path))?;
+    hash_reader(file, buffer, cancel, || path.to_path_buf())
+}
+
+/// SHA-256 of everything `file` yields until EOF; `path` names it in errors.
+fn hash_reader(mut file: File, buffer: &mut [u8], cancel: &AtomicBool, path: impl Fn() -> PathBuf) -> Result<Hash> {
     let mut hasher = Sha256::new();
     loop {
         if cancel.load(Ordering::Relaxed) {
@@ -201,7 +236,7 @@ pub fn hash_file_with(path: &Path, buffer: &mut [u8], cancel: &AtomicBool) -> Re
             Ok(0) => break,
             Ok(n) => n,
             Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(err) => return Err(Error::io(err, "read", path)),
+            Err(err) => return Err(Error::io(err, "read", &path())),
         };
         hasher.update(&buffer[..n]);
     }
@@ -252,6 +287,7 @@ pub fn content_signature(root: &Path, ignored: &[String], threads: usize, cancel
         skip: &skip,
         descend: &descend,
         read_link_targets: true,
+        inline_file: None,
         cancel,
     })?;
     let mut hasher = Sha256::new();

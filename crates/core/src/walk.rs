@@ -7,15 +7,14 @@
 //! `readdir`, returns), so a caller can impose any sibling order it needs afterwards.
 
 use std::collections::VecDeque;
-use std::ffi::OsString;
-use std::fs;
+use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex};
 
 use crate::error::{codes, Error, Result};
+use crate::fsat::{Dir, RawStat};
 
 /// Sentinel parent index of the root's children.
 pub const ROOT: u32 = u32::MAX;
@@ -44,25 +43,23 @@ pub struct Stat {
 }
 
 impl Stat {
-    fn from_metadata(meta: &fs::Metadata) -> Stat {
-        let ft = meta.file_type();
-        let kind = if ft.is_dir() {
-            Kind::Dir
-        } else if ft.is_symlink() {
-            Kind::Symlink
-        } else if ft.is_file() {
-            Kind::File
-        } else {
-            Kind::Other
+    /// From an `lstat` result.
+    pub fn from_raw(raw: &RawStat) -> Stat {
+        let st = &raw.0;
+        let kind = match st.st_mode & libc::S_IFMT {
+            libc::S_IFDIR => Kind::Dir,
+            libc::S_IFLNK => Kind::Symlink,
+            libc::S_IFREG => Kind::File,
+            _ => Kind::Other,
         };
         Stat {
             kind,
-            mode: meta.mode(),
-            size: meta.size(),
-            dev: meta.dev(),
-            ino: meta.ino(),
-            mtime_ns: meta.mtime() as i128 * 1_000_000_000 + meta.mtime_nsec() as i128,
-            ctime_ns: meta.ctime() as i128 * 1_000_000_000 + meta.ctime_nsec() as i128,
+            mode: st.st_mode as u32,
+            size: st.st_size as u64,
+            dev: st.st_dev as u64,
+            ino: st.st_ino as u64,
+            mtime_ns: st.st_mtime as i128 * 1_000_000_000 + st.st_mtime_nsec as i128,
+            ctime_ns: st.st_ctime as i128 * 1_000_000_000 + st.st_ctime_nsec as i128,
         }
     }
 }
@@ -79,6 +76,9 @@ pub struct Node {
     pub stat: Stat,
     /// The raw `readlink` target of a symlink (decoded as Node decodes it).
     pub link_target: Option<String>,
+    /// What [`WalkOptions::inline_file`] computed for a regular file while its directory
+    /// was open (a content digest), if it did.
+    pub inline_digest: Option<[u8; 32]>,
 }
 
 /// A walked tree: the root's children first, then each directory's children stored
@@ -103,6 +103,9 @@ pub enum ReaddirErrors {
     Propagate,
 }
 
+/// The hook of [`WalkOptions::inline_file`]: `(directory, name, relative path, stat)`.
+pub type InlineFile<'a> = dyn Fn(&Dir, &OsStr, &str, &Stat) -> Result<Option<[u8; 32]>> + Sync + 'a;
+
 /// What to walk and how.
 pub struct WalkOptions<'a> {
     /// The root as the caller spelled it (used for the root's own `readdir` and messages).
@@ -117,6 +120,10 @@ pub struct WalkOptions<'a> {
     pub descend: &'a (dyn Fn(&Node) -> bool + Sync),
     /// Read symlink targets during the walk.
     pub read_link_targets: bool,
+    /// Called for each kept regular file while its directory is open, with the directory,
+    /// the file's name and its stat: a cheap place to digest small files (`openat`, no
+    /// path resolution). `Ok(None)` leaves the file for the caller.
+    pub inline_file: Option<&'a InlineFile<'a>>,
     pub cancel: &'a AtomicBool,
 }
 
@@ -243,28 +250,17 @@ fn worker(opts: &WalkOptions<'_>, shared: &Mutex<Shared>, wake: &Condvar) {
 
 /// Reads one directory: its kept children, `lstat`ed, in byte order of their names.
 fn read_directory(opts: &WalkOptions<'_>, rel: &str) -> Result<Vec<Node>> {
-    let dir = join_like_node(opts.root, rel);
-    let reader = match fs::read_dir(&dir) {
-        Ok(reader) => reader,
+    let path = join_like_node(opts.root, rel);
+    let listed = Dir::open(&path).and_then(|dir| dir.names().map(|names| (dir, names)));
+    let (dir, mut names) = match listed {
+        Ok(listed) => listed,
         Err(err) => {
             return match opts.readdir_errors {
                 ReaddirErrors::TreatAsEmpty => Ok(Vec::new()),
-                ReaddirErrors::Propagate => Err(Error::io(err, "scandir", &dir)),
+                ReaddirErrors::Propagate => Err(Error::io(err, "scandir", &path)),
             }
         }
     };
-    let mut names = Vec::new();
-    for entry in reader {
-        match entry {
-            Ok(entry) => names.push(entry.file_name()),
-            Err(err) => {
-                return match opts.readdir_errors {
-                    ReaddirErrors::TreatAsEmpty => Ok(Vec::new()),
-                    ReaddirErrors::Propagate => Err(Error::io(err, "scandir", &dir)),
-                }
-            }
-        }
-    }
     names.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
     let mut out = Vec::with_capacity(names.len());
     for raw in names {
@@ -277,17 +273,20 @@ fn read_directory(opts: &WalkOptions<'_>, rel: &str) -> Result<Vec<Node>> {
         if (opts.skip)(&child_rel) {
             continue;
         }
-        let name = name_to_string(raw, rel, opts.root)?;
-        let path = join_like_node(opts.root, &child_rel);
-        let meta = fs::symlink_metadata(&path).map_err(|err| Error::io(err, "lstat", &path))?;
-        let stat = Stat::from_metadata(&meta);
+        let raw_stat = dir.lstat(&raw).map_err(|err| Error::io(err, "lstat", &join_like_node(opts.root, &child_rel)))?;
+        let stat = Stat::from_raw(&raw_stat);
         let link_target = if stat.kind == Kind::Symlink && opts.read_link_targets {
-            let target = fs::read_link(&path).map_err(|err| Error::io(err, "readlink", &path))?;
-            Some(String::from_utf8_lossy(target.as_os_str().as_bytes()).into_owned())
+            let target = dir.readlink(&raw).map_err(|err| Error::io(err, "readlink", &join_like_node(opts.root, &child_rel)))?;
+            Some(String::from_utf8_lossy(target.as_bytes()).into_owned())
         } else {
             None
         };
-        out.push(Node { parent: ROOT, name, rel: child_rel, stat, link_target });
+        let inline_digest = match (stat.kind, opts.inline_file) {
+            (Kind::File, Some(inline)) => inline(&dir, &raw, &child_rel, &stat)?,
+            _ => None,
+        };
+        let name = name_to_string(raw, rel, opts.root)?;
+        out.push(Node { parent: ROOT, name, rel: child_rel, stat, link_target, inline_digest });
     }
     Ok(out)
 }
@@ -295,6 +294,7 @@ fn read_directory(opts: &WalkOptions<'_>, rel: &str) -> Result<Vec<Node>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs;
     use std::os::unix::fs::symlink;
 
     fn tmp(tag: &str) -> PathBuf {
@@ -313,6 +313,7 @@ mod tests {
             skip,
             descend: &|_| true,
             read_link_targets: true,
+            inline_file: None,
             cancel: &cancel,
         })
     }
@@ -374,6 +375,7 @@ mod tests {
             skip: &|_| false,
             descend: &|_| true,
             read_link_targets: false,
+            inline_file: None,
             cancel: &cancel,
         })
         .unwrap_err();

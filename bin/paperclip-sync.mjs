@@ -1,0 +1,407 @@
+#!/usr/bin/env node
+// paperclip-sync: the operator's command line for @paperclipai/adapter-utils-native.
+//
+// Exit codes: 0 success; 1 the operation failed (one line `paperclip-sync: CODE: message`);
+// 2 bad usage (unknown command or option, missing argument).
+import { execFileSync } from "node:child_process";
+import { appendFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import {
+  captureDirectorySnapshot,
+  directorySnapshotSha256,
+  mergeExcludes,
+  parseDirectorySnapshot,
+  referencedSourceContentSignature,
+  serializeDirectorySnapshot,
+  snapshotReusedHashCount,
+} from "../index.js";
+
+const PROGRAM = "paperclip-sync";
+
+class UsageError extends Error {}
+
+const HELP = {
+  main: `Usage: ${PROGRAM} <command> [options]
+
+Workspace-staging jobs of Paperclip's adapters, done natively.
+
+Commands:
+  demo                     run the full cycle on a generated workspace, timed against upstream
+  snapshot <dir>           capture a directory snapshot (entries, bytes, digest)
+  diff <a.json> <b.json>   compare two serialized snapshots
+  signature <dir>          the content signature of a referenced project
+
+Run '${PROGRAM} <command> --help' for a command's options.
+Exit codes: 0 ok, 1 the operation failed, 2 bad usage.`,
+  snapshot: `Usage: ${PROGRAM} snapshot <dir> [--exclude PATTERN]... [--json] [--out FILE]
+
+Captures <dir> like captureDirectorySnapshot and prints a summary.
+  --exclude PATTERN  upstream exclude entry (X, X/*, */X, */X/*); repeatable
+  --out FILE         also write the serialized snapshot (JSON) to FILE
+  --json             print the summary as JSON`,
+  diff: `Usage: ${PROGRAM} diff <a.json> <b.json> [--json]
+
+Compares two serialized snapshots (as written by 'snapshot --out') and lists what was
+added, removed and changed (content, mode, kind, link target).`,
+  signature: `Usage: ${PROGRAM} signature <dir> [--ignored PATH]... [--json]
+
+Prints referencedSourceContentSignature(<dir>) for a 'git' resolution with the given
+ignored paths, or an 'other' resolution when none is given.`,
+  demo: `Usage: ${PROGRAM} demo [--files N] [--keep] [--json]
+
+Generates a realistic workspace (a git repository with sources and an ignored dependency
+tree), then runs the staging cycle: ignore resolution, baseline snapshot, content
+signature, a simulated remote edit and the re-snapshot, timing each step natively next to
+the upstream TypeScript (when @paperclipai/adapter-utils is installed) and checking that
+both give the same result.
+  --files N  source files to generate (default 4000; dependencies get twice as many)
+  --keep     keep the generated workspace and print where it is`,
+};
+
+/** Parses `argv` against a spec of flags: { name: "bool" | "string" | "list" }. */
+function parseArgs(argv, spec) {
+  const out = { _: [] };
+  for (const [name, kind] of Object.entries(spec)) out[name] = kind === "list" ? [] : kind === "bool" ? false : undefined;
+  for (let i = 0; i < argv.length; i += 1) {
+    const arg = argv[i];
+    if (arg === "--help" || arg === "-h") {
+      out.help = true;
+      continue;
+    }
+    if (!arg.startsWith("--")) {
+      out._.push(arg);
+      continue;
+    }
+    const [flag, inline] = arg.slice(2).split(/=(.*)/s, 2);
+    const kind = spec[flag];
+    if (!kind) throw new UsageError(`unknown option --${flag}`);
+    if (kind === "bool") {
+      out[flag] = true;
+      continue;
+    }
+    const value = inline ?? argv[++i];
+    if (value === undefined) throw new UsageError(`--${flag} needs a value`);
+    if (kind === "list") out[flag].push(value);
+    else out[flag] = value;
+  }
+  return out;
+}
+
+function table(rows, columns) {
+  const widths = columns.map((c) => Math.max(c.length, ...rows.map((r) => String(r[c] ?? "").length)));
+  const line = (cells) => cells.map((cell, i) => String(cell ?? "").padEnd(widths[i])).join("  ").trimEnd();
+  return [line(columns), line(widths.map((w) => "-".repeat(w))), ...rows.map((r) => line(columns.map((c) => r[c])))].join("\n");
+}
+
+function formatBytes(n) {
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 ** 2) return `${(n / 1024).toFixed(1)} KiB`;
+  if (n < 1024 ** 3) return `${(n / 1024 ** 2).toFixed(1)} MiB`;
+  return `${(n / 1024 ** 3).toFixed(2)} GiB`;
+}
+
+function summarize(snapshot, root) {
+  let files = 0;
+  let dirs = 0;
+  let symlinks = 0;
+  let bytes = 0;
+  for (const [rel, entry] of snapshot.entries) {
+    if (entry.kind === "dir") dirs += 1;
+    else if (entry.kind === "symlink") symlinks += 1;
+    else {
+      files += 1;
+      try {
+        bytes += statSync(path.join(root, rel)).size;
+      } catch {
+        // raced away since the capture; not counted
+      }
+    }
+  }
+  return { entries: snapshot.entries.size, files, dirs, symlinks, bytes };
+}
+
+async function timed(fn) {
+  const start = process.hrtime.bigint();
+  const value = await fn();
+  return { value, ms: Number(process.hrtime.bigint() - start) / 1e6 };
+}
+
+function requireDir(dir) {
+  if (!dir) throw new UsageError("a directory is required");
+  if (!existsSync(dir)) {
+    const error = new Error(`no such directory: ${dir}`);
+    error.code = "ENOENT";
+    throw error;
+  }
+}
+
+async function cmdSnapshot(argv) {
+  const opts = parseArgs(argv, { exclude: "list", out: "string", json: "bool" });
+  if (opts.help) return console.log(HELP.snapshot);
+  const [dir] = opts._;
+  requireDir(dir);
+  const { value: snapshot, ms } = await timed(() => captureDirectorySnapshot(dir, { exclude: opts.exclude }));
+  const digest = directorySnapshotSha256(snapshot);
+  if (opts.out) writeFileSync(opts.out, `${JSON.stringify(serializeDirectorySnapshot(snapshot))}\n`);
+  const summary = { dir: path.resolve(dir), ...summarize(snapshot, dir), ms: Math.round(ms), digest, out: opts.out ?? null };
+  if (opts.json) return console.log(JSON.stringify(summary));
+  console.log(table([
+    { field: "directory", value: summary.dir },
+    { field: "entries", value: summary.entries },
+    { field: "files", value: summary.files },
+    { field: "directories", value: summary.dirs },
+    { field: "symlinks", value: summary.symlinks },
+    { field: "bytes", value: formatBytes(summary.bytes) },
+    { field: "time", value: `${summary.ms} ms` },
+    { field: "digest (sha256)", value: digest },
+    ...(opts.out ? [{ field: "written to", value: opts.out }] : []),
+  ], ["field", "value"]));
+}
+
+function loadSnapshot(file) {
+  if (!file) throw new UsageError("two snapshot files are required");
+  let raw;
+  try {
+    raw = JSON.parse(readFileSync(file, "utf8"));
+  } catch (error) {
+    const wrapped = new Error(`cannot read snapshot ${file}: ${error.message}`);
+    wrapped.code = error.code ?? "ERR_PAPERCLIP_NATIVE_INVALID_ARGUMENT";
+    throw wrapped;
+  }
+  const snapshot = parseDirectorySnapshot(raw);
+  if (!snapshot) {
+    const error = new Error(`${file} is not a valid serialized snapshot`);
+    error.code = "ERR_PAPERCLIP_NATIVE_INVALID_ARGUMENT";
+    throw error;
+  }
+  return snapshot;
+}
+
+/** What changed from `a` to `b`, one row per path, in `localeCompare` order. */
+function diffSnapshots(a, b) {
+  const rows = [];
+  const paths = new Set([...a.entries.keys(), ...b.entries.keys()]);
+  for (const rel of [...paths].sort((x, y) => x.localeCompare(y))) {
+    const before = a.entries.get(rel);
+    const after = b.entries.get(rel);
+    if (!before) rows.push({ change: "added", path: rel, detail: after.kind });
+    else if (!after) rows.push({ change: "removed", path: rel, detail: before.kind });
+    else if (before.kind !== after.kind) rows.push({ change: "retyped", path: rel, detail: `${before.kind} -> ${after.kind}` });
+    else if (before.kind === "symlink" && before.target !== after.target) rows.push({ change: "modified", path: rel, detail: `target ${before.target} -> ${after.target}` });
+    else if (before.kind === "file") {
+      const what = [];
+      if (before.hash !== after.hash) what.push("content");
+      if (before.mode !== after.mode) what.push(`mode ${before.mode.toString(8)} -> ${after.mode.toString(8)}`);
+      if (what.length) rows.push({ change: "modified", path: rel, detail: what.join(", ") });
+    }
+  }
+  return rows;
+}
+
+async function cmdDiff(argv) {
+  const opts = parseArgs(argv, { json: "bool" });
+  if (opts.help) return console.log(HELP.diff);
+  const [fileA, fileB] = opts._;
+  if (!fileA || !fileB) throw new UsageError("two snapshot files are required");
+  const rows = diffSnapshots(loadSnapshot(fileA), loadSnapshot(fileB));
+  if (opts.json) return console.log(JSON.stringify({ changes: rows }));
+  if (rows.length === 0) return console.log("no changes");
+  console.log(table(rows, ["change", "path", "detail"]));
+  const count = (c) => rows.filter((r) => r.change === c).length;
+  console.log(`\n${count("added")} added, ${count("removed")} removed, ${count("modified")} modified, ${count("retyped")} retyped`);
+}
+
+async function cmdSignature(argv) {
+  const opts = parseArgs(argv, { ignored: "list", json: "bool" });
+  if (opts.help) return console.log(HELP.signature);
+  const [dir] = opts._;
+  requireDir(dir);
+  const resolution = opts.ignored.length > 0 ? { kind: "git", ignoredPaths: opts.ignored } : { kind: "other" };
+  const signature = await referencedSourceContentSignature(dir, resolution);
+  if (opts.json) return console.log(JSON.stringify({ dir: path.resolve(dir), signature }));
+  console.log(signature);
+}
+
+// ---- demo ------------------------------------------------------------------------------
+
+const HEAVY = ["node_modules", "vendor", "dist", "build", "out", "coverage", ".next", ".turbo", ".cache"];
+const HEAVY_EXCLUDES = HEAVY.flatMap((n) => [n, `${n}/*`, `*/${n}`, `*/${n}/*`]);
+
+function generateWorkspace(root, files) {
+  let seed = 12345;
+  const rand = () => {
+    seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+    return seed / 4294967296;
+  };
+  const text = (n) => {
+    let s = "";
+    while (s.length < n) s += `export const v${Math.floor(rand() * 1e6)} = ${Math.floor(rand() * 1e9)};\n`;
+    return s.slice(0, n);
+  };
+  const write = (rel, body) => {
+    mkdirSync(path.dirname(path.join(root, rel)), { recursive: true });
+    writeFileSync(path.join(root, rel), body);
+  };
+  for (let i = 0; i < files; i += 1) write(`src/mod${i % 40}/sub${i % 7}/file${i}.ts`, text(200 + Math.floor(rand() * 6000)));
+  for (let i = 0; i < files * 2; i += 1) write(`node_modules/pkg${i % 150}/lib/f${i}.js`, text(100 + Math.floor(rand() * 3000)));
+  write(".gitignore", "node_modules/\n*.log\n.env\n");
+  write(".env", "SECRET=do-not-ship\n");
+  write("debug.log", "noise\n");
+  write("README.md", "# demo workspace\n");
+}
+
+function git(dir, ...args) {
+  return execFileSync("git", ["-C", dir, "-c", "user.name=demo", "-c", "user.email=demo@example.invalid", ...args], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+}
+
+async function loadUpstream() {
+  try {
+    return {
+      merge: await import("@paperclipai/adapter-utils/workspace-restore-merge"),
+      sandbox: await import("@paperclipai/adapter-utils/sandbox-managed-runtime"),
+      execute: await import("@paperclipai/adapter-utils/acpx-engine/execute"),
+    };
+  } catch {
+    return null;
+  }
+}
+
+async function cmdDemo(argv) {
+  const opts = parseArgs(argv, { files: "string", keep: "bool", json: "bool" });
+  if (opts.help) return console.log(HELP.demo);
+  const files = opts.files === undefined ? 4000 : Number(opts.files);
+  if (!Number.isInteger(files) || files < 1) throw new UsageError("--files takes a whole number >= 1");
+  const log = (line) => { if (!opts.json) console.log(line); };
+  const upstream = await loadUpstream();
+  const work = mkdtempSync(path.join(os.tmpdir(), "paperclip-sync-demo-"));
+  const workspace = path.join(work, "workspace");
+  const remote = path.join(work, "remote");
+  const rows = [];
+  const record = (step, native, theirs, same, note = "") => {
+    rows.push({
+      step,
+      "native ms": native === null ? "-" : native.toFixed(0),
+      "upstream ms": theirs === null ? "-" : theirs.toFixed(0),
+      speedup: native !== null && theirs !== null ? `${(theirs / Math.max(native, 0.01)).toFixed(1)}x` : "-",
+      "same result": same === null ? "-" : same ? "yes" : "NO",
+      note,
+    });
+    const parts = [];
+    if (native !== null) parts.push(`native ${native.toFixed(0)} ms`);
+    if (theirs !== null) parts.push(`upstream ${theirs.toFixed(0)} ms`);
+    if (note) parts.push(note);
+    log(`  ${step}: ${parts.join(", ")}`);
+  };
+  try {
+    log(`Generating a workspace in ${workspace}: ${files} source files, ${files * 2} ignored dependency files …`);
+    generateWorkspace(workspace, files);
+    git(workspace, "init", "-q", "-b", "main");
+    git(workspace, "add", "-A");
+    git(workspace, "commit", "-q", "-m", "initial");
+    log("Running the staging cycle:");
+
+    // 1. Ignore resolution (native resolution lands with the ignore-resolution issue).
+    let ignored = [];
+    if (upstream) {
+      const t = await timed(() => upstream.sandbox.resolveReferencedSourceIgnore(workspace));
+      ignored = t.value.kind === "git" ? t.value.ignoredPaths : [];
+      record("resolve ignored paths", null, t.ms, null, `${ignored.length} ignored: ${ignored.join(", ")}; native port pending`);
+    } else {
+      ignored = git(workspace, "ls-files", "--others", "--ignored", "--exclude-standard", "--directory", "-z").split("\0").filter(Boolean).map((p) => p.replace(/\/+$/, ""));
+      record("resolve ignored paths", null, null, null, `${ignored.length} ignored (git)`);
+    }
+    const exclude = mergeExcludes(HEAVY_EXCLUDES, [".git", ".git/*"], ignored);
+
+    // 2. Baseline snapshot.
+    const ours = await timed(() => captureDirectorySnapshot(workspace, { exclude, incremental: true }));
+    const digest = directorySnapshotSha256(ours.value);
+    if (upstream) {
+      const theirs = await timed(() => upstream.merge.captureDirectorySnapshot(workspace, { exclude }));
+      record("baseline snapshot", ours.ms, theirs.ms, upstream.merge.directorySnapshotSha256(theirs.value) === digest, `${ours.value.entries.size} entries`);
+    } else record("baseline snapshot", ours.ms, null, null, `${ours.value.entries.size} entries`);
+
+    // 3. Content signature of the workspace as a referenced project.
+    const resolution = { kind: "git", ignoredPaths: ignored };
+    const sig = await timed(() => referencedSourceContentSignature(workspace, resolution));
+    if (upstream) {
+      const theirs = await timed(() => upstream.execute.referencedSourceContentSignature(workspace, resolution));
+      record("content signature", sig.ms, theirs.ms, theirs.value === sig.value, sig.value);
+    } else record("content signature", sig.ms, null, null, sig.value);
+
+    // 4. The "remote" edits a copy: modifies, adds and deletes files.
+    cpSync(workspace, remote, { recursive: true, filter: (src) => !src.includes(`${path.sep}node_modules`) });
+    let edits = 0;
+    for (const [rel, entry] of ours.value.entries) {
+      if (entry.kind !== "file" || !rel.startsWith("src/")) continue;
+      edits += 1;
+      if (edits % 100 === 0) appendFileSync(path.join(remote, rel), "\n// edited remotely\n");
+      else if (edits % 173 === 0) rmSync(path.join(remote, rel));
+    }
+    writeFileSync(path.join(remote, "src", "added-remotely.ts"), "export const added = true;\n");
+    record("simulate remote edit", null, null, null, "copy without dependencies; edit 1%, delete ~0.6%, add 1");
+
+    // 5. Re-snapshot of the remote result, and an incremental re-snapshot of the unchanged host.
+    const remoteSnap = await timed(() => captureDirectorySnapshot(remote, { exclude }));
+    if (upstream) {
+      const theirs = await timed(() => upstream.merge.captureDirectorySnapshot(remote, { exclude }));
+      record("snapshot remote result", remoteSnap.ms, theirs.ms, upstream.merge.directorySnapshotSha256(theirs.value) === directorySnapshotSha256(remoteSnap.value));
+    } else record("snapshot remote result", remoteSnap.ms, null, null);
+    const again = await timed(() => captureDirectorySnapshot(workspace, { exclude, previous: ours.value }));
+    record("incremental host re-snapshot", again.ms, null, directorySnapshotSha256(again.value) === digest, `${snapshotReusedHashCount(again.value)} hashes reused`);
+
+    const changes = diffSnapshots(ours.value, remoteSnap.value);
+    record("diff baseline -> remote", null, null, null, `${changes.length} changes`);
+
+    // 6. Merge back (native merge lands with the restore-merge issue).
+    if (upstream) {
+      const merged = await timed(() => upstream.merge.mergeDirectoryWithBaseline({ baseline: ours.value, sourceDir: remote, targetDir: workspace }));
+      const after = await captureDirectorySnapshot(workspace, { exclude });
+      const same = directorySnapshotSha256(after) === directorySnapshotSha256(remoteSnap.value);
+      record("merge remote result back", null, merged.ms, same, "native port pending; workspace now equals the remote result");
+    }
+
+    if (opts.json) {
+      console.log(JSON.stringify({ workspace: opts.keep ? workspace : null, steps: rows }));
+    } else {
+      console.log(`\n${table(rows, ["step", "native ms", "upstream ms", "speedup", "same result", "note"])}`);
+      if (!upstream) console.log("\n(upstream @paperclipai/adapter-utils is not installed: native timings only)");
+      if (opts.keep) console.log(`\nworkspace kept in ${work}`);
+    }
+    if (rows.some((r) => r["same result"] === "NO")) {
+      const error = new Error("a native step gave a different result than upstream");
+      error.code = "ERR_PAPERCLIP_NATIVE_DEMO_MISMATCH";
+      throw error;
+    }
+  } finally {
+    if (!opts.keep) rmSync(work, { recursive: true, force: true });
+  }
+}
+
+const COMMANDS = { snapshot: cmdSnapshot, diff: cmdDiff, signature: cmdSignature, demo: cmdDemo };
+
+async function main(argv) {
+  const [command, ...rest] = argv;
+  if (!command || command === "--help" || command === "-h" || command === "help") {
+    console.log(HELP.main);
+    return command ? 0 : 2;
+  }
+  const run = COMMANDS[command];
+  if (!run) throw new UsageError(`unknown command '${command}'`);
+  await run(rest);
+  return 0;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => { process.exitCode = code; },
+  (error) => {
+    if (error instanceof UsageError) {
+      console.error(`${PROGRAM}: ${error.message}\nRun '${PROGRAM} --help' for usage.`);
+      process.exitCode = 2;
+      return;
+    }
+    const code = error?.code ?? "ERR_PAPERCLIP_NATIVE_INTERNAL";
+    console.error(`${PROGRAM}: ${code}: ${error?.message ?? String(error)}`);
+    process.exitCode = 1;
+  },
+);
