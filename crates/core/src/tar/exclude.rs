@@ -803,8 +803,7 @@ mod tests {
             let seed = base_seed.unwrap_or(0x5eed_0000) + case;
             let mut rng = Rng::new(seed);
             let dir = TempDir::new("exclude-diff");
-            let mut paths = Vec::new();
-            build_tree(&mut rng, dir.path(), "", 0, &mut paths);
+            let paths = build_tree(&mut rng, dir.path(), &TreeOptions::default());
             let excludes = random_excludes(&mut rng, &paths);
             let names = crate::tar::walk::read_names(dir.path()).unwrap();
             let archive = gnu_tar_create_plain(dir.path(), &excludes, &names);
@@ -845,91 +844,5 @@ mod tests {
         } else {
             out.push(member.to_owned());
         }
-    }
-
-    fn build_tree(
-        rng: &mut crate::tar::testutil::Rng,
-        root: &std::path::Path,
-        prefix: &str,
-        depth: usize,
-        paths: &mut Vec<String>,
-    ) {
-        use crate::tar::testutil::random_name;
-        let count = if depth == 0 { 2 + rng.below(6) } else { rng.below(5) };
-        for _ in 0..count {
-            let name = random_name(rng);
-            let rel = if prefix.is_empty() { name.clone() } else { format!("{prefix}/{name}") };
-            let path = root.join(&rel);
-            if path.symlink_metadata().is_ok() {
-                continue;
-            }
-            if depth < 3 && rng.chance(40) {
-                std::fs::create_dir(&path).unwrap();
-                paths.push(rel.clone());
-                build_tree(rng, root, &rel, depth + 1, paths);
-            } else if rng.chance(10) {
-                std::os::unix::fs::symlink("target", &path).unwrap();
-                paths.push(rel);
-            } else {
-                std::fs::write(&path, rel.as_bytes()).unwrap();
-                paths.push(rel);
-            }
-        }
-    }
-
-    fn random_excludes(rng: &mut crate::tar::testutil::Rng, paths: &[String]) -> Vec<String> {
-        use crate::exclude::escape_tar_exclude_literal;
-        use crate::tar::testutil::random_name;
-        let mut out = Vec::new();
-        for _ in 0..1 + rng.below(5) {
-            let base = if !paths.is_empty() && rng.chance(75) {
-                let path = rng.pick(paths).clone();
-                // A suffix of whole components, or the basename.
-                let parts: Vec<&str> = path.split('/').collect();
-                let from = rng.below(parts.len());
-                parts[from..].join("/")
-            } else {
-                random_name(rng)
-            };
-            let base = if rng.chance(50) {
-                let escaped = escape_tar_exclude_literal(base.as_bytes());
-                String::from_utf8(escaped).unwrap()
-            } else {
-                base
-            };
-            let pattern = match rng.below(9) {
-                0 => format!("{base}/*"),
-                1 => format!("*/{base}"),
-                2 => format!("*/{base}/*"),
-                3 => "._*".to_owned(),
-                4 => random_glob(rng),
-                5 => mutate(rng, &base),
-                _ => base,
-            };
-            out.push(pattern);
-        }
-        out
-    }
-
-    fn random_glob(rng: &mut crate::tar::testutil::Rng) -> String {
-        const TOKENS: &[&str] = &[
-            "*", "?", "[a-c]", "[!b]", "[^x]", "[]]", "[", "]", "\\*", "\\[", "a", "b", "x", ".",
-            "/", "build", "é", "[é-ü]", "[[:alpha:]]", "[[:digit:]]", "[!]]", "\\", "[.a.]",
-            "[=b=]", "[a-]", "{", "}",
-        ];
-        let count = 1 + rng.below(4);
-        (0..count).map(|_| *rng.pick(TOKENS)).collect()
-    }
-
-    /// Replaces one character of `base` by a wildcard.
-    fn mutate(rng: &mut crate::tar::testutil::Rng, base: &str) -> String {
-        let chars: Vec<char> = base.chars().collect();
-        let at = rng.below(chars.len().max(1));
-        let replacement = *rng.pick(&["?", "*", "[", "[!a]"]);
-        chars
-            .iter()
-            .enumerate()
-            .map(|(i, c)| if i == at { replacement.to_owned() } else { c.to_string() })
-            .collect()
     }
 }

@@ -192,7 +192,7 @@ pub fn system_extract(program: &[&str], archive: &[u8], dest: &Path) {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Snap {
     Dir { mode: u32, mtime: i64 },
-    File { mode: u32, mtime: i64, content: Vec<u8> },
+    File { mode: u32, mtime: i64, size: u64, sha256: String },
     Link { target: Vec<u8> },
     Other { mode: u32 },
 }
@@ -218,7 +218,10 @@ fn snapshot_into(dir: &Path, prefix: &str, dirs_mtime: bool, out: &mut BTreeMap<
             snapshot_into(&path, &rel, dirs_mtime, out);
             Snap::Dir { mode, mtime: if dirs_mtime { meta.mtime() } else { 0 } }
         } else if meta.is_file() {
-            Snap::File { mode, mtime: meta.mtime(), content: fs::read(&path).unwrap() }
+            use sha2::Digest;
+            let digest = sha2::Sha256::digest(fs::read(&path).unwrap());
+            let sha256 = digest.iter().map(|b| format!("{b:02x}")).collect();
+            Snap::File { mode, mtime: meta.mtime(), size: meta.len(), sha256 }
         } else if meta.file_type().is_symlink() {
             use std::os::unix::ffi::OsStrExt;
             Snap::Link { target: fs::read_link(&path).unwrap().as_os_str().as_bytes().to_vec() }
@@ -243,4 +246,197 @@ pub fn random_name(rng: &mut Rng) -> String {
             return name;
         }
     }
+}
+
+/// What [`build_tree`] may put in a tree.
+#[derive(Debug, Clone, Default)]
+pub struct TreeOptions {
+    /// Long names (components of 100+ bytes) and long symlink targets.
+    pub long_names: bool,
+    /// File contents of up to ~300 KiB (several copy buffers), else a few bytes.
+    pub big_files: bool,
+    /// Varied permission bits, setuid and sticky included, and varied times.
+    pub modes_and_times: bool,
+    /// Symlinks only to existing non-ancestor entries (safe for `tar -h`).
+    pub followable_links: bool,
+}
+
+/// Builds a random tree under `root`; returns the relative paths created.
+pub fn build_tree(rng: &mut Rng, root: &Path, options: &TreeOptions) -> Vec<String> {
+    let mut paths = Vec::new();
+    let mut dirs = Vec::new();
+    populate(rng, root, "", 0, options, &mut paths, &mut dirs);
+    if options.followable_links {
+        // Links to files and to directories that are not ancestors of the link.
+        let files: Vec<String> =
+            paths.iter().filter(|p| root.join(p).is_file()).cloned().collect();
+        for i in 0..1 + rng.below(3) {
+            let link = format!("link{i}");
+            let target = if !dirs.is_empty() && rng.chance(50) {
+                rng.pick(&dirs).clone()
+            } else if !files.is_empty() {
+                rng.pick(&files).clone()
+            } else {
+                continue;
+            };
+            std::os::unix::fs::symlink(&target, root.join(&link)).unwrap();
+            paths.push(link);
+        }
+    }
+    if options.modes_and_times {
+        // Deepest first, so that setting a child does not disturb its parent's time.
+        let mut all = paths.clone();
+        all.sort_by_key(|p| std::cmp::Reverse(p.matches('/').count()));
+        for rel in &all {
+            let path = root.join(rel);
+            let meta = fs::symlink_metadata(&path).unwrap();
+            if meta.is_dir() {
+                let mode = *rng.pick(&[0o755, 0o700, 0o750, 0o775, 0o1777, 0o2755]);
+                fs::set_permissions(&path, fs::Permissions::from_mode(mode)).unwrap();
+            } else if meta.is_file() {
+                let mode = *rng.pick(&[0o644, 0o600, 0o755, 0o640, 0o4755, 0o444, 0o666]);
+                fs::set_permissions(&path, fs::Permissions::from_mode(mode)).unwrap();
+            }
+            let mtime = 1_000_000_000 + rng.below(800_000_000) as i64;
+            set_mtime(&path, mtime);
+        }
+    }
+    paths
+}
+
+#[allow(clippy::too_many_arguments)]
+fn populate(
+    rng: &mut Rng,
+    root: &Path,
+    prefix: &str,
+    depth: usize,
+    options: &TreeOptions,
+    paths: &mut Vec<String>,
+    dirs: &mut Vec<String>,
+) {
+    let count = if depth == 0 { 2 + rng.below(6) } else { rng.below(5) };
+    for _ in 0..count {
+        let mut name = random_name(rng);
+        if options.long_names && rng.chance(15) {
+            name = format!("{name}{}", "long-name-".repeat(11 + rng.below(10)));
+        }
+        let rel = if prefix.is_empty() { name.clone() } else { format!("{prefix}/{name}") };
+        let path = root.join(&rel);
+        if path.symlink_metadata().is_ok() {
+            continue;
+        }
+        if depth < 3 && rng.chance(40) {
+            fs::create_dir(&path).unwrap();
+            paths.push(rel.clone());
+            dirs.push(rel.clone());
+            populate(rng, root, &rel, depth + 1, options, paths, dirs);
+        } else if !options.followable_links && rng.chance(12) {
+            let target = if options.long_names && rng.chance(30) {
+                format!("../{}", "far/away/".repeat(14))
+            } else {
+                rng.pick(&["target", "../up", "sub/dir", "é", "a\\b"]).to_string()
+            };
+            std::os::unix::fs::symlink(target, &path).unwrap();
+            paths.push(rel);
+        } else {
+            let size = if options.big_files && rng.chance(10) {
+                rng.below(300 * 1024)
+            } else {
+                *rng.pick(&[0, 1, 17, 511, 512, 513, 1024, 3000])
+            };
+            let content: Vec<u8> = (0..size).map(|i| (i as u64 * 31 + rng.0) as u8).collect();
+            fs::write(&path, content).unwrap();
+            paths.push(rel);
+        }
+    }
+}
+
+/// Sets a modification time without following a symlink.
+pub fn set_mtime(path: &Path, mtime: i64) {
+    use std::os::unix::ffi::OsStrExt;
+    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+    let times = [
+        libc::timespec { tv_sec: mtime as libc::time_t, tv_nsec: 0 },
+        libc::timespec { tv_sec: mtime as libc::time_t, tv_nsec: 0 },
+    ];
+    // SAFETY: valid path and two timespecs.
+    let rc = unsafe {
+        libc::utimensat(libc::AT_FDCWD, c_path.as_ptr(), times.as_ptr(), libc::AT_SYMLINK_NOFOLLOW)
+    };
+    assert_eq!(rc, 0, "utimensat {}", path.display());
+}
+
+/// Random `--exclude` lists built from the tree's own paths (escaped or not, the heavy
+/// directory quartet forms), `._*`, random globs and names with a wildcard put in.
+pub fn random_excludes(rng: &mut Rng, paths: &[String]) -> Vec<String> {
+    use crate::exclude::escape_tar_exclude_literal;
+    let mut out = Vec::new();
+    for _ in 0..1 + rng.below(5) {
+        let base = if !paths.is_empty() && rng.chance(75) {
+            let path = rng.pick(paths).clone();
+            // A suffix of whole components, or the basename.
+            let parts: Vec<&str> = path.split('/').collect();
+            let from = rng.below(parts.len());
+            parts[from..].join("/")
+        } else {
+            random_name(rng)
+        };
+        let base = if rng.chance(50) {
+            String::from_utf8(escape_tar_exclude_literal(base.as_bytes())).unwrap()
+        } else {
+            base
+        };
+        let pattern = match rng.below(9) {
+            0 => format!("{base}/*"),
+            1 => format!("*/{base}"),
+            2 => format!("*/{base}/*"),
+            3 => "._*".to_owned(),
+            4 => random_glob(rng),
+            5 => put_wildcard(rng, &base),
+            _ => base,
+        };
+        out.push(pattern);
+    }
+    out
+}
+
+/// A short random glob over tokens that exercise fnmatch's corners.
+fn random_glob(rng: &mut Rng) -> String {
+    const TOKENS: &[&str] = &[
+        "*", "?", "[a-c]", "[!b]", "[^x]", "[]]", "[", "]", "\\*", "\\[", "a", "b", "x", ".", "/",
+        "build", "é", "[é-ü]", "[[:alpha:]]", "[[:digit:]]", "[!]]", "\\", "[.a.]", "[=b=]",
+        "[a-]", "{", "}", "??", "[日-月]",
+    ];
+    let count = 1 + rng.below(4);
+    (0..count).map(|_| *rng.pick(TOKENS)).collect()
+}
+
+/// Replaces one character of `base` by a wildcard.
+fn put_wildcard(rng: &mut Rng, base: &str) -> String {
+    let chars: Vec<char> = base.chars().collect();
+    let at = rng.below(chars.len().max(1));
+    let replacement = *rng.pick(&["?", "*", "[", "[!a]"]);
+    chars
+        .iter()
+        .enumerate()
+        .map(|(i, c)| if i == at { replacement.to_owned() } else { c.to_string() })
+        .collect()
+}
+
+/// Asserts two snapshots are equal, listing only the differences.
+pub fn assert_same_tree(left: &BTreeMap<String, Snap>, right: &BTreeMap<String, Snap>, context: &str) {
+    let mut problems = Vec::new();
+    for (path, snap) in left {
+        match right.get(path) {
+            None => problems.push(format!("only on the left: {path:?} {snap:?}")),
+            Some(other) if other != snap => problems.push(format!("{path:?}: {snap:?} != {other:?}")),
+            Some(_) => {}
+        }
+    }
+    for (path, snap) in right {
+        if !left.contains_key(path) {
+            problems.push(format!("only on the right: {path:?} {snap:?}"));
+        }
+    }
+    assert!(problems.is_empty(), "{context}: trees differ:\n{}", problems.join("\n"));
 }
