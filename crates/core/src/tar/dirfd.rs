@@ -75,7 +75,8 @@ impl Dir {
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
         let flags = libc::AT_SYMLINK_NOFOLLOW;
         // SAFETY: valid descriptor, name and out-pointer.
-        match check(|| unsafe { libc::fstatat(self.fd.as_raw_fd(), name.as_ptr(), &mut st, flags) }) {
+        match check(|| unsafe { libc::fstatat(self.fd.as_raw_fd(), name.as_ptr(), &mut st, flags) })
+        {
             Ok(_) => {}
             Err(err) if err.raw_os_error() == Some(libc::ENOENT) => return Ok(None),
             Err(err) => return Err(err),
@@ -103,10 +104,12 @@ impl Dir {
 
     /// Creates the new regular file `name` (never an existing one, never through a link).
     pub fn create_file(&self, name: &CStr, mode: u32) -> io::Result<File> {
-        let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+        let flags =
+            libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
         let mode = mode as libc::c_uint;
         // SAFETY: valid descriptor and name; the descriptor is owned by the File.
-        let fd = check(|| unsafe { libc::openat(self.fd.as_raw_fd(), name.as_ptr(), flags, mode) })?;
+        let fd =
+            check(|| unsafe { libc::openat(self.fd.as_raw_fd(), name.as_ptr(), flags, mode) })?;
         // SAFETY: `fd` was just opened and nothing else owns it.
         Ok(unsafe { File::from_raw_fd(fd) })
     }
@@ -121,7 +124,13 @@ impl Dir {
     pub fn hard_link(&self, from: &Dir, from_name: &CStr, name: &CStr) -> io::Result<()> {
         // SAFETY: valid descriptors and names.
         check(|| unsafe {
-            libc::linkat(from.fd.as_raw_fd(), from_name.as_ptr(), self.fd.as_raw_fd(), name.as_ptr(), 0)
+            libc::linkat(
+                from.fd.as_raw_fd(),
+                from_name.as_ptr(),
+                self.fd.as_raw_fd(),
+                name.as_ptr(),
+                0,
+            )
         })
         .map(drop)
     }
@@ -132,8 +141,10 @@ impl Dir {
         let times = times(mtime);
         let flags = libc::AT_SYMLINK_NOFOLLOW;
         // SAFETY: valid descriptor, name and a two-element timespec array.
-        check(|| unsafe { libc::utimensat(self.fd.as_raw_fd(), name.as_ptr(), times.as_ptr(), flags) })
-            .map(drop)
+        check(|| unsafe {
+            libc::utimensat(self.fd.as_raw_fd(), name.as_ptr(), times.as_ptr(), flags)
+        })
+        .map(drop)
     }
 
     /// Sets this directory's permission bits.

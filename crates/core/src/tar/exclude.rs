@@ -176,7 +176,8 @@ impl Glob {
             return false;
         }
         self.chars.matches(name.chars())
-            || (!(self.ascii && name.is_ascii()) && self.bytes.matches(name.bytes().map(char::from)))
+            || (!(self.ascii && name.is_ascii())
+                && self.bytes.matches(name.bytes().map(char::from)))
     }
 }
 
@@ -389,8 +390,7 @@ impl Matcher {
     /// A plain item character `item` (already consumed): `None` when it matches `ch` on its
     /// own (it is not the start of a range), else `Some(item)` as a possible range start.
     fn single_item(&self, item: char, p: &mut usize, ch: char) -> Option<char> {
-        let is_range =
-            self.at(*p) == '-' && self.at(*p + 1) != '\0' && self.at(*p + 1) != ']';
+        let is_range = self.at(*p) == '-' && self.at(*p + 1) != '\0' && self.at(*p + 1) != ']';
         if !is_range && item == ch {
             return None;
         }
@@ -702,7 +702,8 @@ mod tests {
     #[test]
     fn the_heavy_directory_quartet() {
         let quartet = ["node_modules", "node_modules/*", "*/node_modules", "*/node_modules/*"];
-        for member in ["node_modules", "node_modules/a", "pkg/node_modules", "pkg/node_modules/a/b"] {
+        for member in ["node_modules", "node_modules/a", "pkg/node_modules", "pkg/node_modules/a/b"]
+        {
             assert!(ex(&quartet, member), "{member}");
         }
         assert!(!ex(&quartet, "pkg/node_modules_old"));
@@ -819,7 +820,11 @@ mod tests {
     }
 
     /// `tar -c` of named members with exactly these excludes (no implicit `._*`).
-    fn gnu_tar_create_plain(root: &std::path::Path, excludes: &[String], names: &[String]) -> Vec<u8> {
+    fn gnu_tar_create_plain(
+        root: &std::path::Path,
+        excludes: &[String],
+        names: &[String],
+    ) -> Vec<u8> {
         use crate::tar::testutil::*;
         let mut command = tar_command("tar");
         command.args(["-c", "--no-xattrs", "--no-unquote", "-f", "-", "-C"]).arg(root);
@@ -830,7 +835,12 @@ mod tests {
         run_with_input(command, b"")
     }
 
-    fn walk_expected(set: &TarExcludeSet, root: &std::path::Path, member: &str, out: &mut Vec<String>) {
+    fn walk_expected(
+        set: &TarExcludeSet,
+        root: &std::path::Path,
+        member: &str,
+        out: &mut Vec<String>,
+    ) {
         if set.excludes(member) {
             return;
         }

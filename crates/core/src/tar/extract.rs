@@ -79,8 +79,15 @@ pub fn extract<R: Read>(
     let root = Dir::open(dest).map_err(|e| Error::io(e, "open", dest))?;
     let state = ReadState::default();
     let counting = CountingReader::new(reader, progress, cancel, &state);
-    let source = decompressed(counting).map_err(|e| state.take_failure().unwrap_or_else(|| bad(e.to_string())))?;
-    let mut archive = ArchiveReader { inner: source, state: &state, data_left: 0, pad_left: 0, seen_header: false };
+    let source = decompressed(counting)
+        .map_err(|e| state.take_failure().unwrap_or_else(|| bad(e.to_string())))?;
+    let mut archive = ArchiveReader {
+        inner: source,
+        state: &state,
+        data_left: 0,
+        pad_left: 0,
+        seen_header: false,
+    };
     let mut extractor = Extractor {
         dest,
         root,
@@ -179,7 +186,9 @@ impl ArchiveReader<'_> {
     /// An I/O error from below: the source's own error or the cancellation if that is what
     /// happened, else a decompression failure.
     fn failure(&self, err: io::Error) -> Error {
-        self.state.take_failure().unwrap_or_else(|| bad(format!("corrupt compressed stream ({err})")))
+        self.state
+            .take_failure()
+            .unwrap_or_else(|| bad(format!("corrupt compressed stream ({err})")))
     }
 
     /// Reads into `buf` until it is full or the input ends; returns the count.
@@ -222,8 +231,14 @@ impl ArchiveReader<'_> {
             match self.fill(&mut block)? {
                 BLOCK => {}
                 0 if !self.seen_header => return Err(bad("empty input")),
-                0 => return Err(bad("unexpected end of input: no end-of-archive marker (truncated archive)")),
-                _ => return Err(bad("unexpected end of input inside a header (truncated archive)")),
+                0 => {
+                    return Err(bad(
+                        "unexpected end of input: no end-of-archive marker (truncated archive)",
+                    ))
+                }
+                _ => {
+                    return Err(bad("unexpected end of input inside a header (truncated archive)"))
+                }
             }
             if header::is_zero_block(&block) {
                 if long_name.is_some() || long_link.is_some() || pax.is_some() {
@@ -270,11 +285,15 @@ impl ArchiveReader<'_> {
     /// Reads a metadata member's data (and padding), bounded by [`MAX_METADATA`].
     fn metadata(&mut self, size: u64) -> Result<Vec<u8>> {
         if size > MAX_METADATA {
-            return Err(bad(format!("extended header of {size} bytes exceeds the {MAX_METADATA}-byte limit")));
+            return Err(bad(format!(
+                "extended header of {size} bytes exceeds the {MAX_METADATA}-byte limit"
+            )));
         }
         let mut data = vec![0u8; size as usize];
         if self.fill(&mut data)? < data.len() {
-            return Err(bad("unexpected end of input inside an extended header (truncated archive)"));
+            return Err(bad(
+                "unexpected end of input inside an extended header (truncated archive)",
+            ));
         }
         self.skip(padded(size) - size)?;
         Ok(data)
@@ -288,7 +307,9 @@ impl ArchiveReader<'_> {
         let want = self.data_left.min(buf.len() as u64) as usize;
         loop {
             match self.inner.read(&mut buf[..want]) {
-                Ok(0) => return Err(bad("unexpected end of input inside a member (truncated archive)")),
+                Ok(0) => {
+                    return Err(bad("unexpected end of input inside a member (truncated archive)"))
+                }
                 Ok(n) => {
                     self.data_left -= n as u64;
                     return Ok(n);
@@ -361,7 +382,11 @@ fn parse_pax_time(value: &[u8]) -> Option<i64> {
     }
     let seconds: i64 = whole.parse().ok()?;
     let has_fraction = fraction.bytes().any(|b| b != b'0');
-    Some(if seconds < 0 || whole.starts_with('-') { seconds - i64::from(has_fraction) } else { seconds })
+    Some(if seconds < 0 || whole.starts_with('-') {
+        seconds - i64::from(has_fraction)
+    } else {
+        seconds
+    })
 }
 
 /// A member's destination, checked: the components under the root.
@@ -385,7 +410,10 @@ impl Target {
 /// dropped. An empty result names the root itself.
 fn check_path(raw: &[u8], member: &str, what: &str) -> Result<Vec<String>> {
     let text = std::str::from_utf8(raw).map_err(|_| {
-        Error::new(codes::NON_UTF8_NAME, format!("archive member '{member}': {what} is not valid UTF-8 bytes"))
+        Error::new(
+            codes::NON_UTF8_NAME,
+            format!("archive member '{member}': {what} is not valid UTF-8 bytes"),
+        )
     })?;
     if text.contains('\0') {
         return Err(refuse(member, format!("the {what} contains a NUL byte")));
@@ -408,13 +436,19 @@ fn check_path(raw: &[u8], member: &str, what: &str) -> Result<Vec<String>> {
 /// its `..` only leading and no more of them than `depth`.
 fn check_symlink_target(target: &[u8], depth: usize, member: &str) -> Result<CString> {
     let text = std::str::from_utf8(target).map_err(|_| {
-        Error::new(codes::NON_UTF8_NAME, format!("archive member '{member}': link target is not valid UTF-8 bytes"))
+        Error::new(
+            codes::NON_UTF8_NAME,
+            format!("archive member '{member}': link target is not valid UTF-8 bytes"),
+        )
     })?;
     if text.is_empty() {
         return Err(refuse(member, "empty symbolic link target"));
     }
     if text.starts_with('/') {
-        return Err(refuse(member, format!("symbolic link to the absolute path '{}'", shown(target))));
+        return Err(refuse(
+            member,
+            format!("symbolic link to the absolute path '{}'", shown(target)),
+        ));
     }
     let mut climbs = 0;
     let mut after_name = false;
@@ -422,14 +456,20 @@ fn check_symlink_target(target: &[u8], depth: usize, member: &str) -> Result<CSt
         match component {
             "" | "." => {}
             ".." if after_name => {
-                return Err(refuse(member, format!("symbolic link target '{}' has '..' after a name", shown(target))))
+                return Err(refuse(
+                    member,
+                    format!("symbolic link target '{}' has '..' after a name", shown(target)),
+                ))
             }
             ".." => climbs += 1,
             _ => after_name = true,
         }
     }
     if climbs > depth {
-        return Err(refuse(member, format!("symbolic link target '{}' points outside the extraction root", shown(target))));
+        return Err(refuse(
+            member,
+            format!("symbolic link target '{}' points outside the extraction root", shown(target)),
+        ));
     }
     c_name(target).map_err(|_| refuse(member, "the link target contains a NUL byte"))
 }
@@ -479,7 +519,10 @@ impl Extractor<'_> {
                 return Err(refuse(&target.shown, "sparse files are not supported"))
             }
             other => {
-                return Err(refuse(&target.shown, format!("unsupported entry type '{}'", shown(&[other]))))
+                return Err(refuse(
+                    &target.shown,
+                    format!("unsupported entry type '{}'", shown(&[other])),
+                ))
             }
         }
         Ok(true)
@@ -496,13 +539,17 @@ impl Extractor<'_> {
         let mut dir = self.root.duplicate().map_err(|e| Error::io(e, "open", self.dest))?;
         for (index, component) in components.iter().enumerate() {
             let here = &components[..=index];
-            let name = c_name(component.as_bytes()).map_err(|_| refuse(member, "the name contains a NUL byte"))?;
+            let name = c_name(component.as_bytes())
+                .map_err(|_| refuse(member, "the name contains a NUL byte"))?;
             match dir.lstat(&name).map_err(|e| Error::io(e, "lstat", &self.host_path(here)))? {
                 Some(Node::Directory) => {}
                 Some(Node::Symlink) => {
                     return Err(refuse(
                         member,
-                        format!("it would be written through the symbolic link '{}'", here.join("/")),
+                        format!(
+                            "it would be written through the symbolic link '{}'",
+                            here.join("/")
+                        ),
                     ))
                 }
                 Some(_) => {
@@ -515,7 +562,10 @@ impl Extractor<'_> {
                     Err(e) => return Err(Error::io(e, "mkdir", &self.host_path(here))),
                 },
                 None => {
-                    return Err(refuse(member, format!("hard link target directory '{}' does not exist", here.join("/"))))
+                    return Err(refuse(
+                        member,
+                        format!("hard link target directory '{}' does not exist", here.join("/")),
+                    ))
                 }
             }
             dir = dir.open_dir(&name).map_err(|e| match e.raw_os_error() {
@@ -549,7 +599,9 @@ impl Extractor<'_> {
         let path = || self.host_path(&target.components);
         match parent.lstat(name).map_err(|e| Error::io(e, "lstat", &path()))? {
             None => Ok(()),
-            Some(Node::Directory) => parent.remove(name, true).map_err(|e| Error::io(e, "rmdir", &path())),
+            Some(Node::Directory) => {
+                parent.remove(name, true).map_err(|e| Error::io(e, "rmdir", &path()))
+            }
             Some(_) => parent.remove(name, false).map_err(|e| Error::io(e, "unlink", &path())),
         }
     }
@@ -562,7 +614,9 @@ impl Extractor<'_> {
             match parent.lstat(&name).map_err(|e| Error::io(e, "lstat", &path()))? {
                 Some(Node::Directory) => return Ok(()),
                 // A link or file in the way is replaced, never followed.
-                Some(_) => parent.remove(&name, false).map_err(|e| Error::io(e, "unlink", &path()))?,
+                Some(_) => {
+                    parent.remove(&name, false).map_err(|e| Error::io(e, "unlink", &path()))?
+                }
                 None => {}
             }
             // Owner-accessible until the deferred mode is applied at the end.
@@ -644,9 +698,11 @@ impl Extractor<'_> {
             return Err(refuse(&target.shown, "hard link to the extraction root"));
         };
         let source_dir = self.open_dir(source_parent, false, &target.shown)?;
-        let source_name = c_name(source_name.as_bytes()).map_err(|_| refuse(&target.shown, "NUL in link target"))?;
+        let source_name = c_name(source_name.as_bytes())
+            .map_err(|_| refuse(&target.shown, "NUL in link target"))?;
         let source_path = self.host_path(&source);
-        let source_node = source_dir.lstat(&source_name).map_err(|e| Error::io(e, "lstat", &source_path))?;
+        let source_node =
+            source_dir.lstat(&source_name).map_err(|e| Error::io(e, "lstat", &source_path))?;
         let Some(Node::Regular { dev, ino }) = source_node else {
             let reason = match source_node {
                 None => format!("hard link target '{}' does not exist", source.join("/")),
@@ -663,7 +719,9 @@ impl Extractor<'_> {
                 return Ok(()); // already that file (a link to itself, or extracted twice)
             }
             self.clear_slot(&parent, &name, target)?;
-            parent.hard_link(&source_dir, &source_name, &name).map_err(|e| Error::io(e, "link", &path))
+            parent
+                .hard_link(&source_dir, &source_name, &name)
+                .map_err(|e| Error::io(e, "link", &path))
         })();
         self.keep_parent(target, parent);
         result
@@ -703,5 +761,559 @@ impl Extractor<'_> {
             dir = dir.open_dir(&c_name(component.as_bytes())?)?;
         }
         Ok(dir)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tar::pack::{pack, PackOptions};
+    use crate::tar::testutil::*;
+    use std::collections::BTreeMap;
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    use std::path::PathBuf;
+
+    fn run(archive: &[u8], dest: &Path) -> Result<ExtractSummary> {
+        extract(archive, dest, &ExtractOptions::default(), |_| {}, &AtomicBool::new(false))
+    }
+
+    fn pack_tree(root: &Path, gzip: Option<u32>) -> Vec<u8> {
+        let mut out = Vec::new();
+        let opts = PackOptions { root: root.to_path_buf(), gzip, ..PackOptions::default() };
+        pack(&opts, &mut out, |_| {}, &AtomicBool::new(false)).unwrap();
+        out
+    }
+
+    /// A sandbox: `dest` to extract into, `outside` with a sentinel beside it.
+    struct Sandbox {
+        base: TempDir,
+    }
+
+    impl Sandbox {
+        fn new() -> Sandbox {
+            let base = TempDir::new("extract-sandbox");
+            fs::create_dir(base.join("dest")).unwrap();
+            fs::create_dir(base.join("outside")).unwrap();
+            fs::write(base.join("outside/sentinel"), b"untouched").unwrap();
+            fs::create_dir(base.join("outside/etc")).unwrap();
+            Sandbox { base }
+        }
+
+        fn dest(&self) -> PathBuf {
+            self.base.join("dest")
+        }
+
+        fn outside(&self) -> PathBuf {
+            self.base.join("outside")
+        }
+
+        /// Everything but the destination: the outside directory, and the names beside.
+        fn world(&self) -> BTreeMap<String, Snap> {
+            let mut world = snapshot(&self.outside(), true);
+            let meta = fs::metadata(self.outside()).unwrap();
+            world.insert("..outside".into(), Snap::Dir { mode: meta.mode(), mtime: meta.mtime() });
+            for entry in fs::read_dir(self.base.path()).unwrap() {
+                let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+                world.insert(format!("..{name}"), Snap::Other { mode: 0 });
+            }
+            world
+        }
+
+        /// Extracts `archive`, expects the error `code`, and checks that nothing outside the
+        /// destination changed and that the message names no host path.
+        fn refuses(&self, archive: &[u8], code: &str, what: &str) -> Error {
+            let before = self.world();
+            let err = run(archive, &self.dest()).expect_err(what);
+            assert_eq!(err.code, code, "{what}: {}", err.message);
+            assert_same_tree(&self.world(), &before, what);
+            if code == codes::UNSAFE_ARCHIVE_ENTRY {
+                let base = self.base.path().to_string_lossy().into_owned();
+                assert!(
+                    !err.message.contains(&base) || what.contains("absolute"),
+                    "{what}: {}",
+                    err.message
+                );
+                assert!(err.message.starts_with("refusing archive member '"), "{}", err.message);
+            }
+            err
+        }
+    }
+
+    #[test]
+    fn refuses_escaping_names() {
+        let sandbox = Sandbox::new();
+        let outside = sandbox.outside().to_string_lossy().into_owned();
+        for (name, what) in [
+            ("../x", "parent"),
+            ("../outside/sentinel", "parent overwrite"),
+            ("a/../../x", "climb"),
+            ("a/b/../../../outside/x", "deep climb"),
+            ("./../x", "dot parent"),
+        ] {
+            let archive = RawArchive::new().file(name, b"evil").finish();
+            let err = sandbox.refuses(&archive, codes::UNSAFE_ARCHIVE_ENTRY, what);
+            assert!(err.message.contains("'..'"), "{}", err.message);
+        }
+        let absolute = format!("{outside}/x");
+        let archive = RawArchive::new().file(&absolute, b"evil").finish();
+        sandbox.refuses(&archive, codes::UNSAFE_ARCHIVE_ENTRY, "absolute path");
+        let archive = RawArchive::new().file("/etc/paperclip-native-test", b"evil").finish();
+        sandbox.refuses(&archive, codes::UNSAFE_ARCHIVE_ENTRY, "absolute /etc");
+        assert!(!Path::new("/etc/paperclip-native-test").exists());
+        // Checked before anything is created: the dest stays empty.
+        assert_eq!(fs::read_dir(sandbox.dest()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn refuses_escaping_symlinks_and_writes_through_links() {
+        let sandbox = Sandbox::new();
+        let outside = sandbox.outside().to_string_lossy().into_owned();
+        let cases: Vec<(Vec<u8>, &str)> = vec![
+            (
+                RawArchive::new().symlink("link", "/").file("link/etc/x", b"evil").finish(),
+                "link to /",
+            ),
+            (
+                RawArchive::new().symlink("link", &outside).file("link/x", b"evil").finish(),
+                "absolute link",
+            ),
+            (RawArchive::new().symlink("up", "..").finish(), "link to parent"),
+            (RawArchive::new().symlink("a/up", "../..").finish(), "link two up from a"),
+            (RawArchive::new().symlink("a/b/c", "../../../outside").finish(), "link three up"),
+            (
+                // a/b -> .. is inside (it is the root), but s -> a/b/.. would climb out of it.
+                RawArchive::new()
+                    .dir("a/", 0o755)
+                    .symlink("a/b", "..")
+                    .symlink("s", "a/b/..")
+                    .finish(),
+                "dot-dot after a link",
+            ),
+            (
+                RawArchive::new()
+                    .dir("sub/", 0o755)
+                    .symlink("l", "sub")
+                    .file("l/x", b"evil")
+                    .finish(),
+                "write through an archive link",
+            ),
+            (RawArchive::new().symlink("e", "").finish(), "empty target"),
+        ];
+        for (archive, what) in cases {
+            sandbox.refuses(&archive, codes::UNSAFE_ARCHIVE_ENTRY, what);
+            assert!(!sandbox.dest().join("sub/x").exists());
+        }
+        // A link that was in the destination before is not written through either.
+        std::os::unix::fs::symlink(sandbox.outside(), sandbox.dest().join("evil")).unwrap();
+        let archive = RawArchive::new().file("evil/x", b"evil").finish();
+        sandbox.refuses(&archive, codes::UNSAFE_ARCHIVE_ENTRY, "pre-existing link");
+        let archive = RawArchive::new().file("evil/etc/deeper/x", b"evil").finish();
+        sandbox.refuses(&archive, codes::UNSAFE_ARCHIVE_ENTRY, "pre-existing link, missing dirs");
+    }
+
+    #[test]
+    fn inside_symlinks_are_extracted() {
+        let sandbox = Sandbox::new();
+        let archive = RawArchive::new()
+            .dir("a/", 0o755)
+            .dir("a/b/", 0o755)
+            .file("a/b/f", b"f")
+            .symlink("a/up", "..")
+            .symlink("a/b/top", "../../a/b/f")
+            .symlink("rel", "a/./b//f")
+            .finish();
+        run(&archive, &sandbox.dest()).unwrap();
+        assert_eq!(fs::read_link(sandbox.dest().join("a/up")).unwrap(), Path::new(".."));
+        assert_eq!(fs::read(sandbox.dest().join("a/b/top")).unwrap(), b"f");
+        assert_eq!(fs::read(sandbox.dest().join("rel")).unwrap(), b"f");
+    }
+
+    #[test]
+    fn refuses_bad_hard_links_and_special_files() {
+        let sandbox = Sandbox::new();
+        let outside = sandbox.outside().to_string_lossy().into_owned();
+        let sentinel = format!("{outside}/sentinel");
+        let cases: Vec<(Vec<u8>, &str)> = vec![
+            (RawArchive::new().hard_link("h", "/etc/passwd").finish(), "hard link to /etc/passwd"),
+            (RawArchive::new().hard_link("h", &sentinel).finish(), "absolute hard link"),
+            (RawArchive::new().hard_link("h", "../outside/sentinel").finish(), "hard link up"),
+            (RawArchive::new().hard_link("h", "missing").finish(), "missing target"),
+            (
+                RawArchive::new().dir("d/", 0o755).hard_link("h", "d").finish(),
+                "hard link to a directory",
+            ),
+            (
+                RawArchive::new()
+                    .symlink("l", "d")
+                    .dir("d/", 0o755)
+                    .file("d/f", b"")
+                    .hard_link("h", "l/f")
+                    .finish(),
+                "hard link through a link",
+            ),
+            (RawArchive::new().hard_link("h", "").finish(), "hard link to the root"),
+            (RawArchive::new().entry(b'3', b"tty", b"", 0o666, b"").finish(), "character device"),
+            (RawArchive::new().entry(b'4', b"disk", b"", 0o666, b"").finish(), "block device"),
+            (RawArchive::new().entry(b'6', b"fifo", b"", 0o666, b"").finish(), "FIFO"),
+            (RawArchive::new().entry(b'S', b"sparse", b"", 0o644, b"").finish(), "GNU sparse"),
+            (RawArchive::new().entry(b'Z', b"odd", b"", 0o644, b"").finish(), "unknown type"),
+            (
+                RawArchive::new().pax(&[("path", b"nul\0byte")]).file("x", b"").finish(),
+                "NUL in a pax path",
+            ),
+        ];
+        for (archive, what) in cases {
+            sandbox.refuses(&archive, codes::UNSAFE_ARCHIVE_ENTRY, what);
+        }
+        // A good hard link is a hard link.
+        let archive =
+            RawArchive::new().file("a", b"data").hard_link("h", "a").hard_link("a", "a").finish();
+        run(&archive, &sandbox.dest()).unwrap();
+        let a = fs::metadata(sandbox.dest().join("a")).unwrap();
+        let h = fs::metadata(sandbox.dest().join("h")).unwrap();
+        assert_eq!((a.ino(), a.nlink()), (h.ino(), 2));
+    }
+
+    #[test]
+    fn links_and_files_in_the_way_are_replaced_never_followed() {
+        let sandbox = Sandbox::new();
+        let dest = sandbox.dest();
+        // A link in the destination to an outside directory, then a directory entry of the
+        // same name: the link is replaced, the outside directory keeps its mode.
+        std::os::unix::fs::symlink(sandbox.outside(), dest.join("d")).unwrap();
+        // A link to the outside sentinel, then a file entry of that name.
+        std::os::unix::fs::symlink(sandbox.outside().join("sentinel"), dest.join("f")).unwrap();
+        let outside_mode = fs::metadata(sandbox.outside()).unwrap().mode();
+        let archive = RawArchive::new()
+            .dir("d/", 0o700)
+            .file("d/x", b"inside")
+            .file("f", b"replaced")
+            // An archive link replaced by a directory, then written into: lands in the
+            // directory, not in the link's target.
+            .dir("sub/", 0o755)
+            .symlink("s", "sub")
+            .dir("s/", 0o755)
+            .file("s/y", b"in s")
+            .finish();
+        let before = sandbox.world();
+        run(&archive, &dest).unwrap();
+        assert_same_tree(&sandbox.world(), &before, "replacements");
+        assert_eq!(fs::metadata(sandbox.outside()).unwrap().mode(), outside_mode);
+        assert!(fs::symlink_metadata(dest.join("d")).unwrap().is_dir());
+        assert_eq!(fs::read(dest.join("d/x")).unwrap(), b"inside");
+        assert!(fs::symlink_metadata(dest.join("f")).unwrap().is_file());
+        assert_eq!(fs::read(dest.join("f")).unwrap(), b"replaced");
+        assert!(fs::symlink_metadata(dest.join("s")).unwrap().is_dir());
+        assert_eq!(fs::read(dest.join("s/y")).unwrap(), b"in s");
+        assert!(!dest.join("sub/y").exists());
+        // A non-empty directory in the way of a file is an error, not a deletion.
+        fs::create_dir_all(dest.join("full/child")).unwrap();
+        let err = run(&RawArchive::new().file("full", b"x").finish(), &dest).unwrap_err();
+        assert_eq!(err.code, "ENOTEMPTY");
+        assert!(dest.join("full/child").is_dir());
+        // A file where a directory is needed.
+        fs::write(dest.join("plain"), b"").unwrap();
+        let err = run(&RawArchive::new().file("plain/x", b"x").finish(), &dest).unwrap_err();
+        assert_eq!(err.code, "ENOTDIR");
+    }
+
+    #[test]
+    fn modes_are_safe_and_directories_are_finished_last() {
+        let sandbox = Sandbox::new();
+        let dest = sandbox.dest();
+        fs::set_permissions(&dest, fs::Permissions::from_mode(0o700)).unwrap();
+        let archive = RawArchive::new()
+            .dir("./", 0o777)
+            .entry(b'0', b"suid", b"", 0o4755, b"x")
+            .entry(b'0', b"sgid", b"", 0o2750, b"x")
+            .dir("sticky/", 0o1777)
+            .dir("ro/", 0o555)
+            .file("ro/inside", b"written before the mode")
+            .finish();
+        let summary = run(&archive, &dest).unwrap();
+        assert_eq!(summary.entries, 5, "the ./ entry is not counted");
+        let mode = |p: &str| fs::symlink_metadata(dest.join(p)).unwrap().mode() & 0o7777;
+        assert_eq!(mode("suid"), 0o755);
+        assert_eq!(mode("sgid"), 0o750);
+        assert_eq!(mode("sticky"), 0o777);
+        assert_eq!(mode("ro"), 0o555);
+        assert_eq!(fs::read(dest.join("ro/inside")).unwrap(), b"written before the mode");
+        assert_eq!(
+            fs::metadata(&dest).unwrap().mode() & 0o7777,
+            0o700,
+            "./ does not touch the root"
+        );
+        assert_eq!(fs::metadata(dest.join("ro")).unwrap().mtime(), 1_600_000_000);
+    }
+
+    #[test]
+    fn long_names() {
+        let sandbox = Sandbox::new();
+        let dest = sandbox.dest();
+        // 40 components of 120 bytes: a 4.8 KB path, past PATH_MAX, through GNU long names.
+        let deep: Vec<String> = (0..40).map(|i| format!("{i:03}{}", "n".repeat(117))).collect();
+        let deep = deep.join("/");
+        let archive = RawArchive::new().file(&format!("{deep}/leaf"), b"deep").finish();
+        run(&archive, &dest).unwrap();
+        let mut dir = Dir::open(&dest).unwrap();
+        for component in deep.split('/') {
+            dir = dir.open_dir(&c_name(component.as_bytes()).unwrap()).unwrap();
+        }
+        assert!(dir.lstat(&c_name(b"leaf").unwrap()).unwrap().is_some());
+        // Through a pax path, too.
+        let long = format!("{}/pax-file", "p".repeat(200));
+        let archive =
+            RawArchive::new().pax(&[("path", long.as_bytes())]).file("short", b"pax").finish();
+        run(&archive, &dest).unwrap();
+        assert_eq!(fs::read(dest.join(&long)).unwrap(), b"pax");
+        // A component over the file system's limit is an OS error, not a panic.
+        let archive = RawArchive::new().file(&"x".repeat(300), b"").finish();
+        assert_eq!(run(&archive, &dest).unwrap_err().code, "ENAMETOOLONG");
+        // A long-name entry over the metadata limit is refused before it is read whole.
+        let mut archive = RawArchive::new();
+        archive.entry(b'L', b"././@LongLink", b"", 0o644, &vec![b'a'; 2 << 20]).file("x", b"");
+        sandbox.refuses(&archive.finish(), codes::BAD_ARCHIVE, "huge long name");
+    }
+
+    #[test]
+    fn truncated_and_corrupt_archives_are_bad() {
+        let sandbox = Sandbox::new();
+        let good = RawArchive::new().file("a", &[7u8; 3000]).file("b", b"bee").finish();
+        // Cut inside data, at a header boundary (no end marker), inside a header.
+        for cut in [600, 1000, 512 + 3072, 512 + 3072 + 100, good.len() - 1024] {
+            let err = sandbox.refuses(&good[..cut], codes::BAD_ARCHIVE, &format!("cut at {cut}"));
+            assert!(err.message.contains("truncated"), "{}", err.message);
+        }
+        sandbox.refuses(b"", codes::BAD_ARCHIVE, "empty input");
+        sandbox.refuses(&[0x42; 4096], codes::BAD_ARCHIVE, "garbage");
+        let mut corrupt = good.clone();
+        corrupt[3] ^= 0x20;
+        sandbox.refuses(&corrupt, codes::BAD_ARCHIVE, "checksum");
+        let mut bad_size = good.clone();
+        bad_size[124..136].copy_from_slice(b"0000000009x\0");
+        sandbox.refuses(&bad_size, codes::BAD_ARCHIVE, "bad size field");
+        // A truncated gzip stream.
+        let mut gz = Vec::new();
+        {
+            let mut encoder =
+                flate2::write::GzEncoder::new(&mut gz, flate2::Compression::default());
+            encoder.write_all(&good).unwrap();
+            encoder.finish().unwrap();
+        }
+        sandbox.refuses(&gz[..gz.len() / 2], codes::BAD_ARCHIVE, "truncated gzip");
+        let mut flipped = gz.clone();
+        let middle = flipped.len() / 2;
+        flipped[middle] ^= 0xff;
+        let err = run(&flipped, &sandbox.dest()).unwrap_err();
+        assert_eq!(err.code, codes::BAD_ARCHIVE, "{}", err.message);
+        // A malformed pax record.
+        let mut pax = RawArchive::new();
+        pax.entry(b'x', b"PaxHeader", b"", 0o644, b"99 path=x\n").file("x", b"");
+        sandbox.refuses(&pax.finish(), codes::BAD_ARCHIVE, "bad pax");
+        // Only zero blocks: an empty archive, which is fine.
+        assert_eq!(run(&[0u8; 1024], &sandbox.dest()).unwrap().entries, 0);
+    }
+
+    #[test]
+    fn non_utf8_names_are_refused() {
+        let sandbox = Sandbox::new();
+        let archive = RawArchive::new().entry(b'0', b"bad\xff", b"", 0o644, b"").finish();
+        sandbox.refuses(&archive, codes::NON_UTF8_NAME, "non-UTF-8 name");
+        let archive = RawArchive::new().entry(b'2', b"l", b"t\xfe", 0o777, b"").finish();
+        sandbox.refuses(&archive, codes::NON_UTF8_NAME, "non-UTF-8 link target");
+    }
+
+    /// Packed generated trees (plain and gzip) extract to the same tree, setuid/setgid/sticky
+    /// bits dropped.
+    #[test]
+    fn round_trip_through_pack() {
+        let options = TreeOptions {
+            long_names: true,
+            big_files: true,
+            modes_and_times: true,
+            inside_links: true,
+            ..Default::default()
+        };
+        for case in 0..case_count(60) / 2 {
+            let seed = 0xe47a_0000 + case;
+            let mut rng = Rng::new(seed);
+            let src = TempDir::new("extract-src");
+            build_tree(&mut rng, src.path(), &options);
+            let gzip = rng.chance(30).then_some(1);
+            let archive = pack_tree(src.path(), gzip);
+            let out = TempDir::new("extract-out");
+            let summary = run(&archive, out.path()).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+            assert_eq!(summary.bytes_read, archive.len() as u64);
+            let expected = expected_after_extract(src.path());
+            assert_same_tree(&snapshot(out.path(), true), &expected, &format!("seed {seed}"));
+        }
+    }
+
+    /// What extraction should produce: the source minus `._*` (never packed), with the
+    /// special permission bits dropped.
+    fn expected_after_extract(src: &Path) -> BTreeMap<String, Snap> {
+        snapshot(src, true)
+            .into_iter()
+            .filter(|(k, _)| !k.split('/').any(|c| c.starts_with("._")))
+            .map(|(k, v)| {
+                let v = match v {
+                    Snap::Dir { mode, mtime } => Snap::Dir { mode: mode & 0o777, mtime },
+                    Snap::File { mode, mtime, size, sha256 } => {
+                        Snap::File { mode: mode & 0o777, mtime, size, sha256 }
+                    }
+                    other => other,
+                };
+                (k, v)
+            })
+            .collect()
+    }
+
+    /// GNU tar's own archives in its gnu, pax and ustar formats extract to the same tree.
+    #[test]
+    fn reads_gnu_tar_formats() {
+        if !have_gnu_tar("reads_gnu_tar_formats") {
+            return;
+        }
+        for (format, long_names) in
+            [("gnu", true), ("pax", true), ("ustar", false), ("oldgnu", true)]
+        {
+            for case in 0..4 {
+                let seed = 0xf0_0000 + case;
+                let mut rng = Rng::new(seed);
+                let src = TempDir::new("extract-fmt");
+                let options = TreeOptions {
+                    long_names,
+                    modes_and_times: true,
+                    inside_links: true,
+                    ..Default::default()
+                };
+                build_tree(&mut rng, src.path(), &options);
+                let names = crate::tar::walk::read_names(src.path()).unwrap();
+                let mut command = tar_command("tar");
+                command
+                    .args(["-c", "--no-unquote", &format!("--format={format}"), "-f", "-", "-C"])
+                    .arg(src.path())
+                    .args(["--exclude", "._*", "--"])
+                    .args(&names);
+                let archive = run_with_input(command, b"");
+                let out = TempDir::new("extract-fmt-out");
+                run(&archive, out.path()).unwrap_or_else(|e| panic!("{format} seed {seed}: {e}"));
+                assert_same_tree(
+                    &snapshot(out.path(), true),
+                    &expected_after_extract(src.path()),
+                    &format!("{format} seed {seed}"),
+                );
+            }
+        }
+        // An archive of `.` has a `./` entry and `./` prefixes.
+        let src = TempDir::new("extract-dot");
+        fs::write(src.join("f"), b"dot").unwrap();
+        let mut command = tar_command("tar");
+        command.args(["-c", "-f", "-", "-C"]).arg(src.path()).arg(".");
+        let archive = run_with_input(command, b"");
+        let out = TempDir::new("extract-dot-out");
+        assert_eq!(run(&archive, out.path()).unwrap().entries, 1);
+        assert_eq!(fs::read(out.join("f")).unwrap(), b"dot");
+    }
+
+    #[test]
+    fn progress_cancel_and_source_errors() {
+        let src = TempDir::new("extract-progress");
+        for i in 0..10 {
+            fs::write(src.join(format!("f{i}")), vec![1u8; 200_000]).unwrap();
+        }
+        let archive = pack_tree(src.path(), Some(1));
+        let out = TempDir::new("extract-progress-out");
+        let mut seen = Vec::new();
+        extract(
+            &archive[..],
+            out.path(),
+            &ExtractOptions::default(),
+            |n| seen.push(n),
+            &AtomicBool::new(false),
+        )
+        .unwrap();
+        assert!(seen.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(*seen.last().unwrap(), archive.len() as u64);
+
+        let cancel = AtomicBool::new(false);
+        let out = TempDir::new("extract-cancel-out");
+        let err = extract(
+            &archive[..],
+            out.path(),
+            &ExtractOptions::default(),
+            |n| {
+                if n > 1000 {
+                    cancel.store(true, std::sync::atomic::Ordering::Relaxed)
+                }
+            },
+            &cancel,
+        )
+        .unwrap_err();
+        assert!(err.is_aborted(), "{err:?}");
+
+        /// Fails with EIO after some bytes.
+        struct Failing<'a>(&'a [u8]);
+        impl Read for Failing<'_> {
+            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                if self.0.is_empty() {
+                    return Err(io::Error::from_raw_os_error(libc::EIO));
+                }
+                let n = buf.len().min(self.0.len()).min(700);
+                buf[..n].copy_from_slice(&self.0[..n]);
+                self.0 = &self.0[n..];
+                Ok(n)
+            }
+        }
+        let out = TempDir::new("extract-eio-out");
+        let err = extract(
+            Failing(&archive[..5000]),
+            out.path(),
+            &ExtractOptions::default(),
+            |_| {},
+            &AtomicBool::new(false),
+        )
+        .unwrap_err();
+        assert_eq!(err.code, "EIO", "{}", err.message);
+        assert_eq!(err.errno, Some(-libc::EIO));
+    }
+
+    /// Random corruption of valid archives: never a panic, never a write outside, and only
+    /// the expected kinds of error.
+    #[test]
+    fn mutated_archives_fail_safely() {
+        let options = TreeOptions { long_names: true, inside_links: true, ..Default::default() };
+        let allowed = [
+            codes::BAD_ARCHIVE,
+            codes::UNSAFE_ARCHIVE_ENTRY,
+            codes::NON_UTF8_NAME,
+            "ENAMETOOLONG",
+            "ENOTDIR",
+            "ENOTEMPTY",
+            "EISDIR",
+            "EEXIST",
+        ];
+        for case in 0..case_count(60) * 3 {
+            let seed = 0xbad_0000 + case;
+            let mut rng = Rng::new(seed);
+            let src = TempDir::new("mutate-src");
+            build_tree(&mut rng, src.path(), &options);
+            let mut archive = pack_tree(src.path(), None);
+            for _ in 0..1 + rng.below(8) {
+                let at = rng.below(archive.len());
+                match rng.below(4) {
+                    0 => archive[at] = rng.next_u64() as u8,
+                    1 => archive[at] ^= 1 << rng.below(8),
+                    2 => archive[at] = *rng.pick(b"./\0 7L2"),
+                    _ => archive.truncate(at.max(1)),
+                }
+            }
+            let sandbox = Sandbox::new();
+            let before = sandbox.world();
+            if let Err(err) = run(&archive, &sandbox.dest()) {
+                assert!(allowed.contains(&err.code.as_ref()), "seed {seed}: {err:?}");
+            }
+            assert_same_tree(&sandbox.world(), &before, &format!("seed {seed}"));
+        }
     }
 }

@@ -21,4 +21,6 @@ mod walk;
 
 pub use exclude::TarExcludeSet;
 pub use extract::{extract, ExtractOptions, ExtractSummary};
-pub use pack::{pack, pack_to_file, precompute_size, PackOptions, PackSummary, APPLE_DOUBLE_EXCLUDE};
+pub use pack::{
+    pack, pack_to_file, precompute_size, PackOptions, PackSummary, APPLE_DOUBLE_EXCLUDE,
+};

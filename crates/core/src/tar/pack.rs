@@ -13,7 +13,9 @@ use flate2::write::GzEncoder;
 use flate2::Compression;
 
 use super::exclude::TarExcludeSet;
-use super::header::{self, kind, long_entry, long_entry_cost, padded, HeaderSpec, BLOCK, NAME_FIELD};
+use super::header::{
+    self, kind, long_entry, long_entry_cost, padded, HeaderSpec, BLOCK, NAME_FIELD,
+};
 use super::stream::{stream_error, CountingWriter, WriteFailure, COPY_BUFFER};
 use super::walk::{self, EntryKind, Walk, WalkEntry};
 use crate::error::{codes, Error, Result};
@@ -144,7 +146,12 @@ impl Plan {
         Ok(Plan { excludes, top_level })
     }
 
-    fn walk<'a>(&'a self, opts: &'a PackOptions, skip: &'a [(u64, u64)], cancel: &'a AtomicBool) -> Walk<'a> {
+    fn walk<'a>(
+        &'a self,
+        opts: &'a PackOptions,
+        skip: &'a [(u64, u64)],
+        cancel: &'a AtomicBool,
+    ) -> Walk<'a> {
         Walk {
             root: &opts.root,
             excludes: &self.excludes,
@@ -370,11 +377,7 @@ fn pack_to<W: Write>(
     })?;
     tar.put(&END_OF_ARCHIVE)?;
     let tar_bytes = tar.out.count();
-    let writer = tar
-        .out
-        .into_inner()
-        .finish()
-        .map_err(|e| stream_error(e, "write", target))?;
+    let writer = tar.out.into_inner().finish().map_err(|e| stream_error(e, "write", target))?;
     Ok((PackSummary { entries, tar_bytes }, writer))
 }
 
@@ -396,7 +399,9 @@ impl OwnerNames {
 }
 
 /// Calls a `get*_r` function with a growing buffer; the name, or empty when there is none.
-fn lookup_name(mut call: impl FnMut(&mut [libc::c_char]) -> (libc::c_int, Option<*const libc::c_char>)) -> Vec<u8> {
+fn lookup_name(
+    mut call: impl FnMut(&mut [libc::c_char]) -> (libc::c_int, Option<*const libc::c_char>),
+) -> Vec<u8> {
     let mut buffer: Vec<libc::c_char> = vec![0; 1024];
     loop {
         let (rc, name) = call(&mut buffer);
@@ -406,7 +411,9 @@ fn lookup_name(mut call: impl FnMut(&mut [libc::c_char]) -> (libc::c_int, Option
         }
         return match name {
             // SAFETY: on success the name points into `buffer`, NUL-terminated.
-            Some(ptr) if rc == 0 && !ptr.is_null() => unsafe { CStr::from_ptr(ptr) }.to_bytes().to_vec(),
+            Some(ptr) if rc == 0 && !ptr.is_null() => {
+                unsafe { CStr::from_ptr(ptr) }.to_bytes().to_vec()
+            }
             _ => Vec::new(),
         };
     }
@@ -467,7 +474,10 @@ impl TempFile {
                 Err(e) => return Err(Error::io(e, "open", &path)),
             }
         }
-        Err(Error::new(codes::INTERNAL, format!("could not create a temporary file in '{}'", dir.display())))
+        Err(Error::new(
+            codes::INTERNAL,
+            format!("could not create a temporary file in '{}'", dir.display()),
+        ))
     }
 
     fn persist(mut self, target: &Path) -> Result<()> {
@@ -543,14 +553,20 @@ mod tests {
         if !have_gnu_tar("member_sets_and_content_match_gnu_tar") {
             return;
         }
-        let options = TreeOptions { long_names: true, big_files: true, modes_and_times: true, ..Default::default() };
+        let options = TreeOptions {
+            long_names: true,
+            big_files: true,
+            modes_and_times: true,
+            ..Default::default()
+        };
         for case in 0..case_count(60) {
             let seed = 0xbac0_0000 + case;
             let mut rng = Rng::new(seed);
             let src = TempDir::new("pack-src");
             fs::write(src.join("a\\b"), b"backslash").unwrap();
             let paths = build_tree(&mut rng, src.path(), &options);
-            let excludes = if rng.chance(25) { Vec::new() } else { random_excludes(&mut rng, &paths) };
+            let excludes =
+                if rng.chance(25) { Vec::new() } else { random_excludes(&mut rng, &paths) };
             let opts = PackOptions { exclude: excludes.clone(), ..opts(src.path()) };
             let ours = pack_bytes(&opts).unwrap();
             assert_eq!(precompute_size(&opts).unwrap(), ours.len() as u64, "seed {seed}");
@@ -561,7 +577,11 @@ mod tests {
             assert!(members.iter().all(|m| !m.starts_with("./")));
             let out = TempDir::new("pack-out");
             system_extract(&["tar", "-x", "-f", "-"], &ours, out.path());
-            assert_same_tree(&snapshot(out.path(), true), &filtered(src.path(), &members), &format!("seed {seed}"));
+            assert_same_tree(
+                &snapshot(out.path(), true),
+                &filtered(src.path(), &members),
+                &format!("seed {seed}"),
+            );
         }
     }
 
@@ -654,7 +674,9 @@ mod tests {
             fs::write(dir.join(name), name).unwrap();
         }
         let order: Vec<String> = ["é", "b", "C", "a"].iter().map(|s| s.to_string()).collect();
-        let ours = pack_bytes(&PackOptions { top_level_order: Some(order.clone()), ..opts(dir.path()) }).unwrap();
+        let ours =
+            pack_bytes(&PackOptions { top_level_order: Some(order.clone()), ..opts(dir.path()) })
+                .unwrap();
         let mut command = tar_command("tar");
         command.args(["-t", "--quoting-style=literal", "-f", "-"]);
         let listed = String::from_utf8(run_with_input(command, &ours)).unwrap();
@@ -667,7 +689,8 @@ mod tests {
         assert_eq!(listed.lines().collect::<Vec<_>>(), ["C", "a", "b", "é"]);
         for bad in [vec!["a/b"], vec![".."], vec![""], vec!["a", "a"]] {
             let names = bad.iter().map(|s| s.to_string()).collect();
-            let err = pack_bytes(&PackOptions { top_level_order: Some(names), ..opts(dir.path()) }).unwrap_err();
+            let err = pack_bytes(&PackOptions { top_level_order: Some(names), ..opts(dir.path()) })
+                .unwrap_err();
             assert_eq!(err.code, codes::INVALID_ARGUMENT, "{bad:?}");
         }
         let missing = PackOptions { top_level_order: Some(vec!["zz".into()]), ..opts(dir.path()) };
@@ -682,7 +705,8 @@ mod tests {
         let dir = TempDir::new("pack-special");
         fs::write(dir.join("file"), b"shared").unwrap();
         fs::hard_link(dir.join("file"), dir.join("hard")).unwrap();
-        let fifo = std::ffi::CString::new(dir.join("fifo").into_os_string().into_encoded_bytes()).unwrap();
+        let fifo =
+            std::ffi::CString::new(dir.join("fifo").into_os_string().into_encoded_bytes()).unwrap();
         // SAFETY: a valid path.
         assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
         let _socket = std::os::unix::net::UnixListener::bind(dir.join("socket")).unwrap();
@@ -722,7 +746,8 @@ mod tests {
         }
         let mut seen = Vec::new();
         let mut out = Vec::new();
-        let summary = pack(&opts(dir.path()), &mut out, |n| seen.push(n), &AtomicBool::new(false)).unwrap();
+        let summary =
+            pack(&opts(dir.path()), &mut out, |n| seen.push(n), &AtomicBool::new(false)).unwrap();
         assert!(seen.windows(2).all(|w| w[0] < w[1]));
         assert_eq!(*seen.last().unwrap(), summary.tar_bytes);
         assert_eq!(summary.entries, 20);
@@ -756,7 +781,9 @@ mod tests {
 
         // Cancelled: the previous file is untouched and no temporary file is left.
         let cancel = AtomicBool::new(false);
-        let err = pack_to_file(&opts(&src), &target, |_| cancel.store(true, Ordering::Relaxed), &cancel).unwrap_err();
+        let err =
+            pack_to_file(&opts(&src), &target, |_| cancel.store(true, Ordering::Relaxed), &cancel)
+                .unwrap_err();
         assert!(err.is_aborted());
         assert_eq!(fs::read(&target).unwrap(), b"previous");
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 2);
@@ -776,7 +803,10 @@ mod tests {
 
         // Errors leave nothing behind either.
         let missing = opts(&dir.join("missing"));
-        assert_eq!(pack_to_file(&missing, &target, |_| {}, &AtomicBool::new(false)).unwrap_err().code, "ENOENT");
+        assert_eq!(
+            pack_to_file(&missing, &target, |_| {}, &AtomicBool::new(false)).unwrap_err().code,
+            "ENOENT"
+        );
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 2);
     }
 
@@ -809,7 +839,10 @@ mod tests {
             if bytes[i] == b'\\' && bytes.get(i + 1) == Some(&b'\\') {
                 out.push(b'\\');
                 i += 2;
-            } else if bytes[i] == b'\\' && i + 3 < bytes.len() && bytes[i + 1..i + 4].iter().all(|b| (b'0'..=b'7').contains(b)) {
+            } else if bytes[i] == b'\\'
+                && i + 3 < bytes.len()
+                && bytes[i + 1..i + 4].iter().all(|b| (b'0'..=b'7').contains(b))
+            {
                 out.push(u8::from_str_radix(&name[i + 1..i + 4], 8).unwrap());
                 i += 4;
             } else {
@@ -828,10 +861,27 @@ mod tests {
         if !have_gnu_tar("other_tars_read_our_archives") {
             return;
         }
-        let options = TreeOptions { long_names: true, big_files: true, modes_and_times: true, ..Default::default() };
-        let readers: [(&str, &[&str], &[&str], &[&str]); 2] = [
-            ("bsdtar", &["--version"], &["bsdtar", "-t", "-f", "-"], &["bsdtar", "-x", "-p", "-P", "-f", "-"]),
-            ("busybox", &["tar", "--help"], &["busybox", "tar", "-t", "-f", "-"], &["busybox", "tar", "-x", "-f", "-"]),
+        let options = TreeOptions {
+            long_names: true,
+            big_files: true,
+            modes_and_times: true,
+            ..Default::default()
+        };
+        /// Program, probe arguments, list command, extract command.
+        type Reader<'a> = (&'a str, &'a [&'a str], &'a [&'a str], &'a [&'a str]);
+        let readers: [Reader<'_>; 2] = [
+            (
+                "bsdtar",
+                &["--version"],
+                &["bsdtar", "-t", "-f", "-"],
+                &["bsdtar", "-x", "-p", "-P", "-f", "-"],
+            ),
+            (
+                "busybox",
+                &["tar", "--help"],
+                &["busybox", "tar", "-t", "-f", "-"],
+                &["busybox", "tar", "-x", "-f", "-"],
+            ),
         ];
         for (program, probe, list, extract) in readers {
             if !have_tool(program, probe, "other_tars_read_our_archives") {
@@ -849,7 +899,11 @@ mod tests {
                     .collect();
                 listed.sort();
                 let expected = filtered(src.path(), &gnu_list(&ours));
-                assert_eq!(listed, expected.keys().cloned().collect::<Vec<_>>(), "{program} seed {seed}");
+                assert_eq!(
+                    listed,
+                    expected.keys().cloned().collect::<Vec<_>>(),
+                    "{program} seed {seed}"
+                );
                 let out = TempDir::new("pack-other-out");
                 system_extract(extract, &ours, out.path());
                 let strip_dirs = |m: BTreeMap<String, Snap>| -> BTreeMap<String, Snap> {
@@ -862,7 +916,11 @@ mod tests {
                         })
                         .collect()
                 };
-                assert_same_tree(&strip_dirs(snapshot(out.path(), true)), &strip_dirs(expected), &format!("{program} seed {seed}"));
+                assert_same_tree(
+                    &strip_dirs(snapshot(out.path(), true)),
+                    &strip_dirs(expected),
+                    &format!("{program} seed {seed}"),
+                );
             }
         }
     }

@@ -140,11 +140,7 @@ pub fn run_with_input(mut command: Command, input: &[u8]) -> Vec<u8> {
     });
     let out = child.wait_with_output().unwrap();
     writer.join().unwrap();
-    assert!(
-        out.status.success(),
-        "{command:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{command:?} failed: {}", String::from_utf8_lossy(&out.stderr));
     out.stdout
 }
 
@@ -235,9 +231,40 @@ fn snapshot_into(dir: &Path, prefix: &str, dirs_mtime: bool, out: &mut BTreeMap<
 /// Random file and directory names full of glob characters, spaces, dots and non-ASCII.
 pub fn random_name(rng: &mut Rng) -> String {
     const PIECES: &[&str] = &[
-        "a", "b", "c", "x", "y", "z", "build", "node_modules", "dist", ".git", "._x", "*", "?",
-        "[", "]", "\\", "^", "$", "{", "}", " ", ".", "é", "日本", "🙂", "-", "!", "1", "_", "[a]",
-        "[!b]", "secret[1]", "a\\b", "~",
+        "a",
+        "b",
+        "c",
+        "x",
+        "y",
+        "z",
+        "build",
+        "node_modules",
+        "dist",
+        ".git",
+        "._x",
+        "*",
+        "?",
+        "[",
+        "]",
+        "\\",
+        "^",
+        "$",
+        "{",
+        "}",
+        " ",
+        ".",
+        "é",
+        "日本",
+        "🙂",
+        "-",
+        "!",
+        "1",
+        "_",
+        "[a]",
+        "[!b]",
+        "secret[1]",
+        "a\\b",
+        "~",
     ];
     loop {
         let count = 1 + rng.below(3);
@@ -259,6 +286,8 @@ pub struct TreeOptions {
     pub modes_and_times: bool,
     /// Symlinks only to existing non-ancestor entries (safe for `tar -h`).
     pub followable_links: bool,
+    /// Symlink targets that stay inside the tree (what a safe extraction accepts).
+    pub inside_links: bool,
 }
 
 /// Builds a random tree under `root`; returns the relative paths created.
@@ -268,8 +297,7 @@ pub fn build_tree(rng: &mut Rng, root: &Path, options: &TreeOptions) -> Vec<Stri
     populate(rng, root, "", 0, options, &mut paths, &mut dirs);
     if options.followable_links {
         // Links to files and to directories that are not ancestors of the link.
-        let files: Vec<String> =
-            paths.iter().filter(|p| root.join(p).is_file()).cloned().collect();
+        let files: Vec<String> = paths.iter().filter(|p| root.join(p).is_file()).cloned().collect();
         for i in 0..1 + rng.below(3) {
             let link = format!("link{i}");
             let target = if !dirs.is_empty() && rng.chance(50) {
@@ -331,10 +359,17 @@ fn populate(
             dirs.push(rel.clone());
             populate(rng, root, &rel, depth + 1, options, paths, dirs);
         } else if !options.followable_links && rng.chance(12) {
-            let target = if options.long_names && rng.chance(30) {
-                format!("../{}", "far/away/".repeat(14))
+            let climb = if options.inside_links {
+                "../".repeat(rng.below(depth + 1))
             } else {
-                rng.pick(&["target", "../up", "sub/dir", "é", "a\\b"]).to_string()
+                "../".into()
+            };
+            let target = if options.long_names && rng.chance(30) {
+                format!("{climb}{}", "far/away/".repeat(14))
+            } else if rng.chance(50) {
+                format!("{climb}{}", rng.pick(&["up", "x/y", "é"]))
+            } else {
+                rng.pick(&["target", "sub/dir", "é", "a\\b", "./dot"]).to_string()
             };
             std::os::unix::fs::symlink(target, &path).unwrap();
             paths.push(rel);
@@ -403,9 +438,35 @@ pub fn random_excludes(rng: &mut Rng, paths: &[String]) -> Vec<String> {
 /// A short random glob over tokens that exercise fnmatch's corners.
 fn random_glob(rng: &mut Rng) -> String {
     const TOKENS: &[&str] = &[
-        "*", "?", "[a-c]", "[!b]", "[^x]", "[]]", "[", "]", "\\*", "\\[", "a", "b", "x", ".", "/",
-        "build", "é", "[é-ü]", "[[:alpha:]]", "[[:digit:]]", "[!]]", "\\", "[.a.]", "[=b=]",
-        "[a-]", "{", "}", "??", "[日-月]",
+        "*",
+        "?",
+        "[a-c]",
+        "[!b]",
+        "[^x]",
+        "[]]",
+        "[",
+        "]",
+        "\\*",
+        "\\[",
+        "a",
+        "b",
+        "x",
+        ".",
+        "/",
+        "build",
+        "é",
+        "[é-ü]",
+        "[[:alpha:]]",
+        "[[:digit:]]",
+        "[!]]",
+        "\\",
+        "[.a.]",
+        "[=b=]",
+        "[a-]",
+        "{",
+        "}",
+        "??",
+        "[日-月]",
     ];
     let count = 1 + rng.below(4);
     (0..count).map(|_| *rng.pick(TOKENS)).collect()
@@ -424,12 +485,18 @@ fn put_wildcard(rng: &mut Rng, base: &str) -> String {
 }
 
 /// Asserts two snapshots are equal, listing only the differences.
-pub fn assert_same_tree(left: &BTreeMap<String, Snap>, right: &BTreeMap<String, Snap>, context: &str) {
+pub fn assert_same_tree(
+    left: &BTreeMap<String, Snap>,
+    right: &BTreeMap<String, Snap>,
+    context: &str,
+) {
     let mut problems = Vec::new();
     for (path, snap) in left {
         match right.get(path) {
             None => problems.push(format!("only on the left: {path:?} {snap:?}")),
-            Some(other) if other != snap => problems.push(format!("{path:?}: {snap:?} != {other:?}")),
+            Some(other) if other != snap => {
+                problems.push(format!("{path:?}: {snap:?} != {other:?}"))
+            }
             Some(_) => {}
         }
     }
@@ -439,4 +506,96 @@ pub fn assert_same_tree(left: &BTreeMap<String, Snap>, right: &BTreeMap<String, 
         }
     }
     assert!(problems.is_empty(), "{context}: trees differ:\n{}", problems.join("\n"));
+}
+
+/// Writes archives entry by entry with raw, unchecked names: the hostile-archive generator.
+#[derive(Default)]
+pub struct RawArchive {
+    pub bytes: Vec<u8>,
+}
+
+impl RawArchive {
+    pub fn new() -> RawArchive {
+        RawArchive::default()
+    }
+
+    /// One member; GNU long-name entries are added for names and targets over 100 bytes.
+    pub fn entry(
+        &mut self,
+        typeflag: u8,
+        name: &[u8],
+        link: &[u8],
+        mode: u32,
+        data: &[u8],
+    ) -> &mut Self {
+        use super::header::{encode, long_entry, HeaderSpec, NAME_FIELD};
+        for (kind, value) in [(b'L', name), (b'K', link)] {
+            if value.len() > NAME_FIELD {
+                self.bytes.extend_from_slice(&long_entry(kind, value));
+                self.data(value, 1);
+            }
+        }
+        self.bytes.extend_from_slice(&encode(&HeaderSpec {
+            name,
+            link,
+            typeflag,
+            mode,
+            uid: 0,
+            gid: 0,
+            size: data.len() as u64,
+            mtime: 1_600_000_000,
+            uname: b"",
+            gname: b"",
+            device: matches!(typeflag, b'3' | b'4').then_some((1, 3)),
+        }));
+        self.data(data, 0);
+        self
+    }
+
+    /// Data padded to a block (`extra` zero bytes count as data, e.g. a NUL terminator).
+    fn data(&mut self, data: &[u8], extra: usize) {
+        self.bytes.extend_from_slice(data);
+        let len = data.len() + extra;
+        let padded = len.div_ceil(512) * 512;
+        self.bytes.resize(self.bytes.len() + padded - data.len(), 0);
+    }
+
+    pub fn file(&mut self, name: &str, data: &[u8]) -> &mut Self {
+        self.entry(b'0', name.as_bytes(), b"", 0o644, data)
+    }
+
+    pub fn dir(&mut self, name: &str, mode: u32) -> &mut Self {
+        self.entry(b'5', name.as_bytes(), b"", mode, b"")
+    }
+
+    pub fn symlink(&mut self, name: &str, target: &str) -> &mut Self {
+        self.entry(b'2', name.as_bytes(), target.as_bytes(), 0o777, b"")
+    }
+
+    pub fn hard_link(&mut self, name: &str, target: &str) -> &mut Self {
+        self.entry(b'1', name.as_bytes(), target.as_bytes(), 0o644, b"")
+    }
+
+    /// A pax extended header for the next member.
+    pub fn pax(&mut self, records: &[(&str, &[u8])]) -> &mut Self {
+        let mut body = Vec::new();
+        for (key, value) in records {
+            let payload_len = key.len() + value.len() + 3; // space, '=', newline
+            let mut len = payload_len + 1;
+            while len != payload_len + len.to_string().len() {
+                len = payload_len + len.to_string().len();
+            }
+            body.extend_from_slice(format!("{len} {key}=").as_bytes());
+            body.extend_from_slice(value);
+            body.push(b'\n');
+        }
+        self.entry(b'x', b"PaxHeader", b"", 0o644, &body)
+    }
+
+    /// The archive with its end-of-archive blocks.
+    pub fn finish(&self) -> Vec<u8> {
+        let mut bytes = self.bytes.clone();
+        bytes.extend_from_slice(&[0u8; 1024]);
+        bytes
+    }
 }

@@ -16,11 +16,19 @@ use crate::error::{codes, Error, Result};
 pub(crate) enum EntryKind {
     Directory,
     /// A regular file with the size seen by the walk (hard links are archived as files).
-    File { size: u64 },
-    Symlink { target: Vec<u8> },
+    File {
+        size: u64,
+    },
+    Symlink {
+        target: Vec<u8>,
+    },
     Fifo,
-    CharDevice { rdev: u64 },
-    BlockDevice { rdev: u64 },
+    CharDevice {
+        rdev: u64,
+    },
+    BlockDevice {
+        rdev: u64,
+    },
 }
 
 /// One member found by the walk.
