@@ -120,16 +120,15 @@ fn refuse(member: &str, reason: impl std::fmt::Display) -> Error {
 
 /// A member name as shown in messages: lossy UTF-8 with control characters escaped.
 fn shown(raw: &[u8]) -> String {
-    String::from_utf8_lossy(raw)
-        .chars()
-        .flat_map(|c| -> Box<dyn Iterator<Item = char>> {
-            if c.is_control() {
-                Box::new(c.escape_default())
-            } else {
-                Box::new(std::iter::once(c))
-            }
-        })
-        .collect()
+    let mut out = String::with_capacity(raw.len());
+    for c in String::from_utf8_lossy(raw).chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// Wraps `source` in a gzip decoder when it starts with the gzip magic bytes.
@@ -638,38 +637,39 @@ impl Extractor<'_> {
     ) -> Result<()> {
         let parent = self.take_parent(target)?;
         let name = target.file_name()?;
-        let result = self.write_file(&parent, &name, target, mode, mtime, size, archive);
-        if result.is_err() {
-            // Best effort: do not leave a partial file behind.
-            let _ = parent.remove(&name, false);
-        }
+        let path = self.host_path(&target.components);
+        let result = self.clear_slot(&parent, &name, target).and_then(|()| {
+            let file = parent.create_file(&name, 0o600).map_err(|e| Error::io(e, "open", &path))?;
+            let written = self.fill_file(file, &path, mode, mtime, size, archive);
+            if written.is_err() {
+                // Best effort: no partial file left behind.
+                let _ = parent.remove(&name, false);
+            }
+            written
+        });
         self.keep_parent(target, parent);
         result
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn write_file(
+    /// Copies the member's data into the new `file`, then sets its mode and time.
+    fn fill_file(
         &mut self,
-        parent: &Dir,
-        name: &CString,
-        target: &Target,
+        mut file: fs::File,
+        path: &Path,
         mode: u32,
         mtime: i64,
         size: u64,
         archive: &mut ArchiveReader<'_>,
     ) -> Result<()> {
-        let path = self.host_path(&target.components);
-        self.clear_slot(parent, name, target)?;
-        let mut file = parent.create_file(name, 0o600).map_err(|e| Error::io(e, "open", &path))?;
         let mut remaining = size;
         while remaining > 0 {
             let got = archive.read_data(&mut self.buffer)?;
-            file.write_all(&self.buffer[..got]).map_err(|e| Error::io(e, "write", &path))?;
+            file.write_all(&self.buffer[..got]).map_err(|e| Error::io(e, "write", path))?;
             remaining -= got as u64;
         }
-        fchmod(&file, mode).map_err(|e| Error::io(e, "chmod", &path))?;
+        fchmod(&file, mode).map_err(|e| Error::io(e, "chmod", path))?;
         if self.opts.preserve_mtime {
-            futimens(&file, mtime).map_err(|e| Error::io(e, "utime", &path))?;
+            futimens(&file, mtime).map_err(|e| Error::io(e, "utime", path))?;
         }
         Ok(())
     }
