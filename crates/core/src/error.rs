@@ -19,6 +19,10 @@ pub mod codes {
     pub const UNSAFE_ARCHIVE_ENTRY: &str = "ERR_PAPERCLIP_NATIVE_UNSAFE_ARCHIVE_ENTRY";
     /// A malformed or truncated archive.
     pub const BAD_ARCHIVE: &str = "ERR_PAPERCLIP_NATIVE_BAD_ARCHIVE";
+    /// Following symbolic links led back into a directory being archived (a cycle).
+    pub const SYMLINK_LOOP: &str = "ERR_PAPERCLIP_NATIVE_SYMLINK_LOOP";
+    /// A file shrank while it was being archived, so its header no longer matches its data.
+    pub const FILE_CHANGED: &str = "ERR_PAPERCLIP_NATIVE_FILE_CHANGED";
     /// A mutation that would go through a symlinked ancestor of its root.
     pub const SYMLINKED_ANCESTOR: &str = "ERR_PAPERCLIP_NATIVE_SYMLINKED_ANCESTOR";
     /// Anything else (a bug or an unexpected state); the message says what.

@@ -8,4 +8,5 @@ pub mod error;
 pub mod exclude;
 pub mod fsat;
 pub mod snapshot;
+pub mod tar;
 pub mod walk;

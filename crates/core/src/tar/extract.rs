@@ -1,0 +1,1319 @@
+//! Safe extraction of a tar (or gzip-compressed tar) stream into a directory.
+//!
+//! Every member is checked before anything is created for it, and nothing is created through
+//! a symbolic link: all file-system calls are relative to directory handles opened with
+//! `O_NOFOLLOW` ([`super::dirfd`]). Refused, with code `ERR_PAPERCLIP_NATIVE_UNSAFE_ARCHIVE_ENTRY`
+//! and a message naming the member (never a host path):
+//!
+//! * absolute names and names with a `..` component;
+//! * members whose parent directory, in the destination, is a symbolic link (whether the
+//!   archive created it or it was there before): `link/etc/passwd` after `link -> /`;
+//! * symbolic links with an absolute target, with more leading `..` than their depth, or with
+//!   a `..` after a name (`a/b/..` could climb out through a link `a/b`);
+//! * hard links whose target is outside the root, missing, or not a regular file;
+//! * devices, FIFOs, sparse files and unknown entry types.
+//!
+//! Extraction follows `tar -xpf` otherwise: an existing file, link or empty directory in the
+//! way of a member is replaced (never written through), an existing directory is kept,
+//! permission bits are applied exactly but setuid, setgid and sticky bits are dropped,
+//! modification times are restored, ownership is not. Directory modes and times are applied
+//! at the end, so a read-only directory can still receive its members. A truncated or corrupt
+//! archive fails with `ERR_PAPERCLIP_NATIVE_BAD_ARCHIVE`, including one that stops without
+//! its end-of-archive blocks. Extraction is not atomic: members extracted before a failure
+//! stay in the destination (inside it, never outside).
+
+use std::collections::HashSet;
+use std::ffi::CString;
+use std::fs;
+use std::io::{self, BufReader, Cursor, Read, Write};
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+
+use flate2::read::MultiGzDecoder;
+
+use super::dirfd::{c_name, fchmod, futimens, Dir, Node};
+use super::header::{self, kind, padded, BLOCK};
+use super::stream::{check_cancel, CountingReader, ReadState, COPY_BUFFER};
+use crate::error::{codes, Error, Result};
+
+/// Largest GNU long name, long link or pax header accepted (they are held in memory).
+const MAX_METADATA: u64 = 1 << 20;
+
+/// How to extract.
+#[derive(Debug, Clone)]
+pub struct ExtractOptions {
+    /// Restore modification times from the archive (default `true`).
+    pub preserve_mtime: bool,
+}
+
+impl Default for ExtractOptions {
+    fn default() -> Self {
+        ExtractOptions { preserve_mtime: true }
+    }
+}
+
+/// What an extraction did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExtractSummary {
+    /// Members extracted (the root's own `./` entry and pax/GNU metadata not counted).
+    pub entries: u64,
+    /// Bytes read from `reader` (compressed bytes for a gzip stream).
+    pub bytes_read: u64,
+}
+
+/// Extracts the archive read from `reader` into `dest` (created if missing).
+///
+/// A gzip stream is recognised by its magic bytes. `progress` receives the running count of
+/// bytes read from `reader`; `cancel` is checked on every read and every member, and once set
+/// the call fails with [`Error::aborted`]. After the end-of-archive blocks the rest of the
+/// input is read and discarded (so a gzip stream's checksum is verified).
+pub fn extract<R: Read>(
+    reader: R,
+    dest: &Path,
+    opts: &ExtractOptions,
+    progress: impl FnMut(u64),
+    cancel: &AtomicBool,
+) -> Result<ExtractSummary> {
+    check_cancel(cancel)?;
+    fs::create_dir_all(dest).map_err(|e| Error::io(e, "mkdir", dest))?;
+    let root = Dir::open(dest).map_err(|e| Error::io(e, "open", dest))?;
+    let state = ReadState::default();
+    let counting = CountingReader::new(reader, progress, cancel, &state);
+    let source = decompressed(counting)
+        .map_err(|e| state.take_failure().unwrap_or_else(|| bad(e.to_string())))?;
+    let mut archive = ArchiveReader {
+        inner: source,
+        state: &state,
+        data_left: 0,
+        pad_left: 0,
+        seen_header: false,
+    };
+    let mut extractor = Extractor {
+        dest,
+        root,
+        opts,
+        cached_parent: None,
+        deferred_dirs: Vec::new(),
+        buffer: vec![0; COPY_BUFFER],
+    };
+    let mut entries = 0;
+    while let Some(member) = archive.next_member()? {
+        check_cancel(cancel)?;
+        if extractor.apply(&member, &mut archive)? {
+            entries += 1;
+        }
+    }
+    archive.drain()?;
+    extractor.finish()?;
+    Ok(ExtractSummary { entries, bytes_read: state.count() })
+}
+
+/// The `BAD_ARCHIVE` error.
+fn bad(message: impl std::fmt::Display) -> Error {
+    Error::new(codes::BAD_ARCHIVE, format!("invalid archive: {message}"))
+}
+
+/// The `UNSAFE_ARCHIVE_ENTRY` error for `member`.
+fn refuse(member: &str, reason: impl std::fmt::Display) -> Error {
+    Error::new(codes::UNSAFE_ARCHIVE_ENTRY, format!("refusing archive member '{member}': {reason}"))
+}
+
+/// A member name as shown in messages: lossy UTF-8 with control characters escaped.
+fn shown(raw: &[u8]) -> String {
+    let mut out = String::with_capacity(raw.len());
+    for c in String::from_utf8_lossy(raw).chars() {
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Wraps `source` in a gzip decoder when it starts with the gzip magic bytes.
+fn decompressed<'a>(mut source: impl Read + 'a) -> io::Result<Box<dyn Read + 'a>> {
+    let mut magic = Vec::with_capacity(2);
+    while magic.len() < 2 {
+        let mut byte = [0u8; 2];
+        let want = 2 - magic.len();
+        match source.read(&mut byte[..want]) {
+            Ok(0) => break,
+            Ok(n) => magic.extend_from_slice(&byte[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    let is_gzip = magic == [0x1f, 0x8b];
+    let input = BufReader::with_capacity(COPY_BUFFER, Cursor::new(magic).chain(source));
+    Ok(if is_gzip { Box::new(MultiGzDecoder::new(input)) } else { Box::new(input) })
+}
+
+/// One archive member, with GNU long names and pax records applied.
+#[derive(Debug)]
+struct Member {
+    typeflag: u8,
+    path: Vec<u8>,
+    link: Vec<u8>,
+    mode: u32,
+    mtime: i64,
+    size: u64,
+    sparse: bool,
+}
+
+/// A streaming tar parser (GNU, ustar, pax, V7), bounded in memory.
+struct ArchiveReader<'a> {
+    inner: Box<dyn Read + 'a>,
+    state: &'a ReadState,
+    /// Unread data bytes of the current member, then its padding.
+    data_left: u64,
+    pad_left: u64,
+    seen_header: bool,
+}
+
+/// Values from a pax extended header that override the next header's fields.
+#[derive(Debug, Default)]
+struct Pax {
+    path: Option<Vec<u8>>,
+    linkpath: Option<Vec<u8>>,
+    size: Option<u64>,
+    mtime: Option<i64>,
+    sparse: bool,
+}
+
+impl ArchiveReader<'_> {
+    /// An I/O error from below: the source's own error or the cancellation if that is what
+    /// happened, else a decompression failure.
+    fn failure(&self, err: io::Error) -> Error {
+        self.state
+            .take_failure()
+            .unwrap_or_else(|| bad(format!("corrupt compressed stream ({err})")))
+    }
+
+    /// Reads into `buf` until it is full or the input ends; returns the count.
+    fn fill(&mut self, buf: &mut [u8]) -> Result<usize> {
+        let mut filled = 0;
+        while filled < buf.len() {
+            match self.inner.read(&mut buf[filled..]) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(self.failure(e)),
+            }
+        }
+        Ok(filled)
+    }
+
+    /// Skips `count` bytes, which must be there.
+    fn skip(&mut self, mut count: u64) -> Result<()> {
+        let mut scratch = [0u8; 8 * BLOCK];
+        while count > 0 {
+            let want = count.min(scratch.len() as u64) as usize;
+            if self.fill(&mut scratch[..want])? < want {
+                return Err(bad("unexpected end of input inside a member (truncated archive)"));
+            }
+            count -= want as u64;
+        }
+        Ok(())
+    }
+
+    /// The next member, or `None` after the end-of-archive block.
+    fn next_member(&mut self) -> Result<Option<Member>> {
+        self.skip(self.data_left + self.pad_left)?;
+        self.data_left = 0;
+        self.pad_left = 0;
+        let mut long_name: Option<Vec<u8>> = None;
+        let mut long_link: Option<Vec<u8>> = None;
+        let mut pax: Option<Pax> = None;
+        loop {
+            let mut block = [0u8; BLOCK];
+            match self.fill(&mut block)? {
+                BLOCK => {}
+                0 if !self.seen_header => return Err(bad("empty input")),
+                0 => {
+                    return Err(bad(
+                        "unexpected end of input: no end-of-archive marker (truncated archive)",
+                    ))
+                }
+                _ => {
+                    return Err(bad("unexpected end of input inside a header (truncated archive)"))
+                }
+            }
+            if header::is_zero_block(&block) {
+                if long_name.is_some() || long_link.is_some() || pax.is_some() {
+                    return Err(bad("end of archive right after an extended header"));
+                }
+                // Zero blocks alone are an empty archive (what an empty tree packs to).
+                return Ok(None);
+            }
+            let parsed = header::parse(&block).map_err(|err| {
+                if self.seen_header {
+                    bad(err)
+                } else {
+                    bad(format!("this does not look like a tar archive ({err})"))
+                }
+            })?;
+            self.seen_header = true;
+            match parsed.typeflag {
+                kind::GNU_LONG_NAME => long_name = Some(trim_nuls(self.metadata(parsed.size)?)),
+                kind::GNU_LONG_LINK => long_link = Some(trim_nuls(self.metadata(parsed.size)?)),
+                kind::PAX_LOCAL => pax = Some(parse_pax(&self.metadata(parsed.size)?)?),
+                kind::PAX_GLOBAL => {
+                    parse_pax(&self.metadata(parsed.size)?)?;
+                }
+                kind::GNU_VOLUME_LABEL => self.skip(padded(parsed.size))?,
+                _ => {
+                    let pax = pax.take().unwrap_or_default();
+                    let member = Member {
+                        typeflag: parsed.typeflag,
+                        path: pax.path.or(long_name.take()).unwrap_or(parsed.name),
+                        link: pax.linkpath.or(long_link.take()).unwrap_or(parsed.link),
+                        mode: parsed.mode,
+                        mtime: pax.mtime.unwrap_or(parsed.mtime),
+                        size: pax.size.unwrap_or(parsed.size),
+                        sparse: pax.sparse,
+                    };
+                    self.data_left = member.size;
+                    self.pad_left = padded(member.size) - member.size;
+                    return Ok(Some(member));
+                }
+            }
+        }
+    }
+
+    /// Reads a metadata member's data (and padding), bounded by [`MAX_METADATA`].
+    fn metadata(&mut self, size: u64) -> Result<Vec<u8>> {
+        if size > MAX_METADATA {
+            return Err(bad(format!(
+                "extended header of {size} bytes exceeds the {MAX_METADATA}-byte limit"
+            )));
+        }
+        let mut data = vec![0u8; size as usize];
+        if self.fill(&mut data)? < data.len() {
+            return Err(bad(
+                "unexpected end of input inside an extended header (truncated archive)",
+            ));
+        }
+        self.skip(padded(size) - size)?;
+        Ok(data)
+    }
+
+    /// Reads the current member's data; 0 at its end.
+    fn read_data(&mut self, buf: &mut [u8]) -> Result<usize> {
+        if self.data_left == 0 {
+            return Ok(0);
+        }
+        let want = self.data_left.min(buf.len() as u64) as usize;
+        loop {
+            match self.inner.read(&mut buf[..want]) {
+                Ok(0) => {
+                    return Err(bad("unexpected end of input inside a member (truncated archive)"))
+                }
+                Ok(n) => {
+                    self.data_left -= n as u64;
+                    return Ok(n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(self.failure(e)),
+            }
+        }
+    }
+
+    /// Reads and discards the rest of the input.
+    fn drain(&mut self) -> Result<()> {
+        let mut scratch = [0u8; 8 * BLOCK];
+        while self.fill(&mut scratch)? > 0 {}
+        Ok(())
+    }
+}
+
+/// Drops the NUL terminator(s) GNU tar stores after a long name.
+fn trim_nuls(mut value: Vec<u8>) -> Vec<u8> {
+    while value.last() == Some(&0) {
+        value.pop();
+    }
+    value
+}
+
+/// Parses pax records (`"<length> <key>=<value>\n"`).
+fn parse_pax(data: &[u8]) -> Result<Pax> {
+    let malformed = || bad("malformed pax extended header");
+    let mut pax = Pax::default();
+    let mut rest = data;
+    while !rest.is_empty() {
+        if rest.iter().all(|&b| b == 0) {
+            break; // some writers pad with NULs
+        }
+        let space = rest.iter().position(|&b| b == b' ').ok_or_else(malformed)?;
+        let length: usize = std::str::from_utf8(&rest[..space])
+            .ok()
+            .and_then(|digits| digits.parse().ok())
+            .ok_or_else(malformed)?;
+        if length <= space + 1 || length > rest.len() || rest[length - 1] != b'\n' {
+            return Err(malformed());
+        }
+        let record = &rest[space + 1..length - 1];
+        rest = &rest[length..];
+        let equals = record.iter().position(|&b| b == b'=').ok_or_else(malformed)?;
+        let (key, value) = (&record[..equals], &record[equals + 1..]);
+        match key {
+            b"path" => pax.path = Some(value.to_vec()),
+            b"linkpath" => pax.linkpath = Some(value.to_vec()),
+            b"size" => pax.size = Some(parse_decimal(value).ok_or_else(malformed)?),
+            b"mtime" => pax.mtime = Some(parse_pax_time(value).ok_or_else(malformed)?),
+            key if key.starts_with(b"GNU.sparse.") => pax.sparse = true,
+            _ => {}
+        }
+    }
+    Ok(pax)
+}
+
+fn parse_decimal(value: &[u8]) -> Option<u64> {
+    std::str::from_utf8(value).ok()?.parse().ok()
+}
+
+/// A pax time (`"1700000000.25"`, `"-5"`) in whole seconds, rounded down.
+fn parse_pax_time(value: &[u8]) -> Option<i64> {
+    let text = std::str::from_utf8(value).ok()?;
+    let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));
+    if !fraction.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let seconds: i64 = whole.parse().ok()?;
+    let has_fraction = fraction.bytes().any(|b| b != b'0');
+    Some(if seconds < 0 || whole.starts_with('-') {
+        seconds - i64::from(has_fraction)
+    } else {
+        seconds
+    })
+}
+
+/// A member's destination, checked: the components under the root.
+struct Target {
+    components: Vec<String>,
+    shown: String,
+}
+
+impl Target {
+    fn parent(&self) -> &[String] {
+        &self.components[..self.components.len().saturating_sub(1)]
+    }
+
+    fn file_name(&self) -> Result<CString> {
+        let last = self.components.last().map(String::as_bytes).unwrap_or_default();
+        c_name(last).map_err(|_| refuse(&self.shown, "the name contains a NUL byte"))
+    }
+}
+
+/// Splits and checks an archive path: UTF-8, relative, no `..`; `.` and empty components
+/// dropped. An empty result names the root itself.
+fn check_path(raw: &[u8], member: &str, what: &str) -> Result<Vec<String>> {
+    let text = std::str::from_utf8(raw).map_err(|_| {
+        Error::new(
+            codes::NON_UTF8_NAME,
+            format!("archive member '{member}': {what} is not valid UTF-8 bytes"),
+        )
+    })?;
+    if text.contains('\0') {
+        return Err(refuse(member, format!("the {what} contains a NUL byte")));
+    }
+    if text.starts_with('/') {
+        return Err(refuse(member, format!("the {what} is an absolute path")));
+    }
+    let mut components = Vec::new();
+    for component in text.split('/') {
+        match component {
+            "" | "." => {}
+            ".." => return Err(refuse(member, format!("the {what} contains a '..' component"))),
+            name => components.push(name.to_owned()),
+        }
+    }
+    Ok(components)
+}
+
+/// Checks a symbolic link target for a link `depth` directories below the root: relative,
+/// its `..` only leading and no more of them than `depth`.
+fn check_symlink_target(target: &[u8], depth: usize, member: &str) -> Result<CString> {
+    let text = std::str::from_utf8(target).map_err(|_| {
+        Error::new(
+            codes::NON_UTF8_NAME,
+            format!("archive member '{member}': link target is not valid UTF-8 bytes"),
+        )
+    })?;
+    if text.is_empty() {
+        return Err(refuse(member, "empty symbolic link target"));
+    }
+    if text.starts_with('/') {
+        return Err(refuse(
+            member,
+            format!("symbolic link to the absolute path '{}'", shown(target)),
+        ));
+    }
+    let mut climbs = 0;
+    let mut after_name = false;
+    for component in text.split('/') {
+        match component {
+            "" | "." => {}
+            ".." if after_name => {
+                return Err(refuse(
+                    member,
+                    format!("symbolic link target '{}' has '..' after a name", shown(target)),
+                ))
+            }
+            ".." => climbs += 1,
+            _ => after_name = true,
+        }
+    }
+    if climbs > depth {
+        return Err(refuse(
+            member,
+            format!("symbolic link target '{}' points outside the extraction root", shown(target)),
+        ));
+    }
+    c_name(target).map_err(|_| refuse(member, "the link target contains a NUL byte"))
+}
+
+/// Applies members to the destination.
+struct Extractor<'a> {
+    dest: &'a Path,
+    root: Dir,
+    opts: &'a ExtractOptions,
+    /// The parent directory of the last member, which the next one usually shares.
+    cached_parent: Option<(Vec<String>, Dir)>,
+    /// Directories whose mode and time are applied at the end: (components, mode, mtime).
+    deferred_dirs: Vec<(Vec<String>, u32, i64)>,
+    buffer: Vec<u8>,
+}
+
+impl Extractor<'_> {
+    /// Extracts one member; `false` when it was skipped (the root's own entry).
+    fn apply(&mut self, member: &Member, archive: &mut ArchiveReader<'_>) -> Result<bool> {
+        let shown_name = shown(&member.path);
+        let components = check_path(&member.path, &shown_name, "name")?;
+        let mut typeflag = member.typeflag;
+        if matches!(typeflag, kind::REGULAR | kind::REGULAR_OLD) && member.path.ends_with(b"/") {
+            typeflag = kind::DIRECTORY; // old tars marked directories by the trailing slash only
+        }
+        if components.is_empty() {
+            if typeflag == kind::DIRECTORY {
+                return Ok(false); // `./`: never touch the root's own mode or time
+            }
+            return Err(refuse(&shown_name, "it names the extraction root itself"));
+        }
+        let target = Target { components, shown: shown_name };
+        // Safe permission bits: no setuid, setgid or sticky bit.
+        let mode = member.mode & 0o777;
+        match typeflag {
+            kind::DIRECTORY => self.directory(&target, mode, member.mtime)?,
+            kind::REGULAR | kind::REGULAR_OLD | kind::CONTIGUOUS if !member.sparse => {
+                self.regular(&target, mode, member.mtime, member.size, archive)?
+            }
+            kind::SYMLINK => self.symlink(&target, &member.link, member.mtime)?,
+            kind::HARD_LINK => self.hard_link(&target, &member.link)?,
+            kind::CHAR_DEVICE | kind::BLOCK_DEVICE => {
+                return Err(refuse(&target.shown, "device files are not extracted"))
+            }
+            kind::FIFO => return Err(refuse(&target.shown, "FIFOs are not extracted")),
+            _ if member.sparse || typeflag == b'S' => {
+                return Err(refuse(&target.shown, "sparse files are not supported"))
+            }
+            other => {
+                return Err(refuse(
+                    &target.shown,
+                    format!("unsupported entry type '{}'", shown(&[other])),
+                ))
+            }
+        }
+        Ok(true)
+    }
+
+    /// The host path of some components, for I/O error messages.
+    fn host_path(&self, components: &[String]) -> std::path::PathBuf {
+        components.iter().fold(self.dest.to_path_buf(), |path, c| path.join(c))
+    }
+
+    /// Opens the directory at `components`, creating missing ones when `create` is set and
+    /// refusing to pass through a symbolic link.
+    fn open_dir(&self, components: &[String], create: bool, member: &str) -> Result<Dir> {
+        let mut dir = self.root.duplicate().map_err(|e| Error::io(e, "open", self.dest))?;
+        for (index, component) in components.iter().enumerate() {
+            let here = &components[..=index];
+            let name = c_name(component.as_bytes())
+                .map_err(|_| refuse(member, "the name contains a NUL byte"))?;
+            match dir.lstat(&name).map_err(|e| Error::io(e, "lstat", &self.host_path(here)))? {
+                Some(Node::Directory) => {}
+                Some(Node::Symlink) => {
+                    return Err(refuse(
+                        member,
+                        format!(
+                            "it would be written through the symbolic link '{}'",
+                            here.join("/")
+                        ),
+                    ))
+                }
+                Some(_) => {
+                    let err = io::Error::from_raw_os_error(libc::ENOTDIR);
+                    return Err(Error::io(err, "mkdir", &self.host_path(here)));
+                }
+                None if create => match dir.mkdir(&name, 0o777) {
+                    Ok(()) => {}
+                    Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {}
+                    Err(e) => return Err(Error::io(e, "mkdir", &self.host_path(here))),
+                },
+                None => {
+                    return Err(refuse(
+                        member,
+                        format!("hard link target directory '{}' does not exist", here.join("/")),
+                    ))
+                }
+            }
+            dir = dir.open_dir(&name).map_err(|e| match e.raw_os_error() {
+                Some(libc::ELOOP) | Some(libc::ENOTDIR) => refuse(
+                    member,
+                    format!("it would be written through the symbolic link '{}'", here.join("/")),
+                ),
+                _ => Error::io(e, "open", &self.host_path(here)),
+            })?;
+        }
+        Ok(dir)
+    }
+
+    /// The member's parent directory, created as needed; hand it back with [`Self::keep_parent`].
+    fn take_parent(&mut self, target: &Target) -> Result<Dir> {
+        if let Some((components, dir)) = self.cached_parent.take() {
+            if components == target.parent() {
+                return Ok(dir);
+            }
+        }
+        self.open_dir(target.parent(), true, &target.shown)
+    }
+
+    fn keep_parent(&mut self, target: &Target, dir: Dir) {
+        self.cached_parent = Some((target.parent().to_vec(), dir));
+    }
+
+    /// Clears the way for a new non-directory `name`: removes a file or link there, or an
+    /// empty directory. Never follows anything.
+    fn clear_slot(&self, parent: &Dir, name: &CString, target: &Target) -> Result<()> {
+        let path = || self.host_path(&target.components);
+        match parent.lstat(name).map_err(|e| Error::io(e, "lstat", &path()))? {
+            None => Ok(()),
+            Some(Node::Directory) => {
+                parent.remove(name, true).map_err(|e| Error::io(e, "rmdir", &path()))
+            }
+            Some(_) => parent.remove(name, false).map_err(|e| Error::io(e, "unlink", &path())),
+        }
+    }
+
+    fn directory(&mut self, target: &Target, mode: u32, mtime: i64) -> Result<()> {
+        let parent = self.take_parent(target)?;
+        let name = target.file_name()?;
+        let path = || self.host_path(&target.components);
+        let result = (|| {
+            match parent.lstat(&name).map_err(|e| Error::io(e, "lstat", &path()))? {
+                Some(Node::Directory) => return Ok(()),
+                // A link or file in the way is replaced, never followed.
+                Some(_) => {
+                    parent.remove(&name, false).map_err(|e| Error::io(e, "unlink", &path()))?
+                }
+                None => {}
+            }
+            // Owner-accessible until the deferred mode is applied at the end.
+            parent.mkdir(&name, 0o700).map_err(|e| Error::io(e, "mkdir", &path()))
+        })();
+        self.keep_parent(target, parent);
+        result?;
+        self.deferred_dirs.push((target.components.clone(), mode, mtime));
+        Ok(())
+    }
+
+    fn regular(
+        &mut self,
+        target: &Target,
+        mode: u32,
+        mtime: i64,
+        size: u64,
+        archive: &mut ArchiveReader<'_>,
+    ) -> Result<()> {
+        let parent = self.take_parent(target)?;
+        let name = target.file_name()?;
+        let path = self.host_path(&target.components);
+        let result = self.clear_slot(&parent, &name, target).and_then(|()| {
+            let file = parent.create_file(&name, 0o600).map_err(|e| Error::io(e, "open", &path))?;
+            let written = self.fill_file(file, &path, mode, mtime, size, archive);
+            if written.is_err() {
+                // Best effort: no partial file left behind.
+                let _ = parent.remove(&name, false);
+            }
+            written
+        });
+        self.keep_parent(target, parent);
+        result
+    }
+
+    /// Copies the member's data into the new `file`, then sets its mode and time.
+    fn fill_file(
+        &mut self,
+        mut file: fs::File,
+        path: &Path,
+        mode: u32,
+        mtime: i64,
+        size: u64,
+        archive: &mut ArchiveReader<'_>,
+    ) -> Result<()> {
+        let mut remaining = size;
+        while remaining > 0 {
+            let got = archive.read_data(&mut self.buffer)?;
+            file.write_all(&self.buffer[..got]).map_err(|e| Error::io(e, "write", path))?;
+            remaining -= got as u64;
+        }
+        fchmod(&file, mode).map_err(|e| Error::io(e, "chmod", path))?;
+        if self.opts.preserve_mtime {
+            futimens(&file, mtime).map_err(|e| Error::io(e, "utime", path))?;
+        }
+        Ok(())
+    }
+
+    fn symlink(&mut self, target: &Target, link: &[u8], mtime: i64) -> Result<()> {
+        let link = check_symlink_target(link, target.components.len() - 1, &target.shown)?;
+        let parent = self.take_parent(target)?;
+        let name = target.file_name()?;
+        let path = self.host_path(&target.components);
+        let result = (|| {
+            self.clear_slot(&parent, &name, target)?;
+            parent.symlink(&link, &name).map_err(|e| Error::io(e, "symlink", &path))?;
+            if self.opts.preserve_mtime {
+                // Not every file system can time a link; that is no reason to fail.
+                let _ = parent.set_link_mtime(&name, mtime);
+            }
+            Ok(())
+        })();
+        self.keep_parent(target, parent);
+        result
+    }
+
+    fn hard_link(&mut self, target: &Target, link: &[u8]) -> Result<()> {
+        let source = check_path(link, &target.shown, "hard link target")?;
+        let Some((source_name, source_parent)) = source.split_last() else {
+            return Err(refuse(&target.shown, "hard link to the extraction root"));
+        };
+        let source_dir = self.open_dir(source_parent, false, &target.shown)?;
+        let source_name = c_name(source_name.as_bytes())
+            .map_err(|_| refuse(&target.shown, "NUL in link target"))?;
+        let source_path = self.host_path(&source);
+        let source_node =
+            source_dir.lstat(&source_name).map_err(|e| Error::io(e, "lstat", &source_path))?;
+        let Some(Node::Regular { dev, ino }) = source_node else {
+            let reason = match source_node {
+                None => format!("hard link target '{}' does not exist", source.join("/")),
+                Some(_) => format!("hard link target '{}' is not a regular file", source.join("/")),
+            };
+            return Err(refuse(&target.shown, reason));
+        };
+        let parent = self.take_parent(target)?;
+        let name = target.file_name()?;
+        let path = self.host_path(&target.components);
+        let result = (|| {
+            let existing = parent.lstat(&name).map_err(|e| Error::io(e, "lstat", &path))?;
+            if existing == Some(Node::Regular { dev, ino }) {
+                return Ok(()); // already that file (a link to itself, or extracted twice)
+            }
+            self.clear_slot(&parent, &name, target)?;
+            parent
+                .hard_link(&source_dir, &source_name, &name)
+                .map_err(|e| Error::io(e, "link", &path))
+        })();
+        self.keep_parent(target, parent);
+        result
+    }
+
+    /// Applies the deferred directory modes and times, deepest last-recorded first, each
+    /// directory once (its last entry wins). A directory replaced since by something else is
+    /// skipped: modes are never applied through a link.
+    fn finish(mut self) -> Result<()> {
+        self.cached_parent = None;
+        let mut done: HashSet<Vec<String>> = HashSet::new();
+        let deferred = std::mem::take(&mut self.deferred_dirs);
+        for (components, mode, mtime) in deferred.into_iter().rev() {
+            if !done.insert(components.clone()) {
+                continue;
+            }
+            let (name, parent_components) = match components.split_last() {
+                Some(split) => split,
+                None => continue,
+            };
+            let Ok(parent) = self.open_existing(parent_components) else { continue };
+            let Ok(name) = c_name(name.as_bytes()) else { continue };
+            let Ok(dir) = parent.open_dir(&name) else { continue };
+            let path = self.host_path(&components);
+            dir.chmod(mode).map_err(|e| Error::io(e, "chmod", &path))?;
+            if self.opts.preserve_mtime {
+                dir.set_mtime(mtime).map_err(|e| Error::io(e, "utime", &path))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Opens existing directories only, through no link.
+    fn open_existing(&self, components: &[String]) -> io::Result<Dir> {
+        let mut dir = self.root.duplicate()?;
+        for component in components {
+            dir = dir.open_dir(&c_name(component.as_bytes())?)?;
+        }
+        Ok(dir)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tar::pack::{pack, PackOptions};
+    use crate::tar::testutil::*;
+    use std::collections::BTreeMap;
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    use std::path::PathBuf;
+
+    fn run(archive: &[u8], dest: &Path) -> Result<ExtractSummary> {
+        extract(archive, dest, &ExtractOptions::default(), |_| {}, &AtomicBool::new(false))
+    }
+
+    fn pack_tree(root: &Path, gzip: Option<u32>) -> Vec<u8> {
+        let mut out = Vec::new();
+        let opts = PackOptions { root: root.to_path_buf(), gzip, ..PackOptions::default() };
+        pack(&opts, &mut out, |_| {}, &AtomicBool::new(false)).unwrap();
+        out
+    }
+
+    /// A sandbox: `dest` to extract into, `outside` with a sentinel beside it.
+    struct Sandbox {
+        base: TempDir,
+    }
+
+    impl Sandbox {
+        fn new() -> Sandbox {
+            let base = TempDir::new("extract-sandbox");
+            fs::create_dir(base.join("dest")).unwrap();
+            fs::create_dir(base.join("outside")).unwrap();
+            fs::write(base.join("outside/sentinel"), b"untouched").unwrap();
+            fs::create_dir(base.join("outside/etc")).unwrap();
+            Sandbox { base }
+        }
+
+        fn dest(&self) -> PathBuf {
+            self.base.join("dest")
+        }
+
+        fn outside(&self) -> PathBuf {
+            self.base.join("outside")
+        }
+
+        /// Everything but the destination: the outside directory, and the names beside.
+        fn world(&self) -> BTreeMap<String, Snap> {
+            let mut world = snapshot(&self.outside(), true);
+            let meta = fs::metadata(self.outside()).unwrap();
+            world.insert("..outside".into(), Snap::Dir { mode: meta.mode(), mtime: meta.mtime() });
+            for entry in fs::read_dir(self.base.path()).unwrap() {
+                let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+                world.insert(format!("..{name}"), Snap::Other { mode: 0 });
+            }
+            world
+        }
+
+        /// Extracts `archive`, expects the error `code`, and checks that nothing outside the
+        /// destination changed and that the message names no host path.
+        fn refuses(&self, archive: &[u8], code: &str, what: &str) -> Error {
+            let before = self.world();
+            let err = run(archive, &self.dest()).expect_err(what);
+            assert_eq!(err.code, code, "{what}: {}", err.message);
+            assert_same_tree(&self.world(), &before, what);
+            if code == codes::UNSAFE_ARCHIVE_ENTRY {
+                let base = self.base.path().to_string_lossy().into_owned();
+                assert!(
+                    !err.message.contains(&base) || what.contains("absolute"),
+                    "{what}: {}",
+                    err.message
+                );
+                assert!(err.message.starts_with("refusing archive member '"), "{}", err.message);
+            }
+            err
+        }
+    }
+
+    #[test]
+    fn refuses_escaping_names() {
+        let sandbox = Sandbox::new();
+        let outside = sandbox.outside().to_string_lossy().into_owned();
+        for (name, what) in [
+            ("../x", "parent"),
+            ("../outside/sentinel", "parent overwrite"),
+            ("a/../../x", "climb"),
+            ("a/b/../../../outside/x", "deep climb"),
+            ("./../x", "dot parent"),
+        ] {
+            let archive = RawArchive::new().file(name, b"evil").finish();
+            let err = sandbox.refuses(&archive, codes::UNSAFE_ARCHIVE_ENTRY, what);
+            assert!(err.message.contains("'..'"), "{}", err.message);
+        }
+        let absolute = format!("{outside}/x");
+        let archive = RawArchive::new().file(&absolute, b"evil").finish();
+        sandbox.refuses(&archive, codes::UNSAFE_ARCHIVE_ENTRY, "absolute path");
+        let archive = RawArchive::new().file("/etc/paperclip-native-test", b"evil").finish();
+        sandbox.refuses(&archive, codes::UNSAFE_ARCHIVE_ENTRY, "absolute /etc");
+        assert!(!Path::new("/etc/paperclip-native-test").exists());
+        // Checked before anything is created: the dest stays empty.
+        assert_eq!(fs::read_dir(sandbox.dest()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn refuses_escaping_symlinks_and_writes_through_links() {
+        let sandbox = Sandbox::new();
+        let outside = sandbox.outside().to_string_lossy().into_owned();
+        let cases: Vec<(Vec<u8>, &str)> = vec![
+            (
+                RawArchive::new().symlink("link", "/").file("link/etc/x", b"evil").finish(),
+                "link to /",
+            ),
+            (
+                RawArchive::new().symlink("link", &outside).file("link/x", b"evil").finish(),
+                "absolute link",
+            ),
+            (RawArchive::new().symlink("up", "..").finish(), "link to parent"),
+            (RawArchive::new().symlink("a/up", "../..").finish(), "link two up from a"),
+            (RawArchive::new().symlink("a/b/c", "../../../outside").finish(), "link three up"),
+            (
+                // a/b -> .. is inside (it is the root), but s -> a/b/.. would climb out of it.
+                RawArchive::new()
+                    .dir("a/", 0o755)
+                    .symlink("a/b", "..")
+                    .symlink("s", "a/b/..")
+                    .finish(),
+                "dot-dot after a link",
+            ),
+            (
+                RawArchive::new()
+                    .dir("sub/", 0o755)
+                    .symlink("l", "sub")
+                    .file("l/x", b"evil")
+                    .finish(),
+                "write through an archive link",
+            ),
+            (RawArchive::new().symlink("e", "").finish(), "empty target"),
+        ];
+        for (archive, what) in cases {
+            sandbox.refuses(&archive, codes::UNSAFE_ARCHIVE_ENTRY, what);
+            assert!(!sandbox.dest().join("sub/x").exists());
+        }
+        // A link that was in the destination before is not written through either.
+        std::os::unix::fs::symlink(sandbox.outside(), sandbox.dest().join("evil")).unwrap();
+        let archive = RawArchive::new().file("evil/x", b"evil").finish();
+        sandbox.refuses(&archive, codes::UNSAFE_ARCHIVE_ENTRY, "pre-existing link");
+        let archive = RawArchive::new().file("evil/etc/deeper/x", b"evil").finish();
+        sandbox.refuses(&archive, codes::UNSAFE_ARCHIVE_ENTRY, "pre-existing link, missing dirs");
+    }
+
+    #[test]
+    fn inside_symlinks_are_extracted() {
+        let sandbox = Sandbox::new();
+        let archive = RawArchive::new()
+            .dir("a/", 0o755)
+            .dir("a/b/", 0o755)
+            .file("a/b/f", b"f")
+            .symlink("a/up", "..")
+            .symlink("a/b/top", "../../a/b/f")
+            .symlink("rel", "a/./b//f")
+            .finish();
+        run(&archive, &sandbox.dest()).unwrap();
+        assert_eq!(fs::read_link(sandbox.dest().join("a/up")).unwrap(), Path::new(".."));
+        assert_eq!(fs::read(sandbox.dest().join("a/b/top")).unwrap(), b"f");
+        assert_eq!(fs::read(sandbox.dest().join("rel")).unwrap(), b"f");
+    }
+
+    #[test]
+    fn refuses_bad_hard_links_and_special_files() {
+        let sandbox = Sandbox::new();
+        let outside = sandbox.outside().to_string_lossy().into_owned();
+        let sentinel = format!("{outside}/sentinel");
+        let cases: Vec<(Vec<u8>, &str)> = vec![
+            (RawArchive::new().hard_link("h", "/etc/passwd").finish(), "hard link to /etc/passwd"),
+            (RawArchive::new().hard_link("h", &sentinel).finish(), "absolute hard link"),
+            (RawArchive::new().hard_link("h", "../outside/sentinel").finish(), "hard link up"),
+            (RawArchive::new().hard_link("h", "missing").finish(), "missing target"),
+            (
+                RawArchive::new().dir("d/", 0o755).hard_link("h", "d").finish(),
+                "hard link to a directory",
+            ),
+            (
+                RawArchive::new()
+                    .symlink("l", "d")
+                    .dir("d/", 0o755)
+                    .file("d/f", b"")
+                    .hard_link("h", "l/f")
+                    .finish(),
+                "hard link through a link",
+            ),
+            (RawArchive::new().hard_link("h", "").finish(), "hard link to the root"),
+            (RawArchive::new().entry(b'3', b"tty", b"", 0o666, b"").finish(), "character device"),
+            (RawArchive::new().entry(b'4', b"disk", b"", 0o666, b"").finish(), "block device"),
+            (RawArchive::new().entry(b'6', b"fifo", b"", 0o666, b"").finish(), "FIFO"),
+            (RawArchive::new().entry(b'S', b"sparse", b"", 0o644, b"").finish(), "GNU sparse"),
+            (RawArchive::new().entry(b'Z', b"odd", b"", 0o644, b"").finish(), "unknown type"),
+            (
+                RawArchive::new().pax(&[("path", b"nul\0byte")]).file("x", b"").finish(),
+                "NUL in a pax path",
+            ),
+        ];
+        for (archive, what) in cases {
+            sandbox.refuses(&archive, codes::UNSAFE_ARCHIVE_ENTRY, what);
+        }
+        // A good hard link is a hard link.
+        let archive =
+            RawArchive::new().file("a", b"data").hard_link("h", "a").hard_link("a", "a").finish();
+        run(&archive, &sandbox.dest()).unwrap();
+        let a = fs::metadata(sandbox.dest().join("a")).unwrap();
+        let h = fs::metadata(sandbox.dest().join("h")).unwrap();
+        assert_eq!((a.ino(), a.nlink()), (h.ino(), 2));
+    }
+
+    #[test]
+    fn links_and_files_in_the_way_are_replaced_never_followed() {
+        let sandbox = Sandbox::new();
+        let dest = sandbox.dest();
+        // A link in the destination to an outside directory, then a directory entry of the
+        // same name: the link is replaced, the outside directory keeps its mode.
+        std::os::unix::fs::symlink(sandbox.outside(), dest.join("d")).unwrap();
+        // A link to the outside sentinel, then a file entry of that name.
+        std::os::unix::fs::symlink(sandbox.outside().join("sentinel"), dest.join("f")).unwrap();
+        let outside_mode = fs::metadata(sandbox.outside()).unwrap().mode();
+        let archive = RawArchive::new()
+            .dir("d/", 0o700)
+            .file("d/x", b"inside")
+            .file("f", b"replaced")
+            // An archive link replaced by a directory, then written into: lands in the
+            // directory, not in the link's target.
+            .dir("sub/", 0o755)
+            .symlink("s", "sub")
+            .dir("s/", 0o755)
+            .file("s/y", b"in s")
+            .finish();
+        let before = sandbox.world();
+        run(&archive, &dest).unwrap();
+        assert_same_tree(&sandbox.world(), &before, "replacements");
+        assert_eq!(fs::metadata(sandbox.outside()).unwrap().mode(), outside_mode);
+        assert!(fs::symlink_metadata(dest.join("d")).unwrap().is_dir());
+        assert_eq!(fs::read(dest.join("d/x")).unwrap(), b"inside");
+        assert!(fs::symlink_metadata(dest.join("f")).unwrap().is_file());
+        assert_eq!(fs::read(dest.join("f")).unwrap(), b"replaced");
+        assert!(fs::symlink_metadata(dest.join("s")).unwrap().is_dir());
+        assert_eq!(fs::read(dest.join("s/y")).unwrap(), b"in s");
+        assert!(!dest.join("sub/y").exists());
+        // A non-empty directory in the way of a file is an error, not a deletion.
+        fs::create_dir_all(dest.join("full/child")).unwrap();
+        let err = run(&RawArchive::new().file("full", b"x").finish(), &dest).unwrap_err();
+        assert_eq!(err.code, "ENOTEMPTY");
+        assert!(dest.join("full/child").is_dir());
+        // A file where a directory is needed.
+        fs::write(dest.join("plain"), b"").unwrap();
+        let err = run(&RawArchive::new().file("plain/x", b"x").finish(), &dest).unwrap_err();
+        assert_eq!(err.code, "ENOTDIR");
+    }
+
+    #[test]
+    fn modes_are_safe_and_directories_are_finished_last() {
+        let sandbox = Sandbox::new();
+        let dest = sandbox.dest();
+        fs::set_permissions(&dest, fs::Permissions::from_mode(0o700)).unwrap();
+        let archive = RawArchive::new()
+            .dir("./", 0o777)
+            .entry(b'0', b"suid", b"", 0o4755, b"x")
+            .entry(b'0', b"sgid", b"", 0o2750, b"x")
+            .dir("sticky/", 0o1777)
+            .dir("ro/", 0o555)
+            .file("ro/inside", b"written before the mode")
+            .finish();
+        let summary = run(&archive, &dest).unwrap();
+        assert_eq!(summary.entries, 5, "the ./ entry is not counted");
+        let mode = |p: &str| fs::symlink_metadata(dest.join(p)).unwrap().mode() & 0o7777;
+        assert_eq!(mode("suid"), 0o755);
+        assert_eq!(mode("sgid"), 0o750);
+        assert_eq!(mode("sticky"), 0o777);
+        assert_eq!(mode("ro"), 0o555);
+        assert_eq!(fs::read(dest.join("ro/inside")).unwrap(), b"written before the mode");
+        assert_eq!(
+            fs::metadata(&dest).unwrap().mode() & 0o7777,
+            0o700,
+            "./ does not touch the root"
+        );
+        assert_eq!(fs::metadata(dest.join("ro")).unwrap().mtime(), 1_600_000_000);
+    }
+
+    #[test]
+    fn long_names() {
+        let sandbox = Sandbox::new();
+        let dest = sandbox.dest();
+        // 40 components of 120 bytes: a 4.8 KB path, past PATH_MAX, through GNU long names.
+        let deep: Vec<String> = (0..40).map(|i| format!("{i:03}{}", "n".repeat(117))).collect();
+        let deep = deep.join("/");
+        let archive = RawArchive::new().file(&format!("{deep}/leaf"), b"deep").finish();
+        run(&archive, &dest).unwrap();
+        let mut dir = Dir::open(&dest).unwrap();
+        for component in deep.split('/') {
+            dir = dir.open_dir(&c_name(component.as_bytes()).unwrap()).unwrap();
+        }
+        assert!(dir.lstat(&c_name(b"leaf").unwrap()).unwrap().is_some());
+        // Through a pax path, too.
+        let long = format!("{}/pax-file", "p".repeat(200));
+        let archive =
+            RawArchive::new().pax(&[("path", long.as_bytes())]).file("short", b"pax").finish();
+        run(&archive, &dest).unwrap();
+        assert_eq!(fs::read(dest.join(&long)).unwrap(), b"pax");
+        // A component over the file system's limit is an OS error, not a panic.
+        let archive = RawArchive::new().file(&"x".repeat(300), b"").finish();
+        assert_eq!(run(&archive, &dest).unwrap_err().code, "ENAMETOOLONG");
+        // A long-name entry over the metadata limit is refused before it is read whole.
+        let mut archive = RawArchive::new();
+        archive.entry(b'L', b"././@LongLink", b"", 0o644, &vec![b'a'; 2 << 20]).file("x", b"");
+        sandbox.refuses(&archive.finish(), codes::BAD_ARCHIVE, "huge long name");
+    }
+
+    #[test]
+    fn truncated_and_corrupt_archives_are_bad() {
+        let sandbox = Sandbox::new();
+        let good = RawArchive::new().file("a", &[7u8; 3000]).file("b", b"bee").finish();
+        // Cut inside data, at a header boundary (no end marker), inside a header.
+        for cut in [600, 1000, 512 + 3072, 512 + 3072 + 100, good.len() - 1024] {
+            let err = sandbox.refuses(&good[..cut], codes::BAD_ARCHIVE, &format!("cut at {cut}"));
+            assert!(err.message.contains("truncated"), "{}", err.message);
+        }
+        sandbox.refuses(b"", codes::BAD_ARCHIVE, "empty input");
+        sandbox.refuses(&[0x42; 4096], codes::BAD_ARCHIVE, "garbage");
+        let mut corrupt = good.clone();
+        corrupt[3] ^= 0x20;
+        sandbox.refuses(&corrupt, codes::BAD_ARCHIVE, "checksum");
+        let mut bad_size = good.clone();
+        bad_size[124..136].copy_from_slice(b"0000000009x\0");
+        sandbox.refuses(&bad_size, codes::BAD_ARCHIVE, "bad size field");
+        // A truncated gzip stream.
+        let mut gz = Vec::new();
+        {
+            let mut encoder =
+                flate2::write::GzEncoder::new(&mut gz, flate2::Compression::default());
+            encoder.write_all(&good).unwrap();
+            encoder.finish().unwrap();
+        }
+        sandbox.refuses(&gz[..gz.len() / 2], codes::BAD_ARCHIVE, "truncated gzip");
+        let mut flipped = gz.clone();
+        let middle = flipped.len() / 2;
+        flipped[middle] ^= 0xff;
+        let err = run(&flipped, &sandbox.dest()).unwrap_err();
+        assert_eq!(err.code, codes::BAD_ARCHIVE, "{}", err.message);
+        // A malformed pax record.
+        let mut pax = RawArchive::new();
+        pax.entry(b'x', b"PaxHeader", b"", 0o644, b"99 path=x\n").file("x", b"");
+        sandbox.refuses(&pax.finish(), codes::BAD_ARCHIVE, "bad pax");
+        // Only zero blocks: an empty archive, which is fine.
+        assert_eq!(run(&[0u8; 1024], &sandbox.dest()).unwrap().entries, 0);
+    }
+
+    #[test]
+    fn non_utf8_names_are_refused() {
+        let sandbox = Sandbox::new();
+        let archive = RawArchive::new().entry(b'0', b"bad\xff", b"", 0o644, b"").finish();
+        sandbox.refuses(&archive, codes::NON_UTF8_NAME, "non-UTF-8 name");
+        let archive = RawArchive::new().entry(b'2', b"l", b"t\xfe", 0o777, b"").finish();
+        sandbox.refuses(&archive, codes::NON_UTF8_NAME, "non-UTF-8 link target");
+    }
+
+    /// Packed generated trees (plain and gzip) extract to the same tree, setuid/setgid/sticky
+    /// bits dropped.
+    #[test]
+    fn round_trip_through_pack() {
+        let options = TreeOptions {
+            long_names: true,
+            big_files: true,
+            modes_and_times: true,
+            inside_links: true,
+            ..Default::default()
+        };
+        for case in 0..case_count(60) / 2 {
+            let seed = 0xe47a_0000 + case;
+            let mut rng = Rng::new(seed);
+            let src = TempDir::new("extract-src");
+            build_tree(&mut rng, src.path(), &options);
+            let gzip = rng.chance(30).then_some(1);
+            let archive = pack_tree(src.path(), gzip);
+            let out = TempDir::new("extract-out");
+            let summary = run(&archive, out.path()).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+            assert_eq!(summary.bytes_read, archive.len() as u64);
+            let expected = expected_after_extract(src.path());
+            assert_same_tree(&snapshot(out.path(), true), &expected, &format!("seed {seed}"));
+        }
+    }
+
+    /// What extraction should produce: the source minus `._*` (never packed), with the
+    /// special permission bits dropped.
+    fn expected_after_extract(src: &Path) -> BTreeMap<String, Snap> {
+        snapshot(src, true)
+            .into_iter()
+            .filter(|(k, _)| !k.split('/').any(|c| c.starts_with("._")))
+            .map(|(k, v)| {
+                let v = match v {
+                    Snap::Dir { mode, mtime } => Snap::Dir { mode: mode & 0o777, mtime },
+                    Snap::File { mode, mtime, size, sha256 } => {
+                        Snap::File { mode: mode & 0o777, mtime, size, sha256 }
+                    }
+                    other => other,
+                };
+                (k, v)
+            })
+            .collect()
+    }
+
+    /// GNU tar's own archives in its gnu, pax and ustar formats extract to the same tree.
+    #[test]
+    fn reads_gnu_tar_formats() {
+        if !have_gnu_tar("reads_gnu_tar_formats") {
+            return;
+        }
+        for (format, long_names) in
+            [("gnu", true), ("pax", true), ("ustar", false), ("oldgnu", true)]
+        {
+            for case in 0..4 {
+                let seed = 0xf0_0000 + case;
+                let mut rng = Rng::new(seed);
+                let src = TempDir::new("extract-fmt");
+                let options = TreeOptions {
+                    long_names,
+                    modes_and_times: true,
+                    inside_links: true,
+                    ..Default::default()
+                };
+                build_tree(&mut rng, src.path(), &options);
+                let names = crate::tar::walk::read_names(src.path()).unwrap();
+                let mut command = tar_command("tar");
+                command
+                    .args(["-c", "--no-unquote", &format!("--format={format}"), "-f", "-", "-C"])
+                    .arg(src.path())
+                    .args(["--exclude", "._*", "--"])
+                    .args(&names);
+                let archive = run_with_input(command, b"");
+                let out = TempDir::new("extract-fmt-out");
+                run(&archive, out.path()).unwrap_or_else(|e| panic!("{format} seed {seed}: {e}"));
+                assert_same_tree(
+                    &snapshot(out.path(), true),
+                    &expected_after_extract(src.path()),
+                    &format!("{format} seed {seed}"),
+                );
+            }
+        }
+        // An archive of `.` has a `./` entry and `./` prefixes.
+        let src = TempDir::new("extract-dot");
+        fs::write(src.join("f"), b"dot").unwrap();
+        let mut command = tar_command("tar");
+        command.args(["-c", "-f", "-", "-C"]).arg(src.path()).arg(".");
+        let archive = run_with_input(command, b"");
+        let out = TempDir::new("extract-dot-out");
+        assert_eq!(run(&archive, out.path()).unwrap().entries, 1);
+        assert_eq!(fs::read(out.join("f")).unwrap(), b"dot");
+    }
+
+    #[test]
+    fn progress_cancel_and_source_errors() {
+        let src = TempDir::new("extract-progress");
+        for i in 0..10 {
+            fs::write(src.join(format!("f{i}")), vec![1u8; 200_000]).unwrap();
+        }
+        let archive = pack_tree(src.path(), Some(1));
+        let out = TempDir::new("extract-progress-out");
+        let mut seen = Vec::new();
+        extract(
+            &archive[..],
+            out.path(),
+            &ExtractOptions::default(),
+            |n| seen.push(n),
+            &AtomicBool::new(false),
+        )
+        .unwrap();
+        assert!(seen.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(*seen.last().unwrap(), archive.len() as u64);
+
+        let cancel = AtomicBool::new(false);
+        let out = TempDir::new("extract-cancel-out");
+        let err = extract(
+            &archive[..],
+            out.path(),
+            &ExtractOptions::default(),
+            |n| {
+                if n > 1000 {
+                    cancel.store(true, std::sync::atomic::Ordering::Relaxed)
+                }
+            },
+            &cancel,
+        )
+        .unwrap_err();
+        assert!(err.is_aborted(), "{err:?}");
+
+        /// Fails with EIO after some bytes.
+        struct Failing<'a>(&'a [u8]);
+        impl Read for Failing<'_> {
+            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                if self.0.is_empty() {
+                    return Err(io::Error::from_raw_os_error(libc::EIO));
+                }
+                let n = buf.len().min(self.0.len()).min(700);
+                buf[..n].copy_from_slice(&self.0[..n]);
+                self.0 = &self.0[n..];
+                Ok(n)
+            }
+        }
+        let out = TempDir::new("extract-eio-out");
+        let err = extract(
+            Failing(&archive[..5000]),
+            out.path(),
+            &ExtractOptions::default(),
+            |_| {},
+            &AtomicBool::new(false),
+        )
+        .unwrap_err();
+        assert_eq!(err.code, "EIO", "{}", err.message);
+        assert_eq!(err.errno, Some(-libc::EIO));
+    }
+
+    /// Random corruption of valid archives: never a panic, never a write outside, and only
+    /// the expected kinds of error.
+    #[test]
+    fn mutated_archives_fail_safely() {
+        let options = TreeOptions { long_names: true, inside_links: true, ..Default::default() };
+        let allowed = [
+            codes::BAD_ARCHIVE,
+            codes::UNSAFE_ARCHIVE_ENTRY,
+            codes::NON_UTF8_NAME,
+            "ENAMETOOLONG",
+            "ENOTDIR",
+            "ENOTEMPTY",
+            "EISDIR",
+            "EEXIST",
+        ];
+        for case in 0..case_count(60) * 3 {
+            let seed = 0xbad_0000 + case;
+            let mut rng = Rng::new(seed);
+            let src = TempDir::new("mutate-src");
+            build_tree(&mut rng, src.path(), &options);
+            let mut archive = pack_tree(src.path(), None);
+            for _ in 0..1 + rng.below(8) {
+                let at = rng.below(archive.len());
+                match rng.below(4) {
+                    0 => archive[at] = rng.next_u64() as u8,
+                    1 => archive[at] ^= 1 << rng.below(8),
+                    2 => archive[at] = *rng.pick(b"./\0 7L2"),
+                    _ => archive.truncate(at.max(1)),
+                }
+            }
+            let sandbox = Sandbox::new();
+            let before = sandbox.world();
+            if let Err(err) = run(&archive, &sandbox.dest()) {
+                assert!(allowed.contains(&err.code.as_ref()), "seed {seed}: {err:?}");
+            }
+            assert_same_tree(&sandbox.world(), &before, &format!("seed {seed}"));
+        }
+    }
+}

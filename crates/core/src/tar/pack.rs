@@ -1,0 +1,931 @@
+//! Writing a directory as a tar stream: the members `tar -c --no-xattrs [-h] -C root
+//! --exclude ._* --exclude <each> -- <top-level names>` would archive, in GNU format.
+
+use std::collections::HashMap;
+use std::ffi::CStr;
+use std::fs::{self, File, OpenOptions};
+use std::io::{BufWriter, Read, Write};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use flate2::write::GzEncoder;
+use flate2::Compression;
+
+use super::exclude::TarExcludeSet;
+use super::header::{
+    self, kind, long_entry, long_entry_cost, padded, HeaderSpec, BLOCK, NAME_FIELD,
+};
+use super::stream::{stream_error, CountingWriter, WriteFailure, COPY_BUFFER};
+use super::walk::{self, EntryKind, Walk, WalkEntry};
+use crate::error::{codes, Error, Result};
+
+/// The exclude pattern every upstream tar invocation starts with (macOS AppleDouble files).
+pub const APPLE_DOUBLE_EXCLUDE: &str = "._*";
+
+/// The two zero blocks that end every archive; also the whole of an empty one.
+const END_OF_ARCHIVE: [u8; 2 * BLOCK] = [0; 2 * BLOCK];
+
+/// What to archive and how.
+#[derive(Debug, Clone, Default)]
+pub struct PackOptions {
+    /// The directory whose entries are archived (tar's `-C`). The directory itself gets no
+    /// entry (no `./`).
+    pub root: PathBuf,
+    /// `--exclude` values with GNU tar's semantics ([`super::TarExcludeSet`]), after the
+    /// implicit `._*`.
+    pub exclude: Vec<String>,
+    /// Dereference symbolic links (`tar -h`): archive what they point to. A cycle is an
+    /// error with code `ERR_PAPERCLIP_NATIVE_SYMLINK_LOOP`; a dangling link fails with
+    /// `ENOENT`, as `tar -h` fails.
+    pub follow_symlinks: bool,
+    /// The top-level names to archive, in this order (the names upstream passes after `--`,
+    /// sorted by the caller, e.g. with `localeCompare`). Each must be a single file name.
+    /// `None`: every entry of `root`, in byte order.
+    pub top_level_order: Option<Vec<String>>,
+    /// Compress with gzip at this level (0–9). `None`: a plain tar stream.
+    pub gzip: Option<u32>,
+}
+
+/// What a pack wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PackSummary {
+    /// Members archived.
+    pub entries: u64,
+    /// Size of the uncompressed tar stream.
+    pub tar_bytes: u64,
+}
+
+/// Writes the archive of `opts.root` to `writer`.
+///
+/// The stream is produced with fixed-size buffers: file contents are copied 64 KiB at a
+/// time, never held whole. `progress` receives the running count of *uncompressed* tar bytes
+/// produced (the unit of [`precompute_size`]), after every write. `cancel` is checked before
+/// every write and every member; once it is set the call fails with [`Error::aborted`].
+///
+/// Member names are UTF-8 (`ERR_PAPERCLIP_NATIVE_NON_UTF8_NAME` otherwise), headers are GNU
+/// format (long names and link targets through `././@LongLink` entries, base-256 numbers when
+/// octal overflows), without pax or xattr records. Hard links are stored as regular files,
+/// sockets are skipped, FIFOs and devices are archived as tar does. An empty selection
+/// writes exactly 1024 zero bytes. The writer is flushed at the end.
+pub fn pack<W: Write>(
+    opts: &PackOptions,
+    writer: W,
+    progress: impl FnMut(u64),
+    cancel: &AtomicBool,
+) -> Result<PackSummary> {
+    pack_to(opts, writer, progress, cancel, &[], None).map(|(summary, _)| summary)
+}
+
+/// The exact size in bytes of the uncompressed stream [`pack`] would write now, from a walk
+/// that reads metadata only. Files that change between this call and the pack make the
+/// figures differ.
+pub fn precompute_size(opts: &PackOptions) -> Result<u64> {
+    let never = AtomicBool::new(false);
+    let plan = Plan::new(opts)?;
+    let mut total = END_OF_ARCHIVE.len() as u64;
+    plan.walk(opts, &[], &never).run(|entry| {
+        total += entry_size(entry);
+        Ok(())
+    })?;
+    Ok(total)
+}
+
+/// Packs into the file `path`: writes a temporary file beside it and renames it into place
+/// only on success, so `path` is either untouched or complete. On failure (cancellation
+/// included) the temporary file is removed. Like GNU tar, the archive never contains
+/// itself when `path` lies inside `opts.root`.
+pub fn pack_to_file(
+    opts: &PackOptions,
+    path: &Path,
+    progress: impl FnMut(u64),
+    cancel: &AtomicBool,
+) -> Result<PackSummary> {
+    let temp = TempFile::create_beside(path)?;
+    let file_meta = temp.file.metadata().map_err(|e| Error::io(e, "fstat", &temp.path))?;
+    let mut skip = vec![(file_meta.dev(), file_meta.ino())];
+    if let Ok(existing) = fs::metadata(path) {
+        skip.push((existing.dev(), existing.ino()));
+    }
+    let file = temp.file.try_clone().map_err(|e| Error::io(e, "open", &temp.path))?;
+    let (summary, _) = pack_to(opts, file, progress, cancel, &skip, Some(&temp.path))?;
+    temp.persist(path)?;
+    Ok(summary)
+}
+
+/// The bytes one member takes in the stream: header, long-name entries, padded data.
+fn entry_size(entry: &WalkEntry<'_>) -> u64 {
+    let name_len = entry.member.len() + usize::from(entry.kind == EntryKind::Directory);
+    let extra = match &entry.kind {
+        EntryKind::File { size } => padded(*size),
+        EntryKind::Symlink { target } => long_entry_cost(target.len()),
+        _ => 0,
+    };
+    BLOCK as u64 + long_entry_cost(name_len) + extra
+}
+
+/// The walk settings derived from the options.
+struct Plan {
+    excludes: TarExcludeSet,
+    top_level: Vec<String>,
+}
+
+impl Plan {
+    fn new(opts: &PackOptions) -> Result<Plan> {
+        let mut excludes = TarExcludeSet::new(&[APPLE_DOUBLE_EXCLUDE]);
+        for pattern in &opts.exclude {
+            excludes.push(pattern);
+        }
+        let top_level = match &opts.top_level_order {
+            Some(names) => {
+                walk::check_top_level(names)?;
+                names.clone()
+            }
+            None => walk::read_names(&opts.root)?,
+        };
+        Ok(Plan { excludes, top_level })
+    }
+
+    fn walk<'a>(
+        &'a self,
+        opts: &'a PackOptions,
+        skip: &'a [(u64, u64)],
+        cancel: &'a AtomicBool,
+    ) -> Walk<'a> {
+        Walk {
+            root: &opts.root,
+            excludes: &self.excludes,
+            follow_symlinks: opts.follow_symlinks,
+            top_level: &self.top_level,
+            skip,
+            cancel,
+        }
+    }
+}
+
+/// The output stack: buffered, optionally gzip-compressed, counted.
+enum Sink<W: Write> {
+    Plain(BufWriter<W>),
+    Gzip(Box<GzEncoder<BufWriter<W>>>),
+}
+
+impl<W: Write> Write for Sink<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Sink::Plain(w) => w.write(buf),
+            Sink::Gzip(w) => w.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Sink::Plain(w) => w.flush(),
+            Sink::Gzip(w) => w.flush(),
+        }
+    }
+}
+
+impl<W: Write> Sink<W> {
+    /// Ends the gzip stream, flushes every layer and hands the writer back.
+    fn finish(self) -> std::io::Result<W> {
+        let buffered = match self {
+            Sink::Plain(w) => w,
+            Sink::Gzip(w) => (*w).finish()?,
+        };
+        let mut inner = buffered.into_inner().map_err(|e| e.into_error())?;
+        inner.flush()?;
+        Ok(inner)
+    }
+}
+
+/// The tar writer: member encoding over a counted sink.
+struct TarOut<'a, W: Write, P: FnMut(u64)> {
+    out: CountingWriter<'a, Sink<W>, P>,
+    /// The file being written, for error messages.
+    target: Option<&'a Path>,
+    follow_symlinks: bool,
+    owners: OwnerNames,
+    buffer: Vec<u8>,
+}
+
+impl<W: Write, P: FnMut(u64)> TarOut<'_, W, P> {
+    fn put(&mut self, bytes: &[u8]) -> Result<()> {
+        self.out.put(bytes).map_err(|failure| match failure {
+            WriteFailure::Aborted => Error::aborted(),
+            WriteFailure::Io(err) => stream_error(err, "write", self.target),
+        })
+    }
+
+    /// Zero bytes that complete a block after `len` bytes of data.
+    fn pad(&mut self, len: u64) -> Result<()> {
+        let fill = (padded(len) - len) as usize;
+        if fill > 0 {
+            self.put(&[0u8; BLOCK][..fill])?;
+        }
+        Ok(())
+    }
+
+    /// A `././@LongLink` entry when `value` does not fit a header field.
+    fn long_value(&mut self, typeflag: u8, value: &[u8]) -> Result<()> {
+        if value.len() > NAME_FIELD {
+            self.put(&long_entry(typeflag, value))?;
+            self.put(value)?;
+            self.pad(value.len() as u64)?; // the NUL terminator is part of the padding
+        }
+        Ok(())
+    }
+
+    fn member(&mut self, entry: &WalkEntry<'_>) -> Result<()> {
+        let mut name = entry.member.as_bytes().to_vec();
+        let (typeflag, link, device): (u8, &[u8], Option<u64>) = match &entry.kind {
+            EntryKind::Directory => {
+                name.push(b'/');
+                (kind::DIRECTORY, b"", None)
+            }
+            EntryKind::File { .. } => (kind::REGULAR, b"", None),
+            EntryKind::Symlink { target } => (kind::SYMLINK, target, None),
+            EntryKind::Fifo => (kind::FIFO, b"", None),
+            EntryKind::CharDevice { rdev } => (kind::CHAR_DEVICE, b"", Some(*rdev)),
+            EntryKind::BlockDevice { rdev } => (kind::BLOCK_DEVICE, b"", Some(*rdev)),
+        };
+        // Open a file before writing anything for it, so an unreadable file fails cleanly,
+        // and take its size from the open file so header and data agree.
+        let mut file = match entry.kind {
+            EntryKind::File { .. } => Some(open_regular(entry, self.follow_symlinks)?),
+            _ => None,
+        };
+        let size = file.as_ref().map_or(0, |(_, size)| *size);
+        self.long_value(kind::GNU_LONG_NAME, &name)?;
+        self.long_value(kind::GNU_LONG_LINK, link)?;
+        let uname = self.owners.user(entry.uid).to_vec();
+        let gname = self.owners.group(entry.gid).to_vec();
+        let block = header::encode(&HeaderSpec {
+            name: &name,
+            link,
+            typeflag,
+            mode: entry.mode,
+            uid: u64::from(entry.uid),
+            gid: u64::from(entry.gid),
+            size,
+            mtime: entry.mtime,
+            uname: &uname,
+            gname: &gname,
+            device: device.map(split_device),
+        });
+        self.put(&block)?;
+        if let Some((file, size)) = file.as_mut() {
+            self.copy_data(file, *size, entry)?;
+        }
+        Ok(())
+    }
+
+    /// Copies exactly `size` bytes of `file`, then the block padding.
+    fn copy_data(&mut self, file: &mut File, size: u64, entry: &WalkEntry<'_>) -> Result<()> {
+        let mut buffer = std::mem::take(&mut self.buffer);
+        let result = (|| {
+            let mut remaining = size;
+            while remaining > 0 {
+                let want = remaining.min(buffer.len() as u64) as usize;
+                let got = match file.read(&mut buffer[..want]) {
+                    Ok(0) => {
+                        return Err(Error::new(
+                            codes::FILE_CHANGED,
+                            format!(
+                                "'{}' shrank by {remaining} bytes while it was being archived",
+                                entry.member
+                            ),
+                        ))
+                    }
+                    Ok(n) => n,
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(Error::io(e, "read", entry.path)),
+                };
+                self.put(&buffer[..got])?;
+                remaining -= got as u64;
+            }
+            self.pad(size)
+        })();
+        self.buffer = buffer;
+        result
+    }
+}
+
+/// Opens a member that the walk saw as a regular file, without following a symlink swapped
+/// in since (unless links are followed) and without blocking on a FIFO swapped in; returns it
+/// with its current size.
+fn open_regular(entry: &WalkEntry<'_>, follow_symlinks: bool) -> Result<(File, u64)> {
+    let mut flags = libc::O_NONBLOCK | libc::O_CLOEXEC;
+    if !follow_symlinks {
+        flags |= libc::O_NOFOLLOW;
+    }
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(flags)
+        .open(entry.path)
+        .map_err(|e| Error::io(e, "open", entry.path))?;
+    let meta = file.metadata().map_err(|e| Error::io(e, "fstat", entry.path))?;
+    if !meta.is_file() {
+        return Err(Error::new(
+            codes::FILE_CHANGED,
+            format!("'{}' is no longer a regular file", entry.member),
+        ));
+    }
+    Ok((file, meta.len()))
+}
+
+/// Major and minor numbers of a device id.
+fn split_device(rdev: u64) -> (u64, u64) {
+    let dev = rdev as libc::dev_t;
+    (libc::major(dev) as u64, libc::minor(dev) as u64)
+}
+
+/// Writes the whole archive to `writer`.
+fn pack_to<W: Write>(
+    opts: &PackOptions,
+    writer: W,
+    progress: impl FnMut(u64),
+    cancel: &AtomicBool,
+    skip: &[(u64, u64)],
+    target: Option<&Path>,
+) -> Result<(PackSummary, W)> {
+    let sink = match opts.gzip {
+        None => Sink::Plain(BufWriter::with_capacity(COPY_BUFFER, writer)),
+        Some(level @ 0..=9) => Sink::Gzip(Box::new(GzEncoder::new(
+            BufWriter::with_capacity(COPY_BUFFER, writer),
+            Compression::new(level),
+        ))),
+        Some(level) => {
+            return Err(Error::new(
+                codes::INVALID_ARGUMENT,
+                format!("gzip level {level} is out of range 0-9"),
+            ))
+        }
+    };
+    let plan = Plan::new(opts)?;
+    let mut tar = TarOut {
+        out: CountingWriter::new(sink, progress, cancel),
+        target,
+        follow_symlinks: opts.follow_symlinks,
+        owners: OwnerNames::default(),
+        buffer: vec![0; COPY_BUFFER],
+    };
+    let mut entries = 0;
+    plan.walk(opts, skip, cancel).run(|entry| {
+        tar.member(entry)?;
+        entries += 1;
+        Ok(())
+    })?;
+    tar.put(&END_OF_ARCHIVE)?;
+    let tar_bytes = tar.out.count();
+    let writer = tar.out.into_inner().finish().map_err(|e| stream_error(e, "write", target))?;
+    Ok((PackSummary { entries, tar_bytes }, writer))
+}
+
+/// User and group names for uid/gid, looked up once each (GNU tar fills them in too).
+#[derive(Default)]
+struct OwnerNames {
+    users: HashMap<u32, Vec<u8>>,
+    groups: HashMap<u32, Vec<u8>>,
+}
+
+impl OwnerNames {
+    fn user(&mut self, uid: u32) -> &[u8] {
+        self.users.entry(uid).or_insert_with(|| lookup_user(uid))
+    }
+
+    fn group(&mut self, gid: u32) -> &[u8] {
+        self.groups.entry(gid).or_insert_with(|| lookup_group(gid))
+    }
+}
+
+/// Calls a `get*_r` function with a growing buffer; the name, or empty when there is none.
+fn lookup_name(
+    mut call: impl FnMut(&mut [libc::c_char]) -> (libc::c_int, Option<*const libc::c_char>),
+) -> Vec<u8> {
+    let mut buffer: Vec<libc::c_char> = vec![0; 1024];
+    loop {
+        let (rc, name) = call(&mut buffer);
+        if rc == libc::ERANGE && buffer.len() < 1 << 20 {
+            buffer.resize(buffer.len() * 2, 0);
+            continue;
+        }
+        return match name {
+            // SAFETY: on success the name points into `buffer`, NUL-terminated.
+            Some(ptr) if rc == 0 && !ptr.is_null() => {
+                unsafe { CStr::from_ptr(ptr) }.to_bytes().to_vec()
+            }
+            _ => Vec::new(),
+        };
+    }
+}
+
+fn lookup_user(uid: u32) -> Vec<u8> {
+    lookup_name(|buffer| {
+        // SAFETY: `passwd` is plain data; getpwuid_r writes it and points `result` at it.
+        let mut entry: libc::passwd = unsafe { std::mem::zeroed() };
+        let mut result: *mut libc::passwd = std::ptr::null_mut();
+        let rc = unsafe {
+            libc::getpwuid_r(uid, &mut entry, buffer.as_mut_ptr(), buffer.len(), &mut result)
+        };
+        (rc, (!result.is_null()).then_some(entry.pw_name as *const libc::c_char))
+    })
+}
+
+fn lookup_group(gid: u32) -> Vec<u8> {
+    lookup_name(|buffer| {
+        // SAFETY: as for `lookup_user`, with getgrgid_r.
+        let mut entry: libc::group = unsafe { std::mem::zeroed() };
+        let mut result: *mut libc::group = std::ptr::null_mut();
+        let rc = unsafe {
+            libc::getgrgid_r(gid, &mut entry, buffer.as_mut_ptr(), buffer.len(), &mut result)
+        };
+        (rc, (!result.is_null()).then_some(entry.gr_name as *const libc::c_char))
+    })
+}
+
+/// A temporary file beside a target, removed on drop unless persisted.
+struct TempFile {
+    path: PathBuf,
+    file: File,
+    persisted: bool,
+}
+
+impl TempFile {
+    fn create_beside(target: &Path) -> Result<TempFile> {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let name = target.file_name().ok_or_else(|| {
+            Error::new(
+                codes::INVALID_ARGUMENT,
+                format!("archive path '{}' does not name a file", target.display()),
+            )
+        })?;
+        let dir = target.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        for _ in 0..16 {
+            let unique = format!(
+                ".{}.{}-{}.partial",
+                name.to_string_lossy(),
+                std::process::id(),
+                COUNTER.fetch_add(1, Ordering::Relaxed)
+            );
+            let path = dir.join(unique);
+            match OpenOptions::new().write(true).create_new(true).open(&path) {
+                Ok(file) => return Ok(TempFile { path, file, persisted: false }),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(Error::io(e, "open", &path)),
+            }
+        }
+        Err(Error::new(
+            codes::INTERNAL,
+            format!("could not create a temporary file in '{}'", dir.display()),
+        ))
+    }
+
+    fn persist(mut self, target: &Path) -> Result<()> {
+        fs::rename(&self.path, target).map_err(|e| Error::io(e, "rename", target))?;
+        self.persisted = true;
+        Ok(())
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        if !self.persisted {
+            let _ = fs::remove_file(&self.path);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tar::testutil::*;
+    use std::collections::BTreeMap;
+    use std::io::Read;
+
+    fn opts(root: &Path) -> PackOptions {
+        PackOptions { root: root.to_path_buf(), ..PackOptions::default() }
+    }
+
+    fn pack_bytes(opts: &PackOptions) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        let summary = pack(opts, &mut out, |_| {}, &AtomicBool::new(false))?;
+        if opts.gzip.is_none() {
+            assert_eq!(summary.tar_bytes, out.len() as u64);
+        }
+        Ok(out)
+    }
+
+    fn gunzip(data: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        flate2::read::GzDecoder::new(data).read_to_end(&mut out).unwrap();
+        out
+    }
+
+    /// The source snapshot restricted to the members of an archive listing.
+    fn filtered(root: &Path, members: &[String]) -> BTreeMap<String, Snap> {
+        let keep: std::collections::HashSet<&str> =
+            members.iter().map(|m| m.trim_end_matches('/')).collect();
+        snapshot(root, true).into_iter().filter(|(path, _)| keep.contains(path.as_str())).collect()
+    }
+
+    #[test]
+    fn empty_tree_is_exactly_1024_zero_bytes() {
+        let dir = TempDir::new("pack-empty");
+        let bytes = pack_bytes(&opts(dir.path())).unwrap();
+        assert_eq!(bytes, vec![0u8; 1024]);
+        assert_eq!(precompute_size(&opts(dir.path())).unwrap(), 1024);
+        let gz = pack_bytes(&PackOptions { gzip: Some(6), ..opts(dir.path()) }).unwrap();
+        assert_eq!(&gz[..2], &[0x1f, 0x8b]);
+        assert_eq!(gunzip(&gz), vec![0u8; 1024]);
+        // Everything excluded is empty too, and so is an explicit empty name list.
+        fs::write(dir.join("._apple"), b"x").unwrap();
+        assert_eq!(pack_bytes(&opts(dir.path())).unwrap(), vec![0u8; 1024]);
+        fs::write(dir.join("file"), b"x").unwrap();
+        let none = PackOptions { top_level_order: Some(vec![]), ..opts(dir.path()) };
+        assert_eq!(pack_bytes(&none).unwrap(), vec![0u8; 1024]);
+    }
+
+    /// Generated trees (hostile names, long names and targets, modes, setuid, times, big
+    /// files, `a\b` at the top) with random excludes: the member set equals GNU tar's, the
+    /// size equals the precomputed one, and `tar -x` of our archive restores the tree.
+    #[test]
+    fn member_sets_and_content_match_gnu_tar() {
+        if !have_gnu_tar("member_sets_and_content_match_gnu_tar") {
+            return;
+        }
+        let options = TreeOptions {
+            long_names: true,
+            big_files: true,
+            modes_and_times: true,
+            ..Default::default()
+        };
+        for case in 0..case_count(60) {
+            let seed = 0xbac0_0000 + case;
+            let mut rng = Rng::new(seed);
+            let src = TempDir::new("pack-src");
+            fs::write(src.join("a\\b"), b"backslash").unwrap();
+            let paths = build_tree(&mut rng, src.path(), &options);
+            let excludes =
+                if rng.chance(25) { Vec::new() } else { random_excludes(&mut rng, &paths) };
+            let opts = PackOptions { exclude: excludes.clone(), ..opts(src.path()) };
+            let ours = pack_bytes(&opts).unwrap();
+            assert_eq!(precompute_size(&opts).unwrap(), ours.len() as u64, "seed {seed}");
+            let names = walk::read_names(src.path()).unwrap();
+            let theirs = gnu_tar_create(src.path(), &excludes, &names, false);
+            let members = gnu_list(&ours);
+            assert_eq!(members, gnu_list(&theirs), "seed {seed}: excludes {excludes:?}");
+            assert!(members.iter().all(|m| !m.starts_with("./")));
+            let out = TempDir::new("pack-out");
+            system_extract(&["tar", "-x", "-f", "-"], &ours, out.path());
+            assert_same_tree(
+                &snapshot(out.path(), true),
+                &filtered(src.path(), &members),
+                &format!("seed {seed}"),
+            );
+        }
+    }
+
+    #[test]
+    fn backslash_names_are_archived_as_they_are() {
+        if !have_gnu_tar("backslash_names_are_archived_as_they_are") {
+            return;
+        }
+        let dir = TempDir::new("pack-backslash");
+        fs::write(dir.join("a\\b"), b"1").unwrap();
+        fs::create_dir(dir.join("d\\n")).unwrap();
+        fs::write(dir.join("d\\n/x\\ty"), b"2").unwrap();
+        let ours = pack_bytes(&opts(dir.path())).unwrap();
+        assert_eq!(gnu_list(&ours), ["a\\b", "d\\n/", "d\\n/x\\ty"]);
+    }
+
+    #[test]
+    fn long_names_and_targets_use_gnu_long_entries() {
+        if !have_gnu_tar("long_names_and_targets_use_gnu_long_entries") {
+            return;
+        }
+        let dir = TempDir::new("pack-long");
+        let deep = format!("{}/{}/{}", "d".repeat(150), "e".repeat(200), "f".repeat(240));
+        fs::create_dir_all(dir.join(&deep)).unwrap();
+        fs::write(dir.join(&deep).join("file"), b"deep").unwrap();
+        let exactly_100 = "x".repeat(100);
+        fs::write(dir.join(&exactly_100), b"").unwrap();
+        let exactly_99 = "y".repeat(99); // 100 bytes with the trailing `/` of a directory
+        fs::create_dir(dir.join(&exactly_99)).unwrap();
+        let target = format!("{}/file", deep);
+        std::os::unix::fs::symlink(&target, dir.join("link")).unwrap();
+        let ours = pack_bytes(&opts(dir.path())).unwrap();
+        assert_eq!(precompute_size(&opts(dir.path())).unwrap(), ours.len() as u64);
+        let names = walk::read_names(dir.path()).unwrap();
+        assert_eq!(gnu_list(&ours), gnu_list(&gnu_tar_create(dir.path(), &[], &names, false)));
+        let out = TempDir::new("pack-long-out");
+        system_extract(&["tar", "-x", "-f", "-"], &ours, out.path());
+        assert_eq!(fs::read(out.join(&deep).join("file")).unwrap(), b"deep");
+        assert_eq!(fs::read_link(out.join("link")).unwrap(), Path::new(&target));
+    }
+
+    #[test]
+    fn followed_symlinks_match_tar_h() {
+        if !have_gnu_tar("followed_symlinks_match_tar_h") {
+            return;
+        }
+        let options = TreeOptions { followable_links: true, ..Default::default() };
+        for case in 0..case_count(60) / 3 {
+            let seed = 0xf011_0000 + case;
+            let mut rng = Rng::new(seed);
+            let src = TempDir::new("pack-follow");
+            build_tree(&mut rng, src.path(), &options);
+            let opts = PackOptions { follow_symlinks: true, ..opts(src.path()) };
+            let ours = pack_bytes(&opts).unwrap();
+            assert_eq!(precompute_size(&opts).unwrap(), ours.len() as u64, "seed {seed}");
+            let names = walk::read_names(src.path()).unwrap();
+            let theirs = gnu_tar_create(src.path(), &[], &names, true);
+            assert_eq!(gnu_list(&ours), gnu_list(&theirs), "seed {seed}");
+        }
+    }
+
+    #[test]
+    fn symlink_cycles_and_dangling_links_fail_when_following() {
+        let dir = TempDir::new("pack-loop");
+        fs::create_dir(dir.join("a")).unwrap();
+        std::os::unix::fs::symlink("..", dir.join("a/up")).unwrap();
+        let follow = PackOptions { follow_symlinks: true, ..opts(dir.path()) };
+        let err = pack_bytes(&follow).unwrap_err();
+        assert_eq!(err.code, codes::SYMLINK_LOOP);
+        assert!(err.message.contains("a/up"), "{}", err.message);
+        assert_eq!(precompute_size(&follow).unwrap_err().code, codes::SYMLINK_LOOP);
+        // Not following, the link is just a link.
+        assert!(pack_bytes(&opts(dir.path())).is_ok());
+
+        let dangling = TempDir::new("pack-dangling");
+        std::os::unix::fs::symlink("nowhere", dangling.join("d")).unwrap();
+        let follow = PackOptions { follow_symlinks: true, ..opts(dangling.path()) };
+        let err = pack_bytes(&follow).unwrap_err();
+        assert_eq!(err.code, "ENOENT");
+        assert_eq!(err.syscall, Some("stat"));
+    }
+
+    #[test]
+    fn top_level_order_is_the_callers() {
+        if !have_gnu_tar("top_level_order_is_the_callers") {
+            return;
+        }
+        let dir = TempDir::new("pack-order");
+        for name in ["b", "a", "C", "é"] {
+            fs::write(dir.join(name), name).unwrap();
+        }
+        let order: Vec<String> = ["é", "b", "C", "a"].iter().map(|s| s.to_string()).collect();
+        let ours =
+            pack_bytes(&PackOptions { top_level_order: Some(order.clone()), ..opts(dir.path()) })
+                .unwrap();
+        let mut command = tar_command("tar");
+        command.args(["-t", "--quoting-style=literal", "-f", "-"]);
+        let listed = String::from_utf8(run_with_input(command, &ours)).unwrap();
+        assert_eq!(listed.lines().collect::<Vec<_>>(), order);
+        // Default: byte order.
+        let ours = pack_bytes(&opts(dir.path())).unwrap();
+        let mut command = tar_command("tar");
+        command.args(["-t", "--quoting-style=literal", "-f", "-"]);
+        let listed = String::from_utf8(run_with_input(command, &ours)).unwrap();
+        assert_eq!(listed.lines().collect::<Vec<_>>(), ["C", "a", "b", "é"]);
+        for bad in [vec!["a/b"], vec![".."], vec![""], vec!["a", "a"]] {
+            let names = bad.iter().map(|s| s.to_string()).collect();
+            let err = pack_bytes(&PackOptions { top_level_order: Some(names), ..opts(dir.path()) })
+                .unwrap_err();
+            assert_eq!(err.code, codes::INVALID_ARGUMENT, "{bad:?}");
+        }
+        let missing = PackOptions { top_level_order: Some(vec!["zz".into()]), ..opts(dir.path()) };
+        assert_eq!(pack_bytes(&missing).unwrap_err().code, "ENOENT");
+    }
+
+    #[test]
+    fn special_files() {
+        if !have_gnu_tar("special_files") {
+            return;
+        }
+        let dir = TempDir::new("pack-special");
+        fs::write(dir.join("file"), b"shared").unwrap();
+        fs::hard_link(dir.join("file"), dir.join("hard")).unwrap();
+        let fifo =
+            std::ffi::CString::new(dir.join("fifo").into_os_string().into_encoded_bytes()).unwrap();
+        // SAFETY: a valid path.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+        let _socket = std::os::unix::net::UnixListener::bind(dir.join("socket")).unwrap();
+        let ours = pack_bytes(&opts(dir.path())).unwrap();
+        assert_eq!(precompute_size(&opts(dir.path())).unwrap(), ours.len() as u64);
+        // The socket is skipped; the FIFO is archived as a FIFO; hard links as two files.
+        assert_eq!(gnu_list(&ours), ["fifo", "file", "hard"]);
+        let mut command = tar_command("tar");
+        command.args(["-t", "-v", "-f", "-"]);
+        let verbose = String::from_utf8(run_with_input(command, &ours)).unwrap();
+        let kinds: Vec<char> = verbose.lines().map(|l| l.chars().next().unwrap()).collect();
+        assert_eq!(kinds, ['p', '-', '-']);
+        let out = TempDir::new("pack-special-out");
+        system_extract(&["tar", "-x", "-f", "-"], &ours, out.path());
+        assert_eq!(fs::read(out.join("hard")).unwrap(), b"shared");
+    }
+
+    #[test]
+    fn non_utf8_names_are_refused() {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = TempDir::new("pack-non-utf8");
+        fs::create_dir(dir.join("d")).unwrap();
+        fs::write(dir.join("d").join(std::ffi::OsStr::from_bytes(b"bad\xff")), b"").unwrap();
+        let err = pack_bytes(&opts(dir.path())).unwrap_err();
+        assert_eq!(err.code, codes::NON_UTF8_NAME);
+        assert_eq!(precompute_size(&opts(dir.path())).unwrap_err().code, codes::NON_UTF8_NAME);
+        // Excluded directories are never read, as with tar.
+        let excluded = PackOptions { exclude: vec!["d".into()], ..opts(dir.path()) };
+        assert_eq!(pack_bytes(&excluded).unwrap(), vec![0u8; 1024]);
+    }
+
+    #[test]
+    fn progress_is_monotonic_and_cancel_aborts() {
+        let dir = TempDir::new("pack-progress");
+        for i in 0..20 {
+            fs::write(dir.join(format!("f{i}")), vec![7u8; 100_000]).unwrap();
+        }
+        let mut seen = Vec::new();
+        let mut out = Vec::new();
+        let summary =
+            pack(&opts(dir.path()), &mut out, |n| seen.push(n), &AtomicBool::new(false)).unwrap();
+        assert!(seen.windows(2).all(|w| w[0] < w[1]));
+        assert_eq!(*seen.last().unwrap(), summary.tar_bytes);
+        assert_eq!(summary.entries, 20);
+
+        let cancel = AtomicBool::new(false);
+        let mut calls = 0;
+        let err = pack(
+            &opts(dir.path()),
+            std::io::sink(),
+            |_| {
+                calls += 1;
+                if calls == 3 {
+                    cancel.store(true, Ordering::Relaxed);
+                }
+            },
+            &cancel,
+        )
+        .unwrap_err();
+        assert!(err.is_aborted());
+        assert_eq!(calls, 3);
+    }
+
+    #[test]
+    fn pack_to_file_is_atomic() {
+        let dir = TempDir::new("pack-file");
+        let src = dir.join("src");
+        fs::create_dir(&src).unwrap();
+        fs::write(src.join("a"), vec![1u8; 300_000]).unwrap();
+        let target = dir.join("out.tar");
+        fs::write(&target, b"previous").unwrap();
+
+        // Cancelled: the previous file is untouched and no temporary file is left.
+        let cancel = AtomicBool::new(false);
+        let err =
+            pack_to_file(&opts(&src), &target, |_| cancel.store(true, Ordering::Relaxed), &cancel)
+                .unwrap_err();
+        assert!(err.is_aborted());
+        assert_eq!(fs::read(&target).unwrap(), b"previous");
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 2);
+
+        let summary = pack_to_file(&opts(&src), &target, |_| {}, &AtomicBool::new(false)).unwrap();
+        assert_eq!(fs::read(&target).unwrap(), pack_bytes(&opts(&src)).unwrap());
+        assert_eq!(summary.tar_bytes, fs::metadata(&target).unwrap().len());
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 2);
+
+        // An archive written inside the tree it archives does not contain itself.
+        let inside = src.join("self.tar");
+        pack_to_file(&opts(&src), &inside, |_| {}, &AtomicBool::new(false)).unwrap();
+        pack_to_file(&opts(&src), &inside, |_| {}, &AtomicBool::new(false)).unwrap();
+        if have_gnu_tar("pack_to_file_is_atomic") {
+            assert_eq!(gnu_list(&fs::read(&inside).unwrap()), ["a"]);
+        }
+
+        // Errors leave nothing behind either.
+        let missing = opts(&dir.join("missing"));
+        assert_eq!(
+            pack_to_file(&missing, &target, |_| {}, &AtomicBool::new(false)).unwrap_err().code,
+            "ENOENT"
+        );
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 2);
+    }
+
+    #[test]
+    fn gzip_round_trip() {
+        let dir = TempDir::new("pack-gzip");
+        let mut rng = Rng::new(42);
+        build_tree(&mut rng, dir.path(), &TreeOptions { big_files: true, ..Default::default() });
+        let plain = pack_bytes(&opts(dir.path())).unwrap();
+        for level in [0, 1, 6, 9] {
+            let gz = pack_bytes(&PackOptions { gzip: Some(level), ..opts(dir.path()) }).unwrap();
+            assert_eq!(gunzip(&gz), plain, "level {level}");
+        }
+        let err = pack_bytes(&PackOptions { gzip: Some(10), ..opts(dir.path()) }).unwrap_err();
+        assert_eq!(err.code, codes::INVALID_ARGUMENT);
+        if have_gnu_tar("gzip_round_trip") {
+            let gz = pack_bytes(&PackOptions { gzip: Some(1), ..opts(dir.path()) }).unwrap();
+            let out = TempDir::new("pack-gzip-out");
+            system_extract(&["tar", "-x", "-z", "-f", "-"], &gz, out.path());
+            assert_same_tree(&snapshot(out.path(), false), &snapshot(dir.path(), false), "gzip");
+        }
+    }
+
+    /// Undoes bsdtar's listing escapes (`\\` and `\ooo`).
+    fn unescape_listing(name: &str) -> String {
+        let bytes = name.as_bytes();
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < bytes.len() {
+            if bytes[i] == b'\\' && bytes.get(i + 1) == Some(&b'\\') {
+                out.push(b'\\');
+                i += 2;
+            } else if bytes[i] == b'\\'
+                && i + 3 < bytes.len()
+                && bytes[i + 1..i + 4].iter().all(|b| (b'0'..=b'7').contains(b))
+            {
+                out.push(u8::from_str_radix(&name[i + 1..i + 4], 8).unwrap());
+                i += 4;
+            } else {
+                out.push(bytes[i]);
+                i += 1;
+            }
+        }
+        String::from_utf8(out).unwrap()
+    }
+
+    /// bsdtar (libarchive) and busybox tar read what we write, when they are installed.
+    /// (bsdtar needs `-P`: by default it strips a leading `\` from member names, a quirk of
+    /// its own that GNU tar does not share.)
+    #[test]
+    fn other_tars_read_our_archives() {
+        if !have_gnu_tar("other_tars_read_our_archives") {
+            return;
+        }
+        let options = TreeOptions {
+            long_names: true,
+            big_files: true,
+            modes_and_times: true,
+            ..Default::default()
+        };
+        /// Program, probe arguments, list command, extract command.
+        type Reader<'a> = (&'a str, &'a [&'a str], &'a [&'a str], &'a [&'a str]);
+        let readers: [Reader<'_>; 2] = [
+            (
+                "bsdtar",
+                &["--version"],
+                &["bsdtar", "-t", "-f", "-"],
+                &["bsdtar", "-x", "-p", "-P", "-f", "-"],
+            ),
+            (
+                "busybox",
+                &["tar", "--help"],
+                &["busybox", "tar", "-t", "-f", "-"],
+                &["busybox", "tar", "-x", "-f", "-"],
+            ),
+        ];
+        for (program, probe, list, extract) in readers {
+            if !have_tool(program, probe, "other_tars_read_our_archives") {
+                continue;
+            }
+            for case in 0..case_count(60) / 6 {
+                let seed = 0x0747_0000 + case;
+                let mut rng = Rng::new(seed);
+                let src = TempDir::new("pack-other");
+                build_tree(&mut rng, src.path(), &options);
+                let ours = pack_bytes(&opts(src.path())).unwrap();
+                let mut listed: Vec<String> = list_members(list, &ours)
+                    .iter()
+                    .map(|m| m.trim_end_matches('/'))
+                    // bsdtar escapes `\\` and control characters in listings; busybox does not.
+                    .map(|m| if program == "bsdtar" { unescape_listing(m) } else { m.to_owned() })
+                    .collect();
+                listed.sort();
+                let expected = filtered(src.path(), &gnu_list(&ours));
+                let wanted: Vec<String> = expected.keys().cloned().collect();
+                let missing: Vec<_> = wanted.iter().filter(|m| !listed.contains(m)).collect();
+                let extra: Vec<_> = listed.iter().filter(|m| !wanted.contains(m)).collect();
+                assert!(
+                    missing.is_empty() && extra.is_empty(),
+                    "{program} seed {seed}: missing {missing:?}, unexpected {extra:?}"
+                );
+                let out = TempDir::new("pack-other-out");
+                system_extract(extract, &ours, out.path());
+                let strip_dirs = |m: BTreeMap<String, Snap>| -> BTreeMap<String, Snap> {
+                    m.into_iter()
+                        .map(|(k, v)| match v {
+                            // busybox does not restore directory times; compare contents,
+                            // links and file metadata.
+                            Snap::Dir { mode, .. } => (k, Snap::Dir { mode, mtime: 0 }),
+                            other => (k, other),
+                        })
+                        .collect()
+                };
+                assert_same_tree(
+                    &strip_dirs(snapshot(out.path(), true)),
+                    &strip_dirs(expected),
+                    &format!("{program} seed {seed}"),
+                );
+            }
+        }
+    }
+}
