@@ -1,0 +1,128 @@
+// CLI tests: the built paperclip-sync binary on generated trees — output, exit codes,
+// --json schemas, bad arguments and missing directories.
+import { spawnSync } from "node:child_process";
+import { appendFileSync, chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, describe, expect, it } from "vitest";
+import * as upstream from "@paperclipai/adapter-utils/workspace-restore-merge";
+import * as upstreamExecute from "@paperclipai/adapter-utils/acpx-engine/execute";
+
+const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const bin = path.join(repo, "bin", "paperclip-sync.mjs");
+const work = mkdtempSync(path.join(os.tmpdir(), "pc-native-cli-"));
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+function cli(...args) {
+  const out = spawnSync(process.execPath, [bin, ...args], { encoding: "utf8", cwd: work });
+  return { code: out.status, stdout: out.stdout, stderr: out.stderr };
+}
+
+function makeTree(name) {
+  const root = path.join(work, name);
+  mkdirSync(path.join(root, "src", "deep"), { recursive: true });
+  mkdirSync(path.join(root, "node_modules", "pkg"), { recursive: true });
+  writeFileSync(path.join(root, "src", "a.ts"), "export const a = 1;\n");
+  writeFileSync(path.join(root, "src", "deep", "b.ts"), "export const b = 2;\n");
+  writeFileSync(path.join(root, "node_modules", "pkg", "index.js"), "module.exports = 1;\n");
+  symlinkSync("src/a.ts", path.join(root, "link"));
+  return root;
+}
+
+describe("paperclip-sync", () => {
+  it("prints help with exit 0 and usage errors with exit 2 and one line", () => {
+    const help = cli("--help");
+    expect(help.code).toBe(0);
+    expect(help.stdout).toContain("Commands:");
+    for (const command of ["snapshot", "diff", "signature", "demo"]) {
+      const sub = cli(command, "--help");
+      expect(sub.code, command).toBe(0);
+      expect(sub.stdout, command).toMatch(new RegExp(`^Usage: paperclip-sync ${command}`));
+    }
+    expect(cli().code).toBe(2);
+    const unknown = cli("frobnicate");
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(/^paperclip-sync: unknown command 'frobnicate'\n/);
+    const badOption = cli("snapshot", work, "--nope");
+    expect(badOption.code).toBe(2);
+    expect(badOption.stderr).toMatch(/unknown option --nope/);
+    expect(cli("snapshot", work, "--exclude").code).toBe(2);
+    expect(cli("demo", "--files", "zero").code).toBe(2);
+  });
+
+  it("snapshot --json reports the tree with upstream's digest and --out writes a parseable snapshot", async () => {
+    const root = makeTree("snap");
+    const outFile = path.join(work, "snap.json");
+    const run = cli("snapshot", root, "--exclude", "node_modules", "--json", "--out", outFile);
+    expect(run.code, run.stderr).toBe(0);
+    const summary = JSON.parse(run.stdout);
+    expect(Object.keys(summary).sort()).toEqual(["bytes", "digest", "dir", "dirs", "entries", "files", "ms", "out", "symlinks"].sort());
+    expect(summary).toMatchObject({ dir: root, entries: 5, files: 2, dirs: 2, symlinks: 1, bytes: 40, out: outFile });
+    const theirs = await upstream.captureDirectorySnapshot(root, { exclude: ["node_modules"] });
+    expect(summary.digest).toBe(upstream.directorySnapshotSha256(theirs));
+    const parsed = upstream.parseDirectorySnapshot(JSON.parse(readFileSync(outFile, "utf8")));
+    expect(parsed && upstream.directorySnapshotSha256(parsed)).toBe(summary.digest);
+    const human = cli("snapshot", root);
+    expect(human.code).toBe(0);
+    expect(human.stdout).toMatch(/entries\s+8\n/);
+    expect(human.stdout).toMatch(/digest \(sha256\)\s+[0-9a-f]{64}/);
+  });
+
+  it("diff lists added, removed and modified paths as a table and as JSON", () => {
+    const root = makeTree("diff");
+    const a = path.join(work, "a.json");
+    const b = path.join(work, "b.json");
+    expect(cli("snapshot", root, "--out", a).code).toBe(0);
+    appendFileSync(path.join(root, "src", "a.ts"), "// more\n");
+    chmodSync(path.join(root, "src", "deep", "b.ts"), 0o755);
+    rmSync(path.join(root, "link"));
+    writeFileSync(path.join(root, "new.txt"), "new");
+    expect(cli("snapshot", root, "--out", b).code).toBe(0);
+    const json = cli("diff", a, b, "--json");
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout).changes).toEqual([
+      { change: "removed", path: "link", detail: "symlink" },
+      { change: "added", path: "new.txt", detail: "file" },
+      { change: "modified", path: "src/a.ts", detail: "content" },
+      { change: "modified", path: "src/deep/b.ts", detail: "mode 100644 -> 100755" },
+    ]);
+    const table = cli("diff", a, b);
+    expect(table.stdout).toMatch(/^change\s+path\s+detail/);
+    expect(table.stdout).toContain("1 added, 1 removed, 2 modified, 0 retyped");
+    expect(cli("diff", a, a).stdout.trim()).toBe("no changes");
+  });
+
+  it("signature equals upstream's content signature", async () => {
+    const root = makeTree("sig");
+    const plain = cli("signature", root);
+    expect(plain.code).toBe(0);
+    expect(plain.stdout.trim()).toBe(await upstreamExecute.referencedSourceContentSignature(root, { kind: "other" }));
+    const ignored = cli("signature", root, "--ignored", "src/deep", "--json");
+    expect(JSON.parse(ignored.stdout).signature)
+      .toBe(await upstreamExecute.referencedSourceContentSignature(root, { kind: "git", ignoredPaths: ["src/deep"] }));
+  });
+
+  it("fails with one coded line and exit 1 on a missing directory or a bad snapshot file", () => {
+    const missing = cli("snapshot", path.join(work, "does-not-exist"));
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/^paperclip-sync: ENOENT: no such directory: .*does-not-exist\n$/);
+    const junk = path.join(work, "junk.json");
+    writeFileSync(junk, JSON.stringify({ version: 1, exclude: [], entries: [["../escape", { kind: "dir" }]] }));
+    const bad = cli("diff", junk, junk);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/^paperclip-sync: ERR_PAPERCLIP_NATIVE_INVALID_ARGUMENT: .* is not a valid serialized snapshot\n$/);
+    expect(bad.stderr).not.toMatch(/\n\s+at /); // no stack trace
+  });
+
+  it("demo runs the cycle on a generated workspace and every native step matches upstream", () => {
+    const run = cli("demo", "--files", "60", "--json");
+    expect(run.code, run.stderr).toBe(0);
+    const { steps } = JSON.parse(run.stdout);
+    const names = steps.map((s) => s.step);
+    expect(names).toEqual(expect.arrayContaining(["baseline snapshot", "content signature", "snapshot remote result", "incremental host re-snapshot"]));
+    const compared = steps.filter((s) => s["same result"] !== "-");
+    expect(compared.length).toBeGreaterThanOrEqual(4);
+    expect(compared.every((s) => s["same result"] === "yes")).toBe(true);
+  }, 120_000);
+});
