@@ -21,23 +21,9 @@ if [ ${#need[@]} -gt 0 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
 
-# 2. npm dependencies (exact versions from package-lock.json).
-if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  step "npm ci"
-  npm ci --legacy-peer-deps --no-audit --no-fund
-fi
-
-# 3. Build the addon. On linux-x64 the release build targets glibc 2.17 (napi cross
-#    toolchain) and is checked for it; elsewhere a plain host build.
+# 2-3. npm dependencies and the addon build (shared with the demo command).
+source scripts/setup.sh
 host=$(rustc -vV | sed -n 's/host: //p')
-if [ "$host" = x86_64-unknown-linux-gnu ]; then
-  step "build (x86_64-unknown-linux-gnu, glibc 2.17)"
-  npm run --silent build:linux-x64-gnu
-  node scripts/check-glibc.mjs
-else
-  step "build ($host)"
-  npm run --silent build
-fi
 
 # 4. Rust unit tests (shares napi's target dir through --target).
 step "cargo test"
