@@ -6,3 +6,4 @@
 
 pub mod error;
 pub mod exclude;
+pub mod ignore_scan;
