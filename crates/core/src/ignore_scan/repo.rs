@@ -227,15 +227,16 @@ const GITLINK_MODE: u32 = 0o160000;
 const SKIP_WORKTREE: u16 = 1 << 14;
 
 impl IndexFacts {
-    /// Read the index, keeping only entries under `prefix` (toplevel-relative with a trailing
-    /// `/`, or empty): `ls-files` prunes its index to the start directory before walking, so
-    /// tracked files elsewhere do not make the start directory's ancestors "tracked".
-    pub fn read(repo: &Repository, ignore_case: bool, prefix: &[u8]) -> Result<IndexFacts, ScanError> {
+    /// Read the index, keeping only entries whose names start with `keep` (bytes): `ls-files`
+    /// prunes its index to the start directory *without* its trailing slash before walking,
+    /// so tracked files elsewhere do not make the start directory's ancestors "tracked"
+    /// (while `sub/build` does keep `sub/b`'s ancestors tracked when starting in `sub/b`).
+    pub fn read(repo: &Repository, ignore_case: bool, keep: &[u8]) -> Result<IndexFacts, ScanError> {
         let index = repo.index().map_err(|e| ScanError::failed(format!("cannot read the index: {}", e.message())))?;
         let mut facts = IndexFacts::default();
         for entry in index.iter() {
             let name = entry.path.as_slice();
-            if !name.starts_with(prefix) {
+            if !name.starts_with(keep) {
                 continue;
             }
             if entry.mode & 0o170000 == GITLINK_MODE {

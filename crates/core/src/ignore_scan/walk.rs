@@ -325,7 +325,8 @@ impl<'a> Walker<'a> {
         if self.index.has_exact(name) {
             return Ok(());
         }
-        if record.len() < self.prefix.len() {
+        // `ls-files` compares with the start directory without its trailing slash.
+        if record.len() + 1 < self.prefix.len() {
             return Err(ScanError::failed("git ls-files: internal error - directory entry not superset of prefix"));
         }
         self.out.raw_bytes += record.len() + 1;
