@@ -1,7 +1,7 @@
 //! Finding and opening the repository of a directory the way `git` does, read-only and with
 //! no system, global or XDG configuration.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::ffi::{CString, OsStr, OsString};
 use std::fs;
 use std::io::Read;
@@ -191,19 +191,23 @@ pub fn open(worktree: &Path) -> Result<Repository, ScanError> {
         .map_err(|e| ScanError::failed(format!("cannot open repository: {}", e.message())))
 }
 
-/// The index facts the walk needs. Names are byte strings relative to the top.
+/// The index facts the walk needs: entry names (toplevel-relative bytes) sorted in byte
+/// order in one arena, looked up by binary search the way git does.
 #[derive(Default)]
 pub struct IndexFacts {
-    /// Every entry name, any stage.
-    files: HashSet<Box<[u8]>>,
-    /// Every proper leading directory of an entry.
-    dirs: HashSet<Box<[u8]>>,
-    /// Entries that are gitlinks (submodules).
-    gitlinks: HashSet<Box<[u8]>>,
-    /// Entries marked skip-worktree (sparse checkout), by name, with their blob id.
-    skip_worktree: std::collections::HashMap<Box<[u8]>, git2::Oid>,
-    /// With `core.ignoreCase`, the same sets with ASCII-lowercased names.
+    names: Vec<u8>,
+    entries: Vec<IndexName>,
+    /// Entries marked skip-worktree (sparse checkout) at stage 0, with their blob id.
+    skip_worktree: HashMap<Box<[u8]>, git2::Oid>,
+    /// With `core.ignoreCase`, ASCII-lowercased name sets for git's case-insensitive lookups.
     folded: Option<Box<Folded>>,
+}
+
+#[derive(Clone, Copy)]
+struct IndexName {
+    start: usize,
+    len: usize,
+    gitlink: bool,
 }
 
 #[derive(Default)]
@@ -231,6 +235,7 @@ impl IndexFacts {
     /// prunes its index to the start directory *without* its trailing slash before walking,
     /// so tracked files elsewhere do not make the start directory's ancestors "tracked"
     /// (while `sub/build` does keep `sub/b`'s ancestors tracked when starting in `sub/b`).
+    /// Nothing is written: libgit2 only reads the file.
     pub fn read(repo: &Repository, ignore_case: bool, keep: &[u8]) -> Result<IndexFacts, ScanError> {
         let index = repo.index().map_err(|e| ScanError::failed(format!("cannot read the index: {}", e.message())))?;
         let mut facts = IndexFacts::default();
@@ -239,68 +244,92 @@ impl IndexFacts {
             if !name.starts_with(keep) {
                 continue;
             }
-            if entry.mode & 0o170000 == GITLINK_MODE {
-                facts.gitlinks.insert(name.into());
-            }
             if entry.flags_extended & SKIP_WORKTREE != 0 && (entry.flags >> 12) & 3 == 0 {
                 facts.skip_worktree.insert(name.into(), entry.id);
             }
-            let mut end = name.len();
-            while let Some(slash) = name[..end].iter().rposition(|&c| c == b'/') {
-                if !facts.dirs.insert(name[..slash].into()) {
-                    break;
-                }
-                end = slash;
-            }
-            facts.files.insert(name.into());
+            let start = facts.names.len();
+            facts.names.extend_from_slice(name);
+            facts.entries.push(IndexName { start, len: name.len(), gitlink: entry.mode & 0o170000 == GITLINK_MODE });
+        }
+        // libgit2 orders a case-insensitive index case-insensitively; git's lookups need bytes.
+        let names = &facts.names;
+        let key = |e: &IndexName| &names[e.start..e.start + e.len];
+        if !facts.entries.is_sorted_by(|a, b| key(a) <= key(b)) {
+            facts.entries.sort_by(|a, b| key(a).cmp(key(b)));
         }
         if ignore_case {
-            let fold = |set: &HashSet<Box<[u8]>>| set.iter().map(|n| n.to_ascii_lowercase().into_boxed_slice()).collect();
-            facts.folded = Some(Box::new(Folded {
-                files: fold(&facts.files),
-                dirs: fold(&facts.dirs),
-                gitlinks: fold(&facts.gitlinks),
-            }));
+            let mut folded = Folded::default();
+            for e in &facts.entries {
+                let lower = key(e).to_ascii_lowercase();
+                let mut end = lower.len();
+                while let Some(slash) = lower[..end].iter().rposition(|&c| c == b'/') {
+                    if !folded.dirs.insert(lower[..slash].into()) {
+                        break;
+                    }
+                    end = slash;
+                }
+                if e.gitlink {
+                    folded.gitlinks.insert(lower.clone().into_boxed_slice());
+                }
+                folded.files.insert(lower.into_boxed_slice());
+            }
+            facts.folded = Some(Box::new(folded));
         }
         Ok(facts)
+    }
+
+    fn name(&self, i: usize) -> &[u8] {
+        let e = self.entries[i];
+        &self.names[e.start..e.start + e.len]
+    }
+
+    /// Index of the first entry not less than `name`.
+    fn lower_bound(&self, name: &[u8]) -> usize {
+        self.entries.partition_point(|e| &self.names[e.start..e.start + e.len] < name)
     }
 
     /// `index_file_exists(name, ignore_case)`.
     pub fn has_file(&self, name: &[u8]) -> bool {
         match &self.folded {
             Some(f) => f.files.contains(name.to_ascii_lowercase().as_slice()),
-            None => self.files.contains(name),
+            None => self.has_exact(name),
         }
     }
 
     /// Exact, case-sensitive presence at any stage (`index_name_is_other`).
     pub fn has_exact(&self, name: &[u8]) -> bool {
-        self.files.contains(name)
+        let i = self.lower_bound(name);
+        i < self.entries.len() && self.name(i) == name
     }
 
     /// `directory_exists_in_index` for a name without its trailing slash.
     pub fn directory_status(&self, name: &[u8]) -> InIndex {
-        match &self.folded {
-            Some(f) => {
-                let lower = name.to_ascii_lowercase();
-                if f.dirs.contains(lower.as_slice()) {
-                    InIndex::Directory
-                } else if f.gitlinks.contains(lower.as_slice()) {
-                    InIndex::Gitlink
-                } else {
-                    InIndex::Nothing
-                }
+        if let Some(f) = &self.folded {
+            let lower = name.to_ascii_lowercase();
+            return if f.dirs.contains(lower.as_slice()) {
+                InIndex::Directory
+            } else if f.gitlinks.contains(lower.as_slice()) {
+                InIndex::Gitlink
+            } else {
+                InIndex::Nothing
+            };
+        }
+        // Entries equal to `name` sort first, then `name-…`, `name.…` (below `/`), then
+        // `name/…`; anything after `/` ends the search.
+        for i in self.lower_bound(name)..self.entries.len() {
+            let entry = self.name(i);
+            if !entry.starts_with(name) {
+                break;
             }
-            None => {
-                if self.gitlinks.contains(name) {
-                    InIndex::Gitlink
-                } else if self.dirs.contains(name) {
-                    InIndex::Directory
-                } else {
-                    InIndex::Nothing
-                }
+            match entry.get(name.len()) {
+                None if self.entries[i].gitlink => return InIndex::Gitlink,
+                None => {}
+                Some(b'/') => return InIndex::Directory,
+                Some(&c) if c > b'/' => break,
+                Some(_) => {}
             }
         }
+        InIndex::Nothing
     }
 
     /// The blob of a stage-0 skip-worktree entry (git reads a missing `.gitignore` from it).

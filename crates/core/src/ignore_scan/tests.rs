@@ -1,7 +1,6 @@
 //! Differential tests against the git CLI run the way upstream runs it, plus hardening,
 //! bound and edge-case tests.
 
-use std::ffi::OsStr;
 use std::fs;
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
@@ -177,7 +176,8 @@ fn random_patterns(rng: &mut Rng) -> String {
     let n = 1 + rng.below(6);
     let mut s = String::new();
     for _ in 0..n {
-        s.push_str(*rng.pick(PATTERNS));
+        let pattern: &&str = rng.pick(PATTERNS);
+        s.push_str(pattern);
         s.push('\n');
     }
     s

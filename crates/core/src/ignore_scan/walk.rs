@@ -138,7 +138,7 @@ impl<'a> Walker<'a> {
 
     fn tick(&mut self) -> Result<(), ScanError> {
         self.ticks = self.ticks.wrapping_add(1);
-        if self.ticks % 256 == 0 && self.cancel.load(Ordering::Relaxed) {
+        if self.ticks.is_multiple_of(256) && self.cancel.load(Ordering::Relaxed) {
             return Err(ScanError::Aborted);
         }
         Ok(())
