@@ -25,6 +25,10 @@ pub mod codes {
     pub const FILE_CHANGED: &str = "ERR_PAPERCLIP_NATIVE_FILE_CHANGED";
     /// A mutation that would go through a symlinked ancestor of its root.
     pub const SYMLINKED_ANCESTOR: &str = "ERR_PAPERCLIP_NATIVE_SYMLINKED_ANCESTOR";
+    /// A git ignore scan failed (upstream reason `git-ignore-scan-failed`).
+    pub const GIT_IGNORE_SCAN_FAILED: &str = "ERR_PAPERCLIP_NATIVE_GIT_IGNORE_SCAN_FAILED";
+    /// A git ignore scan breached a bound (upstream reason `git-ignore-scan-limit-exceeded`).
+    pub const GIT_IGNORE_SCAN_LIMIT_EXCEEDED: &str = "ERR_PAPERCLIP_NATIVE_GIT_IGNORE_SCAN_LIMIT_EXCEEDED";
     /// Anything else (a bug or an unexpected state); the message says what.
     pub const INTERNAL: &str = "ERR_PAPERCLIP_NATIVE_INTERNAL";
 }

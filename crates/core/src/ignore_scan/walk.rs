@@ -1,0 +1,385 @@
+//! The work-tree walk behind `git ls-files --others --ignored --exclude-standard
+//! --directory`, reproducing git's directory treatment (`dir.c`) for exactly that flag set:
+//!
+//! - a file or symlink is reported when it is untracked and excluded;
+//! - an untracked directory that is excluded is reported once, with a trailing `/`, and
+//!   never entered (an empty one too);
+//! - a directory with tracked entries below it is always entered, even when excluded
+//!   (everything untracked inside is then excluded);
+//! - an untracked, not excluded directory is entered; its excluded contents are reported,
+//!   and when *everything* in it is excluded the directory itself is reported as well
+//!   (git prints both `d/` and `d/x.log`);
+//! - a nested repository that is not excluded is not entered; submodules (gitlinks) are
+//!   skipped; anything named `.git` is skipped;
+//! - when the scan starts below the top (git's `prefix`), the leading directories are
+//!   treated one by one first, as git does with its cwd pathspec, including git's failure
+//!   when the start directory lies inside an excluded directory.
+
+use std::ffi::OsStr;
+use std::fs::{self, File, OpenOptions};
+use std::io::Read;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use git2::Repository;
+
+use super::patterns::{Kind, PatternList, PATTERN_MAX_FILE_SIZE};
+use super::repo::{is_nonbare_repository_dir, IndexFacts, InIndex};
+use super::ScanError;
+
+/// git's `path_treatment`, ordered by significance.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Treatment {
+    None,
+    Recurse,
+    Excluded,
+    Untracked,
+}
+
+/// Where a directory sits relative to the start directory's leading path.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Leading {
+    /// Inside the start directory: no pathspec effect.
+    No,
+    /// A proper ancestor of the start directory.
+    Ancestor,
+    /// The start directory itself.
+    Start,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum EntryType {
+    Dir,
+    /// Regular file or symlink (symlinks are never followed).
+    FileOrLink,
+    /// FIFO, socket, device, or unknown: git ignores these.
+    Other,
+}
+
+/// Collected output records in one arena, bounded by the raw-output allowance.
+pub struct Collected {
+    arena: Vec<u8>,
+    spans: Vec<(usize, usize)>,
+    raw_bytes: usize,
+}
+
+impl Collected {
+    /// The records in git's output order (byte order of the record, where a directory
+    /// carries its trailing `/`).
+    pub fn sorted(&self) -> impl Iterator<Item = &[u8]> {
+        let mut spans = self.spans.clone();
+        spans.sort_unstable_by(|a, b| self.arena[a.0..a.0 + a.1].cmp(&self.arena[b.0..b.0 + b.1]));
+        spans.into_iter().map(move |(start, len)| &self.arena[start..start + len])
+    }
+}
+
+pub struct Walker<'a> {
+    pub top: &'a Path,
+    pub repo: &'a Repository,
+    pub index: &'a IndexFacts,
+    pub casefold: bool,
+    /// `[core.excludesFile, info/exclude]` (later entries win).
+    pub file_lists: Vec<PatternList>,
+    /// The start directory relative to the top, with a trailing `/` (empty at the top).
+    pub prefix: Vec<u8>,
+    /// Abort with a failure once the output (records + NUL) exceeds this many bytes.
+    pub max_output_bytes: usize,
+    pub cancel: &'a AtomicBool,
+    /// `.gitignore` lists of the directories being walked, outermost first.
+    dir_lists: Vec<PatternList>,
+    /// Canonical path of this repository's git directory (a nested `.git` that resolves
+    /// here is not a nested repository).
+    gitdir_real: Option<PathBuf>,
+    out: Collected,
+    ticks: u32,
+}
+
+impl<'a> Walker<'a> {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        top: &'a Path,
+        repo: &'a Repository,
+        index: &'a IndexFacts,
+        casefold: bool,
+        file_lists: Vec<PatternList>,
+        prefix: Vec<u8>,
+        max_output_bytes: usize,
+        cancel: &'a AtomicBool,
+    ) -> Self {
+        Walker {
+            top,
+            repo,
+            index,
+            casefold,
+            file_lists,
+            prefix,
+            max_output_bytes,
+            cancel,
+            dir_lists: Vec::new(),
+            gitdir_real: fs::canonicalize(repo.path()).ok(),
+            out: Collected { arena: Vec::new(), spans: Vec::new(), raw_bytes: 0 },
+            ticks: 0,
+        }
+    }
+
+    /// Run the walk and return the collected records.
+    pub fn run(mut self) -> Result<Collected, ScanError> {
+        let root = self.load_dir_patterns(b"")?;
+        self.dir_lists.push(root);
+        if self.prefix.is_empty() {
+            self.read_directory(b"", false)?;
+        } else {
+            self.walk_leading_path()?;
+        }
+        Ok(self.out)
+    }
+
+    fn tick(&mut self) -> Result<(), ScanError> {
+        self.ticks = self.ticks.wrapping_add(1);
+        if self.ticks.is_multiple_of(256) && self.cancel.load(Ordering::Relaxed) {
+            return Err(ScanError::Aborted);
+        }
+        Ok(())
+    }
+
+    fn abs(&self, rel: &[u8]) -> PathBuf {
+        if rel.is_empty() {
+            self.top.to_path_buf()
+        } else {
+            self.top.join(OsStr::from_bytes(rel))
+        }
+    }
+
+    /// git's `treat_leading_path`: treat each directory on the way to the start directory,
+    /// then walk the start directory when every step says "recurse".
+    fn walk_leading_path(&mut self) -> Result<(), ScanError> {
+        let prefix = self.prefix.clone();
+        let components: Vec<&[u8]> = prefix[..prefix.len() - 1].split(|&c| c == b'/').collect();
+        let mut rel: Vec<u8> = Vec::new();
+        let mut ancestor_excluded = false;
+        let mut state = Treatment::None;
+        let mut excluded = false;
+        let mut reached: Vec<u8> = Vec::new();
+        for (i, component) in components.iter().enumerate() {
+            let mut path = rel.clone();
+            path.extend_from_slice(component);
+            if !self.abs(&path).is_dir() {
+                break;
+            }
+            let leading = if i + 1 == components.len() { Leading::Start } else { Leading::Ancestor };
+            (state, excluded) = self.treat_path(&path, EntryType::Dir, ancestor_excluded, leading)?;
+            path.push(b'/');
+            reached = path.clone();
+            if state != Treatment::Recurse || i + 1 == components.len() {
+                break;
+            }
+            if excluded {
+                ancestor_excluded = true;
+            } else if !ancestor_excluded {
+                let list = self.load_dir_patterns(&path)?;
+                self.dir_lists.push(list);
+            }
+            rel = path;
+        }
+        match state {
+            Treatment::Excluded => self.add(&reached)?,
+            Treatment::Recurse => {
+                self.read_directory(&prefix, ancestor_excluded || excluded)?;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// git's `read_directory_recursive` for `dir` (toplevel-relative with a trailing `/`, or
+    /// empty). `dir_excluded`: the directory itself (or an ancestor) is excluded, so every
+    /// path inside is, and its `.gitignore` is not read.
+    fn read_directory(&mut self, dir: &[u8], dir_excluded: bool) -> Result<Treatment, ScanError> {
+        let pushed = !dir_excluded && !dir.is_empty();
+        if pushed {
+            let list = self.load_dir_patterns(dir)?;
+            self.dir_lists.push(list);
+        }
+        let result = self.read_entries(dir, dir_excluded);
+        if pushed {
+            self.dir_lists.pop();
+        }
+        result
+    }
+
+    fn read_entries(&mut self, dir: &[u8], dir_excluded: bool) -> Result<Treatment, ScanError> {
+        // Like git, an unreadable directory reads as empty, and a failing readdir ends it.
+        let Ok(entries) = fs::read_dir(self.abs(dir)) else { return Ok(Treatment::None) };
+        let mut dir_state = Treatment::None;
+        let mut path = dir.to_vec();
+        for entry in entries {
+            let Ok(entry) = entry else { break };
+            self.tick()?;
+            let kind = match entry.file_type() {
+                Ok(t) if t.is_dir() => EntryType::Dir,
+                Ok(t) if t.is_file() || t.is_symlink() => EntryType::FileOrLink,
+                _ => EntryType::Other,
+            };
+            path.truncate(dir.len());
+            path.extend_from_slice(entry.file_name().as_bytes());
+            let (state, excluded) = self.treat_path(&path, kind, dir_excluded, Leading::No)?;
+            dir_state = dir_state.max(state);
+            if kind == EntryType::Dir {
+                path.push(b'/');
+            }
+            if state == Treatment::Recurse {
+                let sub = self.read_directory(&path, excluded)?;
+                dir_state = dir_state.max(sub);
+            }
+            if state == Treatment::Excluded {
+                self.add(&path)?;
+            }
+        }
+        Ok(dir_state)
+    }
+
+    /// git's `treat_path`: how one entry is treated, and whether it is excluded.
+    fn treat_path(
+        &mut self,
+        path: &[u8],
+        kind: EntryType,
+        ancestor_excluded: bool,
+        leading: Leading,
+    ) -> Result<(Treatment, bool), ScanError> {
+        let name_at = path.iter().rposition(|&c| c == b'/').map_or(0, |i| i + 1);
+        let name = &path[name_at..];
+        let is_dot_git = if self.casefold { name.eq_ignore_ascii_case(b".git") } else { name == b".git" };
+        if is_dot_git || kind == EntryType::Other {
+            return Ok((Treatment::None, false));
+        }
+        if kind != EntryType::Dir && self.index.has_file(path) {
+            return Ok((Treatment::None, false));
+        }
+        let pattern_kind = if kind == EntryType::Dir { Kind::Dir } else { Kind::NotDir };
+        let excluded = ancestor_excluded || self.is_excluded(path, name_at, pattern_kind);
+        let state = if kind == EntryType::Dir {
+            self.treat_directory(path, excluded, leading)?
+        } else if excluded {
+            Treatment::Excluded
+        } else {
+            Treatment::Untracked
+        };
+        Ok((state, excluded))
+    }
+
+    /// git's `treat_directory` for `--directory --ignored` without `--no-empty-directory`.
+    fn treat_directory(&mut self, path: &[u8], excluded: bool, leading: Leading) -> Result<Treatment, ScanError> {
+        match self.index.directory_status(path) {
+            InIndex::Directory => return Ok(Treatment::Recurse),
+            InIndex::Gitlink => return Ok(Treatment::None),
+            InIndex::Nothing => {}
+        }
+        // git's cwd pathspec matches an ancestor of the start directory as a "leading" path
+        // (only checked when the directory is not excluded).
+        let leading_match = leading == Leading::Ancestor && !excluded;
+        // An excluded directory is reported whole whether or not it is a nested repository,
+        // so the probe is only needed for the others.
+        if !excluded && self.is_nested_repository(path) {
+            return Ok(if leading_match { Treatment::None } else { Treatment::Untracked });
+        }
+        if leading_match {
+            return Ok(Treatment::Recurse);
+        }
+        if excluded {
+            return Ok(Treatment::Excluded);
+        }
+        let mut dir = path.to_vec();
+        dir.push(b'/');
+        let state = self.read_directory(&dir, false)?;
+        Ok(if state == Treatment::None { Treatment::Untracked } else { state })
+    }
+
+    fn is_nested_repository(&self, path: &[u8]) -> bool {
+        let abs = self.abs(path);
+        if !is_nonbare_repository_dir(&abs) {
+            return false;
+        }
+        // The work tree's own `.git` seen from a parent (an unusual core.worktree setup).
+        match (&self.gitdir_real, fs::canonicalize(abs.join(".git"))) {
+            (Some(own), Ok(this)) => *own != this,
+            _ => true,
+        }
+    }
+
+    fn is_excluded(&self, path: &[u8], name_at: usize, kind: Kind) -> bool {
+        self.dir_lists
+            .iter()
+            .rev()
+            .chain(self.file_lists.iter().rev())
+            .find_map(|list| list.last_match(path, name_at, kind, self.casefold))
+            .unwrap_or(false)
+    }
+
+    /// Record one output record (a directory with its trailing `/`), applying what
+    /// `ls-files` does when it prints: skip names the index has, and die on a record
+    /// outside the start directory.
+    fn add(&mut self, record: &[u8]) -> Result<(), ScanError> {
+        let name = record.strip_suffix(b"/").unwrap_or(record);
+        if self.index.has_exact(name) {
+            return Ok(());
+        }
+        // `ls-files` compares with the start directory without its trailing slash.
+        if record.len() + 1 < self.prefix.len() {
+            return Err(ScanError::failed("git ls-files: internal error - directory entry not superset of prefix"));
+        }
+        self.out.raw_bytes += record.len() + 1;
+        if self.out.raw_bytes > self.max_output_bytes {
+            return Err(ScanError::failed(format!(
+                "the ignored-path listing exceeds the {}-byte output allowance (stdout maxBuffer length exceeded)",
+                self.max_output_bytes
+            )));
+        }
+        let start = self.out.arena.len();
+        self.out.arena.extend_from_slice(record);
+        self.out.spans.push((start, record.len()));
+        Ok(())
+    }
+
+    /// The `.gitignore` of `dir` (with a trailing `/`, or empty), read like git: never
+    /// through a symlink, falling back to the index blob of a skip-worktree entry.
+    fn load_dir_patterns(&self, dir: &[u8]) -> Result<PatternList, ScanError> {
+        let mut rel = dir.to_vec();
+        rel.extend_from_slice(b".gitignore");
+        let path = self.abs(&rel);
+        let opened = OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(&path);
+        let contents = match opened {
+            Ok(file) => read_pattern_file(file, &path, false)?,
+            Err(_) => match self.index.skip_worktree_blob(&rel) {
+                Some(oid) => self.repo.find_blob(oid).map(|b| b.content().to_vec()).ok(),
+                None => None,
+            },
+        };
+        Ok(contents.map(|c| PatternList::parse(dir, &c)).unwrap_or_default())
+    }
+}
+
+/// Read an opened pattern file as git's `add_patterns` does. `None` means "no patterns";
+/// `strict` (for `info/exclude` and `core.excludesFile`) turns git's fatal cases into errors.
+pub fn read_pattern_file(mut file: File, path: &Path, strict: bool) -> Result<Option<Vec<u8>>, ScanError> {
+    let meta = file.metadata().map_err(|e| ScanError::io(e, "fstat", path))?;
+    let file_type = meta.file_type();
+    if file_type.is_fifo() || file_type.is_socket() {
+        // git would block opening it; fail instead of hanging.
+        return Err(ScanError::failed(format!("refusing to read pattern file {}: not a regular file", path.display())));
+    }
+    if meta.len() == 0 {
+        return Ok(None);
+    }
+    let cannot_use = || ScanError::failed(format!("cannot use {} as an exclude file", path.display()));
+    if meta.is_dir() || meta.len() > PATTERN_MAX_FILE_SIZE {
+        return if strict { Err(cannot_use()) } else { Ok(None) };
+    }
+    let mut buf = Vec::with_capacity(meta.len() as usize);
+    match file.read_to_end(&mut buf) {
+        Ok(_) => Ok(Some(buf)),
+        Err(_) if !strict => Ok(None),
+        Err(_) => Err(cannot_use()),
+    }
+}
