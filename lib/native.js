@@ -60,3 +60,93 @@ export async function runCancellable(signal, start) {
     }
   }
 }
+
+/**
+ * A FIFO of at most `max` concurrent holders (internal). `acquire(signal)` resolves to a
+ * `release` function once a slot is free; aborting `signal` while queued rejects with an
+ * `AbortError` and leaves the queue.
+ */
+export function createSlots(max) {
+  let active = 0;
+  const queue = [];
+  const release = () => {
+    const next = queue.shift();
+    if (next) next.grant();
+    else active -= 1;
+  };
+  const releaser = () => {
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      release();
+    };
+  };
+  return {
+    /** Slots in use (for tests and diagnostics). */
+    get active() {
+      return active;
+    },
+    /** Callers waiting for a slot. */
+    get queued() {
+      return queue.length;
+    },
+    acquire(signal) {
+      if (signal?.aborted) return Promise.reject(abortError(signal));
+      if (active < max) {
+        active += 1;
+        return Promise.resolve(releaser());
+      }
+      return new Promise((resolve, reject) => {
+        const waiter = {
+          grant: () => {
+            signal?.removeEventListener("abort", onAbort);
+            resolve(releaser());
+          },
+        };
+        const onAbort = () => {
+          queue.splice(queue.indexOf(waiter), 1);
+          reject(abortError(signal));
+        };
+        signal?.addEventListener("abort", onAbort, { once: true });
+        queue.push(waiter);
+      });
+    },
+  };
+}
+
+/**
+ * Runs the native call `start(cancelId)` in one of `slots`, bounded by `timeoutMs` and
+ * `signal` (internal). The call settles at the first of: the native result, the deadline
+ * (rejects with `onTimeout()`), or an abort (rejects with an `AbortError`); on the last two
+ * the native work is told to stop through its cancellation flag, and keeps its slot until
+ * it has actually stopped, so the bound on concurrent native work holds. The deadline runs
+ * from the moment the call gets its slot.
+ */
+export async function runBounded({ slots, signal, timeoutMs, onTimeout }, start) {
+  const release = await slots.acquire(signal);
+  const controller = new AbortController();
+  let timer;
+  let onAbort;
+  const stopped = new Promise((_, reject) => {
+    timer = setTimeout(() => {
+      const error = onTimeout();
+      controller.abort(error);
+      reject(error);
+    }, timeoutMs);
+    onAbort = () => {
+      const error = abortError(signal);
+      controller.abort(error);
+      reject(error);
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
+  });
+  const work = runCancellable(controller.signal, start);
+  work.then(release, release);
+  try {
+    return await Promise.race([work, stopped]);
+  } finally {
+    clearTimeout(timer);
+    signal?.removeEventListener("abort", onAbort);
+  }
+}

@@ -37,3 +37,21 @@ export declare function referencedSourceIgnoreExcludeEntries(resolution: Referen
  * keeping the first occurrence (the order is the tar argv order).
  */
 export declare function mergeExcludes(...groups: Array<string[] | undefined>): string[];
+/** Options of {@link resolveReferencedSourceIgnore} (our addition). */
+export interface ResolveReferencedSourceIgnoreOptions {
+    /** Aborting rejects the resolution with an `AbortError` (instead of a `failed` result). */
+    signal?: AbortSignal;
+}
+/**
+ * Resolves a referenced project's git-ignored paths once, for every staging site:
+ * `{ kind: "git", ignoredPaths }` relative to `localPath` (sorted with `localeCompare`),
+ * `{ kind: "other" }` outside a git work tree, or `{ kind: "failed", reason }` with one of
+ * {@link REFERENCED_SOURCE_IGNORE_FAILURE_REASONS} — never a message, path or pid.
+ *
+ * Fails closed: a read error, a timeout, a bound breach or a `localPath` that is not below
+ * its own toplevel is a failure, never an empty list. Only a saturated host scan queue
+ * (`code` `workspace_git_scan_saturated`) is retried: three attempts in all, after 1 s and
+ * 2 s on the JS timers. An entry equal to `localPath` itself (the whole project ignored) is
+ * dropped, as upstream does.
+ */
+export declare function resolveReferencedSourceIgnore(localPath: string, options?: ResolveReferencedSourceIgnoreOptions): Promise<ReferencedSourceIgnoreResolution>;

@@ -38,6 +38,40 @@ export declare function escapeTarExcludeLiteral(entry: string): string
  */
 export declare function excludePatternMatches(relative: string, pattern: string): boolean
 
+/**
+ * The user environment git would see (internal): only `HOME` and `XDG_CONFIG_HOME` change
+ * what the hardened command reads (the default excludes file). The JS layer passes them
+ * from `process.env` at call time, as upstream's hardened env copies it.
+ */
+export interface IgnoreScanEnv {
+  home?: string
+  xdgConfigHome?: string
+}
+
+/**
+ * The ignored records of `local_dir`, `null` when it is not inside a git work tree
+ * (internal; see `readReferencedSourceGitIgnoredPaths`). Only upstream's raw-output
+ * allowance is enforced here; the entry and byte bounds are applied by the JS parser.
+ */
+export declare function ignoreScanList(localDir: string, env: IgnoreScanEnv, cancelId?: number | undefined | null): Promise<IgnoreScanListing | null>
+
+/** A listing in transfer form (internal). */
+export interface IgnoreScanListing {
+  /** The work-tree top, as `git rev-parse --show-toplevel` prints it (trimmed). */
+  toplevel: string
+  /**
+   * The ignored records in git's order, each followed by a NUL (like git's `-z` output,
+   * trailing slashes already stripped).
+   */
+  records: string
+}
+
+/**
+ * The work-tree top of `local_dir`, `null` when it is not inside a git work tree
+ * (internal; see `readReferencedSourceGitIgnoredPaths`).
+ */
+export declare function ignoreScanToplevel(localDir: string): Promise<string | null>
+
 /** True when `relative` equals `candidate` or lies below it (`candidate + "/"` prefix). */
 export declare function isRelativePathOrDescendant(relative: string, candidate: string): boolean
 

@@ -9,5 +9,6 @@
 mod cancel;
 mod error;
 mod exclude;
+mod ignore;
 mod runtime;
 mod snapshot;

@@ -19,11 +19,31 @@ export const sandbox: {
   referencedSourceIgnoreExcludeEntries: typeof upSandbox.referencedSourceIgnoreExcludeEntries;
   mergeExcludes: typeof upSandbox.mergeExcludes;
   REFERENCED_SOURCE_IGNORE_FAILURE_REASONS: typeof upSandbox.REFERENCED_SOURCE_IGNORE_FAILURE_REASONS;
+  resolveReferencedSourceIgnore: typeof upSandbox.resolveReferencedSourceIgnore;
 }[] = [ourSandbox, ours];
 
 export const git: {
   GIT_ARCHIVE_EXCLUDES: typeof upGit.GIT_ARCHIVE_EXCLUDES;
+  PROJECT_REPOSITORIES_DIR: typeof upGit.PROJECT_REPOSITORIES_DIR;
+  WORKSPACE_GIT_SCAN_SATURATED_CODE: typeof upGit.WORKSPACE_GIT_SCAN_SATURATED_CODE;
+  REFERENCED_SOURCE_IGNORE_MAX_ENTRY_COUNT: typeof upGit.REFERENCED_SOURCE_IGNORE_MAX_ENTRY_COUNT;
+  REFERENCED_SOURCE_IGNORE_MAX_TOTAL_BYTES: typeof upGit.REFERENCED_SOURCE_IGNORE_MAX_TOTAL_BYTES;
+  ReferencedSourceIgnoreScanLimitExceededError: typeof upGit.ReferencedSourceIgnoreScanLimitExceededError;
+  setExpensiveWorkspaceGitExecutor: typeof upGit.setExpensiveWorkspaceGitExecutor;
+  readReferencedSourceGitIgnoredPaths: typeof upGit.readReferencedSourceGitIgnoredPaths;
+  readGitWorkspaceSnapshot: typeof upGit.readGitWorkspaceSnapshot;
 }[] = [ourGit, ours];
+
+// The executor seam and the scan/snapshot shapes are interchangeable both ways: a host's
+// upstream-typed executor registers with us, and our results feed upstream-typed code.
+export const executorIn: Parameters<typeof ourGit.setExpensiveWorkspaceGitExecutor>[0] = {} as upGit.ExpensiveWorkspaceGitExecutor;
+export const executorOut: Parameters<typeof upGit.setExpensiveWorkspaceGitExecutor>[0] = {} as ourGit.ExpensiveWorkspaceGitExecutor;
+export const scanIn: upGit.ReferencedSourceGitIgnoreScan = {} as ourGit.ReferencedSourceGitIgnoreScan;
+export const scanOut: ourGit.ReferencedSourceGitIgnoreScan = {} as upGit.ReferencedSourceGitIgnoreScan;
+export const gitSnapshotIn: upGit.GitWorkspaceSnapshot = {} as ourGit.GitWorkspaceSnapshot;
+export const gitSnapshotOut: ourGit.GitWorkspaceSnapshot = {} as upGit.GitWorkspaceSnapshot;
+export const limitError: InstanceType<typeof upGit.ReferencedSourceIgnoreScanLimitExceededError> =
+  new ourGit.ReferencedSourceIgnoreScanLimitExceededError("x");
 
 // The resolution union must be interchangeable both ways.
 export const resolutionIn: upSandbox.ReferencedSourceIgnoreResolution = {} as ourSandbox.ReferencedSourceIgnoreResolution;

@@ -166,12 +166,25 @@ pub fn scan_ignored_paths_with_env(
     })
 }
 
-fn scan_on_this_thread(
-    local_dir: &Path,
-    limits: Limits,
-    env: &UserEnv,
-    cancel: &AtomicBool,
-) -> Result<Option<IgnoreScan>, ScanError> {
+/// Where a scan starts: the physical start directory, its repository, the physical work-tree
+/// top and upstream's form of it.
+struct Located {
+    start: std::path::PathBuf,
+    repository: git2::Repository,
+    top: std::path::PathBuf,
+    toplevel: String,
+}
+
+/// `git -C <dir> rev-parse --show-toplevel` under upstream's hardened environment.
+///
+/// `Ok(None)`: not inside a git work tree (the case upstream maps to `null`). Reads only
+/// the `.git` files and directories on the way up and the repository's configuration; the
+/// cancel flag is not polled (there is nothing long to interrupt).
+pub fn probe_toplevel(local_dir: &Path) -> Result<Option<String>, ScanError> {
+    Ok(locate(local_dir)?.map(|located| located.toplevel))
+}
+
+fn locate(local_dir: &Path) -> Result<Option<Located>, ScanError> {
     // `git -C <dir>` works on the physical directory.
     let start = fs::canonicalize(local_dir).map_err(|e| ScanError::io(e, "chdir", local_dir))?;
     if !start.is_dir() {
@@ -186,14 +199,25 @@ fn scan_on_this_thread(
         return Err(ScanError::failed("this operation must be run in a work tree"));
     };
     let top = fs::canonicalize(workdir).map_err(|e| ScanError::io(e, "realpath", workdir))?;
-    let toplevel = utf8(top.as_os_str().as_bytes())?;
-    let toplevel = js_trim(toplevel).to_string();
+    let toplevel = js_trim(utf8(top.as_os_str().as_bytes())?).to_string();
     if toplevel.is_empty() {
         return Err(ScanError::failed(format!(
             "git rev-parse --show-toplevel returned an empty path for {}",
             local_dir.display()
         )));
     }
+    Ok(Some(Located { start, repository, top, toplevel }))
+}
+
+fn scan_on_this_thread(
+    local_dir: &Path,
+    limits: Limits,
+    env: &UserEnv,
+    cancel: &AtomicBool,
+) -> Result<Option<IgnoreScan>, ScanError> {
+    let Some(Located { start, repository, top, toplevel }) = locate(local_dir)? else {
+        return Ok(None);
+    };
     let prefix = match start.strip_prefix(&top) {
         Ok(rel) if rel.as_os_str().is_empty() => Vec::new(),
         Ok(rel) => {

@@ -143,9 +143,14 @@ fn scan(local: &Path, home: &Path) -> Result<Option<IgnoreScan>, ScanError> {
     scan_ignored_paths_with_env(local, Limits::UPSTREAM, &user_env(home), &AtomicBool::new(false))
 }
 
-/// Assert our scan equals the oracle for `local`.
+/// Assert our scan equals the oracle for `local`, and the toplevel probe agrees with it.
 fn assert_same(local: &Path, home: &Path, context: &str) {
     let ours = scan(local, home);
+    match (&ours, probe_toplevel(local)) {
+        (Ok(Some(scan)), Ok(Some(top))) => assert_eq!(top, scan.toplevel, "{context}: probed toplevel"),
+        (Ok(None), Ok(None)) | (Err(_), _) => {}
+        (_, probed) => panic!("{context}: the probe says {probed:?}, the scan {ours:?}"),
+    }
     match oracle(local, home) {
         Some((top, paths)) => {
             let ours = ours.unwrap_or_else(|e| panic!("{context}: git succeeded, we failed: {e}"));
