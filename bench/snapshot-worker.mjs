@@ -6,6 +6,8 @@ const [kind, dir] = process.argv.slice(2);
 let result;
 let mapMs = 0;
 let ms;
+// Peak RSS of the capture itself, read before any measuring extras below.
+let peakRss;
 if (kind === "upstream") {
   const upstream = await import("@paperclipai/adapter-utils/workspace-restore-merge");
   const start = process.hrtime.bigint();
@@ -16,6 +18,7 @@ if (kind === "upstream") {
   const start = process.hrtime.bigint();
   result = await ours.captureDirectorySnapshot(dir);
   ms = Number(process.hrtime.bigint() - start) / 1e6;
+  peakRss = process.resourceUsage().maxRSS / 1024;
   // The JS share of the boundary: building the Map from the native transfer.
   const { native } = await import("../lib/native.js");
   const { entriesFromTransfer } = await import("../lib/snapshot-transfer.js");
@@ -32,7 +35,7 @@ if (kind === "upstream") {
 } else {
   throw new Error(`unknown kind ${kind}`);
 }
-const rssMb = process.resourceUsage().maxRSS / 1024;
+const rssMb = peakRss ?? process.resourceUsage().maxRSS / 1024;
 let bytes = 0;
 if (kind === "ours") for (const [rel, e] of result.entries) if (e.kind === "file") bytes += statSync(path.join(dir, rel)).size;
 console.log(JSON.stringify({ ms, mapMs, rssMb, entries: result.entries.size, bytes }));
