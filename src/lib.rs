@@ -11,3 +11,4 @@ mod error;
 mod exclude;
 mod runtime;
 mod snapshot;
+mod tar;
