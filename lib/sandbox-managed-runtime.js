@@ -1,5 +1,7 @@
-// Drop-in for the exclude/escape part of `@paperclipai/adapter-utils/sandbox-managed-runtime`.
-import { native } from "./native.js";
+// Drop-in for the exclude/escape and host-tar part of `@paperclipai/adapter-utils/sandbox-managed-runtime`.
+// `createTarballFromDirectory` writes the archive in-process (no `tar` child process).
+import { native, runCancellable } from "./native.js";
+import { checkSignal, packInput, requireString } from "./tar-common.js";
 
 export const REFERENCED_SOURCE_IGNORE_FAILURE_REASONS = {
   scanFailed: "git-ignore-scan-failed",
@@ -17,4 +19,11 @@ export function referencedSourceIgnoreExcludeEntries(resolution) {
 
 export function mergeExcludes(...groups) {
   return native.mergeExcludeGroups(groups);
+}
+
+export async function createTarballFromDirectory(input) {
+  const signal = checkSignal(input.signal);
+  const archivePath = requireString(input.archivePath, "archivePath");
+  const pack = await packInput({ ...input, gzip: undefined });
+  await runCancellable(signal, (cancelId) => native.tarPackFile(pack, archivePath, cancelId, undefined));
 }
