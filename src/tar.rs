@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use napi::bindgen_prelude::{Buffer, BufferSlice, PromiseRaw, Unknown};
+use napi::bindgen_prelude::{BufferSlice, PromiseRaw, Unknown};
 use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Env, Status};
 use napi_derive::napi;
@@ -230,11 +230,64 @@ enum PackMessage {
     Failed(CoreError),
 }
 
+/// Chunk buffers the pack thread reuses: a chunk's bytes are copied into a JS-owned `Buffer`
+/// when it is handed to JS, and its `Vec` comes back here. Chunks handed out as external
+/// buffers would instead be freed only when V8 collects them, which it does lazily (it lets
+/// up to ~64 MB of external memory pile up), and from the JS thread into the pack thread's
+/// allocator arena, which keeps much of it resident. The copy costs far less than the read.
+#[derive(Default)]
+struct ChunkPool {
+    free: Mutex<Vec<Vec<u8>>>,
+}
+
+impl ChunkPool {
+    /// Buffers kept: the queued chunks, the one being filled and the one being handed over.
+    const KEEP: usize = PACK_QUEUE_CHUNKS + 2;
+
+    fn take(&self, capacity: usize) -> Vec<u8> {
+        let mut chunk = lock(&self.free).pop().unwrap_or_default();
+        chunk.clear();
+        chunk.reserve_exact(capacity);
+        chunk
+    }
+
+    fn give(&self, chunk: Vec<u8>) {
+        let mut free = lock(&self.free);
+        if free.len() < Self::KEEP {
+            free.push(chunk);
+        }
+    }
+}
+
+/// A chunk on its way to JS: becomes a JS-owned `Buffer` copy, and its `Vec` returns to
+/// the pool.
+pub struct PooledChunk {
+    data: Vec<u8>,
+    pool: Arc<ChunkPool>,
+}
+
+impl napi::bindgen_prelude::ToNapiValue for PooledChunk {
+    unsafe fn to_napi_value(env: napi::sys::napi_env, val: Self) -> napi::Result<napi::sys::napi_value> {
+        let mut out = std::ptr::null_mut();
+        let mut data = std::ptr::null_mut();
+        // SAFETY: `val.data` is live for the call; napi copies `len` bytes from it.
+        let status = unsafe {
+            napi::sys::napi_create_buffer_copy(env, val.data.len(), val.data.as_ptr().cast(), &mut data, &mut out)
+        };
+        val.pool.give(val.data);
+        if status != napi::sys::Status::napi_ok {
+            return Err(napi::Error::new(Status::from(status), "cannot create a Buffer for a tar chunk"));
+        }
+        Ok(out)
+    }
+}
+
 /// One chunk of a pack stream (internal).
-#[napi(object)]
+#[napi(object, object_from_js = false)]
 pub struct TarPackChunk {
     /// The bytes: `chunkSize` of them except in the last chunk.
-    pub data: Buffer,
+    #[napi(ts_type = "Buffer")]
+    pub data: PooledChunk,
     /// Uncompressed tar bytes produced up to the end of this chunk (the unit of
     /// `tarPrecomputeSize`); exact for a plain stream, as far as the compressor consumed for gzip.
     pub tar_bytes: f64,
@@ -244,6 +297,7 @@ pub struct TarPackChunk {
 /// the bounded channel, blocking while it is full (the consumer's backpressure).
 struct ChunkWriter<'a> {
     tx: &'a mpsc::Sender<PackMessage>,
+    pool: &'a ChunkPool,
     chunk: Vec<u8>,
     chunk_size: usize,
     /// Bytes handed over so far (for a plain stream, the tar byte count).
@@ -254,7 +308,7 @@ struct ChunkWriter<'a> {
 
 impl ChunkWriter<'_> {
     fn send(&mut self, tar_bytes: Option<u64>) -> io::Result<()> {
-        let data = std::mem::replace(&mut self.chunk, Vec::with_capacity(self.chunk_size));
+        let data = std::mem::replace(&mut self.chunk, self.pool.take(self.chunk_size));
         self.sent += data.len() as u64;
         let marker = tar_bytes.unwrap_or_else(|| self.uncompressed.map_or(self.sent, |count| count.get()));
         self.tx
@@ -284,11 +338,18 @@ impl Write for ChunkWriter<'_> {
 }
 
 /// The pack thread: runs the pack into the channel, then the last chunk and the outcome.
-fn produce(opts: PackOptions, chunk_size: usize, tx: mpsc::Sender<PackMessage>, cancel: Arc<AtomicBool>) {
+fn produce(
+    opts: PackOptions,
+    chunk_size: usize,
+    tx: mpsc::Sender<PackMessage>,
+    pool: Arc<ChunkPool>,
+    cancel: Arc<AtomicBool>,
+) {
     let uncompressed = std::cell::Cell::new(0u64);
     let mut writer = ChunkWriter {
         tx: &tx,
-        chunk: Vec::with_capacity(chunk_size),
+        pool: &pool,
+        chunk: pool.take(chunk_size),
         chunk_size,
         sent: 0,
         uncompressed: opts.gzip.is_some().then_some(&uncompressed),
@@ -314,6 +375,7 @@ struct PackStreamState {
     /// Closed (`None`) once the stream ended, failed or was cancelled.
     rx: tokio::sync::Mutex<Option<mpsc::Receiver<PackMessage>>>,
     cancel: Arc<AtomicBool>,
+    pool: Arc<ChunkPool>,
     summary: Mutex<Option<PackSummary>>,
 }
 
@@ -321,7 +383,8 @@ impl PackStreamState {
     fn start(&self) -> Result<(), CoreError> {
         let Some((opts, chunk_size, tx)) = lock(&self.pending).take() else { return Ok(()) };
         let cancel = Arc::clone(&self.cancel);
-        spawn_worker("paperclip-tar-pack", move || produce(opts, chunk_size, tx, cancel))
+        let pool = Arc::clone(&self.pool);
+        spawn_worker("paperclip-tar-pack", move || produce(opts, chunk_size, tx, pool, cancel))
     }
 }
 
@@ -353,6 +416,7 @@ pub fn tar_pack_stream(input: TarPackInput, chunk_size: u32) -> napi::Result<Tar
             pending: Mutex::new(Some((PackOptions::from(input), chunk_size as usize, tx))),
             rx: tokio::sync::Mutex::new(Some(rx)),
             cancel: Arc::new(AtomicBool::new(false)),
+            pool: Arc::default(),
             summary: Mutex::new(None),
         }),
     })
@@ -374,7 +438,7 @@ impl TarPackStream {
         let Some(receiver) = rx.as_mut() else { return Ok(None) };
         match receiver.recv().await {
             Some(PackMessage::Chunk(data, tar_bytes)) => {
-                Ok(Some(TarPackChunk { data: data.into(), tar_bytes: tar_bytes as f64 }))
+                Ok(Some(TarPackChunk { data: PooledChunk { data, pool: Arc::clone(&state.pool) }, tar_bytes: tar_bytes as f64 }))
             }
             Some(PackMessage::Done(summary)) => {
                 *rx = None;
