@@ -168,6 +168,21 @@ function unlessAborted(promise, signal) {
   });
 }
 
+/**
+ * Lets go of a source we stop reading: a Node stream is destroyed (its iterator's
+ * `return()` would wait for a pending read that may never come), anything else gets its
+ * iterator's `return()`.
+ */
+function release(source, iterator) {
+  if (typeof source.destroy === "function") {
+    source.destroy();
+    return;
+  }
+  Promise.resolve()
+    .then(() => iterator.return?.())
+    .catch(() => undefined);
+}
+
 /** Feeds an (async) iterable of chunks into a native extract sink and returns its result. */
 async function extractFromChunks(source, localDir, preserveMtime, signal, bridge) {
   const iterator = typeof source[Symbol.asyncIterator] === "function"
@@ -203,7 +218,7 @@ async function extractFromChunks(source, localDir, preserveMtime, signal, bridge
     // written after this call settled; then release the source (a Readable is destroyed).
     sink.abort();
     await sink.finish().catch(() => undefined);
-    if (!sourceDone) Promise.resolve(iterator.return?.()).catch(() => undefined);
+    if (!sourceDone) release(source, iterator);
     throw signal?.aborted ? abortError(signal) : toJsError(error, signal);
   } finally {
     signal?.removeEventListener("abort", onAbort);
