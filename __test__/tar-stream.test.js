@@ -17,7 +17,7 @@ import {
 } from "@paperclipai/adapter-utils-native";
 import { createRandom, runSeed } from "./helpers/random.js";
 import { writeRandomTree } from "./helpers/trees.js";
-import { listMembers, treeState } from "./helpers/tar.js";
+import { listMembers, removeEscapingSymlinks, treeState } from "./helpers/tar.js";
 
 const SEED = runSeed();
 const MIB = 1024 * 1024;
@@ -99,6 +99,7 @@ describe(`streaming pack (DIFF_SEED=${SEED})`, () => {
     const rng = createRandom(SEED + 1);
     const root = path.join(work, "gzip");
     await writeRandomTree(rng, root, { special: false, maxEntries: 12 });
+    removeEscapingSymlinks(root); // a safe extraction refuses them (tar-extract.test.js)
     const plain = Buffer.concat(await collect(await createTarballStreamFromDirectory({ localDir: root })));
     const expected = treeState(root);
     for (const gzip of [true, 0, 1, 9]) {
