@@ -1,8 +1,10 @@
 // Differential tests of hot path 4 (host tar creation and extraction) against GNU tar and
 // against upstream's createTarballFromDirectory (which runs the system tar).
+import { execFileSync } from "node:child_process";
 import { linkSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import * as upstream from "@paperclipai/adapter-utils/sandbox-managed-runtime";
 import * as ours from "@paperclipai/adapter-utils-native/sandbox-managed-runtime";
@@ -214,6 +216,20 @@ describe(`createTarballFromDirectory against upstream (DIFF_SEED=${SEED})`, () =
     const theirsPath = path.join(work, "order-theirs.tar");
     await upstream.createTarballFromDirectory({ localDir: root, archivePath: theirsPath, followSymlinks: true });
     expect(listMembers(archivePath)).toEqual(listMembers(theirsPath));
+  });
+
+  it.skipIf(!gnu)("orders top-level members as upstream under two locales (sv_SE and C.UTF-8)", () => {
+    const root = path.join(work, "locale");
+    mkdirSync(root);
+    for (const name of ["a", "z", "å", "ä", "ö", "A.txt", "a.txt", "a-b", "a.b", "é", "10", "9"]) writeFileSync(path.join(root, name), name);
+    const probe = path.join(path.dirname(fileURLToPath(import.meta.url)), "helpers", "tar-order-probe.mjs");
+    const run = (lang) => JSON.parse(execFileSync(process.execPath, [probe, root], { env: { ...process.env, LANG: lang, LC_ALL: lang }, encoding: "utf8" }));
+    const sv = run("sv_SE.UTF-8");
+    const en = run("C.UTF-8");
+    expect(sv.ours).toEqual(sv.upstream);
+    expect(en.ours).toEqual(en.upstream);
+    expect(sv.ours).not.toEqual(en.ours); // the locale really changed the order
+    expect(sv.ours.slice(-3)).toEqual(["å", "ä", "ö"]);
   });
 
   it("rejects a missing directory with upstream's readdir error and leaves no archive", async () => {
