@@ -293,8 +293,8 @@ pub struct TarPackChunk {
     pub tar_bytes: f64,
 }
 
-/// The pack thread's writer: fills chunks of exactly `chunk_size` bytes and hands each to
-/// the bounded channel, blocking while it is full (the consumer's backpressure).
+/// The pack thread's writer: fills chunks (from the pool) of exactly `chunk_size` bytes and
+/// hands each to the bounded channel, blocking while it is full (the consumer's backpressure).
 struct ChunkWriter<'a> {
     tx: &'a mpsc::Sender<PackMessage>,
     pool: &'a ChunkPool,
@@ -307,10 +307,13 @@ struct ChunkWriter<'a> {
 }
 
 impl ChunkWriter<'_> {
-    fn send(&mut self, tar_bytes: Option<u64>) -> io::Result<()> {
-        let data = std::mem::replace(&mut self.chunk, self.pool.take(self.chunk_size));
+    /// Hands the current chunk over; `last` carries the final tar byte count, and no new
+    /// chunk is taken from the pool after it.
+    fn send(&mut self, last: Option<u64>) -> io::Result<()> {
+        let next = if last.is_some() { Vec::new() } else { self.pool.take(self.chunk_size) };
+        let data = std::mem::replace(&mut self.chunk, next);
         self.sent += data.len() as u64;
-        let marker = tar_bytes.unwrap_or_else(|| self.uncompressed.map_or(self.sent, |count| count.get()));
+        let marker = last.unwrap_or_else(|| self.uncompressed.map_or(self.sent, |count| count.get()));
         self.tx
             .blocking_send(PackMessage::Chunk(data, marker))
             .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "the pack stream was closed"))
