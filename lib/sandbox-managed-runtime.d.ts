@@ -55,3 +55,28 @@ export interface ResolveReferencedSourceIgnoreOptions {
  * dropped, as upstream does.
  */
 export declare function resolveReferencedSourceIgnore(localPath: string, options?: ResolveReferencedSourceIgnoreOptions): Promise<ReferencedSourceIgnoreResolution>;
+/**
+ * Archives the entries of `localDir` into the file `archivePath`, in-process, with exactly
+ * the members upstream's `tar -c --no-xattrs [-h] -C localDir --exclude ._* --exclude <each>
+ * -- <entries sorted with localeCompare>` archives: no `./` self-entry, names `entry/...`,
+ * `exclude` values with GNU tar's `--exclude` semantics (unanchored, globs, `\` escapes), no
+ * xattrs, no compression. An empty directory gives 1024 zero bytes.
+ *
+ * The archive is written to a temporary file beside `archivePath` and renamed into place,
+ * so `archivePath` is either untouched or complete. Where upstream's archive would differ:
+ * hard links are stored as separate files, there is no padding to 10 240-byte records, and a
+ * top-level name with a backslash is archived (GNU tar unquotes it and fails).
+ *
+ * Errors: a `readdir` failure of `localDir` as upstream (Node's `ENOENT`, …); file-system
+ * failures with Node's codes; `ERR_PAPERCLIP_NATIVE_NON_UTF8_NAME` for a name that is not
+ * UTF-8; `ERR_PAPERCLIP_NATIVE_SYMLINK_LOOP` for a link cycle under `followSymlinks`;
+ * an `AbortError` when `signal` aborts (our addition), leaving no file behind.
+ */
+export declare function createTarballFromDirectory(input: {
+    localDir: string;
+    archivePath: string;
+    exclude?: string[];
+    followSymlinks?: boolean;
+    /** Our addition: aborts the pack (rejects with an `AbortError`, no archive left). */
+    signal?: AbortSignal;
+}): Promise<void>;

@@ -1,5 +1,6 @@
-// Drop-in for the exclude/escape and ignore-resolution part of
-// `@paperclipai/adapter-utils/sandbox-managed-runtime`.
+// Drop-in for the exclude/escape, ignore-resolution and host-tar part of
+// `@paperclipai/adapter-utils/sandbox-managed-runtime`. `createTarballFromDirectory` writes
+// the archive in-process (no `tar` child process).
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import {
@@ -7,7 +8,8 @@ import {
   ReferencedSourceIgnoreScanLimitExceededError,
   WORKSPACE_GIT_SCAN_SATURATED_CODE,
 } from "./git-workspace-sync.js";
-import { abortError, native } from "./native.js";
+import { abortError, native, runCancellable } from "./native.js";
+import { checkSignal, packInput, requireString } from "./tar-common.js";
 
 export const REFERENCED_SOURCE_IGNORE_FAILURE_REASONS = {
   scanFailed: "git-ignore-scan-failed",
@@ -106,4 +108,9 @@ export async function resolveReferencedSourceIgnore(localPath, options) {
     if (entry.startsWith(prefix) && entry.length > prefix.length) ignoredPaths.push(entry.slice(prefix.length));
   }
   return { kind: "git", ignoredPaths };
+export async function createTarballFromDirectory(input) {
+  const signal = checkSignal(input.signal);
+  const archivePath = requireString(input.archivePath, "archivePath");
+  const pack = await packInput({ ...input, gzip: undefined });
+  await runCancellable(signal, (cancelId) => native.tarPackFile(pack, archivePath, cancelId, undefined));
 }

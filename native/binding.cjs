@@ -836,6 +836,8 @@ function __napiStampBindingTarget(exportsObject, target) {
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
 module.exports.SnapshotStatCache = nativeBinding.SnapshotStatCache
+module.exports.TarExtractSink = nativeBinding.TarExtractSink
+module.exports.TarPackStream = nativeBinding.TarPackStream
 module.exports.cancelTokenAbort = nativeBinding.cancelTokenAbort
 module.exports.cancelTokenCreate = nativeBinding.cancelTokenCreate
 module.exports.cancelTokenRelease = nativeBinding.cancelTokenRelease
@@ -849,3 +851,8 @@ module.exports.mergeExcludeGroups = nativeBinding.mergeExcludeGroups
 module.exports.shouldExcludePath = nativeBinding.shouldExcludePath
 module.exports.snapshotCapture = nativeBinding.snapshotCapture
 module.exports.snapshotReadEntry = nativeBinding.snapshotReadEntry
+module.exports.tarExtractFile = nativeBinding.tarExtractFile
+module.exports.tarExtractStream = nativeBinding.tarExtractStream
+module.exports.tarPackFile = nativeBinding.tarPackFile
+module.exports.tarPackStream = nativeBinding.tarPackStream
+module.exports.tarPrecomputeSize = nativeBinding.tarPrecomputeSize

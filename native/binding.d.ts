@@ -13,6 +13,43 @@ export declare class SnapshotStatCache {
   get size(): number
 }
 
+/**
+ * An extraction fed chunk by chunk from JS (internal; see `extractTarballToDirectory`).
+ * The thread starts at once (creating `dest`) and reads the chunks as they come.
+ */
+export declare class TarExtractSink {
+  /**
+   * Queues a copy of `chunk` for extraction; resolves once it is queued (the queue holds a
+   * few chunks, so a fast source waits for the extraction). Rejects with the extraction's
+   * error once it failed, and after `finish()` or `abort()`.
+   */
+  write(chunk: Buffer): Promise<void>
+  /** Ends the input and resolves with the extraction's result. */
+  finish(): Promise<TarExtractSummary>
+  /** Stops the extraction: it ends with the cancellation at its next read. Idempotent. */
+  abort(): void
+}
+
+/**
+ * A directory being packed into a sequence of chunks (internal; see
+ * `createTarballStreamFromDirectory`). The pack starts on the first `read()` and stays at
+ * most a few chunks ahead of the reads.
+ */
+export declare class TarPackStream {
+  /**
+   * The next chunk; `null` once the archive is complete. Rejects with the pack's error,
+   * or with the cancellation once `cancel()` was called. Reads must not overlap.
+   */
+  read(): Promise<TarPackChunk | null>
+  /**
+   * Stops the pack: the thread ends at its next write and a pending or later `read()`
+   * rejects with the cancellation. Idempotent; does nothing after the end.
+   */
+  cancel(): void
+  /** Members and uncompressed size once the stream completed; `null` before. */
+  get summary(): TarPackSummary | null
+}
+
 /** Signals the token's work to stop (internal). */
 export declare function cancelTokenAbort(id: number): void
 
@@ -121,3 +158,65 @@ export interface SnapshotTransfer {
   reusedHashes: number
   cache?: SnapshotStatCache
 }
+
+/**
+ * Extracts the tar or tar.gz file `archive` into `dest` (internal; see
+ * `extractTarballToDirectory`). `on_progress` receives the bytes read from the file.
+ */
+export declare function tarExtractFile(archive: string, dest: string, preserveMtime: boolean, cancelId?: number | undefined | null, onProgress?: ((bytes: number) => void) | undefined | null): Promise<TarExtractSummary>
+
+/** Creates an extract sink into `dest` (internal). */
+export declare function tarExtractStream(dest: string, preserveMtime: boolean): TarExtractSink
+
+/** What an extraction did (internal). */
+export interface TarExtractSummary {
+  /** Members extracted. */
+  entries: number
+  /** Bytes read from the source (compressed bytes for gzip). */
+  bytesRead: number
+}
+
+/** One chunk of a pack stream (internal). */
+export interface TarPackChunk {
+  /** The bytes: `chunkSize` of them except in the last chunk. */
+  data: Buffer
+  /**
+   * Uncompressed tar bytes produced up to the end of this chunk (the unit of
+   * `tarPrecomputeSize`); exact for a plain stream, as far as the compressor consumed for gzip.
+   */
+  tarBytes: number
+}
+
+/**
+ * Packs into the file `archive_path` through a temporary file renamed into place on success
+ * (internal; see `createTarballFromDirectory`). `on_progress` receives uncompressed tar bytes.
+ */
+export declare function tarPackFile(input: TarPackInput, archivePath: string, cancelId?: number | undefined | null, onProgress?: ((bytes: number) => void) | undefined | null): Promise<TarPackSummary>
+
+/** What to archive (internal; see `createTarballFromDirectory` and the streaming pack). */
+export interface TarPackInput {
+  /** The directory whose entries are archived (tar's `-C`); it gets no `./` entry. */
+  root: string
+  /** `--exclude` values with GNU tar's semantics, applied after the implicit `._*`. */
+  exclude: Array<string>
+  /** Archive what symbolic links point to (`tar -h`). */
+  followSymlinks: boolean
+  /** The top-level names in archive order; absent: every entry of `root` in byte order. */
+  topLevel?: Array<string>
+  /** gzip level 0-9; absent: a plain tar stream. */
+  gzip?: number
+}
+
+/** Creates a pack stream of `input` in chunks of `chunk_size` bytes (internal). */
+export declare function tarPackStream(input: TarPackInput, chunkSize: number): TarPackStream
+
+/** What a pack wrote (internal). */
+export interface TarPackSummary {
+  /** Members archived. */
+  entries: number
+  /** Size of the uncompressed tar stream. */
+  tarBytes: number
+}
+
+/** The exact size of the uncompressed tar stream a pack of `input` would write now (internal). */
+export declare function tarPrecomputeSize(input: TarPackInput): Promise<number>

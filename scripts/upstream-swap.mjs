@@ -37,6 +37,7 @@ const DEFAULT_SUITES = [
   "command-managed-runtime",
   "git-workspace-sync",
   "acpx-engine/execute",
+  "runtime-progress",
 ];
 
 function parseArgs(argv) {

@@ -12,3 +12,4 @@ mod exclude;
 mod ignore;
 mod runtime;
 mod snapshot;
+mod tar;

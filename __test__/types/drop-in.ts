@@ -72,3 +72,32 @@ export const execute: {
 // Snapshots are interchangeable both ways.
 export const snapshotIn: upMerge.DirectorySnapshot = {} as ourMerge.DirectorySnapshot;
 export const snapshotOut: ourMerge.DirectorySnapshot = {} as upMerge.DirectorySnapshot;
+
+import * as upProgress from "@paperclipai/adapter-utils/runtime-progress";
+import * as ourProgress from "@paperclipai/adapter-utils-native/runtime-progress";
+
+export const tar: {
+  createTarballFromDirectory: typeof upSandbox.createTarballFromDirectory;
+}[] = [ourSandbox, ours];
+
+export const progress: {
+  createRuntimeProgressReporter: typeof upProgress.createRuntimeProgressReporter;
+}[] = [ourProgress, ours];
+
+// Reporters, options and sinks are interchangeable both ways.
+export const reporterIn: upProgress.RuntimeProgressReporter = {} as ourProgress.RuntimeProgressReporter;
+export const reporterOut: ourProgress.RuntimeProgressReporter = {} as upProgress.RuntimeProgressReporter;
+export const optionsIn: upProgress.RuntimeProgressReporterOptions = {} as ourProgress.RuntimeProgressReporterOptions;
+export const optionsOut: ourProgress.RuntimeProgressReporterOptions = {} as upProgress.RuntimeProgressReporterOptions;
+export const statusIn: upProgress.RuntimeStatusUpdate = {} as ourProgress.RuntimeStatusUpdate;
+export const statusOut: ourProgress.RuntimeStatusUpdate = {} as upProgress.RuntimeStatusUpdate;
+
+// An upstream reporter drives our streaming API's progress.
+export async function streamingWithUpstreamReporter(reporter: upProgress.RuntimeProgressReporter): Promise<number> {
+  const stream = await ours.createTarballStreamFromDirectory({ localDir: ".", gzip: 1, chunkSize: 1 << 20, precomputeSize: true, progress: reporter });
+  let total = 0;
+  for await (const chunk of stream) total += chunk.byteLength;
+  const summary = await ours.packDirectoryToFile({ localDir: ".", archivePath: "x.tar", progress: reporter });
+  const extracted = await ours.extractTarballToDirectory({ source: "x.tar", localDir: "out", signal: AbortSignal.timeout(1000) });
+  return total + summary.bytes + extracted.entries + ours.archiveTransferTimeoutMs({ archiveBytes: total, providerTimeoutMs: 300_000 });
+}
