@@ -108,6 +108,8 @@ export async function resolveReferencedSourceIgnore(localPath, options) {
     if (entry.startsWith(prefix) && entry.length > prefix.length) ignoredPaths.push(entry.slice(prefix.length));
   }
   return { kind: "git", ignoredPaths };
+}
+
 export async function createTarballFromDirectory(input) {
   const signal = checkSignal(input.signal);
   const archivePath = requireString(input.archivePath, "archivePath");
