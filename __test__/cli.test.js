@@ -1,13 +1,15 @@
 // CLI tests: the built paperclip-sync binary on generated trees — output, exit codes,
 // --json schemas, bad arguments and missing directories.
-import { spawnSync } from "node:child_process";
-import { appendFileSync, chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { execFileSync, spawnSync } from "node:child_process";
+import { appendFileSync, chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import * as upstream from "@paperclipai/adapter-utils/workspace-restore-merge";
 import * as upstreamExecute from "@paperclipai/adapter-utils/acpx-engine/execute";
+import * as upstreamSandbox from "@paperclipai/adapter-utils/sandbox-managed-runtime";
+import { listMembers, RawArchive } from "./helpers/tar.js";
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const bin = path.join(repo, "bin", "paperclip-sync.mjs");
@@ -17,6 +19,11 @@ afterAll(() => rmSync(work, { recursive: true, force: true }));
 function cli(...args) {
   const out = spawnSync(process.execPath, [bin, ...args], { encoding: "utf8", cwd: work });
   return { code: out.status, stdout: out.stdout, stderr: out.stderr };
+}
+
+function cliWithInput(input, ...args) {
+  const out = spawnSync(process.execPath, [bin, ...args], { input, cwd: work });
+  return { code: out.status, stdout: out.stdout, stderr: out.stderr.toString() };
 }
 
 function makeTree(name) {
@@ -115,14 +122,85 @@ describe("paperclip-sync", () => {
     expect(bad.stderr).not.toMatch(/\n\s+at /); // no stack trace
   });
 
+  it("ignored lists a Git project's ignored paths like upstream, notes non-Git dirs and fails closed", async () => {
+    const repoDir = path.join(work, "repo");
+    mkdirSync(path.join(repoDir, "build"), { recursive: true });
+    writeFileSync(path.join(repoDir, ".gitignore"), "build/\nsecret.env\n");
+    writeFileSync(path.join(repoDir, "secret.env"), "x");
+    writeFileSync(path.join(repoDir, "build", "out.js"), "x");
+    writeFileSync(path.join(repoDir, "kept.ts"), "x");
+    execFileSync("git", ["init", "-q", repoDir]);
+    const run = cli("ignored", repoDir);
+    expect(run.code, run.stderr).toBe(0);
+    const expected = await upstreamSandbox.resolveReferencedSourceIgnore(repoDir);
+    expect(run.stdout).toBe(expected.ignoredPaths.map((p) => `${p}\n`).join(""));
+    expect(run.stdout).toBe("build\nsecret.env\n");
+    expect(cli("ignored", repoDir, "-z").stdout).toBe("build\0secret.env\0");
+    const json = JSON.parse(cli("ignored", repoDir, "--json").stdout);
+    expect(json).toMatchObject({ kind: "git", ignoredPaths: ["build", "secret.env"] });
+    const plain = path.join(work, "not-a-repo");
+    mkdirSync(plain, { recursive: true });
+    const other = cli("ignored", plain);
+    expect(other.code).toBe(0);
+    expect(other.stdout).toBe("");
+    expect(other.stderr).toMatch(/not in a Git work tree \(kind: other\)/);
+    writeFileSync(path.join(repoDir, ".git", "index"), "corrupt");
+    const failed = cli("ignored", repoDir);
+    expect(failed.code).toBe(1);
+    expect(failed.stderr).toBe("paperclip-sync: git-ignore-scan-failed\n");
+  });
+
+  it("pack writes the members upstream's tar would, with progress lines, to a file or stdout", async () => {
+    const root = makeTree("pack");
+    writeFileSync(path.join(root, "._apple"), "x");
+    const out = path.join(work, "pack.tar");
+    const run = cli("pack", root, "--out", out, "--exclude", "node_modules", "--json");
+    expect(run.code, run.stderr).toBe(0);
+    const lines = run.stderr.trim().split("\n");
+    expect(lines.at(-2)).toMatch(/^\[paperclip\] Syncing workspace to environment: 100% \(\d+\.\d\/\d+\.\d MB\)$/);
+    expect(JSON.parse(lines.at(-1))).toMatchObject({ out, gzip: null, entries: 5 });
+    const theirs = path.join(work, "pack-upstream.tar");
+    await upstreamSandbox.createTarballFromDirectory({ localDir: root, archivePath: theirs, exclude: ["node_modules"] });
+    expect(listMembers(out)).toEqual(listMembers(theirs));
+    const gz = cli("pack", root, "--out", path.join(work, "pack.tgz"), "--gzip=1");
+    expect(gz.code).toBe(0);
+    expect(execFileSync("tar", ["-tzf", path.join(work, "pack.tgz")], { encoding: "utf8" })).toContain("src/deep/b.ts");
+    const piped = spawnSync(process.execPath, [bin, "pack", root, "--out", "-"], { cwd: work });
+    expect(piped.status).toBe(0);
+    expect(execFileSync("tar", ["-t"], { input: piped.stdout, encoding: "utf8" })).toContain("node_modules/pkg/index.js");
+    expect(cli("pack", root).code).toBe(2);
+    expect(cli("pack", root, "--out", out, "--gzip=12").code).toBe(2);
+  });
+
+  it("extract restores an archive and refuses a hostile one with a coded line, writing nothing outside", () => {
+    const root = makeTree("extract-src");
+    const archive = path.join(work, "extract.tar");
+    expect(cli("pack", root, "--out", archive).code).toBe(0);
+    const dest = path.join(work, "extract-dest");
+    const run = cli("extract", archive, dest, "--json");
+    expect(run.code, run.stderr).toBe(0);
+    expect(readFileSync(path.join(dest, "src", "deep", "b.ts"), "utf8")).toBe("export const b = 2;\n");
+    const hostile = new RawArchive().file("ok.txt", "fine").file("../escaped.txt", "pwned").finish();
+    const victim = path.join(work, "hostile-dest");
+    const refused = cliWithInput(hostile, "extract", "-", victim);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/^(\[paperclip\].*\n)*paperclip-sync: ERR_PAPERCLIP_NATIVE_UNSAFE_ARCHIVE_ENTRY: .*\n$/);
+    expect(existsSync(path.join(work, "escaped.txt"))).toBe(false);
+    const truncated = cliWithInput(new RawArchive().file("a.txt", "x".repeat(5000)).finish().subarray(0, 1024), "extract", "-", path.join(work, "trunc-dest"));
+    expect(truncated.code).toBe(1);
+    expect(truncated.stderr).toMatch(/paperclip-sync: ERR_PAPERCLIP_NATIVE_BAD_ARCHIVE: /);
+    expect(cli("extract", path.join(work, "missing.tar"), dest).code).toBe(1);
+    expect(cli("extract", archive).code).toBe(2);
+  });
+
   it("demo runs the cycle on a generated workspace and every native step matches upstream", () => {
     const run = cli("demo", "--files", "60", "--json");
     expect(run.code, run.stderr).toBe(0);
     const { steps } = JSON.parse(run.stdout);
     const names = steps.map((s) => s.step);
-    expect(names).toEqual(expect.arrayContaining(["baseline snapshot", "content signature", "snapshot remote result", "incremental host re-snapshot"]));
+    expect(names).toEqual(expect.arrayContaining(["resolve ignored paths", "baseline snapshot", "content signature", "pack workspace (tar)", "snapshot remote result", "incremental host re-snapshot"]));
     const compared = steps.filter((s) => s["same result"] !== "-");
-    expect(compared.length).toBeGreaterThanOrEqual(4);
+    expect(compared.length).toBeGreaterThanOrEqual(6);
     expect(compared.every((s) => s["same result"] === "yes")).toBe(true);
   }, 120_000);
 });

@@ -9,10 +9,16 @@ import os from "node:os";
 import path from "node:path";
 import {
   captureDirectorySnapshot,
+  createRuntimeProgressReporter,
+  createTarballStreamFromDirectory,
   directorySnapshotSha256,
+  extractTarballToDirectory,
   mergeExcludes,
+  packDirectoryToFile,
   parseDirectorySnapshot,
   referencedSourceContentSignature,
+  referencedSourceIgnoreExcludeEntries,
+  resolveReferencedSourceIgnore,
   serializeDirectorySnapshot,
   snapshotReusedHashCount,
 } from "../index.js";
@@ -28,9 +34,12 @@ Workspace-staging jobs of Paperclip's adapters, done natively.
 
 Commands:
   demo                     run the full cycle on a generated workspace, timed against upstream
+  ignored <dir>            the Git-ignored paths of a project (or why they cannot be resolved)
   snapshot <dir>           capture a directory snapshot (entries, bytes, digest)
   diff <a.json> <b.json>   compare two serialized snapshots
   signature <dir>          the content signature of a referenced project
+  pack <dir>               archive a directory as tar (optionally gzip), with progress
+  extract <archive> <dir>  safely extract a tar or tar.gz archive into a directory
 
 Run '${PROGRAM} <command> --help' for a command's options.
 Exit codes: 0 ok, 1 the operation failed, 2 bad usage.`,
@@ -48,6 +57,27 @@ added, removed and changed (content, mode, kind, link target).`,
 
 Prints referencedSourceContentSignature(<dir>) for a 'git' resolution with the given
 ignored paths, or an 'other' resolution when none is given.`,
+  ignored: `Usage: ${PROGRAM} ignored <dir> [--json] [-z]
+
+Resolves <dir>'s Git-ignored paths in-process (read-only, hardened, bounded), relative to
+<dir>, one per line (-z: NUL-terminated). Exit 0 with the list for a Git project, exit 0
+with a note on stderr when <dir> is not in a Git work tree, exit 1 with the fixed reason
+(git-ignore-scan-failed, git-ignore-scan-limit-exceeded, git-toplevel-not-descendant)
+when the resolution failed closed.`,
+  pack: `Usage: ${PROGRAM} pack <dir> --out FILE|- [--gzip[=LEVEL]] [--exclude PATTERN]... [--follow-symlinks]
+
+Archives <dir> in-process with the members 'tar -c --exclude ._* --exclude PATTERN … -C <dir>'
+would archive (GNU tar --exclude semantics). --out - streams to stdout. Progress goes to
+stderr: a bar on a terminal, upstream-format '[paperclip] …' lines otherwise.
+  --gzip[=LEVEL]     compress (level 0-9, default 6)
+  --follow-symlinks  archive what symlinks point at (loops are an error)
+  --json             print a summary as JSON on stderr when done`,
+  extract: `Usage: ${PROGRAM} extract <archive|-> <dir> [--json]
+
+Extracts a tar or tar.gz archive (gzip detected) into <dir>, refusing members that would
+land or point outside it (absolute names, '..', escaping links, devices) with
+ERR_PAPERCLIP_NATIVE_UNSAFE_ARCHIVE_ENTRY, and truncated archives with
+ERR_PAPERCLIP_NATIVE_BAD_ARCHIVE. '-' reads the archive from stdin.`,
   demo: `Usage: ${PROGRAM} demo [--files N] [--keep] [--json]
 
 Generates a realistic workspace (a git repository with sources and an ignored dependency
@@ -69,7 +99,11 @@ function parseArgs(argv, spec) {
       out.help = true;
       continue;
     }
-    if (!arg.startsWith("--")) {
+    if (spec.z && arg === "-z") {
+      out.z = true;
+      continue;
+    }
+    if (!arg.startsWith("--") || arg === "-") {
       out._.push(arg);
       continue;
     }
@@ -77,7 +111,12 @@ function parseArgs(argv, spec) {
     const kind = spec[flag];
     if (!kind) throw new UsageError(`unknown option --${flag}`);
     if (kind === "bool") {
+      if (inline !== undefined) throw new UsageError(`--${flag} takes no value`);
       out[flag] = true;
+      continue;
+    }
+    if (kind === "optional") {
+      out[flag] = inline ?? true;
       continue;
     }
     const value = inline ?? argv[++i];
@@ -223,6 +262,129 @@ async function cmdSignature(argv) {
   console.log(signature);
 }
 
+async function cmdIgnored(argv) {
+  const opts = parseArgs(argv, { json: "bool", z: "bool" });
+  if (opts.help) return console.log(HELP.ignored);
+  const [dir] = opts._;
+  requireDir(dir);
+  const { value: resolution, ms } = await timed(() => resolveReferencedSourceIgnore(dir));
+  if (opts.json) {
+    console.log(JSON.stringify({ dir: path.resolve(dir), ...resolution, ms: Math.round(ms) }));
+  } else if (resolution.kind === "git") {
+    process.stdout.write(resolution.ignoredPaths.map((p) => p + (opts.z ? "\0" : "\n")).join(""));
+  } else if (resolution.kind === "other") {
+    console.error(`${PROGRAM}: ${dir} is not in a Git work tree (kind: other): nothing is ignored beyond the fixed excludes`);
+  }
+  if (resolution.kind === "failed") {
+    if (!opts.json) console.error(`${PROGRAM}: ${resolution.reason}`);
+    return 1;
+  }
+  return 0;
+}
+
+/**
+ * Progress for a long transfer on stderr: a redrawn bar on a terminal, otherwise upstream's
+ * `[paperclip] …` lines (throttled by createRuntimeProgressReporter).
+ */
+function progressReporter(label, phase = "Syncing", direction = "to") {
+  if (!process.stderr.isTTY) {
+    return createRuntimeProgressReporter({
+      sink: (line) => { process.stderr.write(line); },
+      phase,
+      label,
+      direction,
+      target: "sandbox",
+    });
+  }
+  let last = 0;
+  let finished = false;
+  const draw = (done, total, suffix = "") => {
+    const mb = (n) => (n / 1048576).toFixed(1);
+    if (total > 0) {
+      const ratio = Math.min(1, done / total);
+      const width = 30;
+      const filled = Math.round(ratio * width);
+      process.stderr.write(`\r${label} [${"#".repeat(filled)}${".".repeat(width - filled)}] ${String(Math.round(ratio * 100)).padStart(3)}% ${mb(done)}/${mb(total)} MB${suffix}`);
+    } else {
+      process.stderr.write(`\r${label} ${mb(done)} MB${suffix}`);
+    }
+  };
+  return {
+    async report(done, total) {
+      if (finished) return;
+      const now = Date.now();
+      if (now - last < 100 && done !== total) return;
+      last = now;
+      draw(done, total);
+    },
+    async complete(done, total) {
+      if (finished) return;
+      finished = true;
+      draw(done ?? total ?? 0, total ?? 0, " done\n");
+    },
+    async fail(done, total) {
+      if (finished) return;
+      finished = true;
+      draw(done ?? 0, total ?? 0, " failed\n");
+    },
+  };
+}
+
+function parseGzip(value) {
+  if (value === undefined || value === false) return undefined;
+  if (value === true) return 6;
+  const level = Number(value);
+  if (!Number.isInteger(level) || level < 0 || level > 9) throw new UsageError("--gzip takes a level from 0 to 9");
+  return level;
+}
+
+async function cmdPack(argv) {
+  const opts = parseArgs(argv, { out: "string", gzip: "optional", exclude: "list", "follow-symlinks": "bool", json: "bool" });
+  if (opts.help) return console.log(HELP.pack);
+  const [dir] = opts._;
+  if (!opts.out) throw new UsageError("--out FILE (or --out - for stdout) is required");
+  requireDir(dir);
+  const gzip = parseGzip(opts.gzip);
+  const progress = progressReporter("workspace");
+  const common = { localDir: dir, exclude: opts.exclude, followSymlinks: opts["follow-symlinks"], gzip, progress };
+  const start = process.hrtime.bigint();
+  let summary;
+  if (opts.out === "-") {
+    const stream = await createTarballStreamFromDirectory({ ...common, precomputeSize: true });
+    for await (const chunk of stream) {
+      if (!process.stdout.write(chunk)) await new Promise((resolve) => process.stdout.once("drain", resolve));
+    }
+    summary = stream.summary;
+  } else {
+    summary = await packDirectoryToFile({ ...common, archivePath: opts.out, precomputeSize: true });
+  }
+  const ms = Number(process.hrtime.bigint() - start) / 1e6;
+  if (opts.json) console.error(JSON.stringify({ dir: path.resolve(dir), out: opts.out, gzip: gzip ?? null, ...summary, ms: Math.round(ms) }));
+  return 0;
+}
+
+async function cmdExtract(argv) {
+  const opts = parseArgs(argv, { json: "bool" });
+  if (opts.help) return console.log(HELP.extract);
+  const [archive, dir] = opts._;
+  if (!archive || !dir) throw new UsageError("an archive (or -) and a target directory are required");
+  if (archive !== "-" && !existsSync(archive)) {
+    const error = new Error(`no such archive: ${archive}`);
+    error.code = "ENOENT";
+    throw error;
+  }
+  mkdirSync(dir, { recursive: true });
+  const totalBytes = archive === "-" ? undefined : statSync(archive).size;
+  const summary = await extractTarballToDirectory({
+    source: archive === "-" ? process.stdin : archive,
+    localDir: dir,
+    totalBytes,
+    progress: progressReporter("archive", "Restoring", "from"),
+  });
+  if (opts.json) console.log(JSON.stringify({ dir: path.resolve(dir), ...summary }));
+  return 0;
+}
+
 // ---- demo ------------------------------------------------------------------------------
 
 const HEAVY = ["node_modules", "vendor", "dist", "build", "out", "coverage", ".next", ".turbo", ".cache"];
@@ -301,16 +463,15 @@ async function cmdDemo(argv) {
     git(workspace, "commit", "-q", "-m", "initial");
     log("Running the staging cycle:");
 
-    // 1. Ignore resolution (native resolution lands with the ignore-resolution issue).
-    let ignored = [];
+    // 1. Ignore resolution: in-process, read-only (upstream spawns git twice).
+    const resolved = await timed(() => resolveReferencedSourceIgnore(workspace));
+    if (resolved.value.kind !== "git") throw new Error(`ignore resolution gave ${JSON.stringify(resolved.value)}`);
+    const ignored = resolved.value.ignoredPaths;
+    const note = `${ignored.length} ignored: ${ignored.join(", ")}`;
     if (upstream) {
-      const t = await timed(() => upstream.sandbox.resolveReferencedSourceIgnore(workspace));
-      ignored = t.value.kind === "git" ? t.value.ignoredPaths : [];
-      record("resolve ignored paths", null, t.ms, null, `${ignored.length} ignored: ${ignored.join(", ")}; native port pending`);
-    } else {
-      ignored = git(workspace, "ls-files", "--others", "--ignored", "--exclude-standard", "--directory", "-z").split("\0").filter(Boolean).map((p) => p.replace(/\/+$/, ""));
-      record("resolve ignored paths", null, null, null, `${ignored.length} ignored (git)`);
-    }
+      const theirs = await timed(() => upstream.sandbox.resolveReferencedSourceIgnore(workspace));
+      record("resolve ignored paths", resolved.ms, theirs.ms, JSON.stringify(theirs.value) === JSON.stringify(resolved.value), note);
+    } else record("resolve ignored paths", resolved.ms, null, null, note);
     const exclude = mergeExcludes(HEAVY_EXCLUDES, [".git", ".git/*"], ignored);
 
     // 2. Baseline snapshot.
@@ -329,7 +490,21 @@ async function cmdDemo(argv) {
       record("content signature", sig.ms, theirs.ms, theirs.value === sig.value, sig.value);
     } else record("content signature", sig.ms, null, null, sig.value);
 
-    // 4. The "remote" edits a copy: modifies, adds and deletes files.
+    // 4. Pack the workspace for the sandbox (upstream runs tar; we archive in-process).
+    const archives = path.join(work, "archives");
+    mkdirSync(archives);
+    // The sandbox lane's excludes: heavy directories, .git, and the escaped ignored paths.
+    const tarExclude = mergeExcludes(HEAVY_EXCLUDES, [".git"], referencedSourceIgnoreExcludeEntries(resolved.value));
+    const ourTar = path.join(archives, "ours.tar");
+    const packed = await timed(() => packDirectoryToFile({ localDir: workspace, archivePath: ourTar, exclude: tarExclude, progress: opts.json ? undefined : progressReporter("workspace") }));
+    if (upstream) {
+      const theirTar = path.join(archives, "upstream.tar");
+      const theirs = await timed(() => upstream.sandbox.createTarballFromDirectory({ localDir: workspace, archivePath: theirTar, exclude: tarExclude }));
+      const members = (file) => execFileSync("tar", ["-tf", file], { encoding: "utf8", maxBuffer: 1 << 28 }).split("\n").filter(Boolean).sort().join("\n");
+      record("pack workspace (tar)", packed.ms, theirs.ms, members(ourTar) === members(theirTar), `${packed.value.entries} members, ${formatBytes(packed.value.tarBytes)}`);
+    } else record("pack workspace (tar)", packed.ms, null, null, `${packed.value.entries} members, ${formatBytes(packed.value.tarBytes)}`);
+
+    // 5. The "remote" edits a copy: modifies, adds and deletes files.
     cpSync(workspace, remote, { recursive: true, filter: (src) => !src.includes(`${path.sep}node_modules`) });
     let edits = 0;
     for (const [rel, entry] of ours.value.entries) {
@@ -341,7 +516,7 @@ async function cmdDemo(argv) {
     writeFileSync(path.join(remote, "src", "added-remotely.ts"), "export const added = true;\n");
     record("simulate remote edit", null, null, null, "copy without dependencies; edit 1%, delete ~0.6%, add 1");
 
-    // 5. Re-snapshot of the remote result, and an incremental re-snapshot of the unchanged host.
+    // 6. Re-snapshot of the remote result, and an incremental re-snapshot of the unchanged host.
     const remoteSnap = await timed(() => captureDirectorySnapshot(remote, { exclude }));
     if (upstream) {
       const theirs = await timed(() => upstream.merge.captureDirectorySnapshot(remote, { exclude }));
@@ -353,7 +528,7 @@ async function cmdDemo(argv) {
     const changes = diffSnapshots(ours.value, remoteSnap.value);
     record("diff baseline -> remote", null, null, null, `${changes.length} changes`);
 
-    // 6. Merge back (native merge lands with the restore-merge issue).
+    // 7. Merge back (native merge lands with the restore-merge issue).
     if (upstream) {
       const merged = await timed(() => upstream.merge.mergeDirectoryWithBaseline({ baseline: ours.value, sourceDir: remote, targetDir: workspace }));
       const after = await captureDirectorySnapshot(workspace, { exclude });
@@ -378,7 +553,15 @@ async function cmdDemo(argv) {
   }
 }
 
-const COMMANDS = { snapshot: cmdSnapshot, diff: cmdDiff, signature: cmdSignature, demo: cmdDemo };
+const COMMANDS = {
+  demo: cmdDemo,
+  ignored: cmdIgnored,
+  snapshot: cmdSnapshot,
+  diff: cmdDiff,
+  signature: cmdSignature,
+  pack: cmdPack,
+  extract: cmdExtract,
+};
 
 async function main(argv) {
   const [command, ...rest] = argv;
@@ -388,8 +571,7 @@ async function main(argv) {
   }
   const run = COMMANDS[command];
   if (!run) throw new UsageError(`unknown command '${command}'`);
-  await run(rest);
-  return 0;
+  return (await run(rest)) ?? 0;
 }
 
 main(process.argv.slice(2)).then(
