@@ -9,5 +9,6 @@
 mod cancel;
 mod error;
 mod exclude;
+mod merge;
 mod runtime;
 mod snapshot;

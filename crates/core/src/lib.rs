@@ -7,6 +7,7 @@
 pub mod error;
 pub mod exclude;
 pub mod fsat;
+pub mod merge;
 pub mod snapshot;
 pub mod tar;
 pub mod walk;
