@@ -162,6 +162,20 @@ function refusal(outcome) {
 }
 
 /**
+ * The failure upstream would have reported: upstream applies entries one at a time in
+ * `localeCompare` order and stops at the first that fails; ours applies them all and
+ * reports the failure of the least path in that order.
+ */
+function firstFailure(outcome) {
+  const compare = new Intl.Collator().compare;
+  let first = 0;
+  for (let i = 1; i < outcome.failedPaths.length; i += 1) {
+    if (compare(outcome.failedPaths[i], outcome.failedPaths[first]) < 0) first = i;
+  }
+  return toJsError({ message: outcome.failedErrors[first] });
+}
+
+/**
  * Three-way merge of a remote result into the host workspace (upstream's semantics; see
  * the .d.ts). The source is captured outside the lock; inside it the hooks are awaited
  * and the native merge captures the host tree and applies the changes.
@@ -188,6 +202,7 @@ export async function mergeDirectoryWithBaseline(input) {
     const outcome = await runCancellable(undefined, () =>
       native.mergeApply(source, transfer, canonicalTargetDir, exclude, conflictPolicy === "reject"));
     if (outcome.refusedCode) throw refusal(outcome);
+    if (outcome.failedPaths.length > 0) throw firstFailure(outcome);
     await input.afterApply?.();
   });
 }

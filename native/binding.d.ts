@@ -92,6 +92,12 @@ export interface MergeOutcomeTransfer {
   deleted: number
   removedDirs: number
   applied: number
+  /**
+   * Entries that failed to apply: their paths, and their errors in the structured form
+   * `lib/native.js` turns into JS errors (same order).
+   */
+  failedPaths: Array<string>
+  failedErrors: Array<string>
 }
 
 /** Upstream `shouldExcludePath`: true when any entry of `exclude` matches `relative`. */

@@ -16,7 +16,7 @@ use paperclip_sync_core::snapshot::{self, Snapshot};
 use paperclip_sync_core::walk::{self, Kind};
 
 use crate::cancel;
-use crate::error::run_blocking;
+use crate::error::{run_blocking, to_napi};
 use crate::snapshot::worker_threads;
 
 /// A captured merge source, kept native until the merge applies it (internal).
@@ -77,6 +77,10 @@ pub struct MergeOutcomeTransfer {
     pub deleted: u32,
     pub removed_dirs: u32,
     pub applied: u32,
+    /// Entries that failed to apply: their paths, and their errors in the structured form
+    /// `lib/native.js` turns into JS errors (same order).
+    pub failed_paths: Vec<String>,
+    pub failed_errors: Vec<String>,
 }
 
 fn decode_hash(hex: &str) -> Option<[u8; 32]> {
@@ -152,24 +156,37 @@ pub async fn merge_apply(
             threads: worker_threads(),
             cancel: &AtomicBool::new(false),
         })?;
-        Ok(match outcome {
-            Outcome::Merged(stats) => MergeOutcomeTransfer {
-                refused_code: None,
-                refused_message: None,
-                paths: Vec::new(),
-                deleted: stats.deleted as u32,
-                removed_dirs: stats.removed_dirs as u32,
-                applied: stats.applied as u32,
-            },
-            Outcome::Refused(refusal) => MergeOutcomeTransfer {
-                refused_code: Some(refusal.code.to_string()),
-                refused_message: Some(refusal.message),
-                paths: refusal.paths,
-                deleted: 0,
-                removed_dirs: 0,
-                applied: 0,
-            },
-        })
+        let mut out = MergeOutcomeTransfer {
+            refused_code: None,
+            refused_message: None,
+            paths: Vec::new(),
+            deleted: 0,
+            removed_dirs: 0,
+            applied: 0,
+            failed_paths: Vec::new(),
+            failed_errors: Vec::new(),
+        };
+        let set_stats = |stats: merge::MergeStats, out: &mut MergeOutcomeTransfer| {
+            out.deleted = stats.deleted as u32;
+            out.removed_dirs = stats.removed_dirs as u32;
+            out.applied = stats.applied as u32;
+        };
+        match outcome {
+            Outcome::Merged(stats) => set_stats(stats, &mut out),
+            Outcome::Refused(refusal) => {
+                out.refused_code = Some(refusal.code.to_string());
+                out.refused_message = Some(refusal.message);
+                out.paths = refusal.paths;
+            }
+            Outcome::Failed { stats, failures } => {
+                set_stats(stats, &mut out);
+                for (path, err) in failures {
+                    out.failed_paths.push(path);
+                    out.failed_errors.push(to_napi(err).reason);
+                }
+            }
+        }
+        Ok(out)
     })
     .await
 }

@@ -122,6 +122,20 @@ impl Dir {
         Ok(RawStat(unsafe { st.assume_init() }))
     }
 
+    /// `stat` of a path relative to the directory, following symlinks (used only to ask
+    /// where a symlink leads, never to act on it).
+    pub fn stat_following(&self, rel: &OsStr) -> io::Result<RawStat> {
+        let c = cstring(rel)?;
+        let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+        // SAFETY: valid descriptor, string and out-pointer; the result is checked.
+        let rc = unsafe { libc::fstatat(self.fd.as_raw_fd(), c.as_ptr(), st.as_mut_ptr(), 0) };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: fstatat succeeded, so `st` is initialised.
+        Ok(RawStat(unsafe { st.assume_init() }))
+    }
+
     /// Opens a child for reading; a symlink there fails (`ELOOP`) instead of being followed.
     pub fn open_file_nofollow(&self, name: &OsStr) -> io::Result<File> {
         let c = cstring(name)?;

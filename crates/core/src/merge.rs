@@ -230,16 +230,21 @@ fn conflicts<'a>(plan: &Plan<'a>, base: &HashMap<&'a str, &'a BaselineEntry>, cu
 }
 
 /// The symlinked ancestors upstream would write through: a proper ancestor of an applied
-/// entry that is a symlink on the host and that the merge does not itself replace by a
-/// directory (it is only replaced when the remote changed it).
-fn symlinked_ancestors<'a>(plan: &Plan<'a>, current: &Indexed<'a>) -> Vec<String> {
+/// entry that is a symlink to a directory on the host and that the merge does not itself
+/// replace by a directory (it is only replaced when the remote changed it). A link to
+/// anything else makes upstream's `mkdir -p` fail, and the apply fails the same way.
+fn symlinked_ancestors<'a>(plan: &Plan<'a>, current: &Indexed<'a>, leads_to_dir: impl Fn(&str) -> bool) -> Vec<String> {
     let replaced: HashSet<&str> = plan.apply_dirs.iter().copied().collect();
     let mut out = HashSet::new();
     let rels = plan.apply_dirs.iter().copied().chain(plan.apply_leaves.iter().map(|(rel, _)| *rel));
     for rel in rels {
         for (i, _) in rel.match_indices('/') {
             let ancestor = &rel[..i];
-            if matches!(current.get(ancestor), Some(Entry::Symlink { .. })) && !replaced.contains(ancestor) {
+            if matches!(current.get(ancestor), Some(Entry::Symlink { .. }))
+                && !replaced.contains(ancestor)
+                && !out.contains(ancestor)
+                && leads_to_dir(ancestor)
+            {
                 out.insert(ancestor.to_string());
             }
         }
@@ -275,6 +280,10 @@ pub struct Refusal {
 pub enum Outcome {
     Merged(MergeStats),
     Refused(Refusal),
+    /// Some changed entries could not be applied (the others were): each failing path
+    /// with its Node-shaped error. The caller reports the one upstream would have met
+    /// first (the least path in `localeCompare` order).
+    Failed { stats: MergeStats, failures: Vec<(String, Error)> },
 }
 
 /// Options of [`merge`].
@@ -294,9 +303,9 @@ pub struct MergeOptions<'a> {
 }
 
 /// Upstream's merge steps inside the lock, after `beforeApply`: captures the current tree,
-/// plans, checks the refusals, then deletes and applies (see the module docs). File-system
-/// failures while applying are returned as Node-shaped errors; deletion failures are
-/// ignored, as upstream ignores them.
+/// plans, checks the refusals, then deletes and applies (see the module docs). Entries that
+/// fail to apply are returned in [`Outcome::Failed`]; deletion failures are ignored, as
+/// upstream ignores them; a failing capture is an `Err`.
 pub fn merge(opts: &MergeOptions<'_>) -> Result<Outcome> {
     let current_snapshot = snapshot::capture(&CaptureOptions {
         root: opts.target,
@@ -316,7 +325,9 @@ pub fn merge(opts: &MergeOptions<'_>) -> Result<Outcome> {
             return Ok(Outcome::Refused(Refusal { code: CONFLICT_CODE, message: CONFLICT_MESSAGE.to_string(), paths }));
         }
     }
-    let paths = symlinked_ancestors(&plan, &current);
+    let root = Dir::open_nofollow(opts.target).map_err(|e| Error::io(e, "open", opts.target))?;
+    let leads_to_dir = |rel: &str| root.stat_following(OsStr::new(rel)).is_ok_and(|st| is_dir(&st));
+    let paths = symlinked_ancestors(&plan, &current, leads_to_dir);
     if !paths.is_empty() {
         let message = format!(
             "{}: refusing to write through symlinked directories of the merge target '{}': {}",
@@ -327,7 +338,7 @@ pub fn merge(opts: &MergeOptions<'_>) -> Result<Outcome> {
         return Ok(Outcome::Refused(Refusal { code: codes::SYMLINKED_ANCESTOR, message, paths }));
     }
 
-    let target = Targets { root: Dir::open_nofollow(opts.target).map_err(|e| Error::io(e, "open", opts.target))?, path: opts.target };
+    let target = Targets { root, path: opts.target };
     let mut stats = MergeStats::default();
 
     // 1. Files and symlinks the remote deleted and the host did not touch (errors ignored).
@@ -346,36 +357,64 @@ pub fn merge(opts: &MergeOptions<'_>) -> Result<Outcome> {
         }
     }
 
-    // 3a. Changed directories, parents first.
+    // 3. Changed entries. A failing entry does not stop the others (upstream stops at its
+    //    first failure in `localeCompare` order; the caller reports the failure that comes
+    //    first in that order, which is the one upstream reports: an entry's failure does
+    //    not depend on entries after it, whose paths never lie above it).
+    let failures: Mutex<Vec<(String, Error)>> = Mutex::new(Vec::new());
+    let fail = |parent: &str, name: &str, err: Error| {
+        if let Ok(mut list) = failures.lock() {
+            list.push((join_rel(parent, name), err));
+        }
+    };
+    // 3a. Directories, parents first.
     for rel in &plan.apply_dirs {
         check_cancel(opts.cancel)?;
-        target.apply_dir(rel)?;
-        stats.applied += 1;
+        match target.apply_dir(rel) {
+            Ok(()) => stats.applied += 1,
+            Err(err) => fail("", rel, err),
+        }
     }
-
-    // 3b. Changed files and symlinks, one parent directory per task.
+    // 3b. Files and symlinks, one parent directory per task.
     let source_root = Dir::open(opts.source_root).map_err(|e| Error::io(e, "open", opts.source_root))?;
     let sources = Sources { root: source_root, path: opts.source_root };
     let groups = group_by_parent(plan.apply_leaves.iter().copied());
     stats.applied += parallel(&groups, opts.threads, opts.cancel, |parent, items| {
-        let dir = target.open(parent, true)?;
+        let dir = match target.open(parent, true) {
+            Ok(dir) => dir,
+            Err(err) => {
+                items.iter().for_each(|(name, _)| fail(parent, name, err.clone()));
+                return Ok(0);
+            }
+        };
         let mut source_dir = None;
+        let mut applied = 0;
         for (name, entry) in items {
             check_cancel(opts.cancel)?;
-            match entry {
-                Entry::Symlink { target: link } => target.apply_symlink(&dir, parent, name, link)?,
+            let result = match entry {
+                Entry::Symlink { target: link } => target.apply_symlink(&dir, parent, name, link),
                 Entry::File { mode, .. } => {
                     if source_dir.is_none() {
-                        source_dir = Some(sources.open(parent)?);
+                        source_dir = Some(sources.open(parent));
                     }
-                    let from = source_dir.as_ref().expect("opened above");
-                    target.apply_file(from, &sources, &dir, parent, name, *mode)?;
+                    match source_dir.as_ref().expect("opened above") {
+                        Ok(from) => target.apply_file(from, &sources, &dir, parent, name, *mode),
+                        Err(err) => Err(err.clone()),
+                    }
                 }
                 Entry::Dir => unreachable!("directories are applied in step 3a"),
+            };
+            match result {
+                Ok(()) => applied += 1,
+                Err(err) => fail(parent, name, err),
             }
         }
-        Ok(items.len())
+        Ok(applied)
     })?;
+    let failures = failures.into_inner().unwrap_or_default();
+    if !failures.is_empty() {
+        return Ok(Outcome::Failed { stats, failures });
+    }
     Ok(Outcome::Merged(stats))
 }
 
@@ -451,16 +490,34 @@ fn parallel<T: Sync>(
     Ok(done.into_inner())
 }
 
-/// Opens `rel` below `root` one component at a time, never following a symlink. With
-/// `create`, missing components are made (`mkdir -p`, mode 0777 before the umask). A
-/// symlinked component is refused with [`codes::SYMLINKED_ANCESTOR`]; a non-directory
-/// component fails as Node's `mkdir -p` does (`ENOTDIR`, naming the requested path).
-fn open_below(root: &Dir, root_path: &Path, rel: &str, create: bool) -> Result<Dir> {
+fn is_dir(st: &fsat::RawStat) -> bool {
+    st.0.st_mode & libc::S_IFMT == libc::S_IFDIR
+}
+
+fn symlinked_ancestor_error(path: std::path::PathBuf) -> Error {
+    let mut e = Error::new(
+        codes::SYMLINKED_ANCESTOR,
+        format!("{}: refusing to write through the symlinked directory '{}'", codes::SYMLINKED_ANCESTOR, path.display()),
+    );
+    e.path = Some(path);
+    e
+}
+
+/// Opens `rel` below `root` one component at a time, never following a symlink.
+///
+/// With `create` this is `mkdir -p` of `requested` (which is `rel` or a path below it)
+/// as far as `rel`: missing components are made (mode 0777 before the umask); a symlink
+/// to a directory is refused with [`codes::SYMLINKED_ANCESTOR`]; any other component that
+/// is not a directory fails with the code Node's recursive `mkdir` gives for `requested`
+/// (`EEXIST` when it is `requested` itself, `ENOENT` for a dangling link there, `ENOTDIR`
+/// for an ancestor). Without `create`, any failure is returned as it is.
+fn open_below(root: &Dir, root_path: &Path, rel: &str, create: bool, requested: &str) -> Result<Dir> {
     let mut dir = root.try_clone().map_err(|e| Error::io(e, "open", root_path))?;
     if rel.is_empty() {
         return Ok(dir);
     }
-    let full = || join_like_node(root_path, rel);
+    let syscall = if create { "mkdir" } else { "open" };
+    let fail = |errno: i32| Error::io(io::Error::from_raw_os_error(errno), syscall, &join_like_node(root_path, requested));
     let mut walked = 0;
     for name in rel.split('/') {
         walked += name.len() + usize::from(walked > 0);
@@ -469,27 +526,25 @@ fn open_below(root: &Dir, root_path: &Path, rel: &str, create: bool) -> Result<D
             Err(err) if create && err.raw_os_error() == Some(libc::ENOENT) => match dir.mkdir(name, 0o777) {
                 Ok(()) => dir.open_dir_nofollow(name),
                 Err(e) if e.raw_os_error() == Some(libc::EEXIST) => dir.open_dir_nofollow(name),
-                Err(e) => return Err(Error::io(e, "mkdir", &full())),
+                Err(e) => return Err(Error::io(e, "mkdir", &join_like_node(root_path, requested))),
             },
             other => other,
         };
         dir = match opened {
             Ok(child) => child,
-            Err(err) if matches!(err.raw_os_error(), Some(libc::ELOOP) | Some(libc::ENOTDIR)) => {
-                let is_link = dir.lstat(name).map(|st| st.0.st_mode & libc::S_IFMT == libc::S_IFLNK).unwrap_or(false);
-                if is_link {
-                    let ancestor = join_like_node(root_path, &rel[..walked]);
-                    let mut e = Error::new(
-                        codes::SYMLINKED_ANCESTOR,
-                        format!("{}: refusing to write through the symlinked directory '{}'", codes::SYMLINKED_ANCESTOR, ancestor.display()),
-                    );
-                    e.path = Some(ancestor);
-                    return Err(e);
+            Err(err) if create && matches!(err.raw_os_error(), Some(libc::ELOOP) | Some(libc::ENOTDIR)) => {
+                let last = walked == requested.len();
+                let is_link = dir.lstat(name).is_ok_and(|st| st.0.st_mode & libc::S_IFMT == libc::S_IFLNK);
+                if !is_link {
+                    return Err(fail(if last { libc::EEXIST } else { libc::ENOTDIR }));
                 }
-                let syscall = if create { "mkdir" } else { "open" };
-                return Err(Error::io(io::Error::from_raw_os_error(libc::ENOTDIR), syscall, &full()));
+                return Err(match dir.stat_following(name) {
+                    Ok(st) if is_dir(&st) => symlinked_ancestor_error(join_like_node(root_path, &rel[..walked])),
+                    Ok(_) => fail(if last { libc::EEXIST } else { libc::ENOTDIR }),
+                    Err(_) => fail(if last { libc::ENOENT } else { libc::ENOTDIR }),
+                });
             }
-            Err(err) => return Err(Error::io(err, if create { "mkdir" } else { "open" }, &full())),
+            Err(err) => return Err(Error::io(err, syscall, &join_like_node(root_path, requested))),
         };
     }
     Ok(dir)
@@ -503,7 +558,7 @@ struct Sources<'a> {
 
 impl Sources<'_> {
     fn open(&self, rel: &str) -> Result<Dir> {
-        open_below(&self.root, self.path, rel, false)
+        open_below(&self.root, self.path, rel, false, rel)
     }
 }
 
@@ -524,7 +579,7 @@ fn staging_name() -> OsString {
 
 impl Targets<'_> {
     fn open(&self, rel: &str, create: bool) -> Result<Dir> {
-        open_below(&self.root, self.path, rel, create)
+        open_below(&self.root, self.path, rel, create, rel)
     }
 
     fn full(&self, parent: &str, name: &str) -> std::path::PathBuf {
@@ -535,7 +590,7 @@ impl Targets<'_> {
     /// removed; then `mkdir -p`.
     fn apply_dir(&self, rel: &str) -> Result<()> {
         let (parent, name) = split_parent(rel);
-        let dir = self.open(parent, true)?;
+        let dir = open_below(&self.root, self.path, parent, true, rel)?;
         let name = OsStr::new(name);
         match dir.lstat(name) {
             Ok(st) if st.0.st_mode & libc::S_IFMT == libc::S_IFDIR => return Ok(()),
@@ -628,7 +683,7 @@ mod tests {
 
     fn run(source_root: &Path, target: &Path, baseline: &Baseline, reject: bool) -> Result<Outcome> {
         let source = capture(source_root);
-        merge(&MergeOptions {
+        let outcome = merge(&MergeOptions {
             source_root,
             source: &source,
             target,
@@ -637,7 +692,14 @@ mod tests {
             reject_conflicts: reject,
             threads: 3,
             cancel: &AtomicBool::new(false),
-        })
+        })?;
+        match outcome {
+            Outcome::Failed { mut failures, .. } => {
+                failures.sort_by(|a, b| a.0.cmp(&b.0));
+                Err(failures.remove(0).1)
+            }
+            other => Ok(other),
+        }
     }
 
     fn write(path: &Path, text: &str) {
@@ -763,17 +825,37 @@ mod tests {
 
     #[test]
     fn a_file_in_place_of_a_needed_directory_fails_like_node() {
-        let root = tmp("enotdir");
-        let (src, dst) = (root.join("src"), root.join("dst"));
-        fs::create_dir_all(src.join("a")).unwrap();
-        fs::create_dir_all(dst.join("a")).unwrap();
-        let baseline = baseline_of(&capture(&dst));
-        fs::remove_dir(dst.join("a")).unwrap();
-        write(&dst.join("a"), "host file");
-        write(&src.join("a/x"), "remote");
-        let err = run(&src, &dst, &baseline, false).unwrap_err();
-        assert_eq!(err.code, "ENOTDIR");
-        assert_eq!(fs::read_to_string(dst.join("a")).unwrap(), "host file");
-        fs::remove_dir_all(root).unwrap();
+        // Node's `mkdir -p` says EEXIST for the requested path itself, ENOTDIR for an ancestor.
+        for (remote_file, code) in [("a/x", "EEXIST"), ("a/b/x", "ENOTDIR")] {
+            let root = tmp("enotdir");
+            let (src, dst) = (root.join("src"), root.join("dst"));
+            fs::create_dir_all(src.join("a")).unwrap();
+            fs::create_dir_all(dst.join("a")).unwrap();
+            let baseline = baseline_of(&capture(&dst));
+            fs::remove_dir(dst.join("a")).unwrap();
+            write(&dst.join("a"), "host file");
+            write(&src.join(remote_file), "remote");
+            let err = run(&src, &dst, &baseline, false).unwrap_err();
+            assert_eq!(err.code, code, "{remote_file}");
+            assert_eq!(fs::read_to_string(dst.join("a")).unwrap(), "host file");
+            fs::remove_dir_all(root).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_symlink_to_a_file_or_nowhere_fails_like_node_instead_of_being_refused() {
+        for (link, code) in [("host-file", "EEXIST"), ("nowhere", "ENOENT")] {
+            let root = tmp("linkfile");
+            let (src, dst) = (root.join("src"), root.join("dst"));
+            fs::create_dir_all(src.join("a")).unwrap();
+            fs::create_dir_all(dst.join("a")).unwrap();
+            let baseline = baseline_of(&capture(&dst));
+            fs::remove_dir(dst.join("a")).unwrap();
+            write(&dst.join("host-file"), "h");
+            symlink(link, dst.join("a")).unwrap();
+            write(&src.join("a/x"), "remote");
+            assert_eq!(run(&src, &dst, &baseline, false).unwrap_err().code, code, "{link}");
+            fs::remove_dir_all(root).unwrap();
+        }
     }
 }
