@@ -125,8 +125,11 @@ export interface MergeDirectoryWithBaselineInput {
  * symlink planted during the merge fails the operation that meets it with the same code.
  * A file is copied to a staged sibling and renamed into place, so a failed copy keeps the
  * host's version. File-system failures reject with Node's `code` (`EACCES`, `EPERM`,
- * `ENOTDIR`, …), so {@link classifyWorkspaceRestoreFailure} maps them as upstream does;
- * the lock is released on any failure, and the tree may be partly applied (as upstream).
+ * `ENOTDIR`, …), so {@link classifyWorkspaceRestoreFailure} maps them as upstream does.
+ * When several entries fail, the error reported is the one upstream would meet first (the
+ * least path in `localeCompare` order); unlike upstream, which stops there, the other
+ * changed entries are still applied. The lock is released on any failure; the merge is
+ * not atomic (as upstream).
  */
 export declare function mergeDirectoryWithBaseline(input: MergeDirectoryWithBaselineInput): Promise<void>;
 /** The stable `code` of a merge-lock timeout. */

@@ -168,7 +168,7 @@ fn plan<'a>(baseline: &'a Baseline, base: &HashMap<&'a str, &'a BaselineEntry>, 
     // Longest first by UTF-16 length, as upstream's stable sort (ties keep baseline order).
     let by_length_desc = |list: &mut Vec<&'a str>| {
         let mut keyed: Vec<(usize, &'a str)> = list.iter().map(|rel| (rel.encode_utf16().count(), *rel)).collect();
-        keyed.sort_by(|a, b| b.0.cmp(&a.0));
+        keyed.sort_by_key(|k| std::cmp::Reverse(k.0));
         *list = keyed.into_iter().map(|(_, rel)| rel).collect();
     };
     let mut delete_leaves = Vec::new();
