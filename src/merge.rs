@@ -46,6 +46,7 @@ pub async fn merge_capture_source(source_dir: String, exclude: Vec<String>, canc
             exclude: &exclude,
             threads: worker_threads(),
             previous: None,
+            hash_only: None,
             cancel: &cancel,
         })?;
         Ok(MergeSource { root, snapshot: Arc::new(snap) })

@@ -307,14 +307,27 @@ pub struct MergeOptions<'a> {
 /// fail to apply are returned in [`Outcome::Failed`]; deletion failures are ignored, as
 /// upstream ignores them; a failing capture is an `Err`.
 pub fn merge(opts: &MergeOptions<'_>) -> Result<Outcome> {
+    // The host tree is walked in full, as upstream walks it (same visibility: excluded
+    // paths, symlinks not descended, unreadable directories empty; same failures: lstat,
+    // readlink and open errors). Without the conflict check only the files the remote
+    // deleted need their content: the others are opened but not read.
+    let source = Indexed::new(opts.source);
+    let deleted_by_remote: HashSet<&str> = opts
+        .baseline
+        .entries
+        .iter()
+        .filter(|(rel, entry)| *entry != BaselineEntry::Dir && source.get(rel).is_none())
+        .map(|(rel, _)| rel.as_str())
+        .collect();
+    let hash_only = |rel: &str| deleted_by_remote.contains(rel);
     let current_snapshot = snapshot::capture(&CaptureOptions {
         root: opts.target,
         exclude: opts.exclude,
         threads: opts.threads,
         previous: None,
+        hash_only: if opts.reject_conflicts { None } else { Some(&hash_only) },
         cancel: opts.cancel,
     })?;
-    let source = Indexed::new(opts.source);
     let current = Indexed::new(&current_snapshot);
     let base: HashMap<&str, &BaselineEntry> = opts.baseline.entries.iter().map(|(rel, e)| (rel.as_str(), e)).collect();
     let plan = plan(opts.baseline, &base, &source, &current);
@@ -667,7 +680,7 @@ mod tests {
     }
 
     fn capture(root: &Path) -> Snapshot {
-        snapshot::capture(&CaptureOptions { root, exclude: &[], threads: 2, previous: None, cancel: &AtomicBool::new(false) }).unwrap()
+        snapshot::capture(&CaptureOptions { root, exclude: &[], threads: 2, previous: None, hash_only: None, cancel: &AtomicBool::new(false) }).unwrap()
     }
 
     fn baseline_of(snap: &Snapshot) -> Baseline {
