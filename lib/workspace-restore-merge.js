@@ -189,14 +189,22 @@ export async function mergeDirectoryWithBaseline(input) {
     throw error;
   }
   const exclude = [...new Set(baseline.exclude ?? [])];
-  const source = await runCancellable(undefined, (cancelId) =>
+  const capturing = runCancellable(undefined, (cancelId) =>
     native.mergeCaptureSource(path.normalize(input.sourceDir), exclude, cancelId));
+  // Encoded while the source is captured off the JS thread.
+  let transfer;
+  try {
+    transfer = baselineTransfer(baseline.entries);
+  } catch (error) {
+    await capturing.catch(() => undefined);
+    throw error;
+  }
+  const source = await capturing;
   if (input.refuseEmptySource === true && source.entryCount === 0 && baseline.entries.size > 0) {
     const error = new Error("Refusing to merge an empty source directory over a non-empty baseline");
     error.code = EMPTY_SOURCE_CODE;
     throw error;
   }
-  const transfer = baselineTransfer(baseline.entries);
   await withDirectoryMergeLock(input.targetDir, async (canonicalTargetDir) => {
     await input.beforeApply?.();
     const outcome = await runCancellable(undefined, () =>

@@ -136,6 +136,16 @@ impl Dir {
         Ok(RawStat(unsafe { st.assume_init() }))
     }
 
+    /// Whether the effective user may read the child `name` (`faccessat(R_OK, AT_EACCESS |
+    /// AT_SYMLINK_NOFOLLOW)`): the permission check of an `open` for reading, without
+    /// opening anything.
+    pub fn check_readable(&self, name: &OsStr) -> io::Result<()> {
+        let c = cstring(name)?;
+        let flags = libc::AT_EACCESS | libc::AT_SYMLINK_NOFOLLOW;
+        // SAFETY: valid descriptor and string.
+        retry(|| unsafe { libc::faccessat(self.fd.as_raw_fd(), c.as_ptr(), libc::R_OK, flags) }).map(drop)
+    }
+
     /// Opens a child for reading; a symlink there fails (`ELOOP`) instead of being followed.
     pub fn open_file_nofollow(&self, name: &OsStr) -> io::Result<File> {
         let c = cstring(name)?;

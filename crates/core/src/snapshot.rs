@@ -101,9 +101,9 @@ pub struct CaptureOptions<'a> {
     pub exclude: &'a [String],
     pub threads: usize,
     pub previous: Option<&'a PreviousHashes>,
-    /// When set, only files for which it returns true are hashed; the others are opened
-    /// and closed (so an unreadable file fails the capture exactly as when hashing) and get
-    /// no entry. A caller that needs a few hashes out of a large tree (the merge) sets it.
+    /// When set, only files for which it returns true are hashed; the others get no entry,
+    /// but their read permission is checked (so an unreadable file fails the capture with
+    /// `EACCES` as when hashing). A caller that needs a few hashes out of a large tree (the merge) sets it.
     pub hash_only: Option<&'a (dyn Fn(&str) -> bool + Sync)>,
     pub cancel: &'a AtomicBool,
 }
@@ -121,7 +121,7 @@ pub fn capture(opts: &CaptureOptions<'_>) -> Result<Snapshot> {
     let wanted = |rel: &str| opts.hash_only.is_none_or(|only| only(rel));
     let inline = |dir: &Dir, name: &OsStr, rel: &str, stat: &Stat| -> Result<Option<Hash>> {
         if !wanted(rel) {
-            dir.open_file_nofollow(name).map_err(|err| Error::io(err, "open", &join_like_node(opts.root, rel)))?;
+            dir.check_readable(name).map_err(|err| Error::io(err, "open", &join_like_node(opts.root, rel)))?;
             return Ok(None);
         }
         if let Some(hash) = opts.previous.and_then(|prev| prev.reusable(rel, stat)) {
