@@ -80,3 +80,19 @@ export declare function createTarballFromDirectory(input: {
     /** Our addition: aborts the pack (rejects with an `AbortError`, no archive left). */
     signal?: AbortSignal;
 }): Promise<void>;
+/** Options of {@link mirrorDirectory}. */
+export interface MirrorDirectoryOptions {
+    /** Target paths (and everything below them) kept even though the source lacks them. */
+    preserveAbsent?: string[];
+}
+/**
+ * Makes `targetDir` (created if missing) a copy of `sourceDir`, upstream's semantics:
+ * target entries the source lacks are removed (`rm -rf`, longest path first) unless they
+ * are or lie below a `preserveAbsent` path; then each source entry is copied in
+ * `localeCompare` order: directories created, symlinks recreated, files copied (reflink
+ * first) to a staged sibling `<target>.paperclip-copy.<uuid>`, given the source mode, and
+ * renamed into place (the staged sibling never survives a failure). Symlinks are never
+ * followed while listing. Refuses (`code` `"ERR_PAPERCLIP_NATIVE_SYMLINKED_ANCESTOR"`) to
+ * copy children into a target directory that is a symlink to a directory.
+ */
+export declare function mirrorDirectory(sourceDir: string, targetDir: string, options?: MirrorDirectoryOptions): Promise<void>;

@@ -58,6 +58,80 @@ export declare function parseDirectorySnapshot(value: unknown): DirectorySnapsho
 export declare function directorySnapshotSha256(snapshot: DirectorySnapshot): string;
 /** True when the entry at `rootDir/relative` still equals `baselineEntry` (kind, mode, hash, target). */
 export declare function directoryEntryMatchesBaseline(rootDir: string, relative: string, baselineEntry: SnapshotEntry): Promise<boolean>;
+/** The environment the merge lock reads `PAPERCLIP_HOME` and `PAPERCLIP_INSTANCE_ID` from. */
+export interface DirectoryMergeLockEnv {
+    [name: string]: string | undefined;
+}
+/**
+ * Runs `fn(canonicalTargetDir)` while holding the directory-merge lock of `targetDir`, and
+ * resolves to its result. Upstream's protocol exactly, so this lock and upstream's
+ * TypeScript lock exclude each other, in one process or across processes:
+ * `realpath(targetDir)` must exist (else `ENOENT`); the lock is the directory
+ * `<PAPERCLIP_HOME>/instances/<PAPERCLIP_INSTANCE_ID>/locks/directory-merge/<sha256(realpath)>.lock`
+ * with an `owner.json` (`{pid, createdAt}`), read from `env` only (default `process.env`;
+ * home `~/.paperclip`, instance `default`). The lock root must be a plain directory
+ * (`... is not a plain directory.` otherwise) and is created with mode 0700. A lock whose
+ * owner pid is dead (`kill(pid, 0)` fails, EPERM included) or, without a readable
+ * `owner.json`, whose directory is older than 30 s is taken over. Waiters poll every
+ * 50 ms; after 30 s they reject with `code` {@link WORKSPACE_RESTORE_LOCK_TIMEOUT_CODE}.
+ * There is no in-process mutex and no re-entrancy: a nested call on the same target
+ * times out. The lock is released (its directory removed) when `fn` settles.
+ */
+export declare function withDirectoryMergeLock<T>(targetDir: string, fn: (canonicalTargetDir: string) => Promise<T>, env?: DirectoryMergeLockEnv): Promise<T>;
+/** Input of {@link mergeDirectoryWithBaseline}; `conflictPolicy` and `refuseEmptySource` are our opt-in additions. */
+export interface MergeDirectoryWithBaselineInput {
+    /** The host tree as captured before the remote run (its `exclude` list applies to both captures). */
+    baseline: DirectorySnapshot;
+    /** The materialised remote result. */
+    sourceDir: string;
+    /** The host workspace (must exist; the lock protects its real path). */
+    targetDir: string;
+    /** Awaited inside the lock before the host tree is captured. */
+    beforeApply?: () => Promise<void>;
+    /** Awaited inside the lock after the changes are applied (not after a failure). */
+    afterApply?: () => Promise<void>;
+    /**
+     * `"overwrite"` (default, upstream's): the remote wins for every path it changed.
+     * `"reject"`: before changing anything, refuse with an `Error` whose `code` is
+     * `"DIRECTORY_MERGE_CONFLICT"` (message `Directory contents changed concurrently`,
+     * name `DirectoryMergeConflict`) and whose `paths` lists, sorted, every path that both
+     * sides changed since the baseline to different results (a host creation or deletion
+     * counts), plus every host-added or host-changed entry below a host directory the
+     * remote replaces with a file or symlink. A remote deletion of a host-edited file is
+     * not a conflict (the merge keeps the host's file). `afterApply` is not called.
+     */
+    conflictPolicy?: "overwrite" | "reject";
+    /**
+     * Opt-in guard (Mutagen's root-emptying safety): when the captured source has no entries
+     * but the baseline has some, reject with `code` `"ERR_PAPERCLIP_NATIVE_EMPTY_SOURCE"`
+     * before taking the lock; no hook runs and nothing changes. Without it an emptied or
+     * missing source deletes every host file that still matches the baseline (upstream).
+     */
+    refuseEmptySource?: boolean;
+}
+/**
+ * Three-way merge of a remote result into the host workspace, upstream's semantics:
+ * captures `sourceDir` (outside the lock), then inside {@link withDirectoryMergeLock}
+ * awaits `beforeApply`, captures the host tree, deletes the files and symlinks the remote
+ * deleted that the host still holds unchanged, removes the directories the remote deleted
+ * when empty (never recursively), applies every source entry that differs from the
+ * baseline (the remote wins; files reflinked or copied with their mode, symlinks
+ * recreated with their raw target), and awaits `afterApply`. Host-only files and host
+ * edits the remote did not touch survive. Runs natively and in parallel.
+ *
+ * Safety (always on): nothing is written, deleted or linked through a symlinked directory
+ * of the target; where upstream would do so the merge is refused before any change with
+ * `code` `"ERR_PAPERCLIP_NATIVE_SYMLINKED_ANCESTOR"` and `paths` (the symlinks), and a
+ * symlink planted during the merge fails the operation that meets it with the same code.
+ * A file is copied to a staged sibling and renamed into place, so a failed copy keeps the
+ * host's version. File-system failures reject with Node's `code` (`EACCES`, `EPERM`,
+ * `ENOTDIR`, …), so {@link classifyWorkspaceRestoreFailure} maps them as upstream does.
+ * When several entries fail, the error reported is the one upstream would meet first (the
+ * least path in `localeCompare` order); unlike upstream, which stops there, the other
+ * changed entries are still applied. The lock is released on any failure; the merge is
+ * not atomic (as upstream).
+ */
+export declare function mergeDirectoryWithBaseline(input: MergeDirectoryWithBaselineInput): Promise<void>;
 /** The stable `code` of a merge-lock timeout. */
 export declare const WORKSPACE_RESTORE_LOCK_TIMEOUT_CODE = "ERR_WORKSPACE_RESTORE_LOCK_TIMEOUT";
 /** The allowlisted restore failure categories. */

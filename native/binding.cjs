@@ -835,6 +835,7 @@ function __napiStampBindingTarget(exportsObject, target) {
 // linked import resolves to `undefined`.
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
+module.exports.MergeSource = nativeBinding.MergeSource
 module.exports.SnapshotStatCache = nativeBinding.SnapshotStatCache
 module.exports.TarExtractSink = nativeBinding.TarExtractSink
 module.exports.TarPackStream = nativeBinding.TarPackStream
@@ -847,6 +848,9 @@ module.exports.excludePatternMatches = nativeBinding.excludePatternMatches
 module.exports.ignoreScanList = nativeBinding.ignoreScanList
 module.exports.ignoreScanToplevel = nativeBinding.ignoreScanToplevel
 module.exports.isRelativePathOrDescendant = nativeBinding.isRelativePathOrDescendant
+module.exports.listTree = nativeBinding.listTree
+module.exports.mergeApply = nativeBinding.mergeApply
+module.exports.mergeCaptureSource = nativeBinding.mergeCaptureSource
 module.exports.mergeExcludeGroups = nativeBinding.mergeExcludeGroups
 module.exports.shouldExcludePath = nativeBinding.shouldExcludePath
 module.exports.snapshotCapture = nativeBinding.snapshotCapture

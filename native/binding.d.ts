@@ -7,6 +7,12 @@
  */
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
+/** A captured merge source, kept native until the merge applies it (internal). */
+export declare class MergeSource {
+  /** The number of entries (directories, files, symlinks) the source holds. */
+  get entryCount(): number
+}
+
 /** Stat data and hashes of a previous capture, for an incremental capture (internal). */
 export declare class SnapshotStatCache {
   /** Files whose hashes this cache can offer. */
@@ -113,10 +119,57 @@ export declare function ignoreScanToplevel(localDir: string): Promise<string | n
 export declare function isRelativePathOrDescendant(relative: string, candidate: string): boolean
 
 /**
+ * Lists every entry below `root` without following symlinks; unreadable directories
+ * read as empty (internal).
+ */
+export declare function listTree(root: string): Promise<TreeListing>
+
+/**
+ * Applies a captured source to the canonical `target` against the baseline (internal;
+ * upstream steps 2.2 to 2.5 of `mergeDirectoryWithBaseline`, run inside the JS lock).
+ */
+export declare function mergeApply(source: MergeSource, baseline: MergeBaselineTransfer, target: string, exclude: Array<string>, rejectConflicts: boolean): Promise<MergeOutcomeTransfer>
+
+/**
+ * A baseline snapshot in transfer form (internal). Entry `i` has path
+ * `paths.split("\0")[i]` and kind `kinds[i]` (0 unmatchable, 1 dir, 2 file, 3 symlink);
+ * files have `modes[i]` and the next 64 hex digits of `hashes`; symlinks the next
+ * `\0`-separated target of `targets`.
+ */
+export interface MergeBaselineTransfer {
+  paths: string
+  kinds: Uint8Array
+  modes: Uint32Array
+  hashes: string
+  targets: string
+}
+
+/** Captures the merge source (internal; upstream step 1 of `mergeDirectoryWithBaseline`). */
+export declare function mergeCaptureSource(sourceDir: string, exclude: Array<string>, cancelId?: number | undefined | null): Promise<MergeSource>
+
+/**
  * Upstream `mergeExcludes`, taking the groups as one array: concatenated in order, absent
  * groups skipped, duplicates removed with the first occurrence kept.
  */
 export declare function mergeExcludeGroups(groups: Array<Array<string> | undefined | null>): Array<string>
+
+/** What a merge did, or why it refused (internal). */
+export interface MergeOutcomeTransfer {
+  /** Set when the merge was refused before any change: the error code. */
+  refusedCode?: string
+  refusedMessage?: string
+  /** The refused paths (conflicts or symlinked ancestors), relative to the target. */
+  paths: Array<string>
+  deleted: number
+  removedDirs: number
+  applied: number
+  /**
+   * Entries that failed to apply: their paths, and their errors in the structured form
+   * `lib/native.js` turns into JS errors (same order).
+   */
+  failedPaths: Array<string>
+  failedErrors: Array<string>
+}
 
 /** Upstream `shouldExcludePath`: true when any entry of `exclude` matches `relative`. */
 export declare function shouldExcludePath(relative: string, exclude: Array<string>): boolean
@@ -220,3 +273,12 @@ export interface TarPackSummary {
 
 /** The exact size of the uncompressed tar stream a pack of `input` would write now (internal). */
 export declare function tarPrecomputeSize(input: TarPackInput): Promise<number>
+
+/**
+ * A tree listing (internal; see `mirrorDirectory`): `paths` `\0`-joined, `kinds[i]`
+ * 1 dir, 2 file, 3 symlink, 4 other.
+ */
+export interface TreeListing {
+  paths: string
+  kinds: Uint8Array
+}

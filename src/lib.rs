@@ -10,6 +10,7 @@ mod cancel;
 mod error;
 mod exclude;
 mod ignore;
+mod merge;
 mod runtime;
 mod snapshot;
 mod tar;

@@ -78,6 +78,7 @@ pub async fn snapshot_capture(
             exclude: &exclude,
             threads: worker_threads(),
             previous: previous.as_deref(),
+            hash_only: None,
             cancel: &cancel,
         })?;
         let n = snap.tree.nodes.len();

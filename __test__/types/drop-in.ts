@@ -18,6 +18,7 @@ export const sandbox: {
   escapeTarExcludeLiteral: typeof upSandbox.escapeTarExcludeLiteral;
   referencedSourceIgnoreExcludeEntries: typeof upSandbox.referencedSourceIgnoreExcludeEntries;
   mergeExcludes: typeof upSandbox.mergeExcludes;
+  mirrorDirectory: typeof upSandbox.mirrorDirectory;
   REFERENCED_SOURCE_IGNORE_FAILURE_REASONS: typeof upSandbox.REFERENCED_SOURCE_IGNORE_FAILURE_REASONS;
   resolveReferencedSourceIgnore: typeof upSandbox.resolveReferencedSourceIgnore;
 }[] = [ourSandbox, ours];
@@ -63,7 +64,12 @@ export const merge: {
   classifyWorkspaceRestoreFailure: typeof upMerge.classifyWorkspaceRestoreFailure;
   describeWorkspaceRestoreFailure: typeof upMerge.describeWorkspaceRestoreFailure;
   WORKSPACE_RESTORE_LOCK_TIMEOUT_CODE: typeof upMerge.WORKSPACE_RESTORE_LOCK_TIMEOUT_CODE;
+  withDirectoryMergeLock: typeof upMerge.withDirectoryMergeLock;
+  mergeDirectoryWithBaseline: typeof upMerge.mergeDirectoryWithBaseline;
 }[] = [ourMerge, ours];
+
+// A caller may pass upstream's merge input unchanged, or ours with the opt-in options.
+export const mergeInput: Parameters<typeof ourMerge.mergeDirectoryWithBaseline>[0] = {} as Parameters<typeof upMerge.mergeDirectoryWithBaseline>[0];
 
 export const execute: {
   referencedSourceContentSignature: typeof upExecute.referencedSourceContentSignature;

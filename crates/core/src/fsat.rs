@@ -1,7 +1,8 @@
 //! An open directory and the `*at` calls relative to it (`fstatat`, `openat`, `readlinkat`,
-//! `readdir` on the same descriptor): no path is re-resolved from the root for every entry
-//! (much cheaper on deep trees), and nothing is ever followed through a symlink
-//! (`O_NOFOLLOW`, `AT_SYMLINK_NOFOLLOW`), which the safety rules of merge and extract need.
+//! `readdir` on the same descriptor, and the mutations `mkdirat`, `unlinkat`, `symlinkat`,
+//! `renameat`): no path is re-resolved from the root for every entry (much cheaper on deep
+//! trees), and nothing is ever followed through a symlink (`O_NOFOLLOW`,
+//! `AT_SYMLINK_NOFOLLOW`), which the safety rules of merge and extract need.
 
 use std::ffi::{CStr, CString, OsStr, OsString};
 use std::fs::{File, Metadata};
@@ -35,6 +36,22 @@ impl Dir {
         }
         // SAFETY: `fd` is a fresh descriptor we own.
         Ok(Dir { fd: unsafe { OwnedFd::from_raw_fd(fd) } })
+    }
+
+    /// Opens `path` as a directory, refusing to follow a symlink in its last component (the
+    /// ancestors are resolved as usual: callers pass a canonical path).
+    pub fn open_nofollow(path: &Path) -> io::Result<Dir> {
+        let c = cstring(path.as_os_str())?;
+        let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+        // SAFETY: `c` is a valid NUL-terminated string; the result is checked.
+        let fd = retry(|| unsafe { libc::open(c.as_ptr(), flags) })?;
+        // SAFETY: `fd` is a fresh descriptor we own.
+        Ok(Dir { fd: unsafe { OwnedFd::from_raw_fd(fd) } })
+    }
+
+    /// A second handle on the same directory.
+    pub fn try_clone(&self) -> io::Result<Dir> {
+        Ok(Dir { fd: self.fd.try_clone()? })
     }
 
     /// Opens the child directory `name`, refusing to follow a symlink there.
@@ -105,6 +122,30 @@ impl Dir {
         Ok(RawStat(unsafe { st.assume_init() }))
     }
 
+    /// `stat` of a path relative to the directory, following symlinks (used only to ask
+    /// where a symlink leads, never to act on it).
+    pub fn stat_following(&self, rel: &OsStr) -> io::Result<RawStat> {
+        let c = cstring(rel)?;
+        let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+        // SAFETY: valid descriptor, string and out-pointer; the result is checked.
+        let rc = unsafe { libc::fstatat(self.fd.as_raw_fd(), c.as_ptr(), st.as_mut_ptr(), 0) };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: fstatat succeeded, so `st` is initialised.
+        Ok(RawStat(unsafe { st.assume_init() }))
+    }
+
+    /// Whether the effective user may read the child `name` (`faccessat(R_OK, AT_EACCESS |
+    /// AT_SYMLINK_NOFOLLOW)`): the permission check of an `open` for reading, without
+    /// opening anything.
+    pub fn check_readable(&self, name: &OsStr) -> io::Result<()> {
+        let c = cstring(name)?;
+        let flags = libc::AT_EACCESS | libc::AT_SYMLINK_NOFOLLOW;
+        // SAFETY: valid descriptor and string.
+        retry(|| unsafe { libc::faccessat(self.fd.as_raw_fd(), c.as_ptr(), libc::R_OK, flags) }).map(drop)
+    }
+
     /// Opens a child for reading; a symlink there fails (`ELOOP`) instead of being followed.
     pub fn open_file_nofollow(&self, name: &OsStr) -> io::Result<File> {
         let c = cstring(name)?;
@@ -146,6 +187,126 @@ impl Dir {
         // SAFETY: `dup` is a fresh descriptor we own.
         unsafe { File::from_raw_fd(dup) }.metadata()
     }
+}
+
+/// Mutations relative to the directory. None of them follows a symlink in `name`.
+impl Dir {
+    /// `mkdirat(name, mode)`; the process umask applies, as for `mkdir(2)`.
+    pub fn mkdir(&self, name: &OsStr, mode: u32) -> io::Result<()> {
+        let c = cstring(name)?;
+        // SAFETY: valid descriptor and string.
+        retry(|| unsafe { libc::mkdirat(self.fd.as_raw_fd(), c.as_ptr(), mode as libc::mode_t) }).map(drop)
+    }
+
+    /// Removes the file or symlink `name` (`unlinkat`).
+    pub fn unlink(&self, name: &OsStr) -> io::Result<()> {
+        let c = cstring(name)?;
+        // SAFETY: valid descriptor and string.
+        retry(|| unsafe { libc::unlinkat(self.fd.as_raw_fd(), c.as_ptr(), 0) }).map(drop)
+    }
+
+    /// Removes the empty directory `name` (`unlinkat` with `AT_REMOVEDIR`).
+    pub fn rmdir(&self, name: &OsStr) -> io::Result<()> {
+        let c = cstring(name)?;
+        // SAFETY: valid descriptor and string.
+        retry(|| unsafe { libc::unlinkat(self.fd.as_raw_fd(), c.as_ptr(), libc::AT_REMOVEDIR) }).map(drop)
+    }
+
+    /// Creates the symlink `name` with the raw target `target` (`symlinkat`).
+    pub fn symlink(&self, target: &OsStr, name: &OsStr) -> io::Result<()> {
+        let (t, c) = (cstring(target)?, cstring(name)?);
+        // SAFETY: valid descriptor and strings.
+        retry(|| unsafe { libc::symlinkat(t.as_ptr(), self.fd.as_raw_fd(), c.as_ptr()) }).map(drop)
+    }
+
+    /// Creates the new regular file `name` for writing: never an existing file, never
+    /// through a symlink (`O_CREAT | O_EXCL | O_NOFOLLOW`).
+    pub fn create_new_file(&self, name: &OsStr, mode: u32) -> io::Result<File> {
+        let c = cstring(name)?;
+        let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+        // SAFETY: valid descriptor and string; the result is checked.
+        let fd = retry(|| unsafe { libc::openat(self.fd.as_raw_fd(), c.as_ptr(), flags, mode as libc::c_uint) })?;
+        // SAFETY: `fd` is a fresh descriptor we own.
+        Ok(unsafe { File::from_raw_fd(fd) })
+    }
+
+    /// Renames `from` in this directory to `to` in `to_dir`, replacing a file or symlink
+    /// there (`renameat`; neither name is followed).
+    pub fn rename(&self, from: &OsStr, to_dir: &Dir, to: &OsStr) -> io::Result<()> {
+        let (f, t) = (cstring(from)?, cstring(to)?);
+        // SAFETY: valid descriptors and strings.
+        retry(|| unsafe { libc::renameat(self.fd.as_raw_fd(), f.as_ptr(), to_dir.fd.as_raw_fd(), t.as_ptr()) }).map(drop)
+    }
+
+    /// `rm -rf` of the child `name`: a file or symlink is unlinked, a directory is emptied
+    /// depth-first through descriptors (never following a symlink) and removed. A missing
+    /// `name` is not an error.
+    pub fn remove_tree(&self, name: &OsStr) -> io::Result<()> {
+        let is_dir = match self.lstat(name) {
+            Ok(st) => st.0.st_mode & libc::S_IFMT == libc::S_IFDIR,
+            Err(err) if err.raw_os_error() == Some(libc::ENOENT) => return Ok(()),
+            Err(err) => return Err(err),
+        };
+        if !is_dir {
+            return ignore_missing(self.unlink(name));
+        }
+        let child = match self.open_dir_nofollow(name) {
+            Ok(child) => child,
+            Err(err) if err.raw_os_error() == Some(libc::ENOENT) => return Ok(()),
+            // Swapped for a file or symlink since the lstat: unlink that instead.
+            Err(err) if matches!(err.raw_os_error(), Some(libc::ELOOP) | Some(libc::ENOTDIR)) => {
+                return ignore_missing(self.unlink(name))
+            }
+            Err(err) => return Err(err),
+        };
+        for entry in child.names()? {
+            child.remove_tree(&entry)?;
+        }
+        ignore_missing(self.rmdir(name))
+    }
+}
+
+fn ignore_missing(result: io::Result<()>) -> io::Result<()> {
+    match result {
+        Err(err) if err.raw_os_error() == Some(libc::ENOENT) => Ok(()),
+        other => other,
+    }
+}
+
+/// Runs a libc call until it is not interrupted; `-1` becomes the OS error.
+fn retry(mut call: impl FnMut() -> libc::c_int) -> io::Result<libc::c_int> {
+    loop {
+        let rc = call();
+        if rc != -1 {
+            return Ok(rc);
+        }
+        let err = io::Error::last_os_error();
+        if err.kind() != io::ErrorKind::Interrupted {
+            return Err(err);
+        }
+    }
+}
+
+/// `fchmod` of an open file: the permission bits of `mode` (type bits are ignored, as the
+/// kernel ignores them for `chmod`).
+pub fn fchmod(file: &File, mode: u32) -> io::Result<()> {
+    // SAFETY: a valid descriptor.
+    retry(|| unsafe { libc::fchmod(file.as_raw_fd(), (mode & 0o7777) as libc::mode_t) }).map(drop)
+}
+
+/// Copies `src`'s bytes into the empty file `dst`: a reflink (`FICLONE`) where the file
+/// system supports it, else an in-kernel copy (`copy_file_range`/`sendfile`, through
+/// `std::io::copy`), else a plain read/write loop.
+pub fn copy_contents(src: &mut File, dst: &mut File) -> io::Result<u64> {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        // SAFETY: two valid descriptors; FICLONE only reads its argument.
+        let rc = unsafe { libc::ioctl(dst.as_raw_fd(), libc::FICLONE as _, src.as_raw_fd()) };
+        if rc == 0 {
+            return Ok(src.metadata()?.len());
+        }
+    }
+    io::copy(src, dst)
 }
 
 #[cfg(any(target_os = "linux", target_os = "android"))]

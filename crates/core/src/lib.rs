@@ -8,6 +8,7 @@ pub mod error;
 pub mod exclude;
 pub mod fsat;
 pub mod ignore_scan;
+pub mod merge;
 pub mod snapshot;
 pub mod tar;
 pub mod walk;

@@ -101,6 +101,10 @@ pub struct CaptureOptions<'a> {
     pub exclude: &'a [String],
     pub threads: usize,
     pub previous: Option<&'a PreviousHashes>,
+    /// When set, only files for which it returns true are hashed; the others get no entry,
+    /// but their read permission is checked (so an unreadable file fails the capture with
+    /// `EACCES` as when hashing). A caller that needs a few hashes out of a large tree (the merge) sets it.
+    pub hash_only: Option<&'a (dyn Fn(&str) -> bool + Sync)>,
     pub cancel: &'a AtomicBool,
 }
 
@@ -114,7 +118,12 @@ pub fn capture(opts: &CaptureOptions<'_>) -> Result<Snapshot> {
     // Reusable hashes are taken and small files hashed during the walk, while each file's
     // directory is open.
     let reused = AtomicUsize::new(0);
+    let wanted = |rel: &str| opts.hash_only.is_none_or(|only| only(rel));
     let inline = |dir: &Dir, name: &OsStr, rel: &str, stat: &Stat| -> Result<Option<Hash>> {
+        if !wanted(rel) {
+            dir.check_readable(name).map_err(|err| Error::io(err, "open", &join_like_node(opts.root, rel)))?;
+            return Ok(None);
+        }
         if let Some(hash) = opts.previous.and_then(|prev| prev.reusable(rel, stat)) {
             reused.fetch_add(1, Ordering::Relaxed);
             return Ok(Some(hash));
@@ -153,7 +162,8 @@ pub fn capture(opts: &CaptureOptions<'_>) -> Result<Snapshot> {
         }
         match node.inline_digest {
             Some(hash) => entries[index] = Some(Entry::File { mode: node.stat.mode, hash }),
-            None => to_hash.push(index),
+            None if wanted(&node.rel) => to_hash.push(index),
+            None => {}
         }
     }
     for (index, hash) in hash_files(opts.root, &tree.nodes, &to_hash, opts.threads, opts.cancel)? {
@@ -371,7 +381,7 @@ mod tests {
     }
 
     fn capture_at(root: &Path, exclude: &[String], previous: Option<&PreviousHashes>) -> Result<Snapshot> {
-        capture(&CaptureOptions { root, exclude, threads: 2, previous, cancel: &AtomicBool::new(false) })
+        capture(&CaptureOptions { root, exclude, threads: 2, previous, hash_only: None, cancel: &AtomicBool::new(false) })
     }
 
     fn find<'a>(snap: &'a Snapshot, rel: &str) -> Option<&'a Entry> {

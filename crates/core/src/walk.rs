@@ -159,6 +159,23 @@ pub fn name_to_string(name: OsString, parent_rel: &str, root: &Path) -> Result<S
     })
 }
 
+/// Every entry below `root` as `(relative path, kind)`: directories descended, symlinks
+/// recorded but not followed, unreadable directories read as empty, nothing skipped. The
+/// order is unspecified (callers sort).
+pub fn list(root: &Path, threads: usize, cancel: &AtomicBool) -> Result<Vec<(String, Kind)>> {
+    let tree = walk(&WalkOptions {
+        root,
+        threads,
+        readdir_errors: ReaddirErrors::TreatAsEmpty,
+        skip: &|_| false,
+        descend: &|_| true,
+        read_link_targets: false,
+        inline_file: None,
+        cancel,
+    })?;
+    Ok(tree.nodes.into_iter().map(|node| (node.rel, node.stat.kind)).collect())
+}
+
 struct Shared {
     queue: VecDeque<(u32, String)>,
     /// Directories queued or being read.

@@ -1,0 +1,247 @@
+//! Hot path 3: the restore merge and the listing under `mirrorDirectory`.
+//!
+//! `lib/workspace-restore-merge.js` drives the merge: it captures the source here (outside
+//! the lock), keeps it native as a [`MergeSource`], takes the lock in JS, awaits the
+//! caller's hooks, and calls [`merge_apply`] inside the lock. Nothing here waits for JS.
+
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use napi::bindgen_prelude::{Uint32Array, Uint8Array};
+use napi_derive::napi;
+use paperclip_sync_core::error::{codes, Error};
+use paperclip_sync_core::merge::{self, Baseline, BaselineEntry, Outcome};
+use paperclip_sync_core::snapshot::{self, Snapshot};
+use paperclip_sync_core::walk::{self, Kind};
+
+use crate::cancel;
+use crate::error::{run_blocking, to_napi};
+use crate::snapshot::worker_threads;
+
+/// A captured merge source, kept native until the merge applies it (internal).
+#[napi]
+pub struct MergeSource {
+    root: PathBuf,
+    snapshot: Arc<Snapshot>,
+}
+
+#[napi]
+impl MergeSource {
+    /// The number of entries (directories, files, symlinks) the source holds.
+    #[napi(getter)]
+    pub fn entry_count(&self) -> u32 {
+        self.snapshot.entries.iter().filter(|e| e.is_some()).count() as u32
+    }
+}
+
+/// Captures the merge source (internal; upstream step 1 of `mergeDirectoryWithBaseline`).
+#[napi]
+pub async fn merge_capture_source(source_dir: String, exclude: Vec<String>, cancel_id: Option<u32>) -> napi::Result<MergeSource> {
+    let cancel = cancel::flag(cancel_id);
+    run_blocking(move || {
+        let root = PathBuf::from(source_dir);
+        let snap = snapshot::capture(&snapshot::CaptureOptions {
+            root: &root,
+            exclude: &exclude,
+            threads: worker_threads(),
+            previous: None,
+            hash_only: None,
+            cancel: &cancel,
+        })?;
+        Ok(MergeSource { root, snapshot: Arc::new(snap) })
+    })
+    .await
+}
+
+/// A baseline snapshot in transfer form (internal). Entry `i` has path
+/// `paths.split("\0")[i]` and kind `kinds[i]` (0 unmatchable, 1 dir, 2 file, 3 symlink);
+/// files have `modes[i]` and the next 64 hex digits of `hashes`; symlinks the next
+/// `\0`-separated target of `targets`.
+#[napi(object, object_to_js = false)]
+pub struct MergeBaselineTransfer {
+    pub paths: String,
+    pub kinds: Uint8Array,
+    pub modes: Uint32Array,
+    pub hashes: String,
+    pub targets: String,
+}
+
+/// What a merge did, or why it refused (internal).
+#[napi(object, object_from_js = false)]
+pub struct MergeOutcomeTransfer {
+    /// Set when the merge was refused before any change: the error code.
+    pub refused_code: Option<String>,
+    pub refused_message: Option<String>,
+    /// The refused paths (conflicts or symlinked ancestors), relative to the target.
+    pub paths: Vec<String>,
+    pub deleted: u32,
+    pub removed_dirs: u32,
+    pub applied: u32,
+    /// Entries that failed to apply: their paths, and their errors in the structured form
+    /// `lib/native.js` turns into JS errors (same order).
+    pub failed_paths: Vec<String>,
+    pub failed_errors: Vec<String>,
+}
+
+fn decode_hash(hex: &str) -> Option<[u8; 32]> {
+    let bytes = hex.as_bytes();
+    if bytes.len() != 64 {
+        return None;
+    }
+    let digit = |c: u8| match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        _ => None,
+    };
+    let mut out = [0u8; 32];
+    for (i, pair) in bytes.chunks_exact(2).enumerate() {
+        out[i] = digit(pair[0])? << 4 | digit(pair[1])?;
+    }
+    Some(out)
+}
+
+fn decode_baseline(paths: &str, kinds: &[u8], modes: &[u32], hashes: &str, targets: &str) -> Result<Baseline, Error> {
+    let bad = || Error::new(codes::INVALID_ARGUMENT, "malformed baseline transfer");
+    if kinds.is_empty() {
+        return Ok(Baseline::default());
+    }
+    let mut path_iter = paths.split('\0');
+    let mut target_iter = targets.split('\0');
+    let mut hash_at = 0usize;
+    let mut entries = Vec::with_capacity(kinds.len());
+    for (i, kind) in kinds.iter().enumerate() {
+        let rel = path_iter.next().ok_or_else(bad)?;
+        let entry = match kind {
+            1 => BaselineEntry::Dir,
+            2 => {
+                let hex = hashes.get(hash_at..hash_at + 64).ok_or_else(bad)?;
+                hash_at += 64;
+                match decode_hash(hex) {
+                    Some(hash) => BaselineEntry::File { mode: *modes.get(i).ok_or_else(bad)?, hash },
+                    None => BaselineEntry::Unmatchable,
+                }
+            }
+            3 => BaselineEntry::Symlink { target: target_iter.next().ok_or_else(bad)?.to_string() },
+            _ => BaselineEntry::Unmatchable,
+        };
+        entries.push((rel.to_string(), entry));
+    }
+    Ok(Baseline::new(entries))
+}
+
+/// Applies a captured source to the canonical `target` against the baseline (internal;
+/// upstream steps 2.2 to 2.5 of `mergeDirectoryWithBaseline`, run inside the JS lock).
+#[napi]
+pub async fn merge_apply(
+    source: &MergeSource,
+    baseline: MergeBaselineTransfer,
+    target: String,
+    exclude: Vec<String>,
+    reject_conflicts: bool,
+) -> napi::Result<MergeOutcomeTransfer> {
+    let (source_root, source) = (source.root.clone(), Arc::clone(&source.snapshot));
+    let kinds = baseline.kinds.to_vec();
+    let modes = baseline.modes.to_vec();
+    let MergeBaselineTransfer { paths, hashes, targets, .. } = baseline;
+    run_blocking(move || {
+        let baseline = decode_baseline(&paths, &kinds, &modes, &hashes, &targets)?;
+        let target = PathBuf::from(target);
+        let outcome = merge::merge(&merge::MergeOptions {
+            source_root: &source_root,
+            source: &source,
+            target: &target,
+            baseline: &baseline,
+            exclude: &exclude,
+            reject_conflicts,
+            threads: worker_threads(),
+            cancel: &AtomicBool::new(false),
+        })?;
+        let mut out = MergeOutcomeTransfer {
+            refused_code: None,
+            refused_message: None,
+            paths: Vec::new(),
+            deleted: 0,
+            removed_dirs: 0,
+            applied: 0,
+            failed_paths: Vec::new(),
+            failed_errors: Vec::new(),
+        };
+        let set_stats = |stats: merge::MergeStats, out: &mut MergeOutcomeTransfer| {
+            out.deleted = stats.deleted as u32;
+            out.removed_dirs = stats.removed_dirs as u32;
+            out.applied = stats.applied as u32;
+        };
+        match outcome {
+            Outcome::Merged(stats) => set_stats(stats, &mut out),
+            Outcome::Refused(refusal) => {
+                out.refused_code = Some(refusal.code.to_string());
+                out.refused_message = Some(refusal.message);
+                out.paths = refusal.paths;
+            }
+            Outcome::Failed { stats, failures } => {
+                set_stats(stats, &mut out);
+                for (path, err) in failures {
+                    out.failed_paths.push(path);
+                    out.failed_errors.push(to_napi(err).reason);
+                }
+            }
+        }
+        Ok(out)
+    })
+    .await
+}
+
+/// A tree listing (internal; see `mirrorDirectory`): `paths` `\0`-joined, `kinds[i]`
+/// 1 dir, 2 file, 3 symlink, 4 other.
+#[napi(object, object_from_js = false)]
+pub struct TreeListing {
+    pub paths: String,
+    pub kinds: Uint8Array,
+}
+
+/// Lists every entry below `root` without following symlinks; unreadable directories
+/// read as empty (internal).
+#[napi]
+pub async fn list_tree(root: String) -> napi::Result<TreeListing> {
+    run_blocking(move || {
+        let entries = walk::list(&PathBuf::from(root), worker_threads(), &AtomicBool::new(false))?;
+        let mut paths = String::with_capacity(entries.len() * 16);
+        let mut kinds = Vec::with_capacity(entries.len());
+        for (i, (rel, kind)) in entries.into_iter().enumerate() {
+            if i > 0 {
+                paths.push('\0');
+            }
+            paths.push_str(&rel);
+            kinds.push(match kind {
+                Kind::Dir => 1u8,
+                Kind::File => 2,
+                Kind::Symlink => 3,
+                Kind::Other => 4,
+            });
+        }
+        Ok(TreeListing { paths, kinds: kinds.into() })
+    })
+    .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decodes_hashes_and_rejects_upper_case() {
+        let hex = "00ff".repeat(16);
+        assert_eq!(decode_hash(&hex).unwrap()[..2], [0x00, 0xff]);
+        assert!(decode_hash(&hex.to_uppercase()).is_none());
+        assert!(decode_hash("abc").is_none());
+    }
+
+    #[test]
+    fn decodes_a_baseline_transfer() {
+        let hex = "ab".repeat(32);
+        let b = decode_baseline("d\0d/f\0d/l\0weird", &[1, 2, 3, 0], &[0, 0o100644, 0, 0], &hex, "../x").unwrap();
+        assert_eq!(b.len(), 4);
+        assert!(decode_baseline("d", &[2], &[0], "", "").is_err());
+    }
+}
