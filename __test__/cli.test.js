@@ -193,14 +193,51 @@ describe("paperclip-sync", () => {
     expect(cli("extract", archive).code).toBe(2);
   });
 
+  it("merge applies a remote result against a baseline like upstream, and reject refuses conflicts", async () => {
+    const host = makeTree("merge-host");
+    const baselineFile = path.join(work, "merge-baseline.json");
+    expect(cli("snapshot", host, "--exclude", "node_modules", "--out", baselineFile).code).toBe(0);
+    const remote = path.join(work, "merge-remote");
+    execFileSync("cp", ["-a", host, remote]);
+    rmSync(path.join(remote, "node_modules"), { recursive: true });
+    writeFileSync(path.join(remote, "src", "a.ts"), "export const a = 'remote';\n");
+    rmSync(path.join(remote, "src", "deep", "b.ts"));
+    writeFileSync(path.join(remote, "added.ts"), "new\n");
+    const twin = path.join(work, "merge-host-upstream");
+    execFileSync("cp", ["-a", host, twin]);
+    const run = cli("merge", "--baseline", baselineFile, "--source", remote, "--target", host, "--json");
+    expect(run.code, run.stderr).toBe(0);
+    expect(JSON.parse(run.stdout).changes).toEqual([
+      { change: "added", path: "added.ts", detail: "file" },
+      { change: "modified", path: "src/a.ts", detail: "content" },
+      { change: "removed", path: "src/deep/b.ts", detail: "file" },
+    ]);
+    const baseline = upstream.parseDirectorySnapshot(JSON.parse(readFileSync(baselineFile, "utf8")));
+    await upstream.mergeDirectoryWithBaseline({ baseline, sourceDir: remote, targetDir: twin });
+    const digest = async (dir) => upstream.directorySnapshotSha256(await upstream.captureDirectorySnapshot(dir));
+    expect(await digest(host)).toBe(await digest(twin));
+    expect(readFileSync(path.join(host, "node_modules", "pkg", "index.js"), "utf8")).toBe("module.exports = 1;\n");
+    // Both sides change the same file: reject refuses and changes nothing.
+    const second = path.join(work, "merge-baseline-2.json");
+    expect(cli("snapshot", host, "--exclude", "node_modules", "--out", second).code).toBe(0);
+    writeFileSync(path.join(host, "added.ts"), "host edit\n");
+    writeFileSync(path.join(remote, "added.ts"), "remote edit\n");
+    const refused = cli("merge", "--baseline", second, "--source", remote, "--target", host, "--conflict-policy", "reject");
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/^paperclip-sync: DIRECTORY_MERGE_CONFLICT: .*added\.ts\n$/);
+    expect(readFileSync(path.join(host, "added.ts"), "utf8")).toBe("host edit\n");
+    expect(cli("merge", "--baseline", second, "--source", remote).code).toBe(2);
+    expect(cli("merge", "--baseline", second, "--source", remote, "--target", host, "--conflict-policy", "maybe").code).toBe(2);
+  });
+
   it("demo runs the cycle on a generated workspace and every native step matches upstream", () => {
     const run = cli("demo", "--files", "60", "--json");
     expect(run.code, run.stderr).toBe(0);
     const { steps } = JSON.parse(run.stdout);
     const names = steps.map((s) => s.step);
-    expect(names).toEqual(expect.arrayContaining(["resolve ignored paths", "baseline snapshot", "content signature", "pack workspace (tar)", "snapshot remote result", "incremental host re-snapshot"]));
+    expect(names).toEqual(expect.arrayContaining(["resolve ignored paths", "baseline snapshot", "content signature", "pack workspace (tar)", "snapshot remote result", "incremental host re-snapshot", "merge remote result back"]));
     const compared = steps.filter((s) => s["same result"] !== "-");
-    expect(compared.length).toBeGreaterThanOrEqual(6);
+    expect(compared.length).toBeGreaterThanOrEqual(7);
     expect(compared.every((s) => s["same result"] === "yes")).toBe(true);
   }, 120_000);
 });

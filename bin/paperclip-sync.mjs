@@ -13,6 +13,7 @@ import {
   createTarballStreamFromDirectory,
   directorySnapshotSha256,
   extractTarballToDirectory,
+  mergeDirectoryWithBaseline,
   mergeExcludes,
   packDirectoryToFile,
   parseDirectorySnapshot,
@@ -40,6 +41,7 @@ Commands:
   signature <dir>          the content signature of a referenced project
   pack <dir>               archive a directory as tar (optionally gzip), with progress
   extract <archive> <dir>  safely extract a tar or tar.gz archive into a directory
+  merge                    merge a remote result back into a workspace against a baseline
 
 Run '${PROGRAM} <command> --help' for a command's options.
 Exit codes: 0 ok, 1 the operation failed, 2 bad usage.`,
@@ -78,6 +80,15 @@ Extracts a tar or tar.gz archive (gzip detected) into <dir>, refusing members th
 land or point outside it (absolute names, '..', escaping links, devices) with
 ERR_PAPERCLIP_NATIVE_UNSAFE_ARCHIVE_ENTRY, and truncated archives with
 ERR_PAPERCLIP_NATIVE_BAD_ARCHIVE. '-' reads the archive from stdin.`,
+  merge: `Usage: ${PROGRAM} merge --baseline SNAPSHOT.json --source DIR --target DIR [--conflict-policy overwrite|reject] [--refuse-empty-source] [--json]
+
+Three-way merge of a remote result (--source) into a workspace (--target) against the
+baseline snapshot taken when the workspace was staged (as written by 'snapshot --out'),
+under the workspace merge lock shared with upstream's TypeScript. Remote changes win;
+local edits of files the remote deleted are kept.
+  --conflict-policy reject  refuse (DIRECTORY_MERGE_CONFLICT, listing the paths) when the
+                            workspace and the remote both changed a path
+  --refuse-empty-source     refuse when the source is empty but the baseline is not`,
   demo: `Usage: ${PROGRAM} demo [--files N] [--keep] [--json]
 
 Generates a realistic workspace (a git repository with sources and an ignored dependency
@@ -385,6 +396,32 @@ async function cmdExtract(argv) {
   return 0;
 }
 
+async function cmdMerge(argv) {
+  const opts = parseArgs(argv, { baseline: "string", source: "string", target: "string", "conflict-policy": "string", "refuse-empty-source": "bool", json: "bool" });
+  if (opts.help) return console.log(HELP.merge);
+  if (!opts.baseline || !opts.source || !opts.target) throw new UsageError("--baseline, --source and --target are required");
+  const policy = opts["conflict-policy"] ?? "overwrite";
+  if (policy !== "overwrite" && policy !== "reject") throw new UsageError("--conflict-policy is overwrite or reject");
+  const baseline = loadSnapshot(opts.baseline);
+  requireDir(opts.target);
+  const before = await captureDirectorySnapshot(opts.target, { exclude: baseline.exclude });
+  try {
+    const { ms } = await timed(() => mergeDirectoryWithBaseline({
+      baseline, sourceDir: opts.source, targetDir: opts.target, conflictPolicy: policy, refuseEmptySource: opts["refuse-empty-source"],
+    }));
+    const after = await captureDirectorySnapshot(opts.target, { exclude: baseline.exclude });
+    const changes = diffSnapshots(before, after);
+    if (opts.json) return console.log(JSON.stringify({ target: path.resolve(opts.target), ms: Math.round(ms), changes }));
+    if (changes.length === 0) console.log("merged: the workspace already matched");
+    else console.log(`${table(changes, ["change", "path", "detail"])}\n\nmerged in ${Math.round(ms)} ms: ${changes.length} paths changed in the workspace`);
+  } catch (error) {
+    if (error?.code === "DIRECTORY_MERGE_CONFLICT" && Array.isArray(error.paths)) {
+      error.message = `${error.message}: ${error.paths.join(", ")}`;
+    }
+    throw error;
+  }
+}
+
 // ---- demo ------------------------------------------------------------------------------
 
 const HEAVY = ["node_modules", "vendor", "dist", "build", "out", "coverage", ".next", ".turbo", ".cache"];
@@ -504,7 +541,9 @@ async function cmdDemo(argv) {
       record("pack workspace (tar)", packed.ms, theirs.ms, members(ourTar) === members(theirTar), `${packed.value.entries} members, ${formatBytes(packed.value.tarBytes)}`);
     } else record("pack workspace (tar)", packed.ms, null, null, `${packed.value.entries} members, ${formatBytes(packed.value.tarBytes)}`);
 
-    // 5. The "remote" edits a copy: modifies, adds and deletes files.
+    // 5. The "remote" edits a copy: modifies, adds and deletes files. (The host as it was
+    //    is kept aside, so upstream can merge into an identical copy.)
+    if (upstream) cpSync(workspace, path.join(work, "workspace-before-merge"), { recursive: true, verbatimSymlinks: true });
     cpSync(workspace, remote, { recursive: true, filter: (src) => !src.includes(`${path.sep}node_modules`) });
     let edits = 0;
     for (const [rel, entry] of ours.value.entries) {
@@ -528,13 +567,19 @@ async function cmdDemo(argv) {
     const changes = diffSnapshots(ours.value, remoteSnap.value);
     record("diff baseline -> remote", null, null, null, `${changes.length} changes`);
 
-    // 7. Merge back (native merge lands with the restore-merge issue).
+    // 7. Merge back: natively into the workspace, upstream into a copy of it; both must
+    //    end equal to the remote result (the excluded dependency tree kept).
+    const merged = await timed(() => mergeDirectoryWithBaseline({ baseline: ours.value, sourceDir: remote, targetDir: workspace }));
+    const after = directorySnapshotSha256(await captureDirectorySnapshot(workspace, { exclude }));
+    const matchesRemote = after === directorySnapshotSha256(remoteSnap.value);
     if (upstream) {
-      const merged = await timed(() => upstream.merge.mergeDirectoryWithBaseline({ baseline: ours.value, sourceDir: remote, targetDir: workspace }));
-      const after = await captureDirectorySnapshot(workspace, { exclude });
-      const same = directorySnapshotSha256(after) === directorySnapshotSha256(remoteSnap.value);
-      record("merge remote result back", null, merged.ms, same, "native port pending; workspace now equals the remote result");
-    }
+      const hostCopy = path.join(work, "workspace-upstream");
+      cpSync(path.join(work, "workspace-before-merge"), hostCopy, { recursive: true, verbatimSymlinks: true });
+      const theirs = await timed(() => upstream.merge.mergeDirectoryWithBaseline({ baseline: ours.value, sourceDir: remote, targetDir: hostCopy }));
+      const full = async (dir) => directorySnapshotSha256(await captureDirectorySnapshot(dir));
+      const same = matchesRemote && (await full(hostCopy)) === (await full(workspace));
+      record("merge remote result back", merged.ms, theirs.ms, same, "whole trees equal, node_modules kept");
+    } else record("merge remote result back", merged.ms, null, matchesRemote);
 
     if (opts.json) {
       console.log(JSON.stringify({ workspace: opts.keep ? workspace : null, steps: rows }));
@@ -555,6 +600,7 @@ async function cmdDemo(argv) {
 
 const COMMANDS = {
   demo: cmdDemo,
+  merge: cmdMerge,
   ignored: cmdIgnored,
   snapshot: cmdSnapshot,
   diff: cmdDiff,
