@@ -4,6 +4,7 @@
 //! trees), and nothing is ever followed through a symlink (`O_NOFOLLOW`,
 //! `AT_SYMLINK_NOFOLLOW`), which the safety rules of merge and extract need.
 
+use std::borrow::Cow;
 use std::ffi::{CStr, CString, OsStr, OsString};
 use std::fs::{File, Metadata};
 use std::io;
@@ -17,8 +18,48 @@ pub struct Dir {
     fd: OwnedFd,
 }
 
-fn cstring(name: &OsStr) -> io::Result<CString> {
-    CString::new(name.as_bytes()).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
+/// A C string for a name (`EINVAL` when it holds a NUL byte).
+pub fn c_name(name: &[u8]) -> io::Result<CString> {
+    CString::new(name).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
+}
+
+/// A name the `*at` calls accept: an `OsStr` (checked for NUL bytes) or a ready `CStr`.
+pub trait AtName {
+    fn c_name(&self) -> io::Result<Cow<'_, CStr>>;
+}
+
+impl AtName for OsStr {
+    fn c_name(&self) -> io::Result<Cow<'_, CStr>> {
+        c_name(self.as_bytes()).map(Cow::Owned)
+    }
+}
+
+impl AtName for OsString {
+    fn c_name(&self) -> io::Result<Cow<'_, CStr>> {
+        self.as_os_str().c_name()
+    }
+}
+
+impl AtName for CStr {
+    fn c_name(&self) -> io::Result<Cow<'_, CStr>> {
+        Ok(Cow::Borrowed(self))
+    }
+}
+
+impl AtName for CString {
+    fn c_name(&self) -> io::Result<Cow<'_, CStr>> {
+        Ok(Cow::Borrowed(self.as_c_str()))
+    }
+}
+
+/// What `lstat` says a name is, for callers that only need the kind (and a regular file's
+/// identity).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Node {
+    Directory,
+    Regular { dev: u64, ino: u64 },
+    Symlink,
+    Other,
 }
 
 /// The `lstat` result of [`Dir::lstat`]: what the walkers need, without a `Metadata`.
@@ -28,7 +69,7 @@ pub struct RawStat(pub libc::stat);
 impl Dir {
     /// Opens `path` as a directory (following symlinks in `path` itself, as `readdir` does).
     pub fn open(path: &Path) -> io::Result<Dir> {
-        let c = cstring(path.as_os_str())?;
+        let c = c_name(path.as_os_str().as_bytes())?;
         // SAFETY: `c` is a valid NUL-terminated string; the result is checked.
         let fd = unsafe { libc::open(c.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC) };
         if fd < 0 {
@@ -41,7 +82,7 @@ impl Dir {
     /// Opens `path` as a directory, refusing to follow a symlink in its last component (the
     /// ancestors are resolved as usual: callers pass a canonical path).
     pub fn open_nofollow(path: &Path) -> io::Result<Dir> {
-        let c = cstring(path.as_os_str())?;
+        let c = c_name(path.as_os_str().as_bytes())?;
         let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
         // SAFETY: `c` is a valid NUL-terminated string; the result is checked.
         let fd = retry(|| unsafe { libc::open(c.as_ptr(), flags) })?;
@@ -55,8 +96,8 @@ impl Dir {
     }
 
     /// Opens the child directory `name`, refusing to follow a symlink there.
-    pub fn open_dir_nofollow(&self, name: &OsStr) -> io::Result<Dir> {
-        let c = cstring(name)?;
+    pub fn open_dir_nofollow(&self, name: &(impl AtName + ?Sized)) -> io::Result<Dir> {
+        let c = name.c_name()?;
         // SAFETY: valid descriptor and string; the result is checked.
         let fd = unsafe {
             libc::openat(self.fd.as_raw_fd(), c.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
@@ -110,8 +151,8 @@ impl Dir {
     }
 
     /// `lstat` of a child (`fstatat` with `AT_SYMLINK_NOFOLLOW`).
-    pub fn lstat(&self, name: &OsStr) -> io::Result<RawStat> {
-        let c = cstring(name)?;
+    pub fn lstat(&self, name: &(impl AtName + ?Sized)) -> io::Result<RawStat> {
+        let c = name.c_name()?;
         let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
         // SAFETY: valid descriptor, string and out-pointer; the result is checked.
         let rc = unsafe { libc::fstatat(self.fd.as_raw_fd(), c.as_ptr(), st.as_mut_ptr(), libc::AT_SYMLINK_NOFOLLOW) };
@@ -124,8 +165,8 @@ impl Dir {
 
     /// `stat` of a path relative to the directory, following symlinks (used only to ask
     /// where a symlink leads, never to act on it).
-    pub fn stat_following(&self, rel: &OsStr) -> io::Result<RawStat> {
-        let c = cstring(rel)?;
+    pub fn stat_following(&self, rel: &(impl AtName + ?Sized)) -> io::Result<RawStat> {
+        let c = rel.c_name()?;
         let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
         // SAFETY: valid descriptor, string and out-pointer; the result is checked.
         let rc = unsafe { libc::fstatat(self.fd.as_raw_fd(), c.as_ptr(), st.as_mut_ptr(), 0) };
@@ -139,16 +180,16 @@ impl Dir {
     /// Whether the effective user may read the child `name` (`faccessat(R_OK, AT_EACCESS |
     /// AT_SYMLINK_NOFOLLOW)`): the permission check of an `open` for reading, without
     /// opening anything.
-    pub fn check_readable(&self, name: &OsStr) -> io::Result<()> {
-        let c = cstring(name)?;
+    pub fn check_readable(&self, name: &(impl AtName + ?Sized)) -> io::Result<()> {
+        let c = name.c_name()?;
         let flags = libc::AT_EACCESS | libc::AT_SYMLINK_NOFOLLOW;
         // SAFETY: valid descriptor and string.
         retry(|| unsafe { libc::faccessat(self.fd.as_raw_fd(), c.as_ptr(), libc::R_OK, flags) }).map(drop)
     }
 
     /// Opens a child for reading; a symlink there fails (`ELOOP`) instead of being followed.
-    pub fn open_file_nofollow(&self, name: &OsStr) -> io::Result<File> {
-        let c = cstring(name)?;
+    pub fn open_file_nofollow(&self, name: &(impl AtName + ?Sized)) -> io::Result<File> {
+        let c = name.c_name()?;
         // SAFETY: valid descriptor and string; the result is checked.
         let fd = unsafe { libc::openat(self.fd.as_raw_fd(), c.as_ptr(), libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC) };
         if fd < 0 {
@@ -159,8 +200,8 @@ impl Dir {
     }
 
     /// The raw target of a child symlink (`readlinkat`).
-    pub fn readlink(&self, name: &OsStr) -> io::Result<OsString> {
-        let c = cstring(name)?;
+    pub fn readlink(&self, name: &(impl AtName + ?Sized)) -> io::Result<OsString> {
+        let c = name.c_name()?;
         let mut buf = vec![0u8; 256];
         loop {
             // SAFETY: valid descriptor, string and buffer; the result is checked.
@@ -192,37 +233,37 @@ impl Dir {
 /// Mutations relative to the directory. None of them follows a symlink in `name`.
 impl Dir {
     /// `mkdirat(name, mode)`; the process umask applies, as for `mkdir(2)`.
-    pub fn mkdir(&self, name: &OsStr, mode: u32) -> io::Result<()> {
-        let c = cstring(name)?;
+    pub fn mkdir(&self, name: &(impl AtName + ?Sized), mode: u32) -> io::Result<()> {
+        let c = name.c_name()?;
         // SAFETY: valid descriptor and string.
         retry(|| unsafe { libc::mkdirat(self.fd.as_raw_fd(), c.as_ptr(), mode as libc::mode_t) }).map(drop)
     }
 
     /// Removes the file or symlink `name` (`unlinkat`).
-    pub fn unlink(&self, name: &OsStr) -> io::Result<()> {
-        let c = cstring(name)?;
+    pub fn unlink(&self, name: &(impl AtName + ?Sized)) -> io::Result<()> {
+        let c = name.c_name()?;
         // SAFETY: valid descriptor and string.
         retry(|| unsafe { libc::unlinkat(self.fd.as_raw_fd(), c.as_ptr(), 0) }).map(drop)
     }
 
     /// Removes the empty directory `name` (`unlinkat` with `AT_REMOVEDIR`).
-    pub fn rmdir(&self, name: &OsStr) -> io::Result<()> {
-        let c = cstring(name)?;
+    pub fn rmdir(&self, name: &(impl AtName + ?Sized)) -> io::Result<()> {
+        let c = name.c_name()?;
         // SAFETY: valid descriptor and string.
         retry(|| unsafe { libc::unlinkat(self.fd.as_raw_fd(), c.as_ptr(), libc::AT_REMOVEDIR) }).map(drop)
     }
 
     /// Creates the symlink `name` with the raw target `target` (`symlinkat`).
-    pub fn symlink(&self, target: &OsStr, name: &OsStr) -> io::Result<()> {
-        let (t, c) = (cstring(target)?, cstring(name)?);
+    pub fn symlink(&self, target: &(impl AtName + ?Sized), name: &(impl AtName + ?Sized)) -> io::Result<()> {
+        let (t, c) = (target.c_name()?, name.c_name()?);
         // SAFETY: valid descriptor and strings.
         retry(|| unsafe { libc::symlinkat(t.as_ptr(), self.fd.as_raw_fd(), c.as_ptr()) }).map(drop)
     }
 
     /// Creates the new regular file `name` for writing: never an existing file, never
     /// through a symlink (`O_CREAT | O_EXCL | O_NOFOLLOW`).
-    pub fn create_new_file(&self, name: &OsStr, mode: u32) -> io::Result<File> {
-        let c = cstring(name)?;
+    pub fn create_new_file(&self, name: &(impl AtName + ?Sized), mode: u32) -> io::Result<File> {
+        let c = name.c_name()?;
         let flags = libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC;
         // SAFETY: valid descriptor and string; the result is checked.
         let fd = retry(|| unsafe { libc::openat(self.fd.as_raw_fd(), c.as_ptr(), flags, mode as libc::c_uint) })?;
@@ -232,8 +273,8 @@ impl Dir {
 
     /// Renames `from` in this directory to `to` in `to_dir`, replacing a file or symlink
     /// there (`renameat`; neither name is followed).
-    pub fn rename(&self, from: &OsStr, to_dir: &Dir, to: &OsStr) -> io::Result<()> {
-        let (f, t) = (cstring(from)?, cstring(to)?);
+    pub fn rename(&self, from: &(impl AtName + ?Sized), to_dir: &Dir, to: &(impl AtName + ?Sized)) -> io::Result<()> {
+        let (f, t) = (from.c_name()?, to.c_name()?);
         // SAFETY: valid descriptors and strings.
         retry(|| unsafe { libc::renameat(self.fd.as_raw_fd(), f.as_ptr(), to_dir.fd.as_raw_fd(), t.as_ptr()) }).map(drop)
     }
@@ -241,7 +282,7 @@ impl Dir {
     /// `rm -rf` of the child `name`: a file or symlink is unlinked, a directory is emptied
     /// depth-first through descriptors (never following a symlink) and removed. A missing
     /// `name` is not an error.
-    pub fn remove_tree(&self, name: &OsStr) -> io::Result<()> {
+    pub fn remove_tree(&self, name: &(impl AtName + ?Sized)) -> io::Result<()> {
         let is_dir = match self.lstat(name) {
             Ok(st) => st.0.st_mode & libc::S_IFMT == libc::S_IFDIR,
             Err(err) if err.raw_os_error() == Some(libc::ENOENT) => return Ok(()),
@@ -264,6 +305,68 @@ impl Dir {
         }
         ignore_missing(self.rmdir(name))
     }
+}
+
+/// What extraction needs beyond the mutations above: kinds, hard links and times.
+impl Dir {
+    /// What `name` is, without following it; `None` when it does not exist.
+    pub fn node(&self, name: &(impl AtName + ?Sized)) -> io::Result<Option<Node>> {
+        let st = match self.lstat(name) {
+            Ok(st) => st.0,
+            Err(err) if err.raw_os_error() == Some(libc::ENOENT) => return Ok(None),
+            Err(err) => return Err(err),
+        };
+        Ok(Some(match st.st_mode & libc::S_IFMT {
+            libc::S_IFDIR => Node::Directory,
+            libc::S_IFREG => Node::Regular { dev: st.st_dev as u64, ino: st.st_ino as u64 },
+            libc::S_IFLNK => Node::Symlink,
+            _ => Node::Other,
+        }))
+    }
+
+    /// Creates `name` as a hard link to `from_name` in `from` (a symlink is not followed).
+    pub fn hard_link(&self, from: &Dir, from_name: &(impl AtName + ?Sized), name: &(impl AtName + ?Sized)) -> io::Result<()> {
+        let (f, n) = (from_name.c_name()?, name.c_name()?);
+        // SAFETY: valid descriptors and strings.
+        retry(|| unsafe { libc::linkat(from.fd.as_raw_fd(), f.as_ptr(), self.fd.as_raw_fd(), n.as_ptr(), 0) }).map(drop)
+    }
+
+    /// Sets the modification time of `name` itself (a symlink is not followed); the access
+    /// time is left alone.
+    pub fn set_link_mtime(&self, name: &(impl AtName + ?Sized), mtime: i64) -> io::Result<()> {
+        let (c, times) = (name.c_name()?, mtime_only(mtime));
+        // SAFETY: valid descriptor, string and a two-element timespec array.
+        retry(|| unsafe { libc::utimensat(self.fd.as_raw_fd(), c.as_ptr(), times.as_ptr(), libc::AT_SYMLINK_NOFOLLOW) })
+            .map(drop)
+    }
+
+    /// Sets this directory's permission bits.
+    pub fn chmod(&self, mode: u32) -> io::Result<()> {
+        fchmod(&self.fd, mode)
+    }
+
+    /// Sets this directory's modification time.
+    pub fn set_mtime(&self, mtime: i64) -> io::Result<()> {
+        futimens(&self.fd, mtime)
+    }
+}
+
+/// Sets the modification time of an open file or directory; the access time is left alone.
+pub fn futimens(fd: &impl AsRawFd, mtime: i64) -> io::Result<()> {
+    let times = mtime_only(mtime);
+    // SAFETY: a valid descriptor and a two-element timespec array.
+    retry(|| unsafe { libc::futimens(fd.as_raw_fd(), times.as_ptr()) }).map(drop)
+}
+
+/// `[atime, mtime]` for the `*utimens*` calls: the access time untouched.
+fn mtime_only(mtime: i64) -> [libc::timespec; 2] {
+    // SAFETY: timespec is plain data.
+    let mut omit: libc::timespec = unsafe { std::mem::zeroed() };
+    omit.tv_nsec = libc::UTIME_OMIT;
+    // SAFETY: as above.
+    let mut modified: libc::timespec = unsafe { std::mem::zeroed() };
+    modified.tv_sec = mtime as libc::time_t;
+    [omit, modified]
 }
 
 fn ignore_missing(result: io::Result<()>) -> io::Result<()> {
@@ -289,9 +392,9 @@ fn retry(mut call: impl FnMut() -> libc::c_int) -> io::Result<libc::c_int> {
 
 /// `fchmod` of an open file: the permission bits of `mode` (type bits are ignored, as the
 /// kernel ignores them for `chmod`).
-pub fn fchmod(file: &File, mode: u32) -> io::Result<()> {
+pub fn fchmod(fd: &impl AsRawFd, mode: u32) -> io::Result<()> {
     // SAFETY: a valid descriptor.
-    retry(|| unsafe { libc::fchmod(file.as_raw_fd(), (mode & 0o7777) as libc::mode_t) }).map(drop)
+    retry(|| unsafe { libc::fchmod(fd.as_raw_fd(), (mode & 0o7777) as libc::mode_t) }).map(drop)
 }
 
 /// Copies `src`'s bytes into the empty file `dst`: a reflink (`FICLONE`) where the file

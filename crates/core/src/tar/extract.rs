@@ -2,7 +2,7 @@
 //!
 //! Every member is checked before anything is created for it, and nothing is created through
 //! a symbolic link: all file-system calls are relative to directory handles opened with
-//! `O_NOFOLLOW` ([`super::dirfd`]). Refused, with code `ERR_PAPERCLIP_NATIVE_UNSAFE_ARCHIVE_ENTRY`
+//! `O_NOFOLLOW` ([`crate::fsat`]). Refused, with code `ERR_PAPERCLIP_NATIVE_UNSAFE_ARCHIVE_ENTRY`
 //! and a message naming the member (never a host path):
 //!
 //! * absolute names and names with a `..` component;
@@ -31,7 +31,7 @@ use std::sync::atomic::AtomicBool;
 
 use flate2::read::MultiGzDecoder;
 
-use super::dirfd::{c_name, fchmod, futimens, Dir, Node};
+use crate::fsat::{c_name, fchmod, futimens, Dir, Node};
 use super::header::{self, kind, padded, BLOCK};
 use super::stream::{check_cancel, CountingReader, ReadState, COPY_BUFFER};
 use crate::error::{codes, Error, Result};
@@ -535,12 +535,12 @@ impl Extractor<'_> {
     /// Opens the directory at `components`, creating missing ones when `create` is set and
     /// refusing to pass through a symbolic link.
     fn open_dir(&self, components: &[String], create: bool, member: &str) -> Result<Dir> {
-        let mut dir = self.root.duplicate().map_err(|e| Error::io(e, "open", self.dest))?;
+        let mut dir = self.root.try_clone().map_err(|e| Error::io(e, "open", self.dest))?;
         for (index, component) in components.iter().enumerate() {
             let here = &components[..=index];
             let name = c_name(component.as_bytes())
                 .map_err(|_| refuse(member, "the name contains a NUL byte"))?;
-            match dir.lstat(&name).map_err(|e| Error::io(e, "lstat", &self.host_path(here)))? {
+            match dir.node(&name).map_err(|e| Error::io(e, "lstat", &self.host_path(here)))? {
                 Some(Node::Directory) => {}
                 Some(Node::Symlink) => {
                     return Err(refuse(
@@ -567,7 +567,7 @@ impl Extractor<'_> {
                     ))
                 }
             }
-            dir = dir.open_dir(&name).map_err(|e| match e.raw_os_error() {
+            dir = dir.open_dir_nofollow(&name).map_err(|e| match e.raw_os_error() {
                 Some(libc::ELOOP) | Some(libc::ENOTDIR) => refuse(
                     member,
                     format!("it would be written through the symbolic link '{}'", here.join("/")),
@@ -596,12 +596,12 @@ impl Extractor<'_> {
     /// empty directory. Never follows anything.
     fn clear_slot(&self, parent: &Dir, name: &CString, target: &Target) -> Result<()> {
         let path = || self.host_path(&target.components);
-        match parent.lstat(name).map_err(|e| Error::io(e, "lstat", &path()))? {
+        match parent.node(name).map_err(|e| Error::io(e, "lstat", &path()))? {
             None => Ok(()),
             Some(Node::Directory) => {
-                parent.remove(name, true).map_err(|e| Error::io(e, "rmdir", &path()))
+                parent.rmdir(name).map_err(|e| Error::io(e, "rmdir", &path()))
             }
-            Some(_) => parent.remove(name, false).map_err(|e| Error::io(e, "unlink", &path())),
+            Some(_) => parent.unlink(name).map_err(|e| Error::io(e, "unlink", &path())),
         }
     }
 
@@ -610,11 +610,11 @@ impl Extractor<'_> {
         let name = target.file_name()?;
         let path = || self.host_path(&target.components);
         let result = (|| {
-            match parent.lstat(&name).map_err(|e| Error::io(e, "lstat", &path()))? {
+            match parent.node(&name).map_err(|e| Error::io(e, "lstat", &path()))? {
                 Some(Node::Directory) => return Ok(()),
                 // A link or file in the way is replaced, never followed.
                 Some(_) => {
-                    parent.remove(&name, false).map_err(|e| Error::io(e, "unlink", &path()))?
+                    parent.unlink(&name).map_err(|e| Error::io(e, "unlink", &path()))?
                 }
                 None => {}
             }
@@ -639,11 +639,11 @@ impl Extractor<'_> {
         let name = target.file_name()?;
         let path = self.host_path(&target.components);
         let result = self.clear_slot(&parent, &name, target).and_then(|()| {
-            let file = parent.create_file(&name, 0o600).map_err(|e| Error::io(e, "open", &path))?;
+            let file = parent.create_new_file(&name, 0o600).map_err(|e| Error::io(e, "open", &path))?;
             let written = self.fill_file(file, &path, mode, mtime, size, archive);
             if written.is_err() {
                 // Best effort: no partial file left behind.
-                let _ = parent.remove(&name, false);
+                let _ = parent.unlink(&name);
             }
             written
         });
@@ -702,7 +702,7 @@ impl Extractor<'_> {
             .map_err(|_| refuse(&target.shown, "NUL in link target"))?;
         let source_path = self.host_path(&source);
         let source_node =
-            source_dir.lstat(&source_name).map_err(|e| Error::io(e, "lstat", &source_path))?;
+            source_dir.node(&source_name).map_err(|e| Error::io(e, "lstat", &source_path))?;
         let Some(Node::Regular { dev, ino }) = source_node else {
             let reason = match source_node {
                 None => format!("hard link target '{}' does not exist", source.join("/")),
@@ -714,7 +714,7 @@ impl Extractor<'_> {
         let name = target.file_name()?;
         let path = self.host_path(&target.components);
         let result = (|| {
-            let existing = parent.lstat(&name).map_err(|e| Error::io(e, "lstat", &path))?;
+            let existing = parent.node(&name).map_err(|e| Error::io(e, "lstat", &path))?;
             if existing == Some(Node::Regular { dev, ino }) {
                 return Ok(()); // already that file (a link to itself, or extracted twice)
             }
@@ -744,7 +744,7 @@ impl Extractor<'_> {
             };
             let Ok(parent) = self.open_existing(parent_components) else { continue };
             let Ok(name) = c_name(name.as_bytes()) else { continue };
-            let Ok(dir) = parent.open_dir(&name) else { continue };
+            let Ok(dir) = parent.open_dir_nofollow(&name) else { continue };
             let path = self.host_path(&components);
             dir.chmod(mode).map_err(|e| Error::io(e, "chmod", &path))?;
             if self.opts.preserve_mtime {
@@ -756,9 +756,9 @@ impl Extractor<'_> {
 
     /// Opens existing directories only, through no link.
     fn open_existing(&self, components: &[String]) -> io::Result<Dir> {
-        let mut dir = self.root.duplicate()?;
+        let mut dir = self.root.try_clone()?;
         for component in components {
-            dir = dir.open_dir(&c_name(component.as_bytes())?)?;
+            dir = dir.open_dir_nofollow(&c_name(component.as_bytes())?)?;
         }
         Ok(dir)
     }
@@ -1057,9 +1057,9 @@ mod tests {
         run(&archive, &dest).unwrap();
         let mut dir = Dir::open(&dest).unwrap();
         for component in deep.split('/') {
-            dir = dir.open_dir(&c_name(component.as_bytes()).unwrap()).unwrap();
+            dir = dir.open_dir_nofollow(&c_name(component.as_bytes()).unwrap()).unwrap();
         }
-        assert!(dir.lstat(&c_name(b"leaf").unwrap()).unwrap().is_some());
+        assert!(dir.node(&c_name(b"leaf").unwrap()).unwrap().is_some());
         // Through a pax path, too.
         let long = format!("{}/pax-file", "p".repeat(200));
         let archive =

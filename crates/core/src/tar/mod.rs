@@ -25,7 +25,6 @@
 //! nothing. bsdtar, by contrast, strips a leading `\` from member names when extracting
 //! unless given `-P`.
 
-mod dirfd;
 mod exclude;
 mod extract;
 mod header;
