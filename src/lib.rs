@@ -12,4 +12,5 @@ mod exclude;
 mod ignore;
 mod runtime;
 mod snapshot;
+mod ssh;
 mod tar;

@@ -9,5 +9,6 @@ pub mod exclude;
 pub mod fsat;
 pub mod ignore_scan;
 pub mod snapshot;
+pub mod ssh;
 pub mod tar;
 pub mod walk;
