@@ -183,7 +183,12 @@ function transferInput(input, dirKey) {
  */
 export async function syncDirectoryToSsh(input) {
   const { signal, target } = transferInput(input, "localDir");
-  const pack = await packInput({ localDir: input.localDir, exclude: input.exclude, followSymlinks: input.followSymlinks });
+  // Members named `./x` with the excludes matched against those names, as upstream's
+  // `tar -C <localDir> --exclude … -cf - .` archives them.
+  const pack = {
+    ...(await packInput({ localDir: input.localDir, exclude: input.exclude, followSymlinks: input.followSymlinks })),
+    dotMembers: true,
+  };
   const remoteDir = shellQuote(input.remoteDir);
   const command = `sh -c ${shellQuote(`mkdir -p ${remoteDir} && tar -xf - -C ${remoteDir}`)}`;
   const progress = transferProgress({

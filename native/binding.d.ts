@@ -269,6 +269,8 @@ export interface TarPackInput {
   topLevel?: Array<string>
   /** gzip level 0-9; absent: a plain tar stream. */
   gzip?: number
+  /** Name members `./x` as `tar -cf - .` does, excludes matched against those names. */
+  dotMembers?: boolean
 }
 
 /** Creates a pack stream of `input` in chunks of `chunk_size` bytes (internal). */

@@ -57,6 +57,8 @@ pub struct TarPackInput {
     pub top_level: Option<Vec<String>>,
     /// gzip level 0-9; absent: a plain tar stream.
     pub gzip: Option<u32>,
+    /// Name members `./x` as `tar -cf - .` does, excludes matched against those names.
+    pub dot_members: Option<bool>,
 }
 
 impl From<TarPackInput> for PackOptions {
@@ -67,6 +69,7 @@ impl From<TarPackInput> for PackOptions {
             follow_symlinks: input.follow_symlinks,
             top_level_order: input.top_level,
             gzip: input.gzip,
+            dot_members: input.dot_members.unwrap_or(false),
         }
     }
 }
