@@ -377,4 +377,24 @@ describe(`syncDirectoryToSsh / syncDirectoryFromSsh (seed ${seed})`, () => {
     await Promise.all(targets.map((remoteDir) => syncDirectoryToSsh({ spec: server.spec, localDir: local, remoteDir })));
     for (const remoteDir of targets) expect(treeState(remoteDir)).toEqual(treeState(local));
   });
+
+  it("streams a file each way on the channel code of the git-bundle transfers (internal)", async () => {
+    const local = scratch("bundle");
+    const source = path.join(local, "workspace.bundle");
+    writeFileSync(source, Buffer.alloc(3 * 1024 * 1024 + 17, 7));
+    const remoteDir = remotePath("bundle-remote");
+    const target = { ...server.config, knownHosts: server.config.knownHosts, privateKey: server.config.privateKey };
+    const script = (body) => `sh -c '${body}'`;
+    const up = await native.sshUploadFile(target, script(`mkdir -p ${remoteDir} && cat > ${remoteDir}/in.bundle`), source);
+    expect(up.bytes).toBe(3 * 1024 * 1024 + 17);
+    const back = path.join(local, "back.bundle");
+    const down = await native.sshDownloadFile(target, script(`cat ${remoteDir}/in.bundle`), back);
+    expect(down.bytes).toBe(up.bytes);
+    expect(readFileSync(back).equals(readFileSync(source))).toBe(true);
+    // A remote that stops reading early fails the upload; a failed download leaves no file.
+    await expect(native.sshUploadFile(target, script("head -c 10 >/dev/null; exit 0"), source)).rejects.toThrow(/before the remote command read all of its input|ssh exited/);
+    const failed = path.join(local, "failed.bundle");
+    await expect(native.sshDownloadFile(target, script("echo partial; echo nope >&2; exit 5"), failed)).rejects.toThrow(/nope/);
+    expect(existsSync(failed)).toBe(false);
+  });
 });

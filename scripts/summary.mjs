@@ -26,6 +26,8 @@ for (const file of process.argv.slice(2)) {
   } else {
     passed += report.numPassedTests;
     failed += report.numFailedTests + (report.numFailedTestSuites > 0 && report.numFailedTests === 0 ? report.numFailedTestSuites : 0);
+    // A run that found no test (a wrong filter) did not test anything: a failure.
+    if (report.numTotalTests === 0) failed += 1;
     skipped += report.numPendingTests + (report.numTodoTests ?? 0);
     console.log(`${name}: ${report.numPassedTests} passed, ${report.numFailedTests} failed, ${report.numPendingTests} skipped`);
   }

@@ -66,7 +66,7 @@ if $as_root; then
       --exclude=./.test-results --exclude=./.bench -cf - . | tar -xf - -C "$copy"
   chown -R "$ssh_user:" "$copy"
   chmod 755 "$copy"
-  (cd "$copy" && runuser -u "$ssh_user" -- node node_modules/vitest/vitest.mjs run '__test__/ssh*.test.js' \
+  (cd "$copy" && runuser -u "$ssh_user" -- node node_modules/vitest/vitest.mjs run __test__/ssh \
       --reporter=default --reporter=json --outputFile.json="$copy/ssh-vitest.json")
   ssh_status=$?
   step "upstream-swap (ssh-fixture) as $ssh_user"
