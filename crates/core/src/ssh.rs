@@ -223,8 +223,9 @@ impl Connection {
             last_activity: Instant::now(),
         };
         conn.prefer_methods()?;
-        conn.call(|s| s.handshake_ref())
-            .map_err(|e| conn.ssh_error(e, "SSH handshake failed"))?;
+        // `handshake` wants `&mut Session`; a clone shares the same libssh2 session.
+        let mut handshake = conn.session.clone();
+        conn.call(|_| handshake.handshake()).map_err(|e| conn.ssh_error(e, "SSH handshake failed"))?;
         if target.strict_host_key_checking {
             conn.verify_host_key()?;
         }
@@ -445,7 +446,7 @@ impl Connection {
                 if offset == pending.len() {
                     pending.clear();
                     offset = 0;
-                    match next_input(&mut input, &mut pending, &mut bytes_used, &self.target)? {
+                    match next_input(&mut input, &mut pending, &mut bytes_used)? {
                         InputState::Data => {}
                         InputState::Pending => starved = true,
                         InputState::End => {
@@ -743,18 +744,6 @@ enum Stop {
     Core(Error),
 }
 
-trait HandshakeRef {
-    fn handshake_ref(&self) -> std::result::Result<(), ssh2::Error>;
-}
-
-impl HandshakeRef for Session {
-    /// `Session::handshake` through a shared reference (it only needs the session's lock).
-    fn handshake_ref(&self) -> std::result::Result<(), ssh2::Error> {
-        let mut session = self.clone();
-        session.handshake()
-    }
-}
-
 fn attempt<T>(result: std::result::Result<T, ssh2::Error>) -> Attempt<T> {
     match result {
         Ok(value) => Attempt::Done(value),
@@ -770,13 +759,7 @@ enum InputState {
 }
 
 /// Fills `pending` with the next piece of input, without blocking on another thread.
-fn next_input(
-    input: &mut Input<'_>,
-    pending: &mut Vec<u8>,
-    bytes_used: &mut bool,
-    target: &SshTarget,
-) -> Result<InputState> {
-    let _ = target;
+fn next_input(input: &mut Input<'_>, pending: &mut Vec<u8>, bytes_used: &mut bool) -> Result<InputState> {
     Ok(match input {
         Input::Empty => InputState::End,
         Input::Bytes(bytes) => {
