@@ -93,9 +93,12 @@ export async function packInput(options) {
  * Feeds running byte counts to a progress reporter without ever making the data path wait
  * for its sink: at most one `report()` runs at a time and, while it runs, only the latest
  * count is kept (so nothing queues up). Reporter failures are ignored, as upstream's
- * transports ignore them: progress is advisory and never fails a transfer.
+ * transports ignore them: progress is advisory and never fails a transfer. `totalBytes` is
+ * a number, `null`, or a function returning the total known at the time of a report (a
+ * total that becomes known during the transfer).
  */
 export function progressBridge(reporter, totalBytes) {
+  const total = typeof totalBytes === "function" ? totalBytes : () => totalBytes;
   let latest = 0;
   let reported = -1;
   let running = null;
@@ -103,7 +106,7 @@ export function progressBridge(reporter, totalBytes) {
   const drain = async () => {
     while (!closed && reported !== latest) {
       reported = latest;
-      await quietly(() => reporter.report(reported, totalBytes));
+      await quietly(() => reporter.report(reported, total()));
     }
     running = null;
   };
@@ -127,10 +130,10 @@ export function progressBridge(reporter, totalBytes) {
       await settle();
       await quietly(() => reporter.complete(doneBytes, total));
     },
-    /** Waits for the report in flight, then emits the failure line at the latest count. */
-    async fail() {
+    /** Waits for the report in flight, then emits the failure line at `doneBytes` (default: the latest count). */
+    async fail(doneBytes = latest) {
       await settle();
-      await quietly(() => reporter.fail(latest, totalBytes));
+      await quietly(() => reporter.fail(doneBytes, total()));
     },
   };
 }

@@ -213,6 +213,70 @@ export interface SnapshotTransfer {
 }
 
 /**
+ * Writes the stdout of `command` to a new 0600 file `path`, removed on failure (internal;
+ * the git-bundle download).
+ */
+export declare function sshDownloadFile(target: SshTargetInput, command: string, path: string, cancelId?: number | undefined | null, onProgress?: ((bytes: number) => void) | undefined | null): Promise<SshTransferSummary>
+
+/**
+ * Extracts the stdout of `command` (a tar stream) into `dest` on a new session (internal;
+ * see `syncDirectoryFromSsh`). `on_progress` receives the bytes read from the channel.
+ */
+export declare function sshDownloadTar(target: SshTargetInput, command: string, dest: string, cancelId?: number | undefined | null, onProgress?: ((bytes: number) => void) | undefined | null): Promise<SshTransferSummary>
+
+/**
+ * Runs `command` on a new session (internal; see `runSshCommand`). `stdin` is sent and
+ * closed; stdout and stderr are collected up to `max_buffer` bytes each (more fails with
+ * `ERR_CHILD_PROCESS_STDIO_MAXBUFFER`); `timeout_ms` bounds the whole call, connect
+ * included (`ERR_PAPERCLIP_NATIVE_SSH_TIMEOUT`). A non-zero exit is a result, not an error.
+ */
+export declare function sshExec(target: SshTargetInput, command: string, stdin?: Buffer | undefined | null, timeoutMs?: number | undefined | null, maxBuffer?: number | undefined | null, cancelId?: number | undefined | null): Promise<SshExecResult>
+
+/** What a remote command left (internal; see `runSshCommand`). */
+export interface SshExecResult {
+  stdout: Buffer
+  stderr: Buffer
+  /** The exit status (0 when the server sent none). */
+  exitStatus: number
+  /** The signal that ended the command, with its `SIG` prefix (`SIGTERM`), if any. */
+  exitSignal?: string
+}
+
+/**
+ * Where and how to connect (internal): upstream's `SshConnectionConfig` fields that matter
+ * to the connection, plus our limits.
+ */
+export interface SshTargetInput {
+  host: string
+  port: number
+  username: string
+  privateKey?: string
+  knownHosts?: string
+  strictHostKeyChecking: boolean
+  /** Limit on the TCP connect, in ms (default 10 000, upstream's `ConnectTimeout=10`). */
+  connectTimeoutMs?: number
+  /** Fails the call when no byte moved for this long, in ms (absent or 0: never). */
+  inactivityTimeoutMs?: number
+}
+
+/** What a transfer moved (internal). */
+export interface SshTransferSummary {
+  /** Bytes sent (uploads) or received (downloads) on the channel. */
+  bytes: number
+  /** Archive members packed or extracted (0 for a file). */
+  entries: number
+}
+
+/** Streams the file `path` into the stdin of `command` (internal; the git-bundle upload). */
+export declare function sshUploadFile(target: SshTargetInput, command: string, path: string, cancelId?: number | undefined | null, onProgress?: ((bytes: number) => void) | undefined | null): Promise<SshTransferSummary>
+
+/**
+ * Packs `pack` into the stdin of `command` on a new session (internal; see
+ * `syncDirectoryToSsh`). `on_progress` receives the bytes the channel accepted.
+ */
+export declare function sshUploadTar(target: SshTargetInput, command: string, pack: TarPackInput, cancelId?: number | undefined | null, onProgress?: ((bytes: number) => void) | undefined | null): Promise<SshTransferSummary>
+
+/**
  * Extracts the tar or tar.gz file `archive` into `dest` (internal; see
  * `extractTarballToDirectory`). `on_progress` receives the bytes read from the file.
  */
@@ -258,6 +322,8 @@ export interface TarPackInput {
   topLevel?: Array<string>
   /** gzip level 0-9; absent: a plain tar stream. */
   gzip?: number
+  /** Name members `./x` as `tar -cf - .` does, excludes matched against those names. */
+  dotMembers?: boolean
 }
 
 /** Creates a pack stream of `input` in chunks of `chunk_size` bytes (internal). */

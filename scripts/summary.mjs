@@ -1,29 +1,35 @@
 #!/usr/bin/env node
 // Prints the closing line CI reads, `N passed, N failed`, for the JavaScript part: our
 // vitest tests plus the upstream tests that must pass with our exports swapped in.
+//
+// Usage: node scripts/summary.mjs <report.json>… — each report is a vitest JSON report or an
+// upstream-swap summary (told apart by content); a report that is missing (its run did not
+// finish) counts as one failure.
 import { existsSync, readFileSync } from "node:fs";
+import path from "node:path";
 
-const [vitestFile, swapFile] = process.argv.slice(2);
 let passed = 0;
 let failed = 0;
 let skipped = 0;
-if (existsSync(vitestFile)) {
-  const report = JSON.parse(readFileSync(vitestFile, "utf8"));
-  passed += report.numPassedTests;
-  failed += report.numFailedTests + (report.numFailedTestSuites > 0 && report.numFailedTests === 0 ? report.numFailedTestSuites : 0);
-  skipped += report.numPendingTests + (report.numTodoTests ?? 0);
-  console.log(`vitest: ${report.numPassedTests} passed, ${report.numFailedTests} failed, ${report.numPendingTests} skipped`);
-} else {
-  failed += 1;
-  console.log("vitest: no report (the run did not finish)");
-}
-if (existsSync(swapFile)) {
-  const swap = JSON.parse(readFileSync(swapFile, "utf8"));
-  passed += swap.checks.passed;
-  failed += swap.checks.failed;
-  console.log(`upstream-swap: ${swap.checks.passed} passed, ${swap.checks.failed} failed (${swap.swappedExports.length} exports swapped)`);
-} else {
-  failed += 1;
-  console.log("upstream-swap: no report (the run did not finish)");
+for (const file of process.argv.slice(2)) {
+  const name = path.basename(file, ".json");
+  if (!existsSync(file)) {
+    failed += 1;
+    console.log(`${name}: no report (the run did not finish)`);
+    continue;
+  }
+  const report = JSON.parse(readFileSync(file, "utf8"));
+  if (report.checks) {
+    passed += report.checks.passed;
+    failed += report.checks.failed;
+    console.log(`${name}: ${report.checks.passed} passed, ${report.checks.failed} failed (${report.swappedExports.length} exports swapped; suites: ${report.suites.join(", ")})`);
+  } else {
+    passed += report.numPassedTests;
+    failed += report.numFailedTests + (report.numFailedTestSuites > 0 && report.numFailedTests === 0 ? report.numFailedTestSuites : 0);
+    // A run that found no test (a wrong filter) did not test anything: a failure.
+    if (report.numTotalTests === 0) failed += 1;
+    skipped += report.numPendingTests + (report.numTodoTests ?? 0);
+    console.log(`${name}: ${report.numPassedTests} passed, ${report.numFailedTests} failed, ${report.numPendingTests} skipped`);
+  }
 }
 console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ""}`);

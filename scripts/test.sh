@@ -2,6 +2,12 @@
 # The test command (README): installs what is missing, builds the addon, runs cargo test,
 # our vitest suites and the upstream-swap runner, and closes with `N passed, N failed`
 # for the JavaScript part (our suites plus the upstream tests that must pass swapped).
+#
+# The SSH suites (ours, __test__/ssh*.test.js, and upstream's ssh-fixture swapped) start a
+# real sshd on 127.0.0.1 and log in to it as the current user. sshd and upstream's fixture
+# refuse root logins, so as root they run as an unprivileged user ($SSH_TEST_USER, created
+# when missing) from a copy of the repository that user owns; their results are folded into
+# the closing line. A suite that skips instead of transferring counts as failed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
@@ -16,9 +22,21 @@ need=()
 command -v bsdtar >/dev/null 2>&1 || need+=(libarchive-tools)
 command -v busybox >/dev/null 2>&1 || need+=(busybox)
 command -v objdump >/dev/null 2>&1 || need+=(binutils)
+{ [ -x /usr/sbin/sshd ] && command -v ssh >/dev/null 2>&1; } || need+=(openssh-server openssh-client)
 if [ ${#need[@]} -gt 0 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   step "apt-get install ${need[*]}"
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+
+ssh_user=${SSH_TEST_USER:-pcnative}
+as_root=false
+if [ "$(id -u)" = 0 ]; then
+  as_root=true
+  mkdir -p /run/sshd # sshd refuses to start without its privilege-separation directory
+  if ! id "$ssh_user" >/dev/null 2>&1; then
+    step "useradd $ssh_user (the SSH suites' unprivileged user)"
+    useradd --create-home --shell /bin/sh "$ssh_user"
+  fi
 fi
 
 # 2-3. npm dependencies and the addon build (shared with the demo command).
@@ -32,12 +50,43 @@ cargo test --workspace --target "$host"
 # 5. Our vitest suites, then the upstream suites with our exports swapped in.
 step "vitest"
 set +e
-node node_modules/vitest/vitest.mjs run --reporter=default --reporter=json --outputFile="$results/vitest.json"
-vitest_status=$?
-step "upstream-swap"
-node scripts/upstream-swap.mjs --json "$results/upstream-swap.json"
-swap_status=$?
+if $as_root; then
+  node node_modules/vitest/vitest.mjs run --exclude '__test__/ssh*.test.js' --reporter=default --reporter=json --outputFile.json="$results/vitest.json"
+  vitest_status=$?
+  step "upstream-swap"
+  node scripts/upstream-swap.mjs --exclude-suites ssh-fixture --json "$results/upstream-swap.json"
+  swap_status=$?
+
+  # 6. The SSH suites as $ssh_user, from a copy of the repository (without the build
+  #    cache and git metadata) that the user owns: vitest and the swap runner write caches
+  #    and copies inside the tree.
+  step "SSH suites as $ssh_user"
+  copy=$(mktemp -d /tmp/pc-native-ssh.XXXXXX)
+  tar -C "$repo" --exclude=./target --exclude=./.git --exclude=./.swap --exclude=./.cache \
+      --exclude=./.test-results --exclude=./.bench -cf - . | tar -xf - -C "$copy"
+  chown -R "$ssh_user:" "$copy"
+  chmod 755 "$copy"
+  (cd "$copy" && runuser -u "$ssh_user" -- node node_modules/vitest/vitest.mjs run __test__/ssh \
+      --reporter=default --reporter=json --outputFile.json="$copy/ssh-vitest.json")
+  ssh_status=$?
+  step "upstream-swap (ssh-fixture) as $ssh_user"
+  (cd "$copy" && runuser -u "$ssh_user" -- node scripts/upstream-swap.mjs --suites ssh-fixture --json "$copy/ssh-swap.json")
+  ssh_swap_status=$?
+  cp "$copy/ssh-vitest.json" "$results/ssh-vitest.json" 2>/dev/null
+  cp "$copy/ssh-swap.json" "$results/upstream-swap-ssh.json" 2>/dev/null
+  rm -rf "$copy"
+else
+  node node_modules/vitest/vitest.mjs run --reporter=default --reporter=json --outputFile.json="$results/vitest.json"
+  vitest_status=$?
+  step "upstream-swap"
+  node scripts/upstream-swap.mjs --json "$results/upstream-swap.json"
+  swap_status=$?
+  ssh_status=0
+  ssh_swap_status=0
+fi
 set -e
 
-node scripts/summary.mjs "$results/vitest.json" "$results/upstream-swap.json"
-[ $vitest_status -eq 0 ] && [ $swap_status -eq 0 ]
+reports=("$results/vitest.json" "$results/upstream-swap.json")
+$as_root && reports+=("$results/ssh-vitest.json" "$results/upstream-swap-ssh.json")
+node scripts/summary.mjs "${reports[@]}"
+[ $vitest_status -eq 0 ] && [ $swap_status -eq 0 ] && [ $ssh_status -eq 0 ] && [ $ssh_swap_status -eq 0 ]

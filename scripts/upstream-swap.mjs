@@ -14,7 +14,11 @@
 // `swapped`. It prints the swapped exports and the counts, and writes them as JSON to
 // `--json <file>` for the test command's summary.
 //
-// Usage: node scripts/upstream-swap.mjs [--suites a,b] [--json out.json]
+// A suite that prints `Skipping …` (upstream's ssh-fixture does when it cannot start sshd,
+// for example as root) did not run what it skipped: each such line counts as one failed
+// check, so a skipped SSH run can never pass.
+//
+// Usage: node scripts/upstream-swap.mjs [--suites a,b] [--exclude-suites a,b] [--json out.json]
 import { spawn } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { mkdtempSync } from "node:fs";
@@ -27,8 +31,7 @@ const upstreamDir = path.join(repo, "node_modules", "@paperclipai", "adapter-uti
 const swapRoot = path.join(repo, ".swap");
 
 // The upstream suites that exercise the modules we cover (directly or through the upstream
-// modules that import them). Suites that need services we do not start (sshd) are listed
-// only once the project starts them.
+// modules that import them). `ssh-fixture` starts its own sshd and needs a non-root user.
 const DEFAULT_SUITES = [
   "workspace-restore-merge",
   "sandbox-managed-runtime",
@@ -38,12 +41,17 @@ const DEFAULT_SUITES = [
   "git-workspace-sync",
   "acpx-engine/execute",
   "runtime-progress",
+  "ssh-fixture",
 ];
 
 function parseArgs(argv) {
   const out = { suites: DEFAULT_SUITES, json: null };
   for (let i = 0; i < argv.length; i += 1) {
     if (argv[i] === "--suites") out.suites = argv[++i].split(",").filter(Boolean);
+    else if (argv[i] === "--exclude-suites") {
+      const drop = new Set(argv[++i].split(",").filter(Boolean));
+      out.suites = out.suites.filter((suite) => !drop.has(suite));
+    }
     else if (argv[i] === "--json") out.json = path.resolve(argv[++i]);
     else throw new Error(`unknown argument ${argv[i]}`);
   }
@@ -128,15 +136,27 @@ async function runSuites(dir, suites, label) {
   };
   const vitest = path.join(repo, "node_modules", "vitest", "vitest.mjs");
   const run = await new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [vitest, "run", "--root", dir, "--reporter=json", `--outputFile=${resultFile}`], {
+    const child = spawn(process.execPath, [vitest, "run", "--root", dir, "--reporter=default", "--reporter=json", `--outputFile.json=${resultFile}`], {
       env, cwd: dir, stdio: ["ignore", "pipe", "pipe"],
     });
     let stdout = "";
     let stderr = "";
-    child.stdout.on("data", (d) => { stdout = (stdout + d).slice(-64 * 1024); });
-    child.stderr.on("data", (d) => { stderr = (stderr + d).slice(-64 * 1024); });
+    const skips = [];
+    // Lines are scanned whole as they arrive (the kept tail is only for error reports).
+    const scan = () => {
+      let partial = "";
+      return (d) => {
+        const lines = (partial + d).split("\n");
+        partial = lines.pop();
+        for (const line of lines) if (/\bSkipping\b/.test(line)) skips.push(line.trim());
+      };
+    };
+    const scanOut = scan();
+    const scanErr = scan();
+    child.stdout.on("data", (d) => { scanOut(d); stdout = (stdout + d).slice(-64 * 1024); });
+    child.stderr.on("data", (d) => { scanErr(d); stderr = (stderr + d).slice(-64 * 1024); });
     child.on("error", reject);
-    child.on("close", () => resolve({ stdout, stderr }));
+    child.on("close", () => resolve({ stdout, stderr, skips }));
   });
   rmSync(scratch, { recursive: true, force: true });
   if (!existsSync(resultFile)) {
@@ -151,7 +171,7 @@ async function runSuites(dir, suites, label) {
     }
     for (const t of file.assertionResults) tests.set(`${suite} › ${t.fullName}`, t.status);
   }
-  return tests;
+  return { tests, skips: run.skips };
 }
 
 async function main() {
@@ -164,10 +184,13 @@ async function main() {
   console.log(`upstream-swap: suites: ${args.suites.join(", ")}`);
 
   // Both copies run at once: the suites mostly wait (timers, child processes).
-  const [plain, ours] = await Promise.all([
+  const [plainRun, oursRun] = await Promise.all([
     runSuites(plainDir, args.suites, "plain"),
     runSuites(swappedDir, args.suites, "swapped"),
   ]);
+  const plain = plainRun.tests;
+  const ours = oursRun.tests;
+  const skipped = [...plainRun.skips.map((l) => `unswapped: ${l}`), ...oursRun.skips.map((l) => `swapped: ${l}`)];
   const count = (m, s) => [...m.values()].filter((v) => v === s).length;
   const regressions = [...plain].filter(([name, status]) => status === "passed" && ours.get(name) !== "passed").map(([name]) => name);
   const plainFailing = [...plain].filter(([, s]) => s === "failed").map(([n]) => n);
@@ -176,18 +199,21 @@ async function main() {
   console.log(`upstream-swap: swapped:   ${count(ours, "passed")} passed, ${count(ours, "failed")} failed, ${count(ours, "skipped") + count(ours, "pending")} skipped`);
   for (const name of plainFailing) console.log(`upstream-swap: fails unswapped too (not counted against us): ${name}`);
   for (const name of regressions) console.log(`upstream-swap: REGRESSION (passes unswapped, not swapped): ${name} -> ${ours.get(name) ?? "missing"}`);
+  for (const line of skipped) console.log(`upstream-swap: SKIPPED (counts as failed): ${line}`);
   const summary = {
     swappedExports: swapped,
     suites: args.suites,
     unswapped: { passed: count(plain, "passed"), failed: count(plain, "failed") },
     swapped: { passed: count(ours, "passed"), failed: count(ours, "failed") },
     regressions,
-    // What the project counts: every upstream test that passes unswapped is one check.
-    checks: { passed: count(plain, "passed") - regressions.length, failed: regressions.length },
+    skipped,
+    // What the project counts: every upstream test that passes unswapped is one check; a
+    // `Skipping …` line is one failed check.
+    checks: { passed: count(plain, "passed") - regressions.length, failed: regressions.length + skipped.length },
   };
   if (args.json) writeFileSync(args.json, JSON.stringify(summary, null, 2));
   console.log(`upstream-swap: ${summary.checks.passed} passed, ${summary.checks.failed} failed`);
-  process.exitCode = regressions.length === 0 && summary.checks.passed > 0 ? 0 : 1;
+  process.exitCode = summary.checks.failed === 0 && summary.checks.passed > 0 ? 0 : 1;
 }
 
 main().catch((error) => {

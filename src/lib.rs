@@ -16,4 +16,5 @@ mod ignore;
 mod merge;
 mod runtime;
 mod snapshot;
+mod ssh;
 mod tar;

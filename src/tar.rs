@@ -42,7 +42,7 @@ const EXTRACT_QUEUE_CHUNKS: usize = 4;
 const MAX_CHUNK_SIZE: u32 = 64 * 1024 * 1024;
 
 /// A progress callback: receives a running byte count.
-type ProgressCallback = ThreadsafeFunction<f64, Unknown<'static>, f64, Status, false>;
+pub(crate) type ProgressCallback = ThreadsafeFunction<f64, Unknown<'static>, f64, Status, false>;
 
 /// What to archive (internal; see `createTarballFromDirectory` and the streaming pack).
 #[napi(object)]
@@ -57,6 +57,8 @@ pub struct TarPackInput {
     pub top_level: Option<Vec<String>>,
     /// gzip level 0-9; absent: a plain tar stream.
     pub gzip: Option<u32>,
+    /// Name members `./x` as `tar -cf - .` does, excludes matched against those names.
+    pub dot_members: Option<bool>,
 }
 
 impl From<TarPackInput> for PackOptions {
@@ -67,6 +69,7 @@ impl From<TarPackInput> for PackOptions {
             follow_symlinks: input.follow_symlinks,
             top_level_order: input.top_level,
             gzip: input.gzip,
+            dot_members: input.dot_members.unwrap_or(false),
         }
     }
 }
@@ -104,18 +107,18 @@ impl From<ExtractSummary> for TarExtractSummary {
 /// Forwards a running byte count to a JS callback without flooding the JS thread: a call
 /// is made only when none is queued and [`PROGRESS_INTERVAL`] passed since the last one.
 /// The final count is not guaranteed to arrive; callers report it from the result.
-struct Progress {
+pub(crate) struct Progress {
     callback: Option<ProgressCallback>,
     queued: Arc<AtomicBool>,
     last: Option<Instant>,
 }
 
 impl Progress {
-    fn new(callback: Option<ProgressCallback>) -> Self {
+    pub(crate) fn new(callback: Option<ProgressCallback>) -> Self {
         Progress { callback, queued: Arc::new(AtomicBool::new(false)), last: None }
     }
 
-    fn update(&mut self, bytes: u64) {
+    pub(crate) fn update(&mut self, bytes: u64) {
         let Some(callback) = &self.callback else { return };
         let now = Instant::now();
         if self.last.is_some_and(|last| now.duration_since(last) < PROGRESS_INTERVAL) {

@@ -107,3 +107,20 @@ export async function streamingWithUpstreamReporter(reporter: upProgress.Runtime
   const extracted = await ours.extractTarballToDirectory({ source: "x.tar", localDir: "out", signal: AbortSignal.timeout(1000) });
   return total + summary.bytes + extracted.entries + ours.archiveTransferTimeoutMs({ archiveBytes: total, providerTimeoutMs: 300_000 });
 }
+
+import * as upSsh from "@paperclipai/adapter-utils/ssh";
+import * as ourSsh from "@paperclipai/adapter-utils-native/ssh";
+
+export const ssh: {
+  runSshCommand: typeof upSsh.runSshCommand;
+  syncDirectoryToSsh: typeof upSsh.syncDirectoryToSsh;
+  syncDirectoryFromSsh: typeof upSsh.syncDirectoryFromSsh;
+}[] = [ourSsh, ours];
+
+// Configs, specs and results are interchangeable both ways.
+export const configIn: upSsh.SshConnectionConfig = {} as ourSsh.SshConnectionConfig;
+export const configOut: ourSsh.SshConnectionConfig = {} as upSsh.SshConnectionConfig;
+export const specIn: upSsh.SshRemoteExecutionSpec = {} as ourSsh.SshRemoteExecutionSpec;
+export const specOut: ourSsh.SshRemoteExecutionSpec = {} as upSsh.SshRemoteExecutionSpec;
+export const resultIn: upSsh.SshCommandResult = {} as ourSsh.SshCommandResult;
+export const resultOut: ourSsh.SshCommandResult = {} as upSsh.SshCommandResult;

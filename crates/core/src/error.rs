@@ -29,6 +29,23 @@ pub mod codes {
     pub const GIT_IGNORE_SCAN_FAILED: &str = "ERR_PAPERCLIP_NATIVE_GIT_IGNORE_SCAN_FAILED";
     /// A git ignore scan breached a bound (upstream reason `git-ignore-scan-limit-exceeded`).
     pub const GIT_IGNORE_SCAN_LIMIT_EXCEEDED: &str = "ERR_PAPERCLIP_NATIVE_GIT_IGNORE_SCAN_LIMIT_EXCEEDED";
+    /// The server's host key is not in the known hosts (strict host-key checking).
+    pub const SSH_HOST_KEY_UNKNOWN: &str = "ERR_PAPERCLIP_NATIVE_SSH_HOST_KEY_UNKNOWN";
+    /// The known hosts hold a different key for the server (strict host-key checking).
+    pub const SSH_HOST_KEY_CHANGED: &str = "ERR_PAPERCLIP_NATIVE_SSH_HOST_KEY_CHANGED";
+    /// The server accepted none of the offered credentials.
+    pub const SSH_AUTH_FAILED: &str = "ERR_PAPERCLIP_NATIVE_SSH_AUTH_FAILED";
+    /// The SSH handshake or a protocol step failed (no common algorithm, a refused channel, …).
+    pub const SSH_PROTOCOL: &str = "ERR_PAPERCLIP_NATIVE_SSH_PROTOCOL";
+    /// The connection broke during a command or transfer.
+    pub const SSH_CONNECTION_LOST: &str = "ERR_PAPERCLIP_NATIVE_SSH_CONNECTION_LOST";
+    /// No byte moved for longer than the inactivity timeout, or the command's deadline passed.
+    pub const SSH_TIMEOUT: &str = "ERR_PAPERCLIP_NATIVE_SSH_TIMEOUT";
+    /// The remote command failed: a non-zero exit, a signal, or an exit before it read all
+    /// of its input.
+    pub const SSH_REMOTE_FAILED: &str = "ERR_PAPERCLIP_NATIVE_SSH_REMOTE_FAILED";
+    /// A command's stdout or stderr outgrew `maxBuffer` (Node's `execFile` code).
+    pub const MAX_BUFFER: &str = "ERR_CHILD_PROCESS_STDIO_MAXBUFFER";
     /// Anything else (a bug or an unexpected state); the message says what.
     pub const INTERNAL: &str = "ERR_PAPERCLIP_NATIVE_INTERNAL";
 }
@@ -124,6 +141,9 @@ pub fn errno_name(raw: i32) -> (&'static str, &'static str) {
         libc::ETIMEDOUT => ("ETIMEDOUT", "connection timed out"),
         libc::ECONNREFUSED => ("ECONNREFUSED", "connection refused"),
         libc::ECONNRESET => ("ECONNRESET", "connection reset by peer"),
+        libc::EHOSTUNREACH => ("EHOSTUNREACH", "host is unreachable"),
+        libc::ENETUNREACH => ("ENETUNREACH", "network is unreachable"),
+        libc::EADDRNOTAVAIL => ("EADDRNOTAVAIL", "address not available"),
         _ => ("EUNKNOWN", "unknown error"),
     }
 }

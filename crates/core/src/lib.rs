@@ -10,5 +10,6 @@ pub mod fsat;
 pub mod ignore_scan;
 pub mod merge;
 pub mod snapshot;
+pub mod ssh;
 pub mod tar;
 pub mod walk;

@@ -45,7 +45,14 @@ pub struct PackOptions {
     pub top_level_order: Option<Vec<String>>,
     /// Compress with gzip at this level (0–9). `None`: a plain tar stream.
     pub gzip: Option<u32>,
+    /// Name members `./x`, as `tar -cf - .` does (upstream's SSH upload), and match the
+    /// excludes against those names (so `*/x` excludes a top-level `x`, and a pattern that
+    /// matches `.` excludes everything). The root still gets no `./` entry of its own.
+    pub dot_members: bool,
 }
+
+/// The member name prefix of [`PackOptions::dot_members`].
+const DOT_PREFIX: &str = "./";
 
 /// What a pack wrote.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,8 +91,9 @@ pub fn precompute_size(opts: &PackOptions) -> Result<u64> {
     let never = AtomicBool::new(false);
     let plan = Plan::new(opts)?;
     let mut total = END_OF_ARCHIVE.len() as u64;
+    let prefix = plan.prefix.len();
     plan.walk(opts, &[], &never).run(|entry| {
-        total += entry_size(entry);
+        total += entry_size(entry, prefix);
         Ok(())
     })?;
     Ok(total)
@@ -114,8 +122,9 @@ pub fn pack_to_file(
 }
 
 /// The bytes one member takes in the stream: header, long-name entries, padded data.
-fn entry_size(entry: &WalkEntry<'_>) -> u64 {
-    let name_len = entry.member.len() + usize::from(entry.kind == EntryKind::Directory);
+/// `prefix` is the length of the member name prefix.
+fn entry_size(entry: &WalkEntry<'_>, prefix: usize) -> u64 {
+    let name_len = prefix + entry.member.len() + usize::from(entry.kind == EntryKind::Directory);
     let extra = match &entry.kind {
         EntryKind::File { size } => padded(*size),
         EntryKind::Symlink { target } => long_entry_cost(target.len()),
@@ -128,6 +137,8 @@ fn entry_size(entry: &WalkEntry<'_>) -> u64 {
 struct Plan {
     excludes: TarExcludeSet,
     top_level: Vec<String>,
+    /// What member names start with (`./` or nothing).
+    prefix: &'static str,
 }
 
 impl Plan {
@@ -143,7 +154,10 @@ impl Plan {
             }
             None => walk::read_names(&opts.root)?,
         };
-        Ok(Plan { excludes, top_level })
+        let prefix = if opts.dot_members { DOT_PREFIX } else { "" };
+        // `tar -cf - .` with an exclude that matches `.` archives nothing.
+        let top_level = if opts.dot_members && excludes.excludes(".") { Vec::new() } else { top_level };
+        Ok(Plan { excludes, top_level, prefix })
     }
 
     fn walk<'a>(
@@ -157,6 +171,7 @@ impl Plan {
             excludes: &self.excludes,
             follow_symlinks: opts.follow_symlinks,
             top_level: &self.top_level,
+            exclude_prefix: self.prefix,
             skip,
             cancel,
         }
@@ -204,6 +219,8 @@ struct TarOut<'a, W: Write, P: FnMut(u64)> {
     /// The file being written, for error messages.
     target: Option<&'a Path>,
     follow_symlinks: bool,
+    /// Member name prefix (`./` or nothing).
+    prefix: &'static str,
     owners: OwnerNames,
     buffer: Vec<u8>,
 }
@@ -236,7 +253,9 @@ impl<W: Write, P: FnMut(u64)> TarOut<'_, W, P> {
     }
 
     fn member(&mut self, entry: &WalkEntry<'_>) -> Result<()> {
-        let mut name = entry.member.as_bytes().to_vec();
+        let mut name = Vec::with_capacity(self.prefix.len() + entry.member.len() + 1);
+        name.extend_from_slice(self.prefix.as_bytes());
+        name.extend_from_slice(entry.member.as_bytes());
         let (typeflag, link, device): (u8, &[u8], Option<u64>) = match &entry.kind {
             EntryKind::Directory => {
                 name.push(b'/');
@@ -366,6 +385,7 @@ fn pack_to<W: Write>(
         out: CountingWriter::new(sink, progress, cancel),
         target,
         follow_symlinks: opts.follow_symlinks,
+        prefix: plan.prefix,
         owners: OwnerNames::default(),
         buffer: vec![0; COPY_BUFFER],
     };
@@ -582,6 +602,38 @@ mod tests {
                 &filtered(src.path(), &members),
                 &format!("seed {seed}"),
             );
+        }
+    }
+
+    /// `dot_members` (upstream's SSH upload, `tar -C root --exclude … -cf - .`): the same
+    /// members as GNU tar archives for `.`, save the root's own `./` entry, `./`-prefixed,
+    /// with the excludes matched against the prefixed names; the size is the precomputed one.
+    #[test]
+    fn dot_members_match_gnu_tar_of_dot() {
+        if !have_gnu_tar("dot_members_match_gnu_tar_of_dot") {
+            return;
+        }
+        let options = TreeOptions { long_names: true, modes_and_times: true, ..Default::default() };
+        for case in 0..case_count(40) {
+            let seed = 0xd07_0000 + case;
+            let mut rng = Rng::new(seed);
+            let src = TempDir::new("pack-dot");
+            let paths = build_tree(&mut rng, src.path(), &options);
+            let mut excludes = if rng.chance(20) { Vec::new() } else { random_excludes(&mut rng, &paths) };
+            // Shapes whose meaning depends on the `./` prefix.
+            if rng.chance(50) {
+                let top = paths.first().cloned().unwrap_or_default();
+                let name = top.split('/').next().unwrap_or_default().to_string();
+                excludes.push(rng.pick(&[format!("*/{name}"), "*/*".to_string(), format!("./{name}"), ".".to_string()]).clone());
+            }
+            let opts = PackOptions { exclude: excludes.clone(), dot_members: true, ..opts(src.path()) };
+            let ours = pack_bytes(&opts).unwrap();
+            assert_eq!(precompute_size(&opts).unwrap(), ours.len() as u64, "seed {seed}");
+            let theirs = gnu_tar_create(src.path(), &excludes, &[".".to_string()], false);
+            let expected: Vec<String> = gnu_list(&theirs).into_iter().filter(|m| m != "./").collect();
+            let members = gnu_list(&ours);
+            assert_eq!(members, expected, "seed {seed}: excludes {excludes:?}");
+            assert!(members.iter().all(|m| m.starts_with("./")), "seed {seed}");
         }
     }
 

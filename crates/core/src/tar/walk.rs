@@ -53,6 +53,8 @@ pub(crate) struct Walk<'a> {
     pub follow_symlinks: bool,
     /// The names given to tar after `--`, in order.
     pub top_level: &'a [String],
+    /// Prepended to a member name before the excludes see it (`./` for `tar -cf - .`).
+    pub exclude_prefix: &'a str,
     /// Files never archived (device, inode): the archive being written, like GNU tar's
     /// "file is the archive; not dumped".
     pub skip: &'a [(u64, u64)],
@@ -98,7 +100,12 @@ impl Walk<'_> {
             return Err(Error::aborted());
         }
         // Like tar, an excluded name is never even stat'ed.
-        if self.excludes.excludes(&member) {
+        let excluded = if self.exclude_prefix.is_empty() {
+            self.excludes.excludes(&member)
+        } else {
+            self.excludes.excludes(&format!("{}{member}", self.exclude_prefix))
+        };
+        if excluded {
             return Ok(());
         }
         let path = self.root.join(&member);

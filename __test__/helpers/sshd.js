@@ -1,0 +1,157 @@
+// A real OpenSSH sshd on 127.0.0.1 for the SSH suites: generated ed25519 host and client
+// keys (ssh-keygen), key-only login for the current user, started and stopped by the test.
+// It never skips: a missing sshd or a failed start throws, so a suite that cannot reach a
+// server fails instead of passing vacuously. sshd refuses root logins in upstream's fixture
+// and in CI the suites run as an unprivileged user (scripts/test.sh); here a root run is
+// allowed too (`PermitRootLogin prohibit-password`) so a developer can run them directly.
+import { execFileSync, spawn } from "node:child_process";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+
+const SSHD_CANDIDATES = ["/usr/sbin/sshd", "/usr/local/sbin/sshd", "/usr/bin/sshd"];
+
+/** A free loopback port (bound, then released). */
+async function freePort() {
+  return await new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Resolves once something on `port` sends an SSH banner. */
+async function waitForBanner(port, child, logPath, timeoutMs = 10_000) {
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until) {
+    if (child.exitCode !== null) {
+      throw new Error(`sshd exited with ${child.exitCode}: ${readFileSync(logPath, "utf8")}`);
+    }
+    const ok = await new Promise((resolve) => {
+      const socket = net.connect(port, "127.0.0.1");
+      socket.setTimeout(1000);
+      socket.once("data", (d) => { socket.destroy(); resolve(String(d).startsWith("SSH-")); });
+      socket.once("error", () => resolve(false));
+      socket.once("timeout", () => { socket.destroy(); resolve(false); });
+    });
+    if (ok) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`sshd did not answer on port ${port}: ${existsSync(logPath) ? readFileSync(logPath, "utf8") : ""}`);
+}
+
+/** Generates an ed25519 key pair at `file`; returns the public key line. */
+export function generateKey(file) {
+  execFileSync("ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", file]);
+  return readFileSync(`${file}.pub`, "utf8").trim();
+}
+
+/**
+ * Starts sshd under `root` (a fresh directory). Returns the connection config for the
+ * current user (`SshConnectionConfig` shape, strict host-key checking with the right key),
+ * the remote workspace directory, the sshd pid and `stop()` / `killConnections()`.
+ */
+export async function startSshd(root) {
+  const sshd = SSHD_CANDIDATES.find((candidate) => existsSync(candidate));
+  if (!sshd) throw new Error("sshd is not installed (apt-get install openssh-server)");
+  mkdirSync(root, { recursive: true });
+  const port = await freePort();
+  const hostKey = path.join(root, "host_key");
+  const clientKey = path.join(root, "client_key");
+  const hostPublicKey = generateKey(hostKey);
+  const clientPublicKey = generateKey(clientKey);
+  writeFileSync(path.join(root, "authorized_keys"), `${clientPublicKey}\n`, { mode: 0o600 });
+  const user = os.userInfo().username;
+  const logPath = path.join(root, "sshd.log");
+  const configPath = path.join(root, "sshd_config");
+  writeFileSync(configPath, [
+    `Port ${port}`,
+    "ListenAddress 127.0.0.1",
+    `HostKey ${hostKey}`,
+    `PidFile ${path.join(root, "sshd.pid")}`,
+    `AuthorizedKeysFile ${path.join(root, "authorized_keys")}`,
+    "PasswordAuthentication no",
+    "KbdInteractiveAuthentication no",
+    "PubkeyAuthentication yes",
+    "PermitRootLogin prohibit-password",
+    "UsePAM no",
+    "StrictModes no",
+    `AllowUsers ${user}`,
+    "MaxStartups 64",
+    "MaxSessions 64",
+    "LogLevel VERBOSE",
+    "PrintMotd no",
+    "UseDNS no",
+    "",
+  ].join("\n"), { mode: 0o600 });
+  const child = spawn(sshd, ["-D", "-e", "-f", configPath, "-E", logPath], { stdio: "ignore" });
+  await waitForBanner(port, child, logPath);
+  const workspace = path.join(root, "workspace");
+  mkdirSync(workspace, { recursive: true });
+  const config = {
+    host: "127.0.0.1",
+    port,
+    username: user,
+    remoteWorkspacePath: workspace,
+    privateKey: readFileSync(clientKey, "utf8"),
+    knownHosts: `[127.0.0.1]:${port} ${hostPublicKey}\n`,
+    strictHostKeyChecking: true,
+  };
+  return {
+    config,
+    spec: { ...config, remoteCwd: workspace },
+    workspace,
+    port,
+    pid: child.pid,
+    hostPublicKey,
+    logPath,
+    /** The per-connection sshd processes (children of the listener), by pid. */
+    connectionPids: () => childrenOf(child.pid),
+    /** Kills every connection's sshd (the server side of every session) with SIGKILL. */
+    killConnections() {
+      const pids = descendantsOf(child.pid);
+      for (const pid of pids) {
+        try { process.kill(pid, "SIGKILL"); } catch { /* gone */ }
+      }
+      return pids.length;
+    },
+    async stop() {
+      if (child.exitCode !== null) return;
+      const exited = new Promise((resolve) => child.once("exit", resolve));
+      child.kill("SIGTERM");
+      await exited;
+    },
+  };
+}
+
+/** Pids whose parent is `pid` (from /proc). */
+export function childrenOf(pid) {
+  const out = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      if (ppid === pid) out.push(Number(entry));
+    } catch {
+      // exited meanwhile
+    }
+  }
+  return out;
+}
+
+/** Every descendant of `pid`, children first. */
+export function descendantsOf(pid) {
+  const out = [];
+  const queue = [pid];
+  while (queue.length > 0) {
+    const next = childrenOf(queue.shift());
+    out.push(...next);
+    queue.push(...next);
+  }
+  return out;
+}

@@ -1,0 +1,79 @@
+// SSH benchmark: ours vs upstream's syncDirectoryToSsh / syncDirectoryFromSsh on loopback,
+// against a real sshd started here (key-only, strict host-key checking; the same helper as
+// the tests), on the corpora of bench/corpus.mjs. Each transfer runs in its own process
+// (bench/ssh-worker.mjs), which counts its child processes from /proc while it runs (ours:
+// none; upstream: `tar` and `ssh`, plus `ssh` for the restore's size probe) and reports its
+// peak RSS (upstream's excludes its tar and ssh children). Prints medians, MB/s of the tar
+// stream, ratios.
+// Usage: node bench/ssh.mjs [a,b,c] [--runs N]
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { startSshd } from "../__test__/helpers/sshd.js";
+import { native } from "../lib/native.js";
+import { corpus } from "./corpus.mjs";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const args = process.argv.slice(2);
+const names = (args.find((a) => !a.startsWith("--")) ?? "a,b").split(",");
+const runsIndex = args.indexOf("--runs");
+const runs = runsIndex >= 0 ? Number(args[runsIndex + 1]) : 3;
+
+const scratch = mkdtempSync(path.join(os.tmpdir(), "pc-bench-ssh-"));
+const server = await startSshd(path.join(scratch, "sshd"));
+const specFile = path.join(scratch, "spec.json");
+writeFileSync(specFile, JSON.stringify(server.spec));
+
+function measure(impl, direction, localDir, remoteDir) {
+  const out = spawnSync(process.execPath, [path.join(here, "ssh-worker.mjs"), impl, direction, specFile, localDir, remoteDir], { encoding: "utf8", maxBuffer: 1 << 26 });
+  if (out.status !== 0) throw new Error(`${impl} ${direction} failed: ${out.stderr}`);
+  return JSON.parse(out.stdout.trim().split("\n").pop());
+}
+
+const median = (xs) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const rows = [];
+try {
+  for (const name of names) {
+    const { dir, describe } = corpus(name);
+    const tarBytes = await native.tarPrecomputeSize({ root: dir, exclude: [], followSymlinks: false, dotMembers: true });
+    const mb = tarBytes / 1e6;
+    const results = {};
+    for (const direction of ["push", "pull"]) {
+      for (const impl of ["upstream", "ours"]) {
+        const samples = [];
+        for (let i = 0; i < runs; i += 1) {
+          const target = mkdtempSync(path.join(scratch, `${impl}-${direction}-`));
+          // push: corpus → remote target; pull: remote corpus → local target.
+          samples.push(direction === "push" ? measure(impl, "push", dir, target) : measure(impl, "pull", target, dir));
+          rmSync(target, { recursive: true, force: true });
+        }
+        results[`${impl}-${direction}`] = {
+          ms: median(samples.map((s) => s.ms)),
+          rssMb: Math.max(...samples.map((s) => s.rssMb)),
+          children: Math.max(...samples.map((s) => s.children)),
+          childNames: [...new Set(samples.flatMap((s) => s.childNames))].join(" "),
+        };
+      }
+      const theirs = results[`upstream-${direction}`];
+      const ours = results[`ours-${direction}`];
+      for (const [impl, r] of [["upstream", theirs], ["ours", ours]]) {
+        rows.push({
+          corpus: `${name}: ${describe}`,
+          transfer: `${impl} ${direction === "push" ? "syncDirectoryToSsh" : "syncDirectoryFromSsh"}`,
+          ms: r.ms.toFixed(0),
+          "MB/s": (mb / (r.ms / 1000)).toFixed(0),
+          "throughput vs upstream": `${(theirs.ms / r.ms).toFixed(2)}x`,
+          "host children": `${r.children}${r.childNames ? ` (${r.childNames})` : ""}`,
+          "peak RSS MB": r.rssMb.toFixed(0),
+        });
+      }
+    }
+    console.error(`corpus ${name}: tar stream ${mb.toFixed(0)} MB`);
+  }
+} finally {
+  await server.stop();
+  rmSync(scratch, { recursive: true, force: true });
+}
+console.table(rows);

@@ -1,0 +1,91 @@
+import type { RuntimeProgressSink } from "./runtime-progress.js";
+
+/** Where and how to reach an SSH host (upstream's `SshConnectionConfig`). */
+export interface SshConnectionConfig {
+    host: string;
+    port: number;
+    username: string;
+    remoteWorkspacePath: string;
+    /** Private key (OpenSSH or PEM, unencrypted). `null`: the SSH agent, then `~/.ssh/id_{ed25519,ecdsa,rsa}`. */
+    privateKey: string | null;
+    /** `known_hosts` content. `null` with strict checking: `~/.ssh/known_hosts` and `/etc/ssh/ssh_known_hosts`. */
+    knownHosts: string | null;
+    /** Verify the host key against `knownHosts` (an unknown or changed key fails before any command runs); `false` checks nothing. */
+    strictHostKeyChecking: boolean;
+}
+/** What a successful `runSshCommand` printed. */
+export interface SshCommandResult {
+    stdout: string;
+    stderr: string;
+}
+/** A connection plus the remote working directory (upstream's `SshRemoteExecutionSpec`). */
+export interface SshRemoteExecutionSpec extends SshConnectionConfig {
+    remoteCwd: string;
+}
+/** Connection limits and cancellation (our additions to upstream's options). */
+export interface SshCallOptions {
+    /** Aborting rejects the call with an `AbortError` and closes its session. */
+    signal?: AbortSignal;
+    /** Limit on the TCP connect, in ms (default 10 000, upstream's `ConnectTimeout=10`). */
+    connectTimeoutMs?: number;
+    /** Fail when no byte moved for this long, in ms (transfers: default 300 000; 0 or absent on a command: none). */
+    inactivityTimeoutMs?: number;
+}
+/**
+ * Runs `remoteCommand` on the host through one in-process SSH session (no `ssh` child
+ * process). As upstream: the remote login profiles are sourced first, then
+ * `exec [env K='v' …] sh -c '<remoteCommand>'`; `env` keys must match
+ * `^[A-Za-z_][A-Za-z0-9_]*$` (else `Invalid SSH environment variable key: <key>`);
+ * `stdin` is sent and closed; `timeoutMs` (default 15 000) bounds the whole call, connect
+ * included; `maxBuffer` (default 128 KiB) bounds stdout and stderr each
+ * (`ERR_CHILD_PROCESS_STDIO_MAXBUFFER`). A non-zero exit rejects with
+ * `Error(stderr.trim() || stdout.trim() || "Process exited with code N")` carrying
+ * `{ stdout, stderr, code: N, signal, killed }`; a timeout with `killed: true` and code
+ * `ERR_PAPERCLIP_NATIVE_SSH_TIMEOUT`; a connection failure with a coded error
+ * (`ERR_PAPERCLIP_NATIVE_SSH_HOST_KEY_UNKNOWN`, `…_HOST_KEY_CHANGED`, `…_AUTH_FAILED`,
+ * `ECONNREFUSED`, …) whose message is also its `stderr`.
+ */
+export declare function runSshCommand(config: SshConnectionConfig, remoteCommand: string, options?: {
+    env?: Record<string, string>;
+    stdin?: string;
+    timeoutMs?: number;
+    maxBuffer?: number;
+} & SshCallOptions): Promise<SshCommandResult>;
+/**
+ * Uploads the contents of `localDir` into `remoteDir` (created): our packer streams the
+ * archive (members `tar -C localDir --exclude ._* --exclude … [-h]` selects, GNU tar's
+ * exclude semantics) into the remote `sh -c 'mkdir -p <dir> && tar -xf - -C <dir>'` on one
+ * session. Resolves only when the whole archive reached the remote tar and it exited 0;
+ * otherwise rejects with `ERR_PAPERCLIP_NATIVE_SSH_REMOTE_FAILED` (message: the remote
+ * stderr, else `ssh exited with code N`), a connection error, a timeout, or an `AbortError`.
+ * `onProgress` gets `Syncing[ <progressLabel>] to ssh` lines against the exact archive
+ * size, below 100% until the remote confirmed, then `100%`; a failure writes
+ * `failed at NN% (x/y MB)`.
+ */
+export declare function syncDirectoryToSsh(input: {
+    spec: SshRemoteExecutionSpec;
+    localDir: string;
+    remoteDir: string;
+    exclude?: string[];
+    followSymlinks?: boolean;
+    onProgress?: RuntimeProgressSink;
+    progressLabel?: string;
+} & SshCallOptions): Promise<void>;
+/**
+ * Downloads the contents of `remoteDir` into `localDir`: the remote
+ * `cd <dir> && tar --exclude ._* --exclude … -cf - .` is extracted safely (no member or
+ * link may land outside the target) into a private staging directory; only after a
+ * complete, successful transfer is `localDir` cleared (except `preserveLocalEntries`) and
+ * given the staged entries. On any failure `localDir` is untouched. `onProgress` gets
+ * `Restoring[ <progressLabel>] from ssh` lines against the remote `du -sk` estimate (capped
+ * at 99%), or MB lines without one, and a terminal line.
+ */
+export declare function syncDirectoryFromSsh(input: {
+    spec: SshRemoteExecutionSpec;
+    remoteDir: string;
+    localDir: string;
+    exclude?: string[];
+    preserveLocalEntries?: string[];
+    onProgress?: RuntimeProgressSink;
+    progressLabel?: string;
+} & SshCallOptions): Promise<void>;

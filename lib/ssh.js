@@ -1,0 +1,291 @@
+// Drop-in for the transport part of `@paperclipai/adapter-utils/ssh` (U§7.5, U§10):
+// `runSshCommand`, `syncDirectoryToSsh` and `syncDirectoryFromSsh` over one in-process SSH
+// session each (libssh2, src/ssh.rs). The host spawns nothing: no `ssh`, no `tar`. The
+// archive goes from our packer straight into the channel, or from the channel into our safe
+// extractor; the remote side is still the remote's own `sh` and `tar`, given upstream's
+// command lines with upstream's quoting.
+import { promises as fs } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { abortError, native, runCancellable } from "./native.js";
+import { createRuntimeProgressReporter } from "./runtime-progress.js";
+import { checkSignal, invalidArgument, packInput, progressBridge } from "./tar-common.js";
+
+/** Upstream's default `timeoutMs` and `maxBuffer` for `runSshCommand`. */
+const DEFAULT_COMMAND_TIMEOUT_MS = 15_000;
+const DEFAULT_MAX_BUFFER = 128 * 1024;
+/** Upstream's limits for the remote size probe of a restore. */
+const PROBE_TIMEOUT_MS = 15_000;
+const PROBE_MAX_BUFFER = 16 * 1024;
+/** Default inactivity timeout of a transfer: no byte moved for 5 minutes fails it. */
+const DEFAULT_TRANSFER_INACTIVITY_MS = 5 * 60_000;
+/** The reported byte count stays at 99% of a total until the remote confirms success. */
+const PROGRESS_CAP = 0.99;
+/** The exclude every upstream tar invocation starts with (macOS AppleDouble files). */
+const APPLE_DOUBLE = "._*";
+
+const TIMEOUT_CODE = "ERR_PAPERCLIP_NATIVE_SSH_TIMEOUT";
+const MAX_BUFFER_CODE = "ERR_CHILD_PROCESS_STDIO_MAXBUFFER";
+
+/** POSIX single quotes, as upstream's `shellQuote`: `it's` → `'it'"'"'s'`. */
+function shellQuote(value) {
+  return `'${value.replace(/'/g, `'"'"'`)}'`;
+}
+
+/** The native connection target for an upstream `SshConnectionConfig` and our limits. */
+function sshTarget(config, { connectTimeoutMs, inactivityTimeoutMs } = {}) {
+  if (!config || typeof config !== "object") throw invalidArgument("config must be an SshConnectionConfig");
+  if (typeof config.host !== "string" || config.host === "") throw invalidArgument("config.host must be a non-empty string");
+  if (typeof config.username !== "string" || config.username === "") throw invalidArgument("config.username must be a non-empty string");
+  const port = Number(config.port);
+  if (!Number.isInteger(port) || port < 1 || port > 65535) throw invalidArgument(`config.port must be an integer 1-65535, got ${String(config.port)}`, RangeError);
+  return {
+    host: config.host,
+    port,
+    username: config.username,
+    // Upstream passes a key or known-hosts value only when it is a non-empty string.
+    privateKey: typeof config.privateKey === "string" && config.privateKey !== "" ? config.privateKey : undefined,
+    knownHosts: typeof config.knownHosts === "string" && config.knownHosts !== "" ? config.knownHosts : undefined,
+    strictHostKeyChecking: Boolean(config.strictHostKeyChecking),
+    connectTimeoutMs: positive(connectTimeoutMs, "connectTimeoutMs"),
+    inactivityTimeoutMs: positive(inactivityTimeoutMs, "inactivityTimeoutMs"),
+  };
+}
+
+/** An optional non-negative number of milliseconds (0 or absent: the default). */
+function positive(value, name) {
+  if (value == null) return undefined;
+  if (typeof value !== "number" || !(value >= 0)) throw invalidArgument(`${name} must be a non-negative number of milliseconds`, RangeError);
+  return value;
+}
+
+/** Upstream's environment-key rule. */
+function isValidShellEnvKey(value) {
+  return /^[A-Za-z_][A-Za-z0-9_]*$/.test(value);
+}
+
+/**
+ * The script `runSshCommand` runs: the login profiles sourced first (guarded, silenced),
+ * then `exec [env K='v' …] sh -c '<command>'`, exactly upstream's.
+ */
+function loginScript(remoteCommand, envArgs) {
+  return [
+    'if [ -f /etc/profile ]; then . /etc/profile >/dev/null 2>&1 || true; fi',
+    'if [ -f "$HOME/.profile" ]; then . "$HOME/.profile" >/dev/null 2>&1 || true; fi',
+    'if [ -f "$HOME/.bash_profile" ]; then . "$HOME/.bash_profile" >/dev/null 2>&1 || true; elif [ -f "$HOME/.bashrc" ]; then . "$HOME/.bashrc" >/dev/null 2>&1 || true; fi',
+    'if [ -f "$HOME/.zprofile" ]; then . "$HOME/.zprofile" >/dev/null 2>&1 || true; fi',
+    envArgs.length > 0
+      ? `exec env ${envArgs.join(" ")} sh -c ${shellQuote(remoteCommand)}`
+      : `exec sh -c ${shellQuote(remoteCommand)}`,
+  ].join(" && ");
+}
+
+/** Adds upstream's failure fields (`stdout`, `stderr`, `code`, `signal`, `killed`) to an error. */
+function commandFailure(error, { stdout = "", stderr, code, signal = null, killed = false }) {
+  return Object.assign(error, { stdout, stderr: stderr ?? "", code: code ?? error.code ?? null, signal, killed });
+}
+
+/**
+ * Runs `remoteCommand` on the host of `config` (see ssh.d.ts). Resolves `{ stdout, stderr }`
+ * on exit status 0; rejects like upstream otherwise.
+ */
+export async function runSshCommand(config, remoteCommand, options = {}) {
+  if (typeof remoteCommand !== "string") throw invalidArgument("remoteCommand must be a string");
+  const envEntries = Object.entries(options.env ?? {}).filter((entry) => typeof entry[1] === "string");
+  for (const [key] of envEntries) {
+    if (!isValidShellEnvKey(key)) throw new Error(`Invalid SSH environment variable key: ${key}`);
+  }
+  const signal = checkSignal(options.signal);
+  const target = sshTarget(config, options);
+  const envArgs = envEntries.map(([key, value]) => `${key}=${shellQuote(value)}`);
+  const command = `sh -c ${shellQuote(loginScript(remoteCommand, envArgs))}`;
+  const stdin = options.stdin != null ? Buffer.from(String(options.stdin), "utf8") : undefined;
+  const timeoutMs = options.timeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS;
+  const maxBuffer = options.maxBuffer ?? DEFAULT_MAX_BUFFER;
+  let result;
+  try {
+    result = await runCancellable(signal, (id) => native.sshExec(target, command, stdin, timeoutMs, maxBuffer, id));
+  } catch (error) {
+    if (error?.name === "AbortError") throw error;
+    if (error?.code === TIMEOUT_CODE) {
+      throw commandFailure(error, { code: TIMEOUT_CODE, killed: true, signal: "SIGTERM" });
+    }
+    if (error?.code === MAX_BUFFER_CODE) throw commandFailure(error, {});
+    // A connection failure (host key, authentication, network): upstream's ssh would have
+    // printed it on stderr.
+    throw commandFailure(error, { stderr: error?.message });
+  }
+  const stdout = result.stdout.toString("utf8");
+  const stderr = result.stderr.toString("utf8");
+  if (result.exitStatus === 0 && !result.exitSignal) return { stdout, stderr };
+  const code = result.exitSignal ? null : result.exitStatus;
+  const error = new Error(stderr.trim() || stdout.trim() || `Process exited with code ${code ?? -1}`);
+  throw commandFailure(error, { stdout, stderr, code, signal: result.exitSignal ?? null });
+}
+
+/**
+ * Upstream's transfer progress (U§7.5 `createTransferProgress`) on top of the shared
+ * reporter: byte counts capped at 99% of the total until `finish()`, a total that may arrive
+ * while the transfer runs, the terminal line on success and the `failed at …` line on
+ * failure. `null` without a sink.
+ */
+function transferProgress({ onProgress, phase, direction, label, total }) {
+  if (typeof onProgress !== "function") return null;
+  const reporter = createRuntimeProgressReporter({ sink: onProgress, phase, direction, label, target: "ssh" });
+  let known = null;
+  const ready = Promise.resolve(total).then(
+    (value) => { known = Number.isFinite(value) && value > 0 ? value : null; },
+    () => { known = null; },
+  );
+  const bridge = progressBridge(reporter, () => known);
+  let transferred = 0;
+  return {
+    /** The running byte count from the native transfer. */
+    update(bytes) {
+      transferred = Math.max(transferred, bytes);
+      bridge.update(known != null ? Math.min(transferred, Math.floor(known * PROGRESS_CAP)) : transferred);
+    },
+    /** The terminal line: 100% of the total, or the final MB without one. */
+    async finish(bytes) {
+      if (bytes != null) transferred = bytes;
+      await ready;
+      await bridge.complete(known ?? transferred, known);
+    },
+    /** The `failed at NN% (x/y MB)` (or `failed after x MB`) line. */
+    async fail() {
+      await ready;
+      await bridge.fail(transferred);
+    },
+  };
+}
+
+/** Checks the transfer input shared by both directions. */
+function transferInput(input, dirKey) {
+  if (!input || typeof input !== "object") throw invalidArgument("input must be an object");
+  if (!input.spec || typeof input.spec !== "object") throw invalidArgument("input.spec must be an SshRemoteExecutionSpec");
+  if (typeof input.remoteDir !== "string" || input.remoteDir === "") throw invalidArgument("remoteDir must be a non-empty string");
+  if (typeof input[dirKey] !== "string" || input[dirKey] === "") throw invalidArgument(`${dirKey} must be a non-empty string`);
+  if (input.exclude != null && (!Array.isArray(input.exclude) || !input.exclude.every((e) => typeof e === "string"))) {
+    throw invalidArgument("exclude must be an array of strings");
+  }
+  return {
+    signal: checkSignal(input.signal),
+    target: sshTarget(input.spec, {
+      connectTimeoutMs: input.connectTimeoutMs,
+      inactivityTimeoutMs: input.inactivityTimeoutMs ?? DEFAULT_TRANSFER_INACTIVITY_MS,
+    }),
+  };
+}
+
+/**
+ * Uploads `localDir` into `remoteDir` on the SSH host (see ssh.d.ts): our packer streams the
+ * archive into `sh -c 'mkdir -p <dir> && tar -xf - -C <dir>'` on one session.
+ */
+export async function syncDirectoryToSsh(input) {
+  const { signal, target } = transferInput(input, "localDir");
+  // Members named `./x` with the excludes matched against those names, as upstream's
+  // `tar -C <localDir> --exclude … -cf - .` archives them.
+  const pack = {
+    ...(await packInput({ localDir: input.localDir, exclude: input.exclude, followSymlinks: input.followSymlinks })),
+    dotMembers: true,
+  };
+  const remoteDir = shellQuote(input.remoteDir);
+  const command = `sh -c ${shellQuote(`mkdir -p ${remoteDir} && tar -xf - -C ${remoteDir}`)}`;
+  const progress = transferProgress({
+    onProgress: input.onProgress,
+    phase: "Syncing",
+    direction: "to",
+    label: input.progressLabel,
+    // The exact size of the stream the packer writes, walked while the transfer starts.
+    total: input.onProgress ? native.tarPrecomputeSize(pack) : null,
+  });
+  try {
+    const summary = await runCancellable(signal, (id) =>
+      native.sshUploadTar(target, command, pack, id, progress ? (bytes) => progress.update(bytes) : undefined));
+    await progress?.finish(summary.bytes);
+  } catch (error) {
+    await progress?.fail();
+    throw error;
+  }
+}
+
+/** Upstream's remote size estimate for a restore: `du -sk` in bytes, `null` when unknown. */
+async function probeRemoteDirSize(spec, remoteDir, signal) {
+  try {
+    const result = await runSshCommand(spec, `du -sk ${shellQuote(remoteDir)} 2>/dev/null | cut -f1`, {
+      timeoutMs: PROBE_TIMEOUT_MS,
+      maxBuffer: PROBE_MAX_BUFFER,
+      signal,
+    });
+    const kilobytes = Number.parseInt(result.stdout.trim(), 10);
+    return Number.isFinite(kilobytes) && kilobytes > 0 ? kilobytes * 1024 : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Makes `localDir` hold exactly the entries of `stagingDir` plus its own entries named in
+ * `preserve` (upstream's clear-then-copy). Entries move by rename (mode, times and raw
+ * symlink targets intact); a preserved entry that also arrived is merged with `fs.cp` as
+ * upstream merges it, and so is everything when the two directories are on different
+ * file systems.
+ */
+async function replaceDirectoryContents(stagingDir, localDir, preserve) {
+  await fs.mkdir(localDir, { recursive: true });
+  const keep = new Set(preserve ?? []);
+  const existing = await fs.readdir(localDir);
+  await Promise.all(existing
+    .filter((name) => !keep.has(name))
+    .map((name) => fs.rm(path.join(localDir, name), { recursive: true, force: true })));
+  const incoming = await fs.readdir(stagingDir);
+  await Promise.all(incoming.map(async (name) => {
+    const from = path.join(stagingDir, name);
+    const to = path.join(localDir, name);
+    if (!keep.has(name)) {
+      try {
+        await fs.rename(from, to);
+        return;
+      } catch (error) {
+        if (error?.code !== "EXDEV") throw error;
+      }
+    }
+    await fs.cp(from, to, { recursive: true, force: true, preserveTimestamps: true, verbatimSymlinks: true });
+  }));
+}
+
+/**
+ * Downloads `remoteDir` from the SSH host into `localDir` (see ssh.d.ts): the remote's
+ * `tar -cf - .` is extracted safely into a private staging directory on one session; only a
+ * complete, successful transfer replaces the contents of `localDir`.
+ */
+export async function syncDirectoryFromSsh(input) {
+  const { signal, target } = transferInput(input, "localDir");
+  const excludeArgs = [APPLE_DOUBLE, ...(input.exclude ?? [])].flatMap((entry) => ["--exclude", entry]);
+  const remoteScript = [
+    `cd ${shellQuote(input.remoteDir)}`,
+    `tar ${[...excludeArgs.map(shellQuote), "-cf", "-", "."].join(" ")}`,
+  ].join(" && ");
+  const command = `sh -c ${shellQuote(remoteScript)}`;
+  if (signal?.aborted) throw abortError(signal);
+  const stagingDir = await fs.mkdtemp(path.join(os.tmpdir(), "paperclip-ssh-sync-back-"));
+  const progress = transferProgress({
+    onProgress: input.onProgress,
+    phase: "Restoring",
+    direction: "from",
+    label: input.progressLabel,
+    total: input.onProgress ? probeRemoteDirSize(input.spec, input.remoteDir, signal) : null,
+  });
+  try {
+    const summary = await runCancellable(signal, (id) =>
+      native.sshDownloadTar(target, command, stagingDir, id, progress ? (bytes) => progress.update(bytes) : undefined));
+    if (signal?.aborted) throw abortError(signal);
+    await progress?.finish(summary.bytes);
+    await replaceDirectoryContents(stagingDir, input.localDir, input.preserveLocalEntries);
+  } catch (error) {
+    await progress?.fail();
+    throw error;
+  } finally {
+    await fs.rm(stagingDir, { recursive: true, force: true }).catch(() => undefined);
+  }
+}

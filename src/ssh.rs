@@ -1,0 +1,241 @@
+//! Hot path 4, SSH lane: remote commands and streamed transfers over one in-process SSH
+//! session each (the logic is `paperclip_sync_core::ssh`; this is conversion and
+//! scheduling only).
+//!
+//! Every call runs on a thread of its own ([`run_dedicated`]): an SSH peer may keep a call
+//! waiting for as long as it likes, so no call ever holds one of the bounded pool's threads
+//! or a libuv thread. Transfers add a second thread (the packer or the extractor), so
+//! packing and encryption overlap. Byte progress reaches JS through the coalescing
+//! [`Progress`] forwarder shared with the tar binding.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use napi::bindgen_prelude::Buffer;
+use napi_derive::napi;
+use paperclip_sync_core::error::{codes, Error as CoreError};
+use paperclip_sync_core::ssh::{
+    self, Input, Output, SshTarget, StderrLimit, TransferSummary, DEFAULT_CONNECT_TIMEOUT,
+};
+use paperclip_sync_core::tar::{ExtractOptions, PackOptions};
+
+use crate::cancel;
+use crate::error::{run_dedicated, to_napi};
+use crate::tar::{Progress, ProgressCallback, TarPackInput};
+
+/// Where and how to connect (internal): upstream's `SshConnectionConfig` fields that matter
+/// to the connection, plus our limits.
+#[napi(object)]
+pub struct SshTargetInput {
+    pub host: String,
+    pub port: u32,
+    pub username: String,
+    pub private_key: Option<String>,
+    pub known_hosts: Option<String>,
+    pub strict_host_key_checking: bool,
+    /// Limit on the TCP connect, in ms (default 10 000, upstream's `ConnectTimeout=10`).
+    pub connect_timeout_ms: Option<f64>,
+    /// Fails the call when no byte moved for this long, in ms (absent or 0: never).
+    pub inactivity_timeout_ms: Option<f64>,
+}
+
+impl TryFrom<SshTargetInput> for SshTarget {
+    type Error = napi::Error;
+
+    fn try_from(input: SshTargetInput) -> napi::Result<SshTarget> {
+        let port = u16::try_from(input.port)
+            .ok()
+            .filter(|p| *p > 0)
+            .ok_or_else(|| {
+                to_napi(CoreError::new(
+                    codes::INVALID_ARGUMENT,
+                    format!("port {} is out of range 1-65535", input.port),
+                ))
+            })?;
+        Ok(SshTarget {
+            host: input.host,
+            port,
+            username: input.username,
+            private_key: input.private_key.filter(|k| !k.is_empty()),
+            known_hosts: input.known_hosts,
+            strict_host_key_checking: input.strict_host_key_checking,
+            connect_timeout: millis(input.connect_timeout_ms).unwrap_or(DEFAULT_CONNECT_TIMEOUT),
+            inactivity_timeout: millis(input.inactivity_timeout_ms),
+        })
+    }
+}
+
+/// A positive finite number of milliseconds as a duration.
+fn millis(ms: Option<f64>) -> Option<Duration> {
+    ms.filter(|ms| ms.is_finite() && *ms > 0.0)
+        .map(|ms| Duration::from_micros((ms * 1000.0) as u64))
+}
+
+/// What a remote command left (internal; see `runSshCommand`).
+#[napi(object)]
+pub struct SshExecResult {
+    pub stdout: Buffer,
+    pub stderr: Buffer,
+    /// The exit status (0 when the server sent none).
+    pub exit_status: i32,
+    /// The signal that ended the command, with its `SIG` prefix (`SIGTERM`), if any.
+    pub exit_signal: Option<String>,
+}
+
+/// What a transfer moved (internal).
+#[napi(object)]
+pub struct SshTransferSummary {
+    /// Bytes sent (uploads) or received (downloads) on the channel.
+    pub bytes: f64,
+    /// Archive members packed or extracted (0 for a file).
+    pub entries: f64,
+}
+
+impl From<TransferSummary> for SshTransferSummary {
+    fn from(summary: TransferSummary) -> Self {
+        SshTransferSummary {
+            bytes: summary.bytes as f64,
+            entries: summary.entries as f64,
+        }
+    }
+}
+
+/// Runs `command` on a new session (internal; see `runSshCommand`). `stdin` is sent and
+/// closed; stdout and stderr are collected up to `max_buffer` bytes each (more fails with
+/// `ERR_CHILD_PROCESS_STDIO_MAXBUFFER`); `timeout_ms` bounds the whole call, connect
+/// included (`ERR_PAPERCLIP_NATIVE_SSH_TIMEOUT`). A non-zero exit is a result, not an error.
+#[napi]
+pub async fn ssh_exec(
+    target: SshTargetInput,
+    command: String,
+    stdin: Option<Buffer>,
+    timeout_ms: Option<f64>,
+    max_buffer: Option<f64>,
+    cancel_id: Option<u32>,
+) -> napi::Result<SshExecResult> {
+    let target = SshTarget::try_from(target)?;
+    let cancel = cancel::flag(cancel_id);
+    let stdin: Option<Vec<u8>> = stdin.map(|b| b.to_vec());
+    let limit = max_buffer
+        .filter(|n| n.is_finite() && *n >= 0.0)
+        .map_or(128 * 1024, |n| n as usize);
+    let deadline = millis(timeout_ms).map(|t| Instant::now() + t);
+    let outcome = run_dedicated("paperclip-ssh-exec", move || {
+        let mut conn = ssh::Connection::open(&target, cancel, deadline)?;
+        let input = match &stdin {
+            Some(bytes) => Input::Bytes(bytes),
+            None => Input::Empty,
+        };
+        conn.exec(
+            &command,
+            input,
+            Output::Collect(limit),
+            StderrLimit::Fail(limit),
+            |_, _| {},
+        )
+    })
+    .await?;
+    Ok(SshExecResult {
+        stdout: outcome.stdout.into(),
+        stderr: outcome.stderr.into(),
+        exit_status: outcome.exit_status,
+        exit_signal: outcome.exit_signal.map(|s| format!("SIG{s}")),
+    })
+}
+
+/// Packs `pack` into the stdin of `command` on a new session (internal; see
+/// `syncDirectoryToSsh`). `on_progress` receives the bytes the channel accepted.
+#[napi]
+pub async fn ssh_upload_tar(
+    target: SshTargetInput,
+    command: String,
+    pack: TarPackInput,
+    cancel_id: Option<u32>,
+    #[napi(ts_arg_type = "((bytes: number) => void) | undefined | null")] on_progress: Option<
+        ProgressCallback,
+    >,
+) -> napi::Result<SshTransferSummary> {
+    let target = SshTarget::try_from(target)?;
+    let cancel = cancel::flag(cancel_id);
+    let pack = PackOptions::from(pack);
+    run_dedicated("paperclip-ssh-upload", move || {
+        let mut progress = Progress::new(on_progress);
+        ssh::upload_tar(&target, &command, pack, cancel, |n| progress.update(n))
+            .map(SshTransferSummary::from)
+    })
+    .await
+}
+
+/// Extracts the stdout of `command` (a tar stream) into `dest` on a new session (internal;
+/// see `syncDirectoryFromSsh`). `on_progress` receives the bytes read from the channel.
+#[napi]
+pub async fn ssh_download_tar(
+    target: SshTargetInput,
+    command: String,
+    dest: String,
+    cancel_id: Option<u32>,
+    #[napi(ts_arg_type = "((bytes: number) => void) | undefined | null")] on_progress: Option<
+        ProgressCallback,
+    >,
+) -> napi::Result<SshTransferSummary> {
+    let target = SshTarget::try_from(target)?;
+    let cancel = cancel::flag(cancel_id);
+    run_dedicated("paperclip-ssh-download", move || {
+        let mut progress = Progress::new(on_progress);
+        let opts = ExtractOptions {
+            preserve_mtime: true,
+        };
+        ssh::download_tar(&target, &command, &PathBuf::from(dest), opts, cancel, |n| {
+            progress.update(n)
+        })
+        .map(SshTransferSummary::from)
+    })
+    .await
+}
+
+/// Streams the file `path` into the stdin of `command` (internal; the git-bundle upload).
+#[napi]
+pub async fn ssh_upload_file(
+    target: SshTargetInput,
+    command: String,
+    path: String,
+    cancel_id: Option<u32>,
+    #[napi(ts_arg_type = "((bytes: number) => void) | undefined | null")] on_progress: Option<
+        ProgressCallback,
+    >,
+) -> napi::Result<SshTransferSummary> {
+    let target = SshTarget::try_from(target)?;
+    let cancel = cancel::flag(cancel_id);
+    run_dedicated("paperclip-ssh-upload", move || {
+        let mut progress = Progress::new(on_progress);
+        ssh::upload_file(&target, &command, Path::new(&path), cancel, |n| {
+            progress.update(n)
+        })
+        .map(SshTransferSummary::from)
+    })
+    .await
+}
+
+/// Writes the stdout of `command` to a new 0600 file `path`, removed on failure (internal;
+/// the git-bundle download).
+#[napi]
+pub async fn ssh_download_file(
+    target: SshTargetInput,
+    command: String,
+    path: String,
+    cancel_id: Option<u32>,
+    #[napi(ts_arg_type = "((bytes: number) => void) | undefined | null")] on_progress: Option<
+        ProgressCallback,
+    >,
+) -> napi::Result<SshTransferSummary> {
+    let target = SshTarget::try_from(target)?;
+    let cancel = cancel::flag(cancel_id);
+    run_dedicated("paperclip-ssh-download", move || {
+        let mut progress = Progress::new(on_progress);
+        ssh::download_file(&target, &command, Path::new(&path), cancel, |n| {
+            progress.update(n)
+        })
+        .map(SshTransferSummary::from)
+    })
+    .await
+}
