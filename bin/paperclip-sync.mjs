@@ -22,6 +22,8 @@ import {
   resolveReferencedSourceIgnore,
   serializeDirectorySnapshot,
   snapshotReusedHashCount,
+  syncDirectoryFromSsh,
+  syncDirectoryToSsh,
 } from "../index.js";
 
 const PROGRAM = "paperclip-sync";
@@ -42,6 +44,8 @@ Commands:
   pack <dir>               archive a directory as tar (optionally gzip), with progress
   extract <archive> <dir>  safely extract a tar or tar.gz archive into a directory
   merge                    merge a remote result back into a workspace against a baseline
+  push <dir>               upload a directory to a remote directory over SSH (no ssh/tar child)
+  pull <dir>               download a remote directory over SSH into a local directory
 
 Run '${PROGRAM} <command> --help' for a command's options.
 Exit codes: 0 ok, 1 the operation failed, 2 bad usage.`,
@@ -89,6 +93,30 @@ local edits of files the remote deleted are kept.
   --conflict-policy reject  refuse (DIRECTORY_MERGE_CONFLICT, listing the paths) when the
                             workspace and the remote both changed a path
   --refuse-empty-source     refuse when the source is empty but the baseline is not`,
+  push: `Usage: ${PROGRAM} push <dir> --host HOST --user USER --key FILE (--known-hosts FILE | --no-host-key-check) --remote-dir DIR [--port N] [--exclude P]... [--follow-symlinks] [--json]
+
+Uploads <dir> into the remote directory like syncDirectoryToSsh: one in-process SSH session,
+the archive streamed from the packer into the remote's tar, progress lines on stderr.
+
+SSH options:
+  --host HOST --user USER [--port 22]   the server
+  --key FILE                            the private key (OpenSSH format)
+  --known-hosts FILE                    host keys to trust (strict checking)
+  --no-host-key-check                   trust any host key (explicit; upstream's StrictHostKeyChecking=no)
+  --remote-dir DIR                      the remote directory (absolute)
+  --json                                print a summary as JSON when done`,
+  pull: `Usage: ${PROGRAM} pull <dir> --host HOST --user USER --key FILE (--known-hosts FILE | --no-host-key-check) --remote-dir DIR [--port N] [--exclude P]... [--preserve NAME]... [--json]
+
+Downloads the remote directory into <dir> like syncDirectoryFromSsh: the remote's tar
+streamed into the safe extractor; local entries named with --preserve are kept.
+
+SSH options:
+  --host HOST --user USER [--port 22]   the server
+  --key FILE                            the private key (OpenSSH format)
+  --known-hosts FILE                    host keys to trust (strict checking)
+  --no-host-key-check                   trust any host key (explicit; upstream's StrictHostKeyChecking=no)
+  --remote-dir DIR                      the remote directory (absolute)
+  --json                                print a summary as JSON when done`,
   demo: `Usage: ${PROGRAM} demo [--files N] [--keep] [--json]
 
 Generates a realistic workspace (a git repository with sources and an ignored dependency
@@ -422,6 +450,66 @@ async function cmdMerge(argv) {
   }
 }
 
+const SSH_SPEC = {
+  host: "string", port: "string", user: "string", key: "string", "known-hosts": "string",
+  "no-host-key-check": "bool", "remote-dir": "string", exclude: "list", json: "bool",
+};
+
+/** The upstream `SshRemoteExecutionSpec` for the SSH options of push/pull. */
+function sshSpec(opts) {
+  for (const flag of ["host", "user", "key", "remote-dir"]) if (!opts[flag]) throw new UsageError(`--${flag} is required`);
+  if (!opts["known-hosts"] && !opts["no-host-key-check"]) throw new UsageError("--known-hosts FILE is required (or --no-host-key-check)");
+  if (opts["known-hosts"] && opts["no-host-key-check"]) throw new UsageError("--known-hosts and --no-host-key-check exclude each other");
+  const port = opts.port === undefined ? 22 : Number(opts.port);
+  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new UsageError("--port takes a port number");
+  if (!path.isAbsolute(opts["remote-dir"])) throw new UsageError("--remote-dir must be absolute");
+  const read = (file) => readFileSync(file, "utf8");
+  return {
+    host: opts.host,
+    port,
+    username: opts.user,
+    privateKey: read(opts.key),
+    knownHosts: opts["known-hosts"] ? read(opts["known-hosts"]) : null,
+    strictHostKeyChecking: !opts["no-host-key-check"],
+    remoteWorkspacePath: opts["remote-dir"],
+    remoteCwd: opts["remote-dir"],
+  };
+}
+
+/** Aborts the transfer on Ctrl-C instead of leaving the remote half-written silently. */
+function interruptSignal() {
+  const controller = new AbortController();
+  process.once("SIGINT", () => controller.abort(new Error("interrupted")));
+  return controller.signal;
+}
+
+async function cmdPush(argv) {
+  const opts = parseArgs(argv, { ...SSH_SPEC, "follow-symlinks": "bool" });
+  if (opts.help) return console.log(HELP.push);
+  const [dir] = opts._;
+  requireDir(dir);
+  const spec = sshSpec(opts);
+  const { ms } = await timed(() => syncDirectoryToSsh({
+    spec, localDir: dir, remoteDir: opts["remote-dir"], exclude: opts.exclude, followSymlinks: opts["follow-symlinks"],
+    onProgress: (line) => { process.stderr.write(line); }, progressLabel: "workspace", signal: interruptSignal(),
+  }));
+  if (opts.json) console.log(JSON.stringify({ dir: path.resolve(dir), remoteDir: opts["remote-dir"], host: spec.host, ms: Math.round(ms) }));
+}
+
+async function cmdPull(argv) {
+  const opts = parseArgs(argv, { ...SSH_SPEC, preserve: "list" });
+  if (opts.help) return console.log(HELP.pull);
+  const [dir] = opts._;
+  if (!dir) throw new UsageError("a local directory is required");
+  const spec = sshSpec(opts);
+  mkdirSync(dir, { recursive: true });
+  const { ms } = await timed(() => syncDirectoryFromSsh({
+    spec, remoteDir: opts["remote-dir"], localDir: dir, exclude: opts.exclude, preserveLocalEntries: opts.preserve,
+    onProgress: (line) => { process.stderr.write(line); }, progressLabel: "workspace", signal: interruptSignal(),
+  }));
+  if (opts.json) console.log(JSON.stringify({ dir: path.resolve(dir), remoteDir: opts["remote-dir"], host: spec.host, ms: Math.round(ms) }));
+}
+
 // ---- demo ------------------------------------------------------------------------------
 
 const HEAVY = ["node_modules", "vendor", "dist", "build", "out", "coverage", ".next", ".turbo", ".cache"];
@@ -601,6 +689,8 @@ async function cmdDemo(argv) {
 const COMMANDS = {
   demo: cmdDemo,
   merge: cmdMerge,
+  push: cmdPush,
+  pull: cmdPull,
   ignored: cmdIgnored,
   snapshot: cmdSnapshot,
   diff: cmdDiff,
@@ -629,7 +719,9 @@ main(process.argv.slice(2)).then(
       return;
     }
     const code = error?.code ?? "ERR_PAPERCLIP_NATIVE_INTERNAL";
-    console.error(`${PROGRAM}: ${code}: ${error?.message ?? String(error)}`);
+    // One line, whatever the message holds (remote stderr, OpenSSH-style warnings).
+    const message = String(error?.message ?? error).split("\n").map((line) => line.trim()).filter(Boolean).join(" ");
+    console.error(`${PROGRAM}: ${code}: ${message}`);
     process.exitCode = 1;
   },
 );
