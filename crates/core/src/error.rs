@@ -83,6 +83,22 @@ impl Error {
         self.code == codes::ABORTED
     }
 
+    /// An I/O error with no path to name (a caller's stream, a pipe): Node's code and
+    /// `CODE: description, syscall` for an OS error, an internal error otherwise.
+    pub fn os(err: io::Error, syscall: &'static str) -> Self {
+        match err.raw_os_error() {
+            Some(raw) => {
+                let (code, description) = errno_name(raw);
+                Error {
+                    errno: Some(-raw),
+                    syscall: Some(syscall),
+                    ..Error::new(code, format!("{code}: {description}, {syscall}"))
+                }
+            }
+            None => Error { syscall: Some(syscall), ..Error::new(codes::INTERNAL, format!("{syscall} failed: {err}")) },
+        }
+    }
+
     /// A file-system error shaped like Node's: `CODE: description, syscall 'path'`.
     pub fn io(err: io::Error, syscall: &'static str, path: &Path) -> Self {
         let Some(raw) = err.raw_os_error() else {

@@ -627,7 +627,7 @@ impl Connection {
                     out.stdout.extend_from_slice(data);
                 }
                 Output::Writer(writer) => {
-                    writer.write_all(data).map_err(|e| local_io(e, "write"))?
+                    writer.write_all(data).map_err(|e| Error::os(e, "write"))?
                 }
                 Output::Chunks(tx) => {
                     // Blocks while the consumer is behind: the remote waits on its window.
@@ -779,7 +779,7 @@ fn next_input(input: &mut Input<'_>, pending: &mut Vec<u8>, bytes_used: &mut boo
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                     Err(e) => {
                         pending.clear();
-                        return Err(local_io(e, "read"));
+                        return Err(Error::os(e, "read"));
                     }
                 }
             };
@@ -853,21 +853,6 @@ fn protocol(target: &SshTarget, what: &str, e: &ssh2::Error) -> Error {
         codes::SSH_PROTOCOL,
         format!("ssh to {}: {what}: {}", target.display(), e.message()),
     )
-}
-
-/// A local read or write failure of a transfer's file.
-fn local_io(e: io::Error, syscall: &'static str) -> Error {
-    match e.raw_os_error() {
-        Some(raw) => {
-            let (code, description) = errno_name(raw);
-            Error {
-                errno: Some(-raw),
-                syscall: Some(syscall),
-                ..Error::new(code, format!("{code}: {description}, {syscall}"))
-            }
-        }
-        None => Error::new(codes::INTERNAL, format!("{syscall} failed: {e}")),
-    }
 }
 
 /// A connection-level OS failure, with Node's code.

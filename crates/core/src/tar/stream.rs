@@ -6,7 +6,7 @@ use std::io::{self, Read, Write};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::error::{codes, errno_name, Error};
+use crate::error::Error;
 
 /// The size of every copy buffer (file data in, file data out).
 pub(crate) const COPY_BUFFER: usize = 64 * 1024;
@@ -14,22 +14,9 @@ pub(crate) const COPY_BUFFER: usize = 64 * 1024;
 /// Turns an I/O error of a caller-supplied stream into an [`Error`]: the OS code when there is
 /// one (`EPIPE`, `ENOSPC`, …), with `path` when the stream is a known file.
 pub(crate) fn stream_error(err: io::Error, syscall: &'static str, path: Option<&Path>) -> Error {
-    if let Some(path) = path {
-        return Error::io(err, syscall, path);
-    }
-    match err.raw_os_error() {
-        Some(raw) => {
-            let (code, description) = errno_name(raw);
-            Error {
-                errno: Some(-raw),
-                syscall: Some(syscall),
-                ..Error::new(code, format!("{code}: {description}, {syscall}"))
-            }
-        }
-        None => Error {
-            syscall: Some(syscall),
-            ..Error::new(codes::INTERNAL, format!("{syscall} failed: {err}"))
-        },
+    match path {
+        Some(path) => Error::io(err, syscall, path),
+        None => Error::os(err, syscall),
     }
 }
 
