@@ -236,8 +236,14 @@ pub fn hash_file_with(path: &Path, buffer: &mut [u8], cancel: &AtomicBool) -> Re
 }
 
 /// SHA-256 of everything `file` yields until EOF; `path` names it in errors.
-fn hash_reader(mut file: File, buffer: &mut [u8], cancel: &AtomicBool, path: impl Fn() -> PathBuf) -> Result<Hash> {
+fn hash_reader(file: File, buffer: &mut [u8], cancel: &AtomicBool, path: impl Fn() -> PathBuf) -> Result<Hash> {
     let mut hasher = Sha256::new();
+    feed_reader(file, &mut hasher, buffer, cancel, path)?;
+    Ok(hasher.finalize().into())
+}
+
+/// Feeds everything `file` yields until EOF into `hasher`, through `buffer`.
+fn feed_reader(mut file: File, hasher: &mut Sha256, buffer: &mut [u8], cancel: &AtomicBool, path: impl Fn() -> PathBuf) -> Result<()> {
     loop {
         if cancel.load(Ordering::Relaxed) {
             return Err(Error::aborted());
@@ -250,7 +256,7 @@ fn hash_reader(mut file: File, buffer: &mut [u8], cancel: &AtomicBool, path: imp
         };
         hasher.update(&buffer[..n]);
     }
-    Ok(hasher.finalize().into())
+    Ok(())
 }
 
 /// Upstream `readSnapshotEntry(root, relative)`: the entry at one path, `None` when it cannot
@@ -322,18 +328,8 @@ pub fn content_signature(root: &Path, ignored: &[String], threads: usize, cancel
             Kind::File => {
                 hasher.update(format!("file:{}:{}\n", node.rel, node.stat.size));
                 let path = join_like_node(root, &node.rel);
-                let mut file = File::open(&path).map_err(|err| Error::io(err, "open", &path))?;
-                loop {
-                    if cancel.load(Ordering::Relaxed) {
-                        return Err(Error::aborted());
-                    }
-                    match file.read(&mut buffer) {
-                        Ok(0) => break,
-                        Ok(n) => hasher.update(&buffer[..n]),
-                        Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
-                        Err(err) => return Err(Error::io(err, "read", &path)),
-                    }
-                }
+                let file = File::open(&path).map_err(|err| Error::io(err, "open", &path))?;
+                feed_reader(file, &mut hasher, &mut buffer, cancel, || path.clone())?;
                 hasher.update(b"\n");
             }
         }
