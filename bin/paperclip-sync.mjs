@@ -30,6 +30,14 @@ const PROGRAM = "paperclip-sync";
 
 class UsageError extends Error {}
 
+const SSH_OPTIONS_HELP = `SSH options:
+  --host HOST --user USER [--port 22]   the server
+  --key FILE                            the private key (OpenSSH format)
+  --known-hosts FILE                    host keys to trust (strict checking)
+  --no-host-key-check                   trust any host key (explicit; upstream's StrictHostKeyChecking=no)
+  --remote-dir DIR                      the remote directory (absolute)
+  --json                                print a summary as JSON when done`;
+
 const HELP = {
   main: `Usage: ${PROGRAM} <command> [options]
 
@@ -98,25 +106,13 @@ local edits of files the remote deleted are kept.
 Uploads <dir> into the remote directory like syncDirectoryToSsh: one in-process SSH session,
 the archive streamed from the packer into the remote's tar, progress lines on stderr.
 
-SSH options:
-  --host HOST --user USER [--port 22]   the server
-  --key FILE                            the private key (OpenSSH format)
-  --known-hosts FILE                    host keys to trust (strict checking)
-  --no-host-key-check                   trust any host key (explicit; upstream's StrictHostKeyChecking=no)
-  --remote-dir DIR                      the remote directory (absolute)
-  --json                                print a summary as JSON when done`,
+${SSH_OPTIONS_HELP}`,
   pull: `Usage: ${PROGRAM} pull <dir> --host HOST --user USER --key FILE (--known-hosts FILE | --no-host-key-check) --remote-dir DIR [--port N] [--exclude P]... [--preserve NAME]... [--json]
 
 Downloads the remote directory into <dir> like syncDirectoryFromSsh: the remote's tar
 streamed into the safe extractor; local entries named with --preserve are kept.
 
-SSH options:
-  --host HOST --user USER [--port 22]   the server
-  --key FILE                            the private key (OpenSSH format)
-  --known-hosts FILE                    host keys to trust (strict checking)
-  --no-host-key-check                   trust any host key (explicit; upstream's StrictHostKeyChecking=no)
-  --remote-dir DIR                      the remote directory (absolute)
-  --json                                print a summary as JSON when done`,
+${SSH_OPTIONS_HELP}`,
   demo: `Usage: ${PROGRAM} demo [--files N] [--keep] [--json]
 
 Generates a realistic workspace (a git repository with sources and an ignored dependency
