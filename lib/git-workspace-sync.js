@@ -8,9 +8,9 @@
 // `setExpensiveWorkspaceGitExecutor`, in which case every git command goes through it exactly
 // as upstream sends it (same argv, operation names, timeouts, output allowance and hardened
 // environment), so the host's admission policy still governs them.
-import { execFile } from "node:child_process";
 import { promises as fs } from "node:fs";
 import path from "node:path";
+import { runLocalGit } from "./local-git.js";
 import { scanIgnoredRecords, scanToplevel, UPSTREAM_DEADLINES } from "./ignore-scan.js";
 import { abortError } from "./native.js";
 
@@ -66,20 +66,6 @@ let expensiveWorkspaceGitExecutor = null;
  */
 export function setExpensiveWorkspaceGitExecutor(executor) {
   expensiveWorkspaceGitExecutor = executor;
-}
-
-/** Upstream's `runLocalGit`: `git -C <dir> <args>` with a deadline and an output allowance. */
-function runLocalGit(localDir, args, options = {}) {
-  return new Promise((resolve, reject) => {
-    execFile("git", ["-C", localDir, ...args], {
-      timeout: options.timeout ?? 15_000,
-      maxBuffer: options.maxBuffer ?? 128 * 1024,
-      env: options.env ?? process.env,
-    }, (error, stdout, stderr) => {
-      if (error) reject(Object.assign(error, { stdout: stdout ?? "", stderr: stderr ?? "" }));
-      else resolve({ stdout: stdout ?? "", stderr: stderr ?? "" });
-    });
-  });
 }
 
 /** A git command through the registered executor, or spawned directly when there is none. */

@@ -1,4 +1,5 @@
 import type { RuntimeProgressSink } from "./runtime-progress.js";
+import type { DirectorySnapshot } from "./workspace-restore-merge.js";
 
 /** Where and how to reach an SSH host (upstream's `SshConnectionConfig`). */
 export interface SshConnectionConfig {
@@ -88,4 +89,42 @@ export declare function syncDirectoryFromSsh(input: {
     preserveLocalEntries?: string[];
     onProgress?: RuntimeProgressSink;
     progressLabel?: string;
+} & SshCallOptions): Promise<void>;
+/**
+ * Stages `localDir` on the SSH host in `remoteDir` (default `spec.remoteCwd`) before a run,
+ * as upstream does. A git work tree with a commit: its HEAD goes over as a git bundle
+ * (streamed on the same in-process channel code as the tar transfers; progress
+ * `Importing git history to ssh` with an exact percentage), the remote repository is
+ * created or updated and checked out at that commit (branch kept, credential-free `origin`
+ * carried over), the working tree is pushed over it (excluding `.git` and
+ * `.paperclip-runtime`) and locally deleted tracked files are removed remotely:
+ * `{ gitBacked: true }`. Anything else: the remote directory is cleared (sparing
+ * `.paperclip-runtime`) and the tree pushed: `{ gitBacked: false }`. No `ssh` or `tar`
+ * process is started on this host (local `git` is).
+ */
+export declare function prepareWorkspaceForSshExecution(input: {
+    spec: SshRemoteExecutionSpec;
+    localDir: string;
+    remoteDir?: string;
+    onProgress?: RuntimeProgressSink;
+} & SshCallOptions): Promise<{
+    gitBacked: boolean;
+}>;
+/**
+ * Brings a run's work back from `remoteDir` (default `spec.remoteCwd`) into `localDir`, as
+ * upstream does. With `baselineSnapshot`, the remote tree is staged privately and three-way
+ * merged into `localDir` (`mergeDirectoryWithBaseline`, under its lock); with
+ * `restoreGitHistory` too, the remote HEAD is exported first (progress `Exporting git
+ * history from ssh`) and, inside the lock, the local head moves to contain it
+ * (fast-forward, a graft for unrelated history, or a merge commit; a conflict fails).
+ * Without a baseline, a git work tree is reset to the remote HEAD and then given the remote
+ * tree (`.git` kept); anything else just the remote tree.
+ */
+export declare function restoreWorkspaceFromSshExecution(input: {
+    spec: SshRemoteExecutionSpec;
+    localDir: string;
+    remoteDir?: string;
+    baselineSnapshot?: DirectorySnapshot;
+    restoreGitHistory?: boolean;
+    onProgress?: RuntimeProgressSink;
 } & SshCallOptions): Promise<void>;

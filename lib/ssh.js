@@ -8,8 +8,8 @@ import { promises as fs } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { abortError, native, runCancellable } from "./native.js";
-import { createRuntimeProgressReporter } from "./runtime-progress.js";
-import { checkSignal, invalidArgument, packInput, progressBridge } from "./tar-common.js";
+import { DEFAULT_TRANSFER_INACTIVITY_MS, shellQuote, sshTarget, transferProgress } from "./ssh-common.js";
+import { checkSignal, invalidArgument, packInput } from "./tar-common.js";
 
 /** Upstream's default `timeoutMs` and `maxBuffer` for `runSshCommand`. */
 const DEFAULT_COMMAND_TIMEOUT_MS = 15_000;
@@ -17,47 +17,11 @@ const DEFAULT_MAX_BUFFER = 128 * 1024;
 /** Upstream's limits for the remote size probe of a restore. */
 const PROBE_TIMEOUT_MS = 15_000;
 const PROBE_MAX_BUFFER = 16 * 1024;
-/** Default inactivity timeout of a transfer: no byte moved for 5 minutes fails it. */
-const DEFAULT_TRANSFER_INACTIVITY_MS = 5 * 60_000;
-/** The reported byte count stays at 99% of a total until the remote confirms success. */
-const PROGRESS_CAP = 0.99;
 /** The exclude every upstream tar invocation starts with (macOS AppleDouble files). */
 const APPLE_DOUBLE = "._*";
 
 const TIMEOUT_CODE = "ERR_PAPERCLIP_NATIVE_SSH_TIMEOUT";
 const MAX_BUFFER_CODE = "ERR_CHILD_PROCESS_STDIO_MAXBUFFER";
-
-/** POSIX single quotes, as upstream's `shellQuote`: `it's` → `'it'"'"'s'`. */
-function shellQuote(value) {
-  return `'${value.replace(/'/g, `'"'"'`)}'`;
-}
-
-/** The native connection target for an upstream `SshConnectionConfig` and our limits. */
-function sshTarget(config, { connectTimeoutMs, inactivityTimeoutMs } = {}) {
-  if (!config || typeof config !== "object") throw invalidArgument("config must be an SshConnectionConfig");
-  if (typeof config.host !== "string" || config.host === "") throw invalidArgument("config.host must be a non-empty string");
-  if (typeof config.username !== "string" || config.username === "") throw invalidArgument("config.username must be a non-empty string");
-  const port = Number(config.port);
-  if (!Number.isInteger(port) || port < 1 || port > 65535) throw invalidArgument(`config.port must be an integer 1-65535, got ${String(config.port)}`, RangeError);
-  return {
-    host: config.host,
-    port,
-    username: config.username,
-    // Upstream passes a key or known-hosts value only when it is a non-empty string.
-    privateKey: typeof config.privateKey === "string" && config.privateKey !== "" ? config.privateKey : undefined,
-    knownHosts: typeof config.knownHosts === "string" && config.knownHosts !== "" ? config.knownHosts : undefined,
-    strictHostKeyChecking: Boolean(config.strictHostKeyChecking),
-    connectTimeoutMs: positive(connectTimeoutMs, "connectTimeoutMs"),
-    inactivityTimeoutMs: positive(inactivityTimeoutMs, "inactivityTimeoutMs"),
-  };
-}
-
-/** An optional non-negative number of milliseconds (0 or absent: the default). */
-function positive(value, name) {
-  if (value == null) return undefined;
-  if (typeof value !== "number" || !(value >= 0)) throw invalidArgument(`${name} must be a non-negative number of milliseconds`, RangeError);
-  return value;
-}
 
 /** Upstream's environment-key rule. */
 function isValidShellEnvKey(value) {
@@ -121,42 +85,6 @@ export async function runSshCommand(config, remoteCommand, options = {}) {
   const code = result.exitSignal ? null : result.exitStatus;
   const error = new Error(stderr.trim() || stdout.trim() || `Process exited with code ${code ?? -1}`);
   throw commandFailure(error, { stdout, stderr, code, signal: result.exitSignal ?? null });
-}
-
-/**
- * Upstream's transfer progress (U§7.5 `createTransferProgress`) on top of the shared
- * reporter: byte counts capped at 99% of the total until `finish()`, a total that may arrive
- * while the transfer runs, the terminal line on success and the `failed at …` line on
- * failure. `null` without a sink.
- */
-function transferProgress({ onProgress, phase, direction, label, total }) {
-  if (typeof onProgress !== "function") return null;
-  const reporter = createRuntimeProgressReporter({ sink: onProgress, phase, direction, label, target: "ssh" });
-  let known = null;
-  const ready = Promise.resolve(total).then(
-    (value) => { known = Number.isFinite(value) && value > 0 ? value : null; },
-    () => { known = null; },
-  );
-  const bridge = progressBridge(reporter, () => known);
-  let transferred = 0;
-  return {
-    /** The running byte count from the native transfer. */
-    update(bytes) {
-      transferred = Math.max(transferred, bytes);
-      bridge.update(known != null ? Math.min(transferred, Math.floor(known * PROGRESS_CAP)) : transferred);
-    },
-    /** The terminal line: 100% of the total, or the final MB without one. */
-    async finish(bytes) {
-      if (bytes != null) transferred = bytes;
-      await ready;
-      await bridge.complete(known ?? transferred, known);
-    },
-    /** The `failed at NN% (x/y MB)` (or `failed after x MB`) line. */
-    async fail() {
-      await ready;
-      await bridge.fail(transferred);
-    },
-  };
 }
 
 /** Checks the transfer input shared by both directions. */
@@ -289,3 +217,7 @@ export async function syncDirectoryFromSsh(input) {
     await fs.rm(stagingDir, { recursive: true, force: true }).catch(() => undefined);
   }
 }
+
+// The workspace lifecycle on top of these transfers (its own module; the bundles use the
+// same channel code).
+export { prepareWorkspaceForSshExecution, restoreWorkspaceFromSshExecution } from "./ssh-workspace.js";

@@ -115,6 +115,8 @@ export const ssh: {
   runSshCommand: typeof upSsh.runSshCommand;
   syncDirectoryToSsh: typeof upSsh.syncDirectoryToSsh;
   syncDirectoryFromSsh: typeof upSsh.syncDirectoryFromSsh;
+  prepareWorkspaceForSshExecution: typeof upSsh.prepareWorkspaceForSshExecution;
+  restoreWorkspaceFromSshExecution: typeof upSsh.restoreWorkspaceFromSshExecution;
 }[] = [ourSsh, ours];
 
 // Configs, specs and results are interchangeable both ways.

@@ -1,0 +1,376 @@
+// Drop-ins for upstream's SSH workspace lifecycle (U§7.5): `prepareWorkspaceForSshExecution`
+// stages a local workspace on the SSH host before a run, `restoreWorkspaceFromSshExecution`
+// brings the run's work back. A git workspace travels as a git bundle of its HEAD (history)
+// plus the working tree (the tar transfer); anything else as the tree alone.
+//
+// What changes against upstream is the transport: the bundles stream through the same
+// in-process channel code as the tar transfers (`sshUploadFile` / `sshDownloadFile`, one
+// session each, strict host keys, inactivity timeout, AbortSignal), so no `ssh` or `tar`
+// process is started on this host. Local `git` still runs as a child process, with
+// upstream's commands; the remote runs upstream's scripts with upstream's quoting.
+import { randomUUID } from "node:crypto";
+import { promises as fs } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { GIT_SYNC_COMMIT_IDENTITY_ARGS, runLocalGit } from "./local-git.js";
+import { abortError, native, runCancellable } from "./native.js";
+import { DEFAULT_TRANSFER_INACTIVITY_MS, shellQuote, sshTarget, transferProgress } from "./ssh-common.js";
+import { runSshCommand, syncDirectoryFromSsh, syncDirectoryToSsh } from "./ssh.js";
+import { checkSignal, invalidArgument } from "./tar-common.js";
+import { mergeDirectoryWithBaseline } from "./workspace-restore-merge.js";
+
+/** The remote directory Paperclip keeps for itself: never synced, never cleared. */
+const RUNTIME_DIR = ".paperclip-runtime";
+/** The ref the remote exports its HEAD under while it writes the bundle. */
+const EXPORT_REF = "refs/paperclip/ssh-sync/export";
+/** Upstream's limits for its local git calls: quick lookups and object transfers. */
+const QUICK = { timeout: 10_000, maxBuffer: 16 * 1024 };
+const SLOW = { timeout: 60_000, maxBuffer: 1024 * 1024 };
+/** Upstream's limits for its remote clean-up scripts. */
+const REMOTE_SCRIPT = { timeoutMs: 30_000, maxBuffer: 256 * 1024 };
+/** How often a head update that lost a race with another writer is tried again. */
+const INTEGRATE_ATTEMPTS = 5;
+/** An scp-like remote (`user@host:path`), which `new URL` cannot parse. */
+const SCP_LIKE_REMOTE = /^[^@:/\s]+@[^@:/\s]+:\S+$/;
+
+/** Checks the input shared by prepare and restore; resolves the remote directory. */
+function lifecycleInput(input) {
+  if (!input || typeof input !== "object") throw invalidArgument("input must be an object");
+  if (!input.spec || typeof input.spec !== "object") throw invalidArgument("input.spec must be an SshRemoteExecutionSpec");
+  if (typeof input.localDir !== "string" || input.localDir === "") throw invalidArgument("localDir must be a non-empty string");
+  const remoteDir = input.remoteDir ?? input.spec.remoteCwd;
+  if (typeof remoteDir !== "string" || remoteDir === "") throw invalidArgument("remoteDir (or spec.remoteCwd) must be a non-empty string");
+  const signal = checkSignal(input.signal);
+  // The connection limits every step of the lifecycle passes on.
+  const limits = { signal, connectTimeoutMs: input.connectTimeoutMs, inactivityTimeoutMs: input.inactivityTimeoutMs };
+  // Validated once here, so a bad config fails before any local git work.
+  sshTarget(input.spec, limits);
+  return { remoteDir, signal, limits };
+}
+
+/** Throws the signal's `AbortError` between steps. */
+function throwIfAborted(signal) {
+  if (signal?.aborted) throw abortError(signal);
+}
+
+/**
+ * The local workspace's git state (HEAD, branch, deleted tracked files), or `null` when it
+ * is not a git work tree with a commit (any git failure counts as "not git", as upstream).
+ * Deleted paths are kept byte-exact (upstream trims them, which can name another file).
+ */
+async function readLocalGitState(localDir) {
+  try {
+    const inside = await runLocalGit(localDir, ["rev-parse", "--is-inside-work-tree"], QUICK);
+    if (inside.stdout.trim() !== "true") return null;
+    const [head, branch, deleted] = await Promise.all([
+      runLocalGit(localDir, ["rev-parse", "HEAD"], QUICK),
+      runLocalGit(localDir, ["rev-parse", "--abbrev-ref", "HEAD"], QUICK),
+      runLocalGit(localDir, ["ls-files", "--deleted", "-z"], { timeout: 10_000, maxBuffer: 256 * 1024 }),
+    ]);
+    const branchName = branch.stdout.trim();
+    return {
+      headCommit: head.stdout.trim(),
+      branchName: branchName !== "" && branchName !== "HEAD" ? branchName : null,
+      deletedPaths: deleted.stdout.split("\0").filter((entry) => entry !== ""),
+    };
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * `origin`'s URL without credentials, as upstream's `sanitizeGitRemoteUrl` gives it:
+ * http(s) loses user, password, query and fragment; ssh/git keeps the user (addressing)
+ * but loses password, query and fragment; an scp-like remote stays as it is; anything
+ * else (file paths, other schemes) is not carried.
+ */
+export function credentialFreeRemoteUrl(raw) {
+  const value = raw.trim();
+  if (value === "") return null;
+  let url;
+  try {
+    url = new URL(value);
+  } catch {
+    return SCP_LIKE_REMOTE.test(value) ? value : null;
+  }
+  const web = url.protocol === "http:" || url.protocol === "https:";
+  const git = url.protocol === "ssh:" || url.protocol === "git:" || url.protocol === "git+ssh:";
+  if (!web && !git) return null;
+  if (web) url.username = "";
+  url.password = "";
+  url.search = "";
+  url.hash = "";
+  return url.toString();
+}
+
+/** `origin`'s credential-free URL, or `null` (no origin, or not one worth carrying). */
+async function readOriginUrl(localDir) {
+  try {
+    const result = await runLocalGit(localDir, ["remote", "get-url", "origin"], QUICK);
+    return credentialFreeRemoteUrl(result.stdout);
+  } catch {
+    return null;
+  }
+}
+
+/** A private temporary directory for one bundle, removed (with the bundle) after `fn`. */
+async function withBundleFile(fn) {
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), "paperclip-ssh-bundle-"));
+  try {
+    return await fn(path.join(dir, "workspace.bundle"));
+  } finally {
+    await fs.rm(dir, { recursive: true, force: true }).catch(() => undefined);
+  }
+}
+
+/**
+ * Runs one native bundle transfer with upstream's transfer progress: the running byte count,
+ * then the terminal line, or the `failed at` line when it throws.
+ */
+async function bundleTransfer(progress, signal, start) {
+  try {
+    const summary = await runCancellable(signal, (id) => start(id, progress ? (bytes) => progress.update(bytes) : undefined));
+    await progress?.finish(summary.bytes);
+  } catch (error) {
+    await progress?.fail();
+    throw error;
+  }
+}
+
+/**
+ * Imports the local HEAD into the remote repository (created when missing): a bundle of
+ * HEAD streams into the remote script, which fetches it, checks the branch (or a detached
+ * HEAD) out, resets and cleans the tree (sparing `.paperclip-runtime`) and carries the
+ * credential-free `origin` over. Progress: `Importing git history to ssh`, exact percent.
+ */
+async function pushGitHistory({ spec, localDir, remoteDir, state, onProgress, limits }) {
+  const ref = `refs/paperclip/ssh-sync/import/${randomUUID()}`;
+  const q = shellQuote;
+  const git = `git -C ${q(remoteDir)}`;
+  await withBundleFile(async (bundle) => {
+    try {
+      await runLocalGit(localDir, ["update-ref", ref, state.headCommit], QUICK);
+      await runLocalGit(localDir, ["bundle", "create", bundle, ref], SLOW);
+      const origin = await readOriginUrl(localDir);
+      const checkout = state.branchName
+        ? `${git} checkout --force -B ${q(state.branchName)} ${q(state.headCommit)} >/dev/null`
+        : `${git} -c advice.detachedHead=false checkout --force --detach ${q(state.headCommit)} >/dev/null`;
+      const script = [
+        "set -e",
+        `mkdir -p ${q(path.posix.join(remoteDir, RUNTIME_DIR))}`,
+        `tmp_bundle=$(mktemp ${q(path.posix.join(remoteDir, RUNTIME_DIR, "import-XXXXXX.bundle"))})`,
+        `trap 'rm -f "$tmp_bundle"' EXIT`,
+        `cat > "$tmp_bundle"`,
+        `if [ ! -d ${q(path.posix.join(remoteDir, ".git"))} ]; then git init ${q(remoteDir)} >/dev/null; fi`,
+        ...(origin
+          ? [`{ ${git} remote set-url origin ${q(origin)} >/dev/null 2>&1 || ${git} remote add origin ${q(origin)} >/dev/null 2>&1; } || true`]
+          : []),
+        `${git} fetch --force "$tmp_bundle" '${ref}:${ref}' >/dev/null`,
+        checkout,
+        `${git} reset --hard ${q(state.headCommit)} >/dev/null`,
+        `${git} clean -fdx -e ${RUNTIME_DIR} >/dev/null`,
+        `${git} update-ref -d ${q(ref)} >/dev/null 2>&1 || true`,
+      ].join("\n");
+      const { size } = await fs.stat(bundle);
+      const target = sshTarget(spec, { ...limits, inactivityTimeoutMs: limits.inactivityTimeoutMs ?? DEFAULT_TRANSFER_INACTIVITY_MS });
+      const progress = transferProgress({ onProgress, phase: "Importing git history", direction: "to", total: size });
+      await bundleTransfer(progress, limits.signal, (id, onBytes) =>
+        native.sshUploadFile(target, `sh -c ${q(script)}`, bundle, id, onBytes));
+    } finally {
+      await runLocalGit(localDir, ["update-ref", "-d", ref], QUICK).catch(() => undefined);
+    }
+  });
+}
+
+/**
+ * Exports the remote HEAD as a bundle into the local repository under `ref` and returns the
+ * imported commit; with `reset`, the local work tree is reset to it and the ref dropped.
+ * Progress: `Exporting git history from ssh`, bytes received (the size is unknown up front).
+ */
+async function pullGitHistory({ spec, localDir, remoteDir, ref, reset, onProgress, limits }) {
+  const q = shellQuote;
+  const git = `git -C ${q(remoteDir)}`;
+  const script = [
+    "set -e",
+    `${git} update-ref ${EXPORT_REF} HEAD`,
+    `mkdir -p ${q(path.posix.join(remoteDir, RUNTIME_DIR))}`,
+    `tmp_bundle=$(mktemp ${q(path.posix.join(remoteDir, RUNTIME_DIR, "export-XXXXXX.bundle"))})`,
+    `cleanup() { rm -f "$tmp_bundle"; ${git} update-ref -d ${EXPORT_REF} >/dev/null 2>&1 || true; }`,
+    "trap cleanup EXIT",
+    `${git} bundle create "$tmp_bundle" ${EXPORT_REF} >/dev/null`,
+    'cat "$tmp_bundle"',
+  ].join("\n");
+  try {
+    return await withBundleFile(async (bundle) => {
+      const target = sshTarget(spec, { ...limits, inactivityTimeoutMs: limits.inactivityTimeoutMs ?? DEFAULT_TRANSFER_INACTIVITY_MS });
+      const progress = transferProgress({ onProgress, phase: "Exporting git history", direction: "from", total: null });
+      await bundleTransfer(progress, limits.signal, (id, onBytes) =>
+        native.sshDownloadFile(target, `sh -c ${q(script)}`, bundle, id, onBytes));
+      await runLocalGit(localDir, ["fetch", "--force", bundle, `${EXPORT_REF}:${ref}`], SLOW);
+      if (reset) await runLocalGit(localDir, ["reset", "--hard", ref], SLOW);
+      return (await runLocalGit(localDir, ["rev-parse", ref], QUICK)).stdout.trim();
+    });
+  } finally {
+    if (reset) await runLocalGit(localDir, ["update-ref", "-d", ref], QUICK).catch(() => undefined);
+  }
+}
+
+/**
+ * The commit the local head should move to so that it contains `imported`, or `null` when
+ * it already does: `imported` itself (fast-forward), a graft of its tree onto `current`
+ * (unrelated histories), or a merge commit of the two (`git merge-tree`; a conflict fails).
+ */
+async function integratedCommit(localDir, current, imported) {
+  const short = (commit) => commit.slice(0, 12);
+  let base = "";
+  let unrelated = false;
+  try {
+    base = (await runLocalGit(localDir, ["merge-base", current, imported], QUICK)).stdout.trim();
+  } catch (error) {
+    // Exit 1 is git's "no common ancestor"; any other failure must not rewrite the head,
+    // so it falls through to merge-tree, which fails with it.
+    unrelated = error?.code === 1;
+  }
+  if (base === imported) return null;
+  if (base === current) return imported;
+  if (unrelated) {
+    const tree = (await runLocalGit(localDir, ["rev-parse", `${imported}^{tree}`], QUICK)).stdout.trim();
+    const subject = (await runLocalGit(localDir, ["log", "-1", "--format=%B", imported], { timeout: 10_000, maxBuffer: 256 * 1024 })).stdout.trim();
+    const message = `${subject}\n\n(Paperclip SSH sync graft ${short(imported)}: imported history shares no ancestor with ${short(current)})`;
+    const graft = await runLocalGit(localDir, [...GIT_SYNC_COMMIT_IDENTITY_ARGS, "commit-tree", tree, "-p", current, "-m", message], { timeout: 60_000, maxBuffer: 64 * 1024 });
+    return graft.stdout.trim();
+  }
+  let merged;
+  try {
+    merged = await runLocalGit(localDir, ["merge-tree", "--write-tree", current, imported], { timeout: 60_000, maxBuffer: 256 * 1024 });
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new Error(`Failed to merge concurrent SSH git histories for ${short(current)} and ${short(imported)}: ${reason}`);
+  }
+  const tree = merged.stdout.trim().split("\n")[0]?.trim() ?? "";
+  if (tree === "") throw new Error("Failed to compute a merged git tree for SSH workspace restore.");
+  const commit = await runLocalGit(localDir, [
+    ...GIT_SYNC_COMMIT_IDENTITY_ARGS, "commit-tree", tree, "-p", current, "-p", imported,
+    "-m", `Paperclip SSH sync merge ${short(imported)}`,
+  ], { timeout: 60_000, maxBuffer: 64 * 1024 });
+  return commit.stdout.trim();
+}
+
+/**
+ * Moves the local branch (or detached HEAD) so it contains `imported`, with a
+ * compare-and-swap ref update; a concurrent writer that moved the head first makes it start
+ * over from the new head (up to `INTEGRATE_ATTEMPTS` times).
+ */
+async function integrateImportedHead(localDir, imported) {
+  for (let attempt = 1; ; attempt += 1) {
+    const state = await readLocalGitState(localDir);
+    if (!state || state.headCommit === "" || state.headCommit === imported) return;
+    const current = state.headCommit;
+    const next = await integratedCommit(localDir, current, imported);
+    if (next === null) return;
+    const headRef = state.branchName ? `refs/heads/${state.branchName}` : "HEAD";
+    try {
+      await runLocalGit(localDir, ["update-ref", headRef, next, current], QUICK);
+      return;
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      const lostRace = message.includes("cannot lock ref") && message.includes("expected");
+      if (!lostRace || attempt >= INTEGRATE_ATTEMPTS) throw error;
+    }
+  }
+}
+
+/**
+ * Stages `localDir` on the SSH host in `remoteDir` (default `spec.remoteCwd`) before a run,
+ * as upstream does. A git work tree with a commit: its HEAD is imported as git history (the
+ * bundle streams over the in-process channel), then the working tree is pushed over it
+ * (excluding `.git` and `.paperclip-runtime`) and the locally deleted tracked files are
+ * removed remotely; resolves `{ gitBacked: true }`. Otherwise the remote directory is
+ * cleared (sparing `.paperclip-runtime`) and the tree pushed; `{ gitBacked: false }`.
+ */
+export async function prepareWorkspaceForSshExecution(input) {
+  const { remoteDir, signal, limits } = lifecycleInput(input);
+  const { spec, localDir, onProgress } = input;
+  const state = await readLocalGitState(localDir);
+  throwIfAborted(signal);
+  if (state) {
+    await pushGitHistory({ spec, localDir, remoteDir, state, onProgress, limits });
+    throwIfAborted(signal);
+    await syncDirectoryToSsh({
+      ...limits, spec, localDir, remoteDir, exclude: [".git", RUNTIME_DIR], onProgress, progressLabel: "workspace",
+    });
+    if (state.deletedPaths.length > 0) {
+      throwIfAborted(signal);
+      const paths = state.deletedPaths.map(shellQuote).join(" ");
+      await runSshCommand(spec, `cd ${shellQuote(remoteDir)} && rm -rf -- ${paths}`, { ...limits, ...REMOTE_SCRIPT });
+    }
+    return { gitBacked: true };
+  }
+  const clear = [
+    "set -e",
+    `mkdir -p ${shellQuote(remoteDir)}`,
+    `find ${shellQuote(remoteDir)} -mindepth 1 -maxdepth 1 ! -name ${shellQuote(RUNTIME_DIR)} -exec rm -rf -- {} +`,
+  ].join("\n");
+  await runSshCommand(spec, clear, { ...limits, ...REMOTE_SCRIPT });
+  throwIfAborted(signal);
+  await syncDirectoryToSsh({
+    ...limits, spec, localDir, remoteDir, exclude: [RUNTIME_DIR], onProgress, progressLabel: "workspace",
+  });
+  return { gitBacked: false };
+}
+
+/**
+ * Brings a run's work back from `remoteDir` (default `spec.remoteCwd`) into `localDir`, as
+ * upstream does.
+ * - With `baselineSnapshot`: the remote tree is downloaded into a private staging directory
+ *   and three-way merged into `localDir` against the baseline (`mergeDirectoryWithBaseline`,
+ *   under its lock); with `restoreGitHistory`, the remote HEAD is first exported and, inside
+ *   the lock, the local head is moved to contain it (fast-forward, graft of unrelated
+ *   history, or a merge commit; a conflicting merge fails).
+ * - Without: a git work tree gets the remote HEAD (reset to it) and then the remote tree
+ *   (`.git` kept); anything else just the remote tree, replacing its contents.
+ */
+export async function restoreWorkspaceFromSshExecution(input) {
+  const { remoteDir, signal, limits } = lifecycleInput(input);
+  const { spec, localDir, onProgress, baselineSnapshot } = input;
+  if (baselineSnapshot) {
+    const stagingDir = await fs.mkdtemp(path.join(os.tmpdir(), "paperclip-ssh-sync-back-"));
+    const ref = input.restoreGitHistory ? `refs/paperclip/ssh-sync/imported/${randomUUID()}` : null;
+    try {
+      const imported = ref
+        ? await pullGitHistory({ spec, localDir, remoteDir, ref, reset: false, onProgress, limits })
+        : null;
+      throwIfAborted(signal);
+      await syncDirectoryFromSsh({
+        ...limits, spec, remoteDir, localDir: stagingDir, exclude: baselineSnapshot.exclude, onProgress, progressLabel: "workspace",
+      });
+      throwIfAborted(signal);
+      await mergeDirectoryWithBaseline({
+        baseline: baselineSnapshot,
+        sourceDir: stagingDir,
+        targetDir: localDir,
+        // History moves inside the lock; the working tree still comes from the remote files,
+        // so uncommitted remote edits win.
+        beforeApply: imported ? () => integrateImportedHead(localDir, imported) : undefined,
+      });
+    } finally {
+      if (ref) await runLocalGit(localDir, ["update-ref", "-d", ref], QUICK).catch(() => undefined);
+      await fs.rm(stagingDir, { recursive: true, force: true }).catch(() => undefined);
+    }
+    return;
+  }
+  const state = await readLocalGitState(localDir);
+  throwIfAborted(signal);
+  if (state) {
+    const ref = `refs/paperclip/ssh-sync/imported/${randomUUID()}`;
+    await pullGitHistory({ spec, localDir, remoteDir, ref, reset: true, onProgress, limits });
+    throwIfAborted(signal);
+    await syncDirectoryFromSsh({
+      ...limits, spec, remoteDir, localDir, exclude: [".git", RUNTIME_DIR], preserveLocalEntries: [".git"], onProgress, progressLabel: "workspace",
+    });
+    return;
+  }
+  await syncDirectoryFromSsh({
+    ...limits, spec, remoteDir, localDir, exclude: [RUNTIME_DIR], onProgress, progressLabel: "workspace",
+  });
+}
