@@ -11,6 +11,18 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+static UNIQUE_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// A name no other call makes: `<prefix><pid><counter><clock>` in hex (for staging entries
+/// created next to the files they will replace).
+pub fn unique_name(prefix: &str) -> OsString {
+    let n = UNIQUE_COUNTER.fetch_add(1, Ordering::Relaxed);
+    let clock = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0);
+    OsString::from(format!("{prefix}{:08x}{n:08x}{clock:016x}", std::process::id()))
+}
 
 /// An open directory.
 #[derive(Debug)]

@@ -26,12 +26,11 @@
 //! target, so a failed copy never destroys the host's version.
 
 use std::collections::{HashMap, HashSet};
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsStr;
 use std::io;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::error::{codes, Error, Result};
 use crate::fsat::{self, Dir};
@@ -581,15 +580,6 @@ struct Targets<'a> {
     path: &'a Path,
 }
 
-static STAGING_COUNTER: AtomicU64 = AtomicU64::new(0);
-
-/// A fresh staging name: `.paperclip-merge-<pid><counter><clock>` in hex.
-fn staging_name() -> OsString {
-    let n = STAGING_COUNTER.fetch_add(1, Ordering::Relaxed);
-    let clock = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0);
-    OsString::from(format!("{STAGING_PREFIX}{:08x}{n:08x}{clock:016x}", std::process::id()))
-}
-
 impl Targets<'_> {
     fn open(&self, rel: &str, create: bool) -> Result<Dir> {
         open_below(&self.root, self.path, rel, create, rel)
@@ -633,7 +623,7 @@ impl Targets<'_> {
         let os_name = OsStr::new(name);
         let mut input = from.open_file_nofollow(os_name).map_err(|e| Error::io(e, "copyfile", &join_like_node(sources.path, &join_rel(parent, name))))?;
         let (staged, mut output) = loop {
-            let staged = staging_name();
+            let staged = fsat::unique_name(STAGING_PREFIX);
             match dir.create_new_file(&staged, 0o600) {
                 Ok(file) => break (staged, file),
                 Err(e) if e.raw_os_error() == Some(libc::EEXIST) => continue,
