@@ -8,7 +8,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { gzipSync } from "node:zlib";
 import { afterAll, describe, expect, it } from "vitest";
 import { createRuntimeProgressReporter, extractTarballToDirectory } from "@paperclipai/adapter-utils-native";
-import { RawArchive } from "./helpers/tar.js";
+import { RawArchive, treeState } from "./helpers/tar.js";
 
 const work = mkdtempSync(path.join(os.tmpdir(), "pc-native-extract-"));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
@@ -176,7 +176,9 @@ describe("extraction from streams", () => {
     })();
     const watcher = setInterval(() => {
       try {
-        extracted = lstatSync(path.join(dest, "big.bin")).size;
+        // Members are written into the staging directory inside dest, then moved in.
+        const staging = readdirSync(dest).find((name) => name.startsWith(".paperclip-extract-"));
+        extracted = lstatSync(staging ? path.join(dest, staging, "big.bin") : path.join(dest, "big.bin")).size;
       } catch {
         extracted = 0;
       }
@@ -207,7 +209,8 @@ describe("extraction from streams", () => {
     const error = await extractTarballToDirectory({ source, localDir: dest, signal: controller.signal }).catch((e) => e);
     expect(error).toMatchObject({ name: "AbortError", code: "ABORT_ERR" });
     expect(Date.now() - started).toBeLessThan(5_000);
-    expect(readFileSync(path.join(dest, "first.txt"), "utf8")).toBe("one");
+    // The first member was extracted (staged) before the stall: none of it reached dest.
+    expect(readdirSync(dest)).toEqual([]);
     await expect(extractTarballToDirectory({ source: archive, localDir: dest, signal: AbortSignal.abort() })).rejects.toMatchObject({ name: "AbortError" });
     stall.abort(); // let the generator finish (its return() waits for the pending step)
     // A stalled Readable source is destroyed.
@@ -238,7 +241,34 @@ describe("extraction from streams", () => {
     await sleep(10);
     expect(readable.destroyed).toBe(true);
     expect(existsSync(path.join(box, "escaped.txt"))).toBe(false);
-    expect(readFileSync(path.join(dest, "ok.txt"), "utf8")).toBe("fine");
+    // Nothing of the refused archive stays, not even the member before the refused one.
+    expect(readdirSync(dest)).toEqual([]);
+  });
+
+  it("leaves a populated directory exactly as it was when an extraction fails or is aborted", async () => {
+    const { dest } = freshCase();
+    mkdirSync(path.join(dest, "d"));
+    writeFileSync(path.join(dest, "d", "old.txt"), "old");
+    writeFileSync(path.join(dest, "keep.txt"), "keep");
+    const before = treeState(dest);
+    const members = () => new RawArchive().file("keep.txt", "overwritten").dir("d/", 0o700).file("d/new.txt", "new").file("big.bin", Buffer.alloc(1 << 20, 1));
+    const truncated = members().finish().subarray(0, 4096);
+    await expect(extractTarballToDirectory({ source: truncated, localDir: dest })).rejects.toMatchObject({ code: BAD });
+    expect(treeState(dest)).toEqual(before);
+    await expect(extractTarballToDirectory({ source: members().symlink("evil", "/etc").finish(), localDir: dest })).rejects.toMatchObject({ code: UNSAFE });
+    expect(treeState(dest)).toEqual(before);
+    const controller = new AbortController();
+    const source = (async function* () {
+      yield* chunked(members().finish(), 64 * 1024).slice(0, 4);
+      controller.abort();
+      await sleep(50);
+    })();
+    await expect(extractTarballToDirectory({ source, localDir: dest, signal: controller.signal })).rejects.toMatchObject({ name: "AbortError" });
+    expect(treeState(dest)).toEqual(before);
+    // And the same archive, complete, is applied as a whole.
+    await extractTarballToDirectory({ source: members().finish(), localDir: dest });
+    expect(readFileSync(path.join(dest, "keep.txt"), "utf8")).toBe("overwritten");
+    expect(readdirSync(path.join(dest, "d")).sort()).toEqual(["new.txt", "old.txt"]);
   });
 
   it("rejects bad arguments with coded errors", async () => {

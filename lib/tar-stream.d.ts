@@ -149,8 +149,11 @@ export interface ExtractTarballSummary {
  *
  * Otherwise it behaves like `tar -xpf`: files, links and empty directories in the way of a
  * member are replaced (never written through), existing directories kept, permission bits
- * restored without setuid/setgid/sticky, ownership not restored. Extraction is not atomic:
- * members extracted before a failure or abort stay (all inside `localDir`). A stream source
+ * restored without setuid/setgid/sticky, ownership not restored. `localDir` changes only
+ * after the whole archive was read and accepted: members are extracted into a private
+ * staging directory inside it (`.paperclip-extract-…`), then moved in (merging into existing
+ * directories); a refusal, a corrupt archive, a source error or an abort leaves `localDir`
+ * as it was. A stream source
  * is read with backpressure (a few chunks of at most 1 MiB are queued) on a native thread
  * of its own; on failure the source's iterator is closed (a `Readable` is destroyed).
  */

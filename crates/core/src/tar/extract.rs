@@ -19,8 +19,16 @@
 //! modification times are restored, ownership is not. Directory modes and times are applied
 //! at the end, so a read-only directory can still receive its members. A truncated or corrupt
 //! archive fails with `ERR_PAPERCLIP_NATIVE_BAD_ARCHIVE`, including one that stops without
-//! its end-of-archive blocks. Extraction is not atomic: members extracted before a failure
-//! stay in the destination (inside it, never outside).
+//! its end-of-archive blocks.
+//!
+//! The destination changes only after the whole archive was read and every member accepted:
+//! members are extracted into a private staging directory inside the destination
+//! (`.paperclip-extract-…`, mode 0700), then checked against what the destination already
+//! holds, then moved in (a rename per entry, merging into existing directories), and the
+//! directory modes and times are applied last. A refusal, a corrupt archive, a source error
+//! or a cancellation before that point removes the staging directory and leaves the
+//! destination as it was. Only a failure of the moves themselves (a destination changed
+//! meanwhile, permissions) can leave part of the archive applied.
 
 use std::collections::HashSet;
 use std::ffi::CString;
@@ -31,10 +39,13 @@ use std::sync::atomic::AtomicBool;
 
 use flate2::read::MultiGzDecoder;
 
-use crate::fsat::{c_name, fchmod, futimens, Dir, Node};
+use crate::fsat::{c_name, fchmod, futimens, unique_name, Dir, Node};
 use super::header::{self, kind, padded, BLOCK};
 use super::stream::{check_cancel, CountingReader, ReadState, COPY_BUFFER};
 use crate::error::{codes, Error, Result};
+
+/// Prefix of the staging directory an extraction fills inside its destination.
+pub const STAGING_PREFIX: &str = ".paperclip-extract-";
 
 /// Largest GNU long name, long link or pax header accepted (they are held in memory).
 const MAX_METADATA: u64 = 1 << 20;
@@ -76,7 +87,9 @@ pub fn extract<R: Read>(
 ) -> Result<ExtractSummary> {
     check_cancel(cancel)?;
     fs::create_dir_all(dest).map_err(|e| Error::io(e, "mkdir", dest))?;
-    let root = Dir::open(dest).map_err(|e| Error::io(e, "open", dest))?;
+    let dest_root = Dir::open(dest).map_err(|e| Error::io(e, "open", dest))?;
+    let staging = Staging::create(&dest_root, dest)?;
+    let root = dest_root.open_dir_nofollow(&staging.name).map_err(|e| Error::io(e, "open", dest))?;
     let state = ReadState::default();
     let counting = CountingReader::new(reader, progress, cancel, &state);
     let source = decompressed(counting)
@@ -91,6 +104,7 @@ pub fn extract<R: Read>(
     let mut extractor = Extractor {
         dest,
         root,
+        dest_root,
         opts,
         cached_parent: None,
         deferred_dirs: Vec::new(),
@@ -104,8 +118,33 @@ pub fn extract<R: Read>(
         }
     }
     archive.drain()?;
-    extractor.finish()?;
+    // The last moment an abort leaves the destination untouched.
+    check_cancel(cancel)?;
+    extractor.commit()?;
+    drop(staging);
     Ok(ExtractSummary { entries, bytes_read: state.count() })
+}
+
+/// The staging directory inside the destination; removed (with whatever is left in it) when
+/// dropped, on success (then empty) as on failure.
+struct Staging {
+    parent: Dir,
+    name: std::ffi::OsString,
+}
+
+impl Staging {
+    fn create(parent: &Dir, dest: &Path) -> Result<Staging> {
+        let parent = parent.try_clone().map_err(|e| Error::io(e, "open", dest))?;
+        let name = unique_name(STAGING_PREFIX);
+        parent.mkdir(&name, 0o700).map_err(|e| Error::io(e, "mkdir", dest))?;
+        Ok(Staging { parent, name })
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        let _ = self.parent.remove_tree(&self.name);
+    }
 }
 
 /// The `BAD_ARCHIVE` error.
@@ -473,10 +512,14 @@ fn check_symlink_target(target: &[u8], depth: usize, member: &str) -> Result<CSt
     c_name(target).map_err(|_| refuse(member, "the link target contains a NUL byte"))
 }
 
-/// Applies members to the destination.
+/// Applies members to the staging directory, then moves them into the destination.
 struct Extractor<'a> {
+    /// The destination's path, for messages (members are named where they will land).
     dest: &'a Path,
+    /// The staging directory the members are extracted into.
     root: Dir,
+    /// The destination itself.
+    dest_root: Dir,
     opts: &'a ExtractOptions,
     /// The parent directory of the last member, which the next one usually shares.
     cached_parent: Option<(Vec<String>, Dir)>,
@@ -535,7 +578,12 @@ impl Extractor<'_> {
     /// Opens the directory at `components`, creating missing ones when `create` is set and
     /// refusing to pass through a symbolic link.
     fn open_dir(&self, components: &[String], create: bool, member: &str) -> Result<Dir> {
-        let mut dir = self.root.try_clone().map_err(|e| Error::io(e, "open", self.dest))?;
+        self.open_dir_in(&self.root, components, create, member)
+    }
+
+    /// [`Self::open_dir`] below `root` (the staging directory or the destination).
+    fn open_dir_in(&self, root: &Dir, components: &[String], create: bool, member: &str) -> Result<Dir> {
+        let mut dir = root.try_clone().map_err(|e| Error::io(e, "open", self.dest))?;
         for (index, component) in components.iter().enumerate() {
             let here = &components[..=index];
             let name = c_name(component.as_bytes())
@@ -697,12 +745,23 @@ impl Extractor<'_> {
         let Some((source_name, source_parent)) = source.split_last() else {
             return Err(refuse(&target.shown, "hard link to the extraction root"));
         };
-        let source_dir = self.open_dir(source_parent, false, &target.shown)?;
         let source_name = c_name(source_name.as_bytes())
             .map_err(|_| refuse(&target.shown, "NUL in link target"))?;
         let source_path = self.host_path(&source);
-        let source_node =
-            source_dir.node(&source_name).map_err(|e| Error::io(e, "lstat", &source_path))?;
+        // An earlier member of this archive (staged), else a file the destination holds.
+        let mut found = None;
+        for root in [&self.root, &self.dest_root] {
+            let looked = self.open_dir_in(root, source_parent, false, &target.shown).and_then(|dir| {
+                let node = dir.node(&source_name).map_err(|e| Error::io(e, "lstat", &source_path))?;
+                Ok((dir, node))
+            });
+            let hit = matches!(looked, Ok((_, Some(_))));
+            found = Some(looked);
+            if hit {
+                break;
+            }
+        }
+        let (source_dir, source_node) = found.expect("two roots were searched")?;
         let Some(Node::Regular { dev, ino }) = source_node else {
             let reason = match source_node {
                 None => format!("hard link target '{}' does not exist", source.join("/")),
@@ -727,11 +786,102 @@ impl Extractor<'_> {
         result
     }
 
-    /// Applies the deferred directory modes and times, deepest last-recorded first, each
-    /// directory once (its last entry wins). A directory replaced since by something else is
-    /// skipped: modes are never applied through a link.
-    fn finish(mut self) -> Result<()> {
+    /// Moves the staged tree into the destination once all of it was checked against what
+    /// the destination holds, then applies the deferred directory modes and times there.
+    fn commit(mut self) -> Result<()> {
         self.cached_parent = None;
+        let explicit: HashSet<Vec<String>> =
+            self.deferred_dirs.iter().map(|(components, _, _)| components.clone()).collect();
+        self.check_merge(&self.root, &self.dest_root, &mut Vec::new(), &explicit)?;
+        self.merge(&self.root, &self.dest_root, &mut Vec::new())?;
+        self.finish()
+    }
+
+    /// The names in a staged directory.
+    fn staged_names(&self, dir: &Dir, at: &[String]) -> Result<Vec<std::ffi::OsString>> {
+        dir.names().map_err(|e| Error::io(e, "scandir", &self.host_path(at)))
+    }
+
+    /// Refuses, before anything moves, what extracting in place would have refused: members
+    /// under a symbolic link or a file of the destination that no directory member of the
+    /// archive replaces, and a non-directory member where the destination has a non-empty
+    /// directory.
+    fn check_merge(
+        &self,
+        staged: &Dir,
+        dest: &Dir,
+        at: &mut Vec<String>,
+        explicit: &HashSet<Vec<String>>,
+    ) -> Result<()> {
+        for name in self.staged_names(staged, at)? {
+            at.push(name.to_string_lossy().into_owned());
+            let path = self.host_path(at);
+            let staged_node = staged.node(&name).map_err(|e| Error::io(e, "lstat", &path))?;
+            let dest_node = dest.node(&name).map_err(|e| Error::io(e, "lstat", &path))?;
+            let open = |dir: &Dir| dir.open_dir_nofollow(&name).map_err(|e| Error::io(e, "open", &path));
+            match (staged_node, dest_node) {
+                (Some(Node::Directory), Some(Node::Directory)) => {
+                    self.check_merge(&open(staged)?, &open(dest)?, at, explicit)?;
+                }
+                // Only a directory member of its own replaces a link or file in the way.
+                (Some(Node::Directory), Some(Node::Symlink)) if !explicit.contains(at.as_slice()) => {
+                    let inner = self.staged_names(&open(staged)?, at)?;
+                    let member = match inner.first() {
+                        Some(child) => format!("{}/{}", at.join("/"), child.to_string_lossy()),
+                        None => at.join("/"),
+                    };
+                    let reason = format!("it would be written through the symbolic link '{}'", at.join("/"));
+                    return Err(refuse(&member, reason));
+                }
+                (Some(Node::Directory), Some(_)) if !explicit.contains(at.as_slice()) => {
+                    return Err(Error::io(io::Error::from_raw_os_error(libc::ENOTDIR), "mkdir", &path));
+                }
+                (Some(staged_kind), Some(Node::Directory)) if staged_kind != Node::Directory => {
+                    if !self.staged_names(&open(dest)?, at)?.is_empty() {
+                        let err = io::Error::from_raw_os_error(libc::ENOTEMPTY);
+                        return Err(Error::io(err, "rmdir", &path));
+                    }
+                }
+                _ => {}
+            }
+            at.pop();
+        }
+        Ok(())
+    }
+
+    /// Moves every staged entry into the destination: a rename each, replacing a file, link
+    /// or empty directory in the way, merging into a directory that is already there.
+    fn merge(&self, staged: &Dir, dest: &Dir, at: &mut Vec<String>) -> Result<()> {
+        for name in self.staged_names(staged, at)? {
+            at.push(name.to_string_lossy().into_owned());
+            let path = self.host_path(at);
+            let staged_node = staged.node(&name).map_err(|e| Error::io(e, "lstat", &path))?;
+            let dest_node = dest.node(&name).map_err(|e| Error::io(e, "lstat", &path))?;
+            match (staged_node, dest_node) {
+                (Some(Node::Directory), Some(Node::Directory)) => {
+                    let open = |dir: &Dir| dir.open_dir_nofollow(&name).map_err(|e| Error::io(e, "open", &path));
+                    self.merge(&open(staged)?, &open(dest)?, at)?;
+                    staged.rmdir(&name).map_err(|e| Error::io(e, "rmdir", &path))?;
+                }
+                (Some(Node::Directory), Some(_)) => {
+                    dest.unlink(&name).map_err(|e| Error::io(e, "unlink", &path))?;
+                    staged.rename(&name, dest, &name).map_err(|e| Error::io(e, "rename", &path))?;
+                }
+                (Some(_), Some(Node::Directory)) => {
+                    dest.rmdir(&name).map_err(|e| Error::io(e, "rmdir", &path))?;
+                    staged.rename(&name, dest, &name).map_err(|e| Error::io(e, "rename", &path))?;
+                }
+                _ => staged.rename(&name, dest, &name).map_err(|e| Error::io(e, "rename", &path))?,
+            }
+            at.pop();
+        }
+        Ok(())
+    }
+
+    /// Applies the deferred directory modes and times in the destination, deepest
+    /// last-recorded first, each directory once (its last entry wins). A directory replaced
+    /// since by something else is skipped: modes are never applied through a link.
+    fn finish(mut self) -> Result<()> {
         let mut done: HashSet<Vec<String>> = HashSet::new();
         let deferred = std::mem::take(&mut self.deferred_dirs);
         for (components, mode, mtime) in deferred.into_iter().rev() {
@@ -754,9 +904,9 @@ impl Extractor<'_> {
         Ok(())
     }
 
-    /// Opens existing directories only, through no link.
+    /// Opens existing directories of the destination only, through no link.
     fn open_existing(&self, components: &[String]) -> io::Result<Dir> {
-        let mut dir = self.root.try_clone()?;
+        let mut dir = self.dest_root.try_clone()?;
         for component in components {
             dir = dir.open_dir_nofollow(&c_name(component.as_bytes())?)?;
         }
@@ -1316,4 +1466,103 @@ mod tests {
             assert_same_tree(&sandbox.world(), &before, &format!("seed {seed}"));
         }
     }
+
+    /// The names a failed or finished extraction must never leave: its staging directories.
+    fn staging_leftovers(dest: &Path) -> Vec<String> {
+        fs::read_dir(dest)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name.starts_with(STAGING_PREFIX))
+            .collect()
+    }
+
+    #[test]
+    fn a_failed_or_cancelled_extraction_leaves_the_destination_as_it_was() {
+        let sandbox = Sandbox::new();
+        let dest = sandbox.dest();
+        fs::write(dest.join("keep.txt"), b"keep").unwrap();
+        fs::create_dir(dest.join("d")).unwrap();
+        fs::write(dest.join("d/old.txt"), b"old").unwrap();
+        std::os::unix::fs::symlink("keep.txt", dest.join("ln")).unwrap();
+        let before = snapshot(&dest, true);
+        let valid = || {
+            let mut archive = RawArchive::new();
+            archive.file("new.txt", b"new").dir("d/", 0o700).file("d/new.txt", b"new").file("keep.txt", b"overwritten");
+            archive
+        };
+        let truncated = {
+            let mut bytes = valid().file("big.bin", &[7u8; 4096]).finish();
+            bytes.truncate(bytes.len() - 1024 - 2048);
+            bytes
+        };
+        let cases: Vec<(Vec<u8>, &str, &str)> = vec![
+            (valid().file("../x", b"evil").finish(), codes::UNSAFE_ARCHIVE_ENTRY, "refused last member"),
+            (valid().symlink("s", "/etc").finish(), codes::UNSAFE_ARCHIVE_ENTRY, "refused link"),
+            (truncated, codes::BAD_ARCHIVE, "truncated"),
+            (valid().file("ln/x", b"evil").finish(), codes::UNSAFE_ARCHIVE_ENTRY, "under a link already there"),
+            (valid().file("d", b"file over a full directory").finish(), "ENOTEMPTY", "file over a non-empty directory"),
+            (valid().file("keep.txt/x", b"under a file").finish(), "ENOTDIR", "under a file already there"),
+        ];
+        for (archive, code, what) in cases {
+            let err = run(&archive, &dest).expect_err(what);
+            assert_eq!(err.code, code, "{what}: {}", err.message);
+            assert_same_tree(&snapshot(&dest, true), &before, what);
+            assert_eq!(staging_leftovers(&dest), Vec::<String>::new(), "{what}");
+        }
+        // Cancelled after the first members were read.
+        let mut archive = valid();
+        for i in 0..64 {
+            archive.file(&format!("many/{i}"), &[1u8; 8192]);
+        }
+        let archive = archive.finish();
+        let cancel = AtomicBool::new(false);
+        let progress = |bytes: u64| {
+            if bytes > 64 * 1024 {
+                cancel.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+        };
+        let err = extract(&archive[..], &dest, &ExtractOptions::default(), progress, &cancel).unwrap_err();
+        assert_eq!(err.code, Error::aborted().code);
+        assert_same_tree(&snapshot(&dest, true), &before, "cancelled");
+        assert_eq!(staging_leftovers(&dest), Vec::<String>::new());
+    }
+
+    #[test]
+    fn extraction_merges_into_what_the_destination_holds() {
+        let sandbox = Sandbox::new();
+        let dest = sandbox.dest();
+        fs::write(dest.join("keep.txt"), b"keep").unwrap();
+        fs::create_dir(dest.join("d")).unwrap();
+        fs::write(dest.join("d/old.txt"), b"old").unwrap();
+        std::os::unix::fs::symlink("d", dest.join("ln")).unwrap();
+        fs::write(dest.join("f"), b"before").unwrap();
+        fs::create_dir(dest.join("empty")).unwrap();
+        let archive = RawArchive::new()
+            .dir("d/", 0o750)
+            .file("d/new.txt", b"new")
+            .dir("ln/", 0o755) // a directory member replaces the link in its place
+            .file("ln/inside", b"inside")
+            .file("f", b"after")
+            .file("empty", b"a file where an empty directory was")
+            .hard_link("hl", "keep.txt") // a file the destination already held
+            .dir("fresh/", 0o705)
+            .file("fresh/x", b"x")
+            .finish();
+        let summary = run(&archive, &dest).unwrap();
+        assert_eq!(summary.entries, 9);
+        assert_eq!(fs::read(dest.join("keep.txt")).unwrap(), b"keep");
+        assert_eq!(fs::read(dest.join("d/old.txt")).unwrap(), b"old");
+        assert_eq!(fs::read(dest.join("d/new.txt")).unwrap(), b"new");
+        assert_eq!(fs::metadata(dest.join("d")).unwrap().mode() & 0o7777, 0o750);
+        assert!(fs::symlink_metadata(dest.join("ln")).unwrap().is_dir());
+        assert_eq!(fs::read(dest.join("ln/inside")).unwrap(), b"inside");
+        assert!(!dest.join("d/inside").exists(), "written through the old link");
+        assert_eq!(fs::read(dest.join("f")).unwrap(), b"after");
+        assert!(fs::symlink_metadata(dest.join("empty")).unwrap().is_file());
+        assert_eq!(fs::metadata(dest.join("hl")).unwrap().ino(), fs::metadata(dest.join("keep.txt")).unwrap().ino());
+        assert_eq!(fs::metadata(dest.join("fresh")).unwrap().mode() & 0o7777, 0o705);
+        assert_eq!(fs::metadata(dest.join("fresh")).unwrap().mtime(), 1_600_000_000);
+        assert_eq!(staging_leftovers(&dest), Vec::<String>::new());
+    }
+
 }
