@@ -9,6 +9,8 @@
 //! [`Progress`] forwarder shared with the tar binding.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use napi::bindgen_prelude::Buffer;
@@ -143,6 +145,26 @@ pub async fn ssh_exec(
     })
 }
 
+/// Runs one transfer on a thread of its own (`thread`): the target converted, the call's
+/// cancel flag looked up, byte progress forwarded to `on_progress`.
+async fn transfer(
+    thread: &'static str,
+    target: SshTargetInput,
+    cancel_id: Option<u32>,
+    on_progress: Option<ProgressCallback>,
+    run: impl FnOnce(&SshTarget, Arc<AtomicBool>, &mut dyn FnMut(u64)) -> Result<TransferSummary, CoreError>
+        + Send
+        + 'static,
+) -> napi::Result<SshTransferSummary> {
+    let target = SshTarget::try_from(target)?;
+    let cancel = cancel::flag(cancel_id);
+    run_dedicated(thread, move || {
+        let mut progress = Progress::new(on_progress);
+        run(&target, cancel, &mut |n| progress.update(n)).map(SshTransferSummary::from)
+    })
+    .await
+}
+
 /// Packs `pack` into the stdin of `command` on a new session (internal; see
 /// `syncDirectoryToSsh`). `on_progress` receives the bytes the channel accepted.
 #[napi]
@@ -155,13 +177,9 @@ pub async fn ssh_upload_tar(
         ProgressCallback,
     >,
 ) -> napi::Result<SshTransferSummary> {
-    let target = SshTarget::try_from(target)?;
-    let cancel = cancel::flag(cancel_id);
     let pack = PackOptions::from(pack);
-    run_dedicated("paperclip-ssh-upload", move || {
-        let mut progress = Progress::new(on_progress);
-        ssh::upload_tar(&target, &command, pack, cancel, |n| progress.update(n))
-            .map(SshTransferSummary::from)
+    transfer("paperclip-ssh-upload", target, cancel_id, on_progress, move |target, cancel, progress| {
+        ssh::upload_tar(target, &command, pack, cancel, progress)
     })
     .await
 }
@@ -178,17 +196,9 @@ pub async fn ssh_download_tar(
         ProgressCallback,
     >,
 ) -> napi::Result<SshTransferSummary> {
-    let target = SshTarget::try_from(target)?;
-    let cancel = cancel::flag(cancel_id);
-    run_dedicated("paperclip-ssh-download", move || {
-        let mut progress = Progress::new(on_progress);
-        let opts = ExtractOptions {
-            preserve_mtime: true,
-        };
-        ssh::download_tar(&target, &command, &PathBuf::from(dest), opts, cancel, |n| {
-            progress.update(n)
-        })
-        .map(SshTransferSummary::from)
+    transfer("paperclip-ssh-download", target, cancel_id, on_progress, move |target, cancel, progress| {
+        let opts = ExtractOptions { preserve_mtime: true };
+        ssh::download_tar(target, &command, &PathBuf::from(dest), opts, cancel, progress)
     })
     .await
 }
@@ -204,14 +214,8 @@ pub async fn ssh_upload_file(
         ProgressCallback,
     >,
 ) -> napi::Result<SshTransferSummary> {
-    let target = SshTarget::try_from(target)?;
-    let cancel = cancel::flag(cancel_id);
-    run_dedicated("paperclip-ssh-upload", move || {
-        let mut progress = Progress::new(on_progress);
-        ssh::upload_file(&target, &command, Path::new(&path), cancel, |n| {
-            progress.update(n)
-        })
-        .map(SshTransferSummary::from)
+    transfer("paperclip-ssh-upload", target, cancel_id, on_progress, move |target, cancel, progress| {
+        ssh::upload_file(target, &command, Path::new(&path), cancel, progress)
     })
     .await
 }
@@ -228,14 +232,8 @@ pub async fn ssh_download_file(
         ProgressCallback,
     >,
 ) -> napi::Result<SshTransferSummary> {
-    let target = SshTarget::try_from(target)?;
-    let cancel = cancel::flag(cancel_id);
-    run_dedicated("paperclip-ssh-download", move || {
-        let mut progress = Progress::new(on_progress);
-        ssh::download_file(&target, &command, Path::new(&path), cancel, |n| {
-            progress.update(n)
-        })
-        .map(SshTransferSummary::from)
+    transfer("paperclip-ssh-download", target, cancel_id, on_progress, move |target, cancel, progress| {
+        ssh::download_file(target, &command, Path::new(&path), cancel, progress)
     })
     .await
 }

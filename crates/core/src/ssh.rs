@@ -1117,41 +1117,21 @@ pub fn upload_tar(
 ) -> Result<TransferSummary> {
     let mut conn = Connection::open(target, Arc::clone(&cancel), None)?;
     let (tx, rx) = mpsc::sync_channel::<Piece>(PIPELINE_DEPTH);
-    let stop_packer = Arc::new(AtomicBool::new(false));
-    let packer_cancel = Arc::clone(&stop_packer);
-    let outer_cancel = Arc::clone(&cancel);
-    let packer = std::thread::Builder::new()
-        .name("paperclip-ssh-pack".into())
-        .spawn(move || {
-            let flag = CancelEither {
-                a: &packer_cancel,
-                b: &outer_cancel,
-            };
-            let mut writer = PieceWriter {
-                tx: &tx,
-                chunk: Vec::with_capacity(CHUNK),
-            };
-            let result = flag.with(|cancel| tar::pack(&pack, &mut writer, |_| {}, cancel));
-            let result = result.and_then(|summary| {
-                writer.flush_chunk().map_err(|_| Error::aborted())?;
-                tx.send(Piece::End).map_err(|_| Error::aborted())?;
-                Ok(summary)
-            });
-            result
-        })
-        .map_err(|e| {
-            Error::new(
-                codes::INTERNAL,
-                format!("cannot start the pack thread: {e}"),
-            )
-        })?;
+    let packer = Worker::spawn("pack", &cancel, move |cancel| {
+        let mut writer = PieceWriter {
+            tx: &tx,
+            chunk: Vec::with_capacity(CHUNK),
+        };
+        let summary = tar::pack(&pack, &mut writer, |_| {}, cancel)?;
+        writer.flush_chunk().map_err(|_| Error::aborted())?;
+        tx.send(Piece::End).map_err(|_| Error::aborted())?;
+        Ok(summary)
+    })?;
     let sent = run_upload(&mut conn, command, Input::Chunks(rx), &mut progress);
     if sent.is_err() {
-        stop_packer.store(true, Ordering::Relaxed);
+        packer.stop();
     }
-    let packed: Result<PackSummary> = packer
-        .join()
-        .unwrap_or_else(|_| Err(Error::new(codes::INTERNAL, "the pack thread panicked")));
+    let packed: Result<PackSummary> = packer.join();
     match (sent, packed) {
         (Ok(bytes), Ok(summary)) => Ok(TransferSummary {
             bytes,
@@ -1180,29 +1160,14 @@ pub fn download_tar(
     let mut conn = Connection::open(target, Arc::clone(&cancel), None)?;
     let (tx, rx) = mpsc::sync_channel::<Vec<u8>>(PIPELINE_DEPTH);
     let dest = dest.to_path_buf();
-    let stop_extract = Arc::new(AtomicBool::new(false));
-    let extract_cancel = Arc::clone(&stop_extract);
-    let outer_cancel = Arc::clone(&cancel);
-    let extractor = std::thread::Builder::new()
-        .name("paperclip-ssh-extract".into())
-        .spawn(move || {
-            let flag = CancelEither {
-                a: &extract_cancel,
-                b: &outer_cancel,
-            };
-            let reader = ChunkReader {
-                rx,
-                current: Vec::new(),
-                offset: 0,
-            };
-            flag.with(|cancel| tar::extract(reader, &dest, &opts, |_| {}, cancel))
-        })
-        .map_err(|e| {
-            Error::new(
-                codes::INTERNAL,
-                format!("cannot start the extract thread: {e}"),
-            )
-        })?;
+    let extractor = Worker::spawn("extract", &cancel, move |cancel| {
+        let reader = ChunkReader {
+            rx,
+            current: Vec::new(),
+            offset: 0,
+        };
+        tar::extract(reader, &dest, &opts, |_| {}, cancel)
+    })?;
     let outcome = conn.exec(
         command,
         Input::Empty,
@@ -1212,11 +1177,9 @@ pub fn download_tar(
     );
     // `tx` went with the exec: the extraction sees the end of its input now.
     if outcome.is_err() {
-        stop_extract.store(true, Ordering::Relaxed);
+        extractor.stop();
     }
-    let extracted: Result<ExtractSummary> = extractor
-        .join()
-        .unwrap_or_else(|_| Err(Error::new(codes::INTERNAL, "the extract thread panicked")));
+    let extracted: Result<ExtractSummary> = extractor.join();
     let outcome = match outcome {
         Ok(outcome) => outcome,
         // The extraction's own failure explains a consumer that went away.
@@ -1292,6 +1255,45 @@ pub fn download_file(
             let _ = fs::remove_file(path);
             Err(e)
         }
+    }
+}
+
+/// The second thread of a transfer (the packer or the extractor): its work runs with a
+/// cancellation flag that follows the caller's and [`Worker::stop`] (the channel side
+/// failed).
+struct Worker<T> {
+    stop: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<Result<T>>,
+    what: &'static str,
+}
+
+impl<T: Send + 'static> Worker<T> {
+    /// Starts `work` on a thread named `paperclip-ssh-<what>`.
+    fn spawn(
+        what: &'static str,
+        cancel: &Arc<AtomicBool>,
+        work: impl FnOnce(&AtomicBool) -> Result<T> + Send + 'static,
+    ) -> Result<Worker<T>> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (own, outer) = (Arc::clone(&stop), Arc::clone(cancel));
+        let thread = std::thread::Builder::new()
+            .name(format!("paperclip-ssh-{what}"))
+            .spawn(move || CancelEither { a: &own, b: &outer }.with(work))
+            .map_err(|e| Error::new(codes::INTERNAL, format!("cannot start the {what} thread: {e}")))?;
+        Ok(Worker { stop, thread, what })
+    }
+
+    /// Makes the work stop: the other side of the pipeline failed.
+    fn stop(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+
+    /// The work's result (a panic is an internal error).
+    fn join(self) -> Result<T> {
+        let what = self.what;
+        self.thread
+            .join()
+            .unwrap_or_else(|_| Err(Error::new(codes::INTERNAL, format!("the {what} thread panicked"))))
     }
 }
 
