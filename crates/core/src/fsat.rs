@@ -121,6 +121,17 @@ impl Dir {
         Ok(Dir { fd: unsafe { OwnedFd::from_raw_fd(fd) } })
     }
 
+    /// Opens the child directory `name` through a symlink there too (`tar -h` walks).
+    pub fn open_dir_following(&self, name: &(impl AtName + ?Sized)) -> io::Result<Dir> {
+        let c = name.c_name()?;
+        // SAFETY: valid descriptor and string; the result is checked.
+        let fd = retry(|| unsafe {
+            libc::openat(self.fd.as_raw_fd(), c.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC)
+        })?;
+        // SAFETY: `fd` is a fresh descriptor we own.
+        Ok(Dir { fd: unsafe { OwnedFd::from_raw_fd(fd) } })
+    }
+
     /// The names in the directory, without `.` and `..`, in the order the kernel returns them.
     pub fn names(&self) -> io::Result<Vec<OsString>> {
         // fdopendir takes ownership of its descriptor, so give it a duplicate.
@@ -207,6 +218,20 @@ impl Dir {
         if fd < 0 {
             return Err(io::Error::last_os_error());
         }
+        // SAFETY: `fd` is a fresh descriptor we own.
+        Ok(unsafe { File::from_raw_fd(fd) })
+    }
+
+    /// Opens a child for reading without blocking on a FIFO swapped in (`O_NONBLOCK`), and
+    /// without following a symlink there unless `follow`.
+    pub fn open_file_for_reading(&self, name: &(impl AtName + ?Sized), follow: bool) -> io::Result<File> {
+        let c = name.c_name()?;
+        let mut flags = libc::O_RDONLY | libc::O_NONBLOCK | libc::O_CLOEXEC;
+        if !follow {
+            flags |= libc::O_NOFOLLOW;
+        }
+        // SAFETY: valid descriptor and string; the result is checked.
+        let fd = retry(|| unsafe { libc::openat(self.fd.as_raw_fd(), c.as_ptr(), flags) })?;
         // SAFETY: `fd` is a fresh descriptor we own.
         Ok(unsafe { File::from_raw_fd(fd) })
     }

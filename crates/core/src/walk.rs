@@ -1,20 +1,24 @@
-//! The one directory walker: a parallel, `lstat`-based traversal of a tree that never
-//! follows symlinks, shared by every native path that needs a tree's shape (snapshots,
-//! content signatures, size estimates).
+//! The one directory walker, shared by every native path that walks a tree, in two
+//! strategies over the same directory handles and stat records:
 //!
-//! Each directory is read by whichever worker takes it from a shared queue; its children
-//! are stored contiguously, sorted by byte order (what libuv's `scandir`, and so Node's
-//! `readdir`, returns), so a caller can impose any sibling order it needs afterwards.
+//! * [`walk`]: parallel and `lstat`-based, never following symlinks, returning the whole
+//!   shape of the tree (snapshots, content signatures, size estimates). Each directory is
+//!   read by whichever worker takes it from a shared queue; its children are stored
+//!   contiguously, sorted by byte order (what libuv's `scandir`, and so Node's `readdir`,
+//!   returns), so a caller can impose any sibling order it needs afterwards.
+//! * [`in_order`]: sequential and streaming, in archive order (each directory before its
+//!   children, siblings in byte order), holding only the open directories of the current
+//!   path, optionally following symlinks with cycle detection (tar packing).
 
 use std::collections::VecDeque;
-use std::ffi::{OsStr, OsString};
+use std::ffi::{CStr, CString, OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex};
 
 use crate::error::{codes, Error, Result};
-use crate::fsat::{Dir, RawStat};
+use crate::fsat::{c_name, Dir, RawStat};
 
 /// Sentinel parent index of the root's children.
 pub const ROOT: u32 = u32::MAX;
@@ -306,6 +310,133 @@ fn read_directory(opts: &WalkOptions<'_>, rel: &str) -> Result<Vec<Node>> {
         out.push(Node { parent: ROOT, name, rel: child_rel, stat, link_target, inline_digest });
     }
     Ok(out)
+}
+
+/// One entry met by [`in_order`].
+pub struct Visit<'a> {
+    /// The `/`-separated path below the root.
+    pub rel: &'a str,
+    /// The host path (`root/rel`), for messages.
+    pub path: &'a Path,
+    /// The open directory holding the entry, and its name there: for `openat`,
+    /// `readlinkat` on the entry itself, with no path resolution.
+    pub dir: &'a Dir,
+    pub name: &'a CStr,
+    /// `lstat` of the entry (`stat` when following symlinks).
+    pub stat: &'a RawStat,
+}
+
+/// What [`in_order`] walks and how.
+pub struct InOrderOptions<'a> {
+    pub root: &'a Path,
+    /// The root's children to visit, in this order (single names).
+    pub top_level: &'a [String],
+    /// `stat` instead of `lstat`, and descend through symlinks to directories; a directory
+    /// met again below itself is an `ERR_PAPERCLIP_NATIVE_SYMLINK_LOOP` error.
+    pub follow_symlinks: bool,
+    /// True for a relative path to leave out, with everything below it, before it is even
+    /// stat'ed.
+    pub skip: &'a dyn Fn(&str) -> bool,
+    pub cancel: &'a AtomicBool,
+}
+
+/// A directory of the current path of [`in_order`], with its children still to visit.
+struct Frame {
+    rel: String,
+    dir: Dir,
+    id: (u64, u64),
+    children: Vec<CString>,
+    next: usize,
+}
+
+/// Walks `opts.top_level` in order, each directory before its children and siblings in
+/// byte order, calling `visit` for every entry not skipped; a directory is descended into
+/// when `visit` returns `true`. Names must be UTF-8 (`ERR_PAPERCLIP_NATIVE_NON_UTF8_NAME`
+/// for any in a directory read). Fails with the first I/O error, or [`Error::aborted`].
+pub fn in_order(opts: &InOrderOptions<'_>, mut visit: impl FnMut(&Visit<'_>) -> Result<bool>) -> Result<()> {
+    let root = Dir::open(opts.root).map_err(|e| Error::io(e, "scandir", opts.root))?;
+    let mut stack: Vec<Frame> = Vec::new();
+    for name in opts.top_level {
+        let c = c_name(name.as_bytes()).map_err(|e| Error::io(e, "lstat", &join_like_node(opts.root, name)))?;
+        stack.extend(enter(opts, &root, name.clone(), &c, &stack, &mut visit)?);
+        while let Some(top) = stack.len().checked_sub(1) {
+            let frame = &mut stack[top];
+            let Some(child) = frame.children.get(frame.next).cloned() else {
+                stack.pop();
+                continue;
+            };
+            frame.next += 1;
+            let rel = format!("{}/{}", frame.rel, child.to_str().expect("names were checked as UTF-8"));
+            let next = enter(opts, &stack[top].dir, rel, &child, &stack, &mut visit)?;
+            stack.extend(next);
+        }
+    }
+    Ok(())
+}
+
+/// Visits the entry `name` of `dir` (below the directories of `stack`); returns the frame
+/// of a directory to descend into.
+fn enter(
+    opts: &InOrderOptions<'_>,
+    dir: &Dir,
+    rel: String,
+    name: &CStr,
+    stack: &[Frame],
+    visit: &mut impl FnMut(&Visit<'_>) -> Result<bool>,
+) -> Result<Option<Frame>> {
+    if opts.cancel.load(Ordering::Relaxed) {
+        return Err(Error::aborted());
+    }
+    if (opts.skip)(&rel) {
+        return Ok(None);
+    }
+    let path = join_like_node(opts.root, &rel);
+    let stat = if opts.follow_symlinks {
+        dir.stat_following(name).map_err(|e| Error::io(e, "stat", &path))?
+    } else {
+        dir.lstat(name).map_err(|e| Error::io(e, "lstat", &path))?
+    };
+    let is_dir = stat.0.st_mode & libc::S_IFMT == libc::S_IFDIR;
+    let id = (stat.0.st_dev as u64, stat.0.st_ino as u64);
+    if is_dir {
+        if let Some(ancestor) = stack.iter().find(|frame| frame.id == id) {
+            return Err(Error::new(
+                codes::SYMLINK_LOOP,
+                format!("'{rel}' leads back to its ancestor directory '{}' (a symbolic link cycle)", ancestor.rel),
+            ));
+        }
+    }
+    let descend = visit(&Visit { rel: &rel, path: &path, dir, name, stat: &stat })?;
+    if !(is_dir && descend) {
+        return Ok(None);
+    }
+    let opened = if opts.follow_symlinks { dir.open_dir_following(name) } else { dir.open_dir_nofollow(name) };
+    let child = opened.map_err(|e| Error::io(e, "scandir", &path))?;
+    let children = sorted_utf8_names(&child, &rel, opts.root)?;
+    Ok(Some(Frame { rel, dir: child, id, children, next: 0 }))
+}
+
+/// The names in `dir`, in byte order, each checked as UTF-8 (the `NON_UTF8_NAME` error).
+fn sorted_utf8_names(dir: &Dir, rel: &str, root: &Path) -> Result<Vec<CString>> {
+    let mut names = dir.names().map_err(|e| Error::io(e, "scandir", &join_like_node(root, rel)))?;
+    names.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+    names
+        .into_iter()
+        .map(|raw| {
+            let name = name_to_string(raw, rel, root)?;
+            Ok(CString::new(name).expect("a file name holds no NUL"))
+        })
+        .collect()
+}
+
+/// The names of the directory `path`, in byte order, as UTF-8 (the `NON_UTF8_NAME` error
+/// otherwise): a tar root's top-level entries.
+pub fn sorted_names(path: &Path) -> Result<Vec<String>> {
+    let dir = Dir::open(path).map_err(|e| Error::io(e, "scandir", path))?;
+    sorted_utf8_names(&dir, "", path)?
+        .into_iter()
+        .map(|name| name.into_string().map_err(|_| Error::new(codes::INTERNAL, "checked name")))
+        .collect()
 }
 
 #[cfg(test)]

@@ -1338,7 +1338,7 @@ mod tests {
                     ..Default::default()
                 };
                 build_tree(&mut rng, src.path(), &options);
-                let names = crate::tar::walk::read_names(src.path()).unwrap();
+                let names = crate::walk::sorted_names(src.path()).unwrap();
                 let mut command = tar_command("tar");
                 command
                     .args(["-c", "--no-unquote", &format!("--format={format}"), "-f", "-", "-C"])

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::ffi::CStr;
 use std::fs::{self, File, OpenOptions};
 use std::io::{BufWriter, Read, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -152,7 +152,7 @@ impl Plan {
                 walk::check_top_level(names)?;
                 names.clone()
             }
-            None => walk::read_names(&opts.root)?,
+            None => crate::walk::sorted_names(&opts.root)?,
         };
         let prefix = if opts.dot_members { DOT_PREFIX } else { "" };
         // `tar -cf - .` with an exclude that matches `.` archives nothing.
@@ -329,18 +329,13 @@ impl<W: Write, P: FnMut(u64)> TarOut<'_, W, P> {
     }
 }
 
-/// Opens a member that the walk saw as a regular file, without following a symlink swapped
-/// in since (unless links are followed) and without blocking on a FIFO swapped in; returns it
-/// with its current size.
+/// Opens a member that the walk saw as a regular file, through its directory handle,
+/// without following a symlink swapped in since (unless links are followed) and without
+/// blocking on a FIFO swapped in; returns it with its current size.
 fn open_regular(entry: &WalkEntry<'_>, follow_symlinks: bool) -> Result<(File, u64)> {
-    let mut flags = libc::O_NONBLOCK | libc::O_CLOEXEC;
-    if !follow_symlinks {
-        flags |= libc::O_NOFOLLOW;
-    }
-    let file = OpenOptions::new()
-        .read(true)
-        .custom_flags(flags)
-        .open(entry.path)
+    let file = entry
+        .dir
+        .open_file_for_reading(entry.name, follow_symlinks)
         .map_err(|e| Error::io(e, "open", entry.path))?;
     let meta = file.metadata().map_err(|e| Error::io(e, "fstat", entry.path))?;
     if !meta.is_file() {
@@ -590,7 +585,7 @@ mod tests {
             let opts = PackOptions { exclude: excludes.clone(), ..opts(src.path()) };
             let ours = pack_bytes(&opts).unwrap();
             assert_eq!(precompute_size(&opts).unwrap(), ours.len() as u64, "seed {seed}");
-            let names = walk::read_names(src.path()).unwrap();
+            let names = crate::walk::sorted_names(src.path()).unwrap();
             let theirs = gnu_tar_create(src.path(), &excludes, &names, false);
             let members = gnu_list(&ours);
             assert_eq!(members, gnu_list(&theirs), "seed {seed}: excludes {excludes:?}");
@@ -667,7 +662,7 @@ mod tests {
         std::os::unix::fs::symlink(&target, dir.join("link")).unwrap();
         let ours = pack_bytes(&opts(dir.path())).unwrap();
         assert_eq!(precompute_size(&opts(dir.path())).unwrap(), ours.len() as u64);
-        let names = walk::read_names(dir.path()).unwrap();
+        let names = crate::walk::sorted_names(dir.path()).unwrap();
         assert_eq!(gnu_list(&ours), gnu_list(&gnu_tar_create(dir.path(), &[], &names, false)));
         let out = TempDir::new("pack-long-out");
         system_extract(&["tar", "-x", "-f", "-"], &ours, out.path());
@@ -689,7 +684,7 @@ mod tests {
             let opts = PackOptions { follow_symlinks: true, ..opts(src.path()) };
             let ours = pack_bytes(&opts).unwrap();
             assert_eq!(precompute_size(&opts).unwrap(), ours.len() as u64, "seed {seed}");
-            let names = walk::read_names(src.path()).unwrap();
+            let names = crate::walk::sorted_names(src.path()).unwrap();
             let theirs = gnu_tar_create(src.path(), &[], &names, true);
             assert_eq!(gnu_list(&ours), gnu_list(&theirs), "seed {seed}");
         }
