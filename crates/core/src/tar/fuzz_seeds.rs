@@ -240,6 +240,15 @@ fn hostile_seeds(seeds: &mut Seeds<'_>) {
                 .file("old", b"before 1970")
                 .finish(),
         ),
+        (
+            "pax-extremes",
+            RawArchive::new()
+                .pax(&[("mtime", b"-9223372036854775808.5")])
+                .file("f", b"")
+                .pax(&[("size", b"18446744073709551615")])
+                .dir("d/", 0o755)
+                .finish(),
+        ),
         ("pax-nul", RawArchive::new().pax(&[("path", b"nul\0byte")]).file("x", b"").finish()),
         (
             "pax-sparse",
