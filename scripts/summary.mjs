@@ -1,10 +1,11 @@
 #!/usr/bin/env node
-// Prints the closing line CI reads, `N passed, N failed`, for the JavaScript part: our
-// vitest tests plus the upstream tests that must pass with our exports swapped in.
+// Prints the closing line CI reads, `N passed, N failed`: our vitest tests, the upstream
+// tests that must pass with our exports swapped in, and the bounded fuzz run of the tar
+// extractor (one check).
 //
-// Usage: node scripts/summary.mjs <report.json>… — each report is a vitest JSON report or an
-// upstream-swap summary (told apart by content); a report that is missing (its run did not
-// finish) counts as one failure.
+// Usage: node scripts/summary.mjs <report.json>… — each report is a vitest JSON report, an
+// upstream-swap summary or a scripts/fuzz.sh report (told apart by content); a report that
+// is missing (its run did not finish) counts as one failure.
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 
@@ -19,7 +20,13 @@ for (const file of process.argv.slice(2)) {
     continue;
   }
   const report = JSON.parse(readFileSync(file, "utf8"));
-  if (report.checks) {
+  if (report.fuzz) {
+    const f = report.fuzz;
+    if (f.passed) passed += 1;
+    else failed += 1;
+    const stats = `${f.runs ?? "?"} runs in ${f.seconds ?? "?"} s, ${f.execPerSecond ?? "?"} exec/s, ${f.sanitizer} sanitizer`;
+    console.log(`${name}: ${f.passed ? "1 passed" : `1 failed (exit status ${f.status}${f.artifact ? `, input ${f.artifact}` : ""})`} (${stats})`);
+  } else if (report.checks) {
     passed += report.checks.passed;
     failed += report.checks.failed;
     console.log(`${name}: ${report.checks.passed} passed, ${report.checks.failed} failed (${report.swappedExports.length} exports swapped; suites: ${report.suites.join(", ")})`);

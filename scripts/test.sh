@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command (README): installs what is missing, builds the addon, runs cargo test,
-# our vitest suites and the upstream-swap runner, and closes with `N passed, N failed`
-# for the JavaScript part (our suites plus the upstream tests that must pass swapped).
+# a bounded fuzz run of the tar extractor (scripts/fuzz.sh), our vitest suites and the
+# upstream-swap runner, and closes with `N passed, N failed` for our suites, the upstream
+# tests that must pass swapped, and the fuzz run (one check).
 #
 # The SSH suites (ours, __test__/ssh*.test.js, and upstream's ssh-fixture swapped) start a
 # real sshd on 127.0.0.1 and log in to it as the current user. sshd and upstream's fixture
@@ -16,13 +17,15 @@ rm -rf "$results" && mkdir -p "$results"
 
 step() { printf '\n==> %s\n' "$*"; }
 
-# 1. System tools the suites use (tar flavours for differential tests). Installed with apt
-#    when missing and we are root; otherwise the suites that need them say so.
+# 1. System tools the suites use (tar flavours for differential tests, a C++ compiler for
+#    the fuzz run's libFuzzer). Installed with apt when missing and we are root; otherwise
+#    the suites that need them say so.
 need=()
 command -v bsdtar >/dev/null 2>&1 || need+=(libarchive-tools)
 command -v busybox >/dev/null 2>&1 || need+=(busybox)
 command -v objdump >/dev/null 2>&1 || need+=(binutils)
 { [ -x /usr/sbin/sshd ] && command -v ssh >/dev/null 2>&1; } || need+=(openssh-server openssh-client)
+command -v c++ >/dev/null 2>&1 || need+=(g++) # libfuzzer-sys compiles libFuzzer (C++) for the fuzz run
 if [ ${#need[@]} -gt 0 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   step "apt-get install ${need[*]}"
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
@@ -47,6 +50,12 @@ host=$(rustc -vV | sed -n 's/host: //p')
 step "cargo test"
 cargo test --workspace --target "$host"
 
+# 4b. The cargo-fuzz target `extract` for $FUZZ_SECONDS (60 s by default); cargo-fuzz is
+#     installed when missing. A crash fails the run but not this script yet: it is counted.
+step "fuzz (tar extractor, ${FUZZ_SECONDS:-60} s)"
+fuzz_status=0
+bash scripts/fuzz.sh "$results/fuzz-extract.json" || fuzz_status=$?
+
 # 5. Our vitest suites, then the upstream suites with our exports swapped in.
 step "vitest"
 set +e
@@ -63,7 +72,7 @@ if $as_root; then
   step "SSH suites as $ssh_user"
   copy=$(mktemp -d /tmp/pc-native-ssh.XXXXXX)
   tar -C "$repo" --exclude=./target --exclude=./.git --exclude=./.swap --exclude=./.cache \
-      --exclude=./.test-results --exclude=./.bench -cf - . | tar -xf - -C "$copy"
+      --exclude=./.test-results --exclude=./.bench --exclude=./fuzz -cf - . | tar -xf - -C "$copy"
   chown -R "$ssh_user:" "$copy"
   chmod 755 "$copy"
   (cd "$copy" && runuser -u "$ssh_user" -- node node_modules/vitest/vitest.mjs run __test__/ssh \
@@ -88,5 +97,7 @@ set -e
 
 reports=("$results/vitest.json" "$results/upstream-swap.json")
 $as_root && reports+=("$results/ssh-vitest.json" "$results/upstream-swap-ssh.json")
+reports+=("$results/fuzz-extract.json")
 node scripts/summary.mjs "${reports[@]}"
-[ $vitest_status -eq 0 ] && [ $swap_status -eq 0 ] && [ $ssh_status -eq 0 ] && [ $ssh_swap_status -eq 0 ]
+[ $vitest_status -eq 0 ] && [ $swap_status -eq 0 ] && [ $ssh_status -eq 0 ] && [ $ssh_swap_status -eq 0 ] \
+  && [ $fuzz_status -eq 0 ]

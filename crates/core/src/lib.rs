@@ -3,13 +3,18 @@
 //! Nothing in this crate knows about Node-API: the binding crate at the repository root
 //! converts arguments and errors and schedules the work; the logic lives here and is tested
 //! with `cargo test`.
+//!
+//! Features (both default): `git` for `ignore_scan` (libgit2) and `ssh` for `ssh`
+//! (libssh2, OpenSSL); without them the crate builds in seconds (the fuzz crate does).
 
 pub mod error;
 pub mod exclude;
 pub mod fsat;
+#[cfg(feature = "git")]
 pub mod ignore_scan;
 pub mod merge;
 pub mod snapshot;
+#[cfg(feature = "ssh")]
 pub mod ssh;
 pub mod tar;
 pub mod walk;

@@ -50,6 +50,11 @@ pub const STAGING_PREFIX: &str = ".paperclip-extract-";
 /// Largest GNU long name, long link or pax header accepted (they are held in memory).
 const MAX_METADATA: u64 = 1 << 20;
 
+/// Largest member size accepted: what a file offset (`off_t`) holds. A larger size (base-256
+/// headers and pax records can state up to 2^64 - 1) can only be corrupt, and rounding it up
+/// to whole blocks would overflow.
+const MAX_MEMBER_SIZE: u64 = i64::MAX as u64;
+
 /// How to extract.
 #[derive(Debug, Clone)]
 pub struct ExtractOptions {
@@ -293,6 +298,7 @@ impl ArchiveReader<'_> {
                 }
             })?;
             self.seen_header = true;
+            checked_size(parsed.size)?;
             match parsed.typeflag {
                 kind::GNU_LONG_NAME => long_name = Some(trim_nuls(self.metadata(parsed.size)?)),
                 kind::GNU_LONG_LINK => long_link = Some(trim_nuls(self.metadata(parsed.size)?)),
@@ -398,7 +404,7 @@ fn parse_pax(data: &[u8]) -> Result<Pax> {
         match key {
             b"path" => pax.path = Some(value.to_vec()),
             b"linkpath" => pax.linkpath = Some(value.to_vec()),
-            b"size" => pax.size = Some(parse_decimal(value).ok_or_else(malformed)?),
+            b"size" => pax.size = Some(checked_size(parse_decimal(value).ok_or_else(malformed)?)?),
             b"mtime" => pax.mtime = Some(parse_pax_time(value).ok_or_else(malformed)?),
             key if key.starts_with(b"GNU.sparse.") => pax.sparse = true,
             _ => {}
@@ -407,11 +413,20 @@ fn parse_pax(data: &[u8]) -> Result<Pax> {
     Ok(pax)
 }
 
+/// `size` if it is at most [`MAX_MEMBER_SIZE`].
+fn checked_size(size: u64) -> Result<u64> {
+    if size > MAX_MEMBER_SIZE {
+        return Err(bad(format!("member size {size} exceeds the {MAX_MEMBER_SIZE}-byte limit")));
+    }
+    Ok(size)
+}
+
 fn parse_decimal(value: &[u8]) -> Option<u64> {
     std::str::from_utf8(value).ok()?.parse().ok()
 }
 
-/// A pax time (`"1700000000.25"`, `"-5"`) in whole seconds, rounded down.
+/// A pax time (`"1700000000.25"`, `"-5"`) in whole seconds, rounded down; `None` when
+/// malformed or when that is below `i64::MIN`.
 fn parse_pax_time(value: &[u8]) -> Option<i64> {
     let text = std::str::from_utf8(value).ok()?;
     let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));
@@ -420,11 +435,11 @@ fn parse_pax_time(value: &[u8]) -> Option<i64> {
     }
     let seconds: i64 = whole.parse().ok()?;
     let has_fraction = fraction.bytes().any(|b| b != b'0');
-    Some(if seconds < 0 || whole.starts_with('-') {
-        seconds - i64::from(has_fraction)
+    if seconds < 0 || whole.starts_with('-') {
+        seconds.checked_sub(i64::from(has_fraction))
     } else {
-        seconds
-    })
+        Some(seconds)
+    }
 }
 
 /// A member's destination, checked: the components under the root.
@@ -1262,6 +1277,54 @@ mod tests {
         sandbox.refuses(&pax.finish(), codes::BAD_ARCHIVE, "bad pax");
         // Only zero blocks: an empty archive, which is fine.
         assert_eq!(run(&[0u8; 1024], &sandbox.dest()).unwrap().entries, 0);
+    }
+
+    /// Regressions: sizes near 2^64 overflowed the rounding to whole blocks, and a pax mtime
+    /// of i64::MIN with a fraction overflowed the rounding down (panics with overflow checks,
+    /// as in `cargo test` and the fuzz build; in a release build a directory member of size
+    /// 2^64 - 1 made the reader skip nothing and parse its "data" as members).
+    #[test]
+    fn extreme_sizes_and_times_are_bad_not_overflows() {
+        let sandbox = Sandbox::new();
+        for size in [u64::MAX, u64::MAX - 511, 1 << 63] {
+            let value = size.to_string();
+            let archive =
+                RawArchive::new().pax(&[("size", value.as_bytes())]).dir("d/", 0o755).finish();
+            let err = sandbox.refuses(&archive, codes::BAD_ARCHIVE, &format!("pax size {size}"));
+            assert!(err.message.contains("exceeds"), "{}", err.message);
+            let archive = base256_size(RawArchive::new().dir("d/", 0o755).finish(), size);
+            let err = sandbox.refuses(&archive, codes::BAD_ARCHIVE, &format!("base-256 {size}"));
+            assert!(err.message.contains("exceeds"), "{}", err.message);
+            let mut label = RawArchive::new();
+            label.entry(b'V', b"label", b"", 0o644, b"").file("x", b"");
+            let archive = base256_size(label.finish(), size);
+            sandbox.refuses(&archive, codes::BAD_ARCHIVE, &format!("volume label size {size}"));
+        }
+        // The largest size accepted is a truncated archive, not an overflow.
+        let value = (i64::MAX as u64).to_string();
+        let archive = RawArchive::new().pax(&[("size", value.as_bytes())]).file("f", b"").finish();
+        let err = sandbox.refuses(&archive, codes::BAD_ARCHIVE, "pax size i64::MAX");
+        assert!(err.message.contains("truncated"), "{}", err.message);
+
+        let archive =
+            RawArchive::new().pax(&[("mtime", b"-9223372036854775808.5")]).file("f", b"").finish();
+        sandbox.refuses(&archive, codes::BAD_ARCHIVE, "pax mtime below i64::MIN");
+        assert_eq!(parse_pax_time(b"-9223372036854775808"), Some(i64::MIN));
+        assert_eq!(parse_pax_time(b"-9223372036854775807.5"), Some(i64::MIN));
+        assert_eq!(parse_pax_time(b"-0.5"), Some(-1));
+        assert_eq!(parse_pax_time(b"9223372036854775807.9"), Some(i64::MAX));
+    }
+
+    /// `archive` with its first header's size field in base-256 (0x80, zeros, then `size`
+    /// big-endian) and its checksum recomputed.
+    fn base256_size(mut archive: Vec<u8>, size: u64) -> Vec<u8> {
+        archive[124] = 0x80;
+        archive[125..128].fill(0);
+        archive[128..136].copy_from_slice(&size.to_be_bytes());
+        archive[148..156].fill(b' ');
+        let sum: u32 = archive[..512].iter().map(|&b| u32::from(b)).sum();
+        archive[148..156].copy_from_slice(format!("{sum:06o}\0 ").as_bytes());
+        archive
     }
 
     #[test]

@@ -27,6 +27,8 @@
 
 mod exclude;
 mod extract;
+#[cfg(test)]
+mod fuzz_seeds;
 mod header;
 mod pack;
 mod stream;
