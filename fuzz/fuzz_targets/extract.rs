@@ -8,7 +8,9 @@
 //! * no symbolic link left in the root resolves (lexically, from where it is) outside it,
 //!   and no file in the root shares its inode with a file outside, except what this target
 //!   planted itself;
-//! * a successful extraction read its whole input.
+//! * a successful extraction read its whole input;
+//! * extraction is atomic: a failed one leaves every entry of the root exactly as it was,
+//!   and none leaves a `.paperclip-extract-…` staging directory behind.
 //!
 //! Writes through a symbolic link are caught by the sandbox comparison: every link that
 //! leads out of the root (planted ones, or any the extractor wrongly created, up to three
@@ -88,6 +90,7 @@ fn run(data: &[u8]) {
     let sandbox = Sandbox::new();
     let planted = if flags & PLANT != 0 { sandbox.plant() } else { Vec::new() };
     let before = sandbox.outside_state();
+    let root_before = sandbox.root_state();
     let opts = ExtractOptions { preserve_mtime: flags & NO_MTIME == 0 };
     // A relative path resolved against the working directory by mistake lands in `cwd`.
     // (libFuzzer's own relative paths need the real one back.)
@@ -102,8 +105,23 @@ fn run(data: &[u8]) {
             input.len() as u64,
             "a successful extraction reads its whole input"
         ),
-        Err(err) => check_error(err),
+        Err(err) => {
+            check_error(err);
+            // Atomic: a failed extraction leaves the root exactly as it was.
+            assert!(
+                sandbox.root_state() == root_before,
+                "a failed extraction ({}: {}) changed the root",
+                err.code,
+                err.message
+            );
+        }
     }
+    let leftovers: Vec<_> = fs::read_dir(sandbox.root())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with(".paperclip-extract-"))
+        .collect();
+    assert!(leftovers.is_empty(), "staging directories left in the root: {leftovers:?}");
     let after = sandbox.outside_state();
     compare(&before, &after);
     sandbox.check_root(&planted, &after);
@@ -171,6 +189,17 @@ impl Sandbox {
         }
         fs::hard_link(outside.join("linked"), root.join("hl")).unwrap();
         links
+    }
+
+    /// Every entry below the root (the root itself aside: its times follow the staging
+    /// directory an extraction creates and removes).
+    fn root_state(&self) -> BTreeMap<String, Entry> {
+        let mut out = BTreeMap::new();
+        walk(&self.root(), "", &mut |rel, path, meta| {
+            out.insert(rel.to_owned(), Entry::new(path, meta));
+            true
+        });
+        out
     }
 
     /// Every entry of the sandbox but the root's subtree.

@@ -116,7 +116,7 @@ fn gnu_tar_seeds(seeds: &mut Seeds<'_>) {
             sparse.write_all_at(b"sparse data", 128 << 10).unwrap();
             command.arg("--sparse");
         }
-        let names = crate::tar::walk::read_names(src.path()).unwrap();
+        let names = crate::walk::sorted_names(src.path()).unwrap();
         command
             .args(["-c", "--no-unquote", &format!("--format={format}"), "-f", "-", "-C"])
             .arg(src.path())
