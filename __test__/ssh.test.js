@@ -11,26 +11,17 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runSshCommand, syncDirectoryFromSsh, syncDirectoryToSsh } from "../lib/ssh.js";
 import { native } from "../lib/native.js";
 import { createRandom, runSeed } from "./helpers/random.js";
-import { childrenOf, generateKey, startSshd } from "./helpers/sshd.js";
+import { childrenOf, generateKey, scratchPlaces, startSshd } from "./helpers/sshd.js";
 import { gnuTar, removeEscapingSymlinks, treeState } from "./helpers/tar.js";
 import { randomExcludes, writeRandomTree } from "./helpers/trees.js";
 
 const seed = runSeed();
 let server;
 let work;
-let counter = 0;
 
-/** A fresh directory under the suite's scratch root. */
-function scratch(name) {
-  const dir = path.join(work, `${name}-${(counter += 1)}`);
-  mkdirSync(dir, { recursive: true });
-  return dir;
-}
-
-/** A remote directory path (the server is this machine) that does not exist yet. */
-function remotePath(name) {
-  return path.join(server.workspace, `${name}-${(counter += 1)}`);
-}
+const places = scratchPlaces(() => work, () => server.workspace);
+const scratch = places.local;
+const remotePath = places.remote;
 
 /** GNU tar's `tar -C dir --exclude ._* --exclude … -cf - .` extracted into `dest` (upstream's pipeline). */
 function gnuCopy(dir, exclude, dest, { preserve = false } = {}) {
@@ -80,15 +71,19 @@ async function newChildrenDuring(work) {
   return [...seen];
 }
 
-/** The staging directories syncDirectoryFromSsh leaves in the temp dir (none, ever). */
+/** Staging directories in the temp dir before the suite (other processes', stale ones). */
+let foreignStaging = new Set();
+
+/** The staging directories syncDirectoryFromSsh left in the temp dir (none, ever). */
 function stagingDirs() {
-  return readdirSync(os.tmpdir()).filter((name) => name.startsWith("paperclip-ssh-sync-back-"));
+  return readdirSync(os.tmpdir()).filter((name) => name.startsWith("paperclip-ssh-sync-back-") && !foreignStaging.has(name));
 }
 
 beforeAll(async () => {
   // sshd refuses root logins in upstream's fixture, and root ignores the permission traps
   // below: CI runs this suite as an unprivileged user (scripts/test.sh).
   if (process.getuid?.() === 0) throw new Error("run the SSH suites as an unprivileged user (see scripts/test.sh), not as root");
+  foreignStaging = new Set(stagingDirs());
   work = mkdtempSync(path.join(os.tmpdir(), "pc-ssh-test-"));
   server = await startSshd(path.join(work, "sshd"));
 }, 30_000);

@@ -155,3 +155,22 @@ export function descendantsOf(pid) {
   }
   return out;
 }
+
+/**
+ * Numbered scratch places of a suite that starts its own sshd: `local(name)` creates a
+ * directory under `root()`, `remote(name)` names one (not created) under the server's
+ * workspace `workspace()`. The getters are read at call time (both are set in `beforeAll`).
+ */
+export function scratchPlaces(root, workspace) {
+  let counter = 0;
+  return {
+    local(name) {
+      const dir = path.join(root(), `${name}-${(counter += 1)}`);
+      mkdirSync(dir, { recursive: true });
+      return dir;
+    },
+    remote(name) {
+      return path.join(workspace(), `${name}-${(counter += 1)}`);
+    },
+  };
+}
