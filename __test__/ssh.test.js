@@ -293,6 +293,11 @@ describe(`syncDirectoryToSsh / syncDirectoryFromSsh (seed ${seed})`, () => {
     expect(denied.code).toBe("ERR_PAPERCLIP_NATIVE_SSH_REMOTE_FAILED");
     expect(treeState(local)).toEqual(before);
     expect(stagingDirs()).toEqual([]);
+    // A local directory that did not exist is not left behind, nor are its new parents.
+    const parent = scratch("pull-missing-local");
+    await expect(syncDirectoryFromSsh({ spec: server.spec, remoteDir: unreadable, localDir: path.join(parent, "x", "y") }))
+      .rejects.toMatchObject({ code: "ERR_PAPERCLIP_NATIVE_SSH_REMOTE_FAILED" });
+    expect(readdirSync(parent)).toEqual([]);
   });
 
   it("fails (never succeeds) when the server dies mid-transfer, with a `failed at` line", async () => {

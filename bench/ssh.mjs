@@ -7,7 +7,7 @@
 // stream, ratios.
 // Usage: node bench/ssh.mjs [a,b,c] [--runs N]
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { accessSync, constants, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -21,7 +21,22 @@ const names = (args.find((a) => !a.startsWith("--")) ?? "a,b").split(",");
 const runsIndex = args.indexOf("--runs");
 const runs = runsIndex >= 0 ? Number(args[runsIndex + 1]) : 3;
 
-const scratch = mkdtempSync(path.join(os.tmpdir(), "pc-bench-ssh-"));
+// The transfer targets (both sides of every transfer) live on tmpfs when there is one: on
+// this VM's disk, creating and removing 100 000 files waits on the journal for seconds at
+// a time, the same for both implementations, which buries the transfer itself in noise.
+// BENCH_SCRATCH overrides the place.
+const scratchParent = process.env.BENCH_SCRATCH ?? (isWritableDir("/dev/shm") ? "/dev/shm" : os.tmpdir());
+const scratch = mkdtempSync(path.join(scratchParent, "pc-bench-ssh-"));
+console.error(`scratch (remote and local targets): ${scratch}`);
+
+function isWritableDir(dir) {
+  try {
+    accessSync(dir, constants.W_OK);
+    return statSync(dir).isDirectory();
+  } catch {
+    return false;
+  }
+}
 const server = await startSshd(path.join(scratch, "sshd"));
 const specFile = path.join(scratch, "spec.json");
 writeFileSync(specFile, JSON.stringify(server.spec));
@@ -41,14 +56,19 @@ try {
     const mb = tarBytes / 1e6;
     const results = {};
     for (const direction of ["push", "pull"]) {
-      for (const impl of ["upstream", "ours"]) {
-        const samples = [];
-        for (let i = 0; i < runs; i += 1) {
+      // Interleaved (upstream, ours, upstream, …) so that a change in the machine's load
+      // during the run weighs on both alike.
+      const samplesOf = { upstream: [], ours: [] };
+      for (let i = 0; i < runs; i += 1) {
+        for (const impl of ["upstream", "ours"]) {
           const target = mkdtempSync(path.join(scratch, `${impl}-${direction}-`));
           // push: corpus → remote target; pull: remote corpus → local target.
-          samples.push(direction === "push" ? measure(impl, "push", dir, target) : measure(impl, "pull", target, dir));
+          samplesOf[impl].push(direction === "push" ? measure(impl, "push", dir, target) : measure(impl, "pull", target, dir));
           rmSync(target, { recursive: true, force: true });
         }
+      }
+      for (const impl of ["upstream", "ours"]) {
+        const samples = samplesOf[impl];
         results[`${impl}-${direction}`] = {
           ms: median(samples.map((s) => s.ms)),
           rssMb: Math.max(...samples.map((s) => s.rssMb)),

@@ -75,9 +75,11 @@ export declare function syncDirectoryToSsh(input: {
 /**
  * Downloads the contents of `remoteDir` into `localDir`: the remote
  * `cd <dir> && tar --exclude ._* --exclude … -cf - .` is extracted safely (no member or
- * link may land outside the target) into a private staging directory; only after a
- * complete, successful transfer is `localDir` cleared (except `preserveLocalEntries`) and
- * given the staged entries. On any failure `localDir` is untouched. `onProgress` gets
+ * link may land outside the target) into a private staging directory inside `localDir`
+ * (`.paperclip-ssh-sync-back-…`, so the entries move in by rename whatever file system the
+ * temp dir is on); only after a complete, successful transfer is `localDir` cleared (except
+ * `preserveLocalEntries`) and given the staged entries. On any failure `localDir` keeps its
+ * entries (and is removed again if the call created it). `onProgress` gets
  * `Restoring[ <progressLabel>] from ssh` lines against the remote `du -sk` estimate (capped
  * at 99%), or MB lines without one, and a terminal line.
  */

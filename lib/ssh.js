@@ -5,7 +5,6 @@
 // extractor; the remote side is still the remote's own `sh` and `tar`, given upstream's
 // command lines with upstream's quoting.
 import { promises as fs } from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { abortError, native, runCancellable } from "./native.js";
 import { DEFAULT_TRANSFER_INACTIVITY_MS, shellQuote, sshTarget, transferProgress } from "./ssh-common.js";
@@ -152,40 +151,61 @@ async function probeRemoteDirSize(spec, remoteDir, signal) {
   }
 }
 
+/** Name prefix of a restore's staging directory, inside the directory it will fill. */
+const STAGING_PREFIX = ".paperclip-ssh-sync-back-";
+
 /**
- * Makes `localDir` hold exactly the entries of `stagingDir` plus its own entries named in
- * `preserve` (upstream's clear-then-copy). Entries move by rename (mode, times and raw
- * symlink targets intact); a preserved entry that also arrived is merged with `fs.cp` as
- * upstream merges it, and so is everything when the two directories are on different
- * file systems.
+ * A private staging directory for a restore on the same file system as `localDir`: inside
+ * it (created when missing), so the staged entries move in by rename, whatever file system
+ * the temp dir is on. `discard()` removes it, and the directories this call created for
+ * `localDir` when they are still empty.
+ */
+async function stagingInside(localDir) {
+  const firstCreated = await fs.mkdir(localDir, { recursive: true });
+  const dir = await fs.mkdtemp(path.join(localDir, STAGING_PREFIX));
+  return {
+    dir,
+    async discard({ failed }) {
+      await fs.rm(dir, { recursive: true, force: true }).catch(() => undefined);
+      if (!failed || firstCreated === undefined) return;
+      // Leave no directory behind that was not there before the call.
+      for (let at = path.resolve(localDir); ; at = path.dirname(at)) {
+        if (!(await fs.rmdir(at).then(() => true, () => false))) break;
+        if (at === path.resolve(firstCreated)) break;
+      }
+    },
+  };
+}
+
+/**
+ * Makes `localDir` hold exactly the entries of `stagingDir` (inside it) plus its own entries
+ * named in `preserve` (upstream's clear-then-copy). Entries move by rename (mode, times and
+ * raw symlink targets intact); a preserved entry that also arrived is merged with `fs.cp`
+ * as upstream merges it.
  */
 async function replaceDirectoryContents(stagingDir, localDir, preserve) {
-  await fs.mkdir(localDir, { recursive: true });
   const keep = new Set(preserve ?? []);
+  const staging = path.basename(stagingDir);
   const existing = await fs.readdir(localDir);
   await Promise.all(existing
-    .filter((name) => !keep.has(name))
+    .filter((name) => !keep.has(name) && name !== staging)
     .map((name) => fs.rm(path.join(localDir, name), { recursive: true, force: true })));
   const incoming = await fs.readdir(stagingDir);
   await Promise.all(incoming.map(async (name) => {
     const from = path.join(stagingDir, name);
     const to = path.join(localDir, name);
-    if (!keep.has(name)) {
-      try {
-        await fs.rename(from, to);
-        return;
-      } catch (error) {
-        if (error?.code !== "EXDEV") throw error;
-      }
+    if (keep.has(name)) {
+      await fs.cp(from, to, { recursive: true, force: true, preserveTimestamps: true, verbatimSymlinks: true });
+    } else {
+      await fs.rename(from, to);
     }
-    await fs.cp(from, to, { recursive: true, force: true, preserveTimestamps: true, verbatimSymlinks: true });
   }));
 }
 
 /**
  * Downloads `remoteDir` from the SSH host into `localDir` (see ssh.d.ts): the remote's
- * `tar -cf - .` is extracted safely into a private staging directory on one session; only a
- * complete, successful transfer replaces the contents of `localDir`.
+ * `tar -cf - .` is extracted safely into a private staging directory inside `localDir` on
+ * one session; only a complete, successful transfer replaces the contents of `localDir`.
  */
 export async function syncDirectoryFromSsh(input) {
   const { signal, target } = transferInput(input, "localDir");
@@ -196,7 +216,7 @@ export async function syncDirectoryFromSsh(input) {
   ].join(" && ");
   const command = `sh -c ${shellQuote(remoteScript)}`;
   if (signal?.aborted) throw abortError(signal);
-  const stagingDir = await fs.mkdtemp(path.join(os.tmpdir(), "paperclip-ssh-sync-back-"));
+  const staging = await stagingInside(input.localDir);
   const progress = transferProgress({
     onProgress: input.onProgress,
     phase: "Restoring",
@@ -204,17 +224,19 @@ export async function syncDirectoryFromSsh(input) {
     label: input.progressLabel,
     total: input.onProgress ? probeRemoteDirSize(input.spec, input.remoteDir, signal) : null,
   });
+  let failed = true;
   try {
     const summary = await runCancellable(signal, (id) =>
-      native.sshDownloadTar(target, command, stagingDir, id, progress ? (bytes) => progress.update(bytes) : undefined));
+      native.sshDownloadTar(target, command, staging.dir, id, progress ? (bytes) => progress.update(bytes) : undefined));
     if (signal?.aborted) throw abortError(signal);
     await progress?.finish(summary.bytes);
-    await replaceDirectoryContents(stagingDir, input.localDir, input.preserveLocalEntries);
+    await replaceDirectoryContents(staging.dir, input.localDir, input.preserveLocalEntries);
+    failed = false;
   } catch (error) {
     await progress?.fail();
     throw error;
   } finally {
-    await fs.rm(stagingDir, { recursive: true, force: true }).catch(() => undefined);
+    await staging.discard({ failed });
   }
 }
 
