@@ -9,10 +9,8 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use flate2::write::GzEncoder;
-use flate2::Compression;
-
 use super::exclude::TarExcludeSet;
+use super::gzip::GzipWriter;
 use super::header::{
     self, kind, long_entry, long_entry_cost, padded, HeaderSpec, BLOCK, NAME_FIELD,
 };
@@ -43,7 +41,9 @@ pub struct PackOptions {
     /// sorted by the caller, e.g. with `localeCompare`). Each must be a single file name.
     /// `None`: every entry of `root`, in byte order.
     pub top_level_order: Option<Vec<String>>,
-    /// Compress with gzip at this level (0–9). `None`: a plain tar stream.
+    /// Compress with gzip at this level (0–9). `None`: a plain tar stream. Pieces of file
+    /// data that look incompressible are stored rather than compressed, at every level
+    /// (see `gzip.rs`).
     pub gzip: Option<u32>,
     /// Name members `./x`, as `tar -cf - .` does (upstream's SSH upload), and match the
     /// excludes against those names (so `*/x` excludes a top-level `x`, and a pattern that
@@ -178,10 +178,10 @@ impl Plan {
     }
 }
 
-/// The output stack: buffered, optionally gzip-compressed, counted.
+/// The output stack: buffered, or gzip-compressed (which buffers its output); counted.
 enum Sink<W: Write> {
     Plain(BufWriter<W>),
-    Gzip(Box<GzEncoder<BufWriter<W>>>),
+    Gzip(Box<GzipWriter<W>>),
 }
 
 impl<W: Write> Write for Sink<W> {
@@ -203,13 +203,14 @@ impl<W: Write> Write for Sink<W> {
 impl<W: Write> Sink<W> {
     /// Ends the gzip stream, flushes every layer and hands the writer back.
     fn finish(self) -> std::io::Result<W> {
-        let buffered = match self {
-            Sink::Plain(w) => w,
-            Sink::Gzip(w) => (*w).finish()?,
-        };
-        let mut inner = buffered.into_inner().map_err(|e| e.into_error())?;
-        inner.flush()?;
-        Ok(inner)
+        match self {
+            Sink::Plain(w) => {
+                let mut inner = w.into_inner().map_err(|e| e.into_error())?;
+                inner.flush()?;
+                Ok(inner)
+            }
+            Sink::Gzip(w) => (*w).finish(),
+        }
     }
 }
 
@@ -369,10 +370,7 @@ fn pack_to<W: Write>(
 ) -> Result<(PackSummary, W)> {
     let sink = match opts.gzip {
         None => Sink::Plain(BufWriter::with_capacity(COPY_BUFFER, writer)),
-        Some(level @ 0..=9) => Sink::Gzip(Box::new(GzEncoder::new(
-            BufWriter::with_capacity(COPY_BUFFER, writer),
-            Compression::new(level),
-        ))),
+        Some(level @ 0..=9) => Sink::Gzip(Box::new(GzipWriter::new(writer, level))),
         Some(level) => {
             return Err(Error::new(
                 codes::INVALID_ARGUMENT,
