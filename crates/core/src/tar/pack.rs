@@ -86,14 +86,23 @@ pub fn pack<W: Write>(
 
 /// The exact size in bytes of the uncompressed stream [`pack`] would write now, from a walk
 /// that reads metadata only. Files that change between this call and the pack make the
-/// figures differ.
-pub fn precompute_size(opts: &PackOptions) -> Result<u64> {
-    let never = AtomicBool::new(false);
+/// figures differ. `cancel` is checked before every member, as by [`pack`]; once it is set
+/// the call fails with [`Error::aborted`].
+pub fn precompute_size(opts: &PackOptions, cancel: &AtomicBool) -> Result<u64> {
+    size_walk(opts, cancel, |_| {})
+}
+
+/// [`precompute_size`], calling `counted` with the number of members counted so far after
+/// each one.
+fn size_walk(opts: &PackOptions, cancel: &AtomicBool, mut counted: impl FnMut(u64)) -> Result<u64> {
     let plan = Plan::new(opts)?;
     let mut total = END_OF_ARCHIVE.len() as u64;
+    let mut members = 0;
     let prefix = plan.prefix.len();
-    plan.walk(opts, &[], &never).run(|entry| {
+    plan.walk(opts, &[], cancel).run(|entry| {
         total += entry_size(entry, prefix);
+        members += 1;
+        counted(members);
         Ok(())
     })?;
     Ok(total)
@@ -524,6 +533,10 @@ mod tests {
         PackOptions { root: root.to_path_buf(), ..PackOptions::default() }
     }
 
+    fn never() -> AtomicBool {
+        AtomicBool::new(false)
+    }
+
     fn pack_bytes(opts: &PackOptions) -> Result<Vec<u8>> {
         let mut out = Vec::new();
         let summary = pack(opts, &mut out, |_| {}, &AtomicBool::new(false))?;
@@ -551,7 +564,7 @@ mod tests {
         let dir = TempDir::new("pack-empty");
         let bytes = pack_bytes(&opts(dir.path())).unwrap();
         assert_eq!(bytes, vec![0u8; 1024]);
-        assert_eq!(precompute_size(&opts(dir.path())).unwrap(), 1024);
+        assert_eq!(precompute_size(&opts(dir.path()), &never()).unwrap(), 1024);
         let gz = pack_bytes(&PackOptions { gzip: Some(6), ..opts(dir.path()) }).unwrap();
         assert_eq!(&gz[..2], &[0x1f, 0x8b]);
         assert_eq!(gunzip(&gz), vec![0u8; 1024]);
@@ -587,7 +600,7 @@ mod tests {
                 if rng.chance(25) { Vec::new() } else { random_excludes(&mut rng, &paths) };
             let opts = PackOptions { exclude: excludes.clone(), ..opts(src.path()) };
             let ours = pack_bytes(&opts).unwrap();
-            assert_eq!(precompute_size(&opts).unwrap(), ours.len() as u64, "seed {seed}");
+            assert_eq!(precompute_size(&opts, &never()).unwrap(), ours.len() as u64, "seed {seed}");
             let names = walk::read_names(src.path()).unwrap();
             let theirs = gnu_tar_create(src.path(), &excludes, &names, false);
             let members = gnu_list(&ours);
@@ -626,7 +639,7 @@ mod tests {
             }
             let opts = PackOptions { exclude: excludes.clone(), dot_members: true, ..opts(src.path()) };
             let ours = pack_bytes(&opts).unwrap();
-            assert_eq!(precompute_size(&opts).unwrap(), ours.len() as u64, "seed {seed}");
+            assert_eq!(precompute_size(&opts, &never()).unwrap(), ours.len() as u64, "seed {seed}");
             let theirs = gnu_tar_create(src.path(), &excludes, &[".".to_string()], false);
             let expected: Vec<String> = gnu_list(&theirs).into_iter().filter(|m| m != "./").collect();
             let members = gnu_list(&ours);
@@ -664,7 +677,7 @@ mod tests {
         let target = format!("{}/file", deep);
         std::os::unix::fs::symlink(&target, dir.join("link")).unwrap();
         let ours = pack_bytes(&opts(dir.path())).unwrap();
-        assert_eq!(precompute_size(&opts(dir.path())).unwrap(), ours.len() as u64);
+        assert_eq!(precompute_size(&opts(dir.path()), &never()).unwrap(), ours.len() as u64);
         let names = walk::read_names(dir.path()).unwrap();
         assert_eq!(gnu_list(&ours), gnu_list(&gnu_tar_create(dir.path(), &[], &names, false)));
         let out = TempDir::new("pack-long-out");
@@ -686,7 +699,7 @@ mod tests {
             build_tree(&mut rng, src.path(), &options);
             let opts = PackOptions { follow_symlinks: true, ..opts(src.path()) };
             let ours = pack_bytes(&opts).unwrap();
-            assert_eq!(precompute_size(&opts).unwrap(), ours.len() as u64, "seed {seed}");
+            assert_eq!(precompute_size(&opts, &never()).unwrap(), ours.len() as u64, "seed {seed}");
             let names = walk::read_names(src.path()).unwrap();
             let theirs = gnu_tar_create(src.path(), &[], &names, true);
             assert_eq!(gnu_list(&ours), gnu_list(&theirs), "seed {seed}");
@@ -702,7 +715,7 @@ mod tests {
         let err = pack_bytes(&follow).unwrap_err();
         assert_eq!(err.code, codes::SYMLINK_LOOP);
         assert!(err.message.contains("a/up"), "{}", err.message);
-        assert_eq!(precompute_size(&follow).unwrap_err().code, codes::SYMLINK_LOOP);
+        assert_eq!(precompute_size(&follow, &never()).unwrap_err().code, codes::SYMLINK_LOOP);
         // Not following, the link is just a link.
         assert!(pack_bytes(&opts(dir.path())).is_ok());
 
@@ -761,7 +774,7 @@ mod tests {
         assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
         let _socket = std::os::unix::net::UnixListener::bind(dir.join("socket")).unwrap();
         let ours = pack_bytes(&opts(dir.path())).unwrap();
-        assert_eq!(precompute_size(&opts(dir.path())).unwrap(), ours.len() as u64);
+        assert_eq!(precompute_size(&opts(dir.path()), &never()).unwrap(), ours.len() as u64);
         // The socket is skipped; the FIFO is archived as a FIFO; hard links as two files.
         assert_eq!(gnu_list(&ours), ["fifo", "file", "hard"]);
         let mut command = tar_command("tar");
@@ -782,7 +795,7 @@ mod tests {
         fs::write(dir.join("d").join(std::ffi::OsStr::from_bytes(b"bad\xff")), b"").unwrap();
         let err = pack_bytes(&opts(dir.path())).unwrap_err();
         assert_eq!(err.code, codes::NON_UTF8_NAME);
-        assert_eq!(precompute_size(&opts(dir.path())).unwrap_err().code, codes::NON_UTF8_NAME);
+        assert_eq!(precompute_size(&opts(dir.path()), &never()).unwrap_err().code, codes::NON_UTF8_NAME);
         // Excluded directories are never read, as with tar.
         let excluded = PackOptions { exclude: vec!["d".into()], ..opts(dir.path()) };
         assert_eq!(pack_bytes(&excluded).unwrap(), vec![0u8; 1024]);
@@ -818,6 +831,35 @@ mod tests {
         .unwrap_err();
         assert!(err.is_aborted());
         assert_eq!(calls, 3);
+    }
+
+    #[test]
+    fn precompute_size_stops_at_the_next_member_once_cancelled() {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = TempDir::new("pack-size-cancel");
+        for i in 0..50 {
+            fs::write(dir.join(format!("f{i:02}")), vec![1u8; 1000]).unwrap();
+        }
+        // Walked last: a full walk ends in this error.
+        fs::create_dir(dir.join("zz")).unwrap();
+        fs::write(dir.join("zz").join(std::ffi::OsStr::from_bytes(b"bad\xff")), b"").unwrap();
+        let err = precompute_size(&opts(dir.path()), &never()).unwrap_err();
+        assert_eq!(err.code, codes::NON_UTF8_NAME);
+
+        let cancelled = AtomicBool::new(true);
+        assert!(precompute_size(&opts(dir.path()), &cancelled).unwrap_err().is_aborted());
+
+        let cancel = AtomicBool::new(false);
+        let mut seen = 0;
+        let err = size_walk(&opts(dir.path()), &cancel, |members| {
+            seen = members;
+            if members == 3 {
+                cancel.store(true, Ordering::Relaxed);
+            }
+        })
+        .unwrap_err();
+        assert!(err.is_aborted(), "{err:?}");
+        assert_eq!(seen, 3);
     }
 
     #[test]
