@@ -18,6 +18,7 @@ import {
 import { createRandom, runSeed } from "./helpers/random.js";
 import { writeRandomTree } from "./helpers/trees.js";
 import { listMembers, removeEscapingSymlinks, treeState } from "./helpers/tar.js";
+import { native, toJsError } from "../lib/native.js";
 
 const SEED = runSeed();
 const MIB = 1024 * 1024;
@@ -161,6 +162,56 @@ describe(`streaming pack (DIFF_SEED=${SEED})`, () => {
     expect(bytesReadByProcess() - after).toBeLessThan(MIB);
     // An already aborted signal rejects the call itself.
     await expect(createTarballStreamFromDirectory({ localDir: root, signal: AbortSignal.abort() })).rejects.toMatchObject({ name: "AbortError" });
+  });
+
+  it("aborts a size precomputation mid-walk with an AbortError", async () => {
+    // 2 000 empty files, and 500 exclude patterns that match none of them but make the walk
+    // test each name against each (some 100 µs a name): a walk of a few hundred ms.
+    const root = path.join(work, "precompute-abort");
+    for (let d = 0; d < 20; d += 1) {
+      const dir = path.join(root, `d${String(d).padStart(2, "0")}`);
+      mkdirSync(dir, { recursive: true });
+      for (let f = 0; f < 100; f += 1) writeFileSync(path.join(dir, `f${f}`), "");
+    }
+    const exclude = Array.from({ length: 500 }, (_, i) => `*[!a-z]x${i}*y`);
+    let start = performance.now();
+    const full = await createTarballStreamFromDirectory({ localDir: root, exclude, precomputeSize: true });
+    const fullMs = performance.now() - start;
+    expect(full.totalBytes).toBe((20 + 2000) * 512 + 1024);
+    full.cancel();
+    expect(fullMs).toBeGreaterThan(50); // else the walk is too short for this test to tell
+
+    // Aborted a fifth of the way into the walk (past the JS preparations).
+    const delay = fullMs / 5;
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(new Error("stop")), delay);
+    start = performance.now();
+    const error = await createTarballStreamFromDirectory({ localDir: root, exclude, precomputeSize: true, signal: controller.signal }).catch((e) => e);
+    const abortedMs = performance.now() - start;
+    expect(error).toMatchObject({ name: "AbortError", code: "ABORT_ERR" });
+    expect(error.cause?.message).toBe("stop");
+    // The walk stopped at the abort instead of running to its end.
+    expect(abortedMs).toBeLessThan(fullMs * 0.6);
+
+    // The native walk itself rejects once its token is aborted (here before it starts).
+    const token = native.cancelTokenCreate();
+    native.cancelTokenAbort(token);
+    try {
+      const pack = { root, exclude: [], followSymlinks: false };
+      await expect(native.tarPrecomputeSize(pack, token).catch((e) => { throw toJsError(e); }))
+        .rejects.toMatchObject({ name: "AbortError", code: "ABORT_ERR" });
+    } finally {
+      native.cancelTokenRelease(token);
+    }
+    // packDirectoryToFile's precomputation (with a reporter) is cancelled the same way.
+    const out = path.join(work, "precompute-abort.tar");
+    const timed = new AbortController();
+    setTimeout(() => timed.abort(), delay);
+    start = performance.now();
+    await expect(packDirectoryToFile({ localDir: root, exclude, archivePath: out, signal: timed.signal, progress: progressLines().reporter }))
+      .rejects.toMatchObject({ name: "AbortError", code: "ABORT_ERR" });
+    expect(performance.now() - start).toBeLessThan(fullMs * 0.6);
+    expect(existsSync(out)).toBe(false);
   });
 
   it("stops the pack when the consumer breaks early, and refuses a second iteration", async () => {

@@ -1,9 +1,11 @@
 // One tar measurement in its own process (so its peak RSS is its own). Prints one JSON line:
-// { ms, rssMb, tarBytes, outBytes }. Kinds:
+// { ms, cpuMs, rssMb, tarBytes, outBytes } (cpuMs: user + system time of every thread, or of
+// every process of the system pipeline). Kinds:
 //   ours-stream[-gz1]  createTarballStreamFromDirectory, 1 MiB chunks, consumed and dropped
 //   ours-file          createTarballFromDirectory into a temporary file
 //   upstream-file      upstream createTarballFromDirectory (system tar) into a temporary file
-//   system[-gz1]       tar -cf - [| gzip -1] | cat > /dev/null, with upstream's arguments
+//   system             tar -cf - | cat > /dev/null, with upstream's arguments
+//   system-gz1         tar -cf - | gzip -1 | wc -c (GNU gzip; its output is counted, not kept)
 // Usage: node bench/tar-worker.mjs <kind> <dir>
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
@@ -17,10 +19,12 @@ const archivePath = path.join(tmp, "out.tar");
 let tarBytes = 0;
 let outBytes = 0;
 let rssMb = null;
+let cpuMs = null;
 // Load the modules before the clock starts: only the archiving is timed.
 const ours = await import("@paperclipai/adapter-utils-native");
 const upstream = kind === "upstream-file" ? await import("@paperclipai/adapter-utils/sandbox-managed-runtime") : null;
 const start = process.hrtime.bigint();
+const cpuStart = process.cpuUsage();
 try {
   if (kind === "ours-stream" || kind === "ours-stream-gz1") {
     const { createTarballStreamFromDirectory } = ours;
@@ -34,12 +38,14 @@ try {
   } else if (kind === "system" || kind === "system-gz1") {
     // `cat` keeps GNU tar from noticing /dev/null (it skips reading file data for it).
     const quoted = names.map((n) => `'${n.replaceAll("'", "'\"'\"'")}'`).join(" ");
-    const compress = kind === "system-gz1" ? " | gzip -1" : "";
-    const script = `tar -c --no-xattrs -f - -C '${dir}' --exclude '._*' -- ${quoted}${compress} | tee >(wc -c >&2) | cat > /dev/null`;
-    const out = spawnSync("/usr/bin/time", ["-f", "maxrss=%M", "bash", "-c", script], { encoding: "utf8" });
+    const tar = `tar -c --no-xattrs -f - -C '${dir}' --exclude '._*' -- ${quoted}`;
+    const script = kind === "system-gz1" ? `${tar} | gzip -1 | wc -c >&2` : `${tar} | tee >(wc -c >&2) | cat > /dev/null`;
+    const out = spawnSync("/usr/bin/time", ["-f", "maxrss=%M cpu=%U+%S", "bash", "-c", script], { encoding: "utf8" });
     if (out.status !== 0) throw new Error(out.stderr);
-    outBytes = Number(/^(\d+)$/m.exec(out.stderr)?.[1] ?? 0);
-    rssMb = Number(/maxrss=(\d+)/.exec(out.stderr)[1]) / 1024; // of the largest process (tar)
+    outBytes = Number(/^\s*(\d+)$/m.exec(out.stderr)?.[1] ?? 0);
+    rssMb = Number(/maxrss=(\d+)/.exec(out.stderr)[1]) / 1024; // of the largest process
+    const [, user, sys] = /cpu=([\d.]+)\+([\d.]+)/.exec(out.stderr);
+    cpuMs = (Number(user) + Number(sys)) * 1000;
   } else {
     throw new Error(`unknown kind ${kind}`);
   }
@@ -47,5 +53,7 @@ try {
   rmSync(tmp, { recursive: true, force: true });
 }
 const ms = Number(process.hrtime.bigint() - start) / 1e6;
+const cpu = process.cpuUsage(cpuStart);
+cpuMs ??= (cpu.user + cpu.system) / 1000;
 rssMb ??= process.resourceUsage().maxRSS / 1024;
-console.log(JSON.stringify({ ms, rssMb, tarBytes, outBytes }));
+console.log(JSON.stringify({ ms, cpuMs, rssMb, tarBytes, outBytes }));

@@ -123,8 +123,9 @@ export async function syncDirectoryToSsh(input) {
     phase: "Syncing",
     direction: "to",
     label: input.progressLabel,
-    // The exact size of the stream the packer writes, walked while the transfer starts.
-    total: input.onProgress ? native.tarPrecomputeSize(pack) : null,
+    // The exact size of the stream the packer writes, walked while the transfer starts
+    // (and stopped by the signal, like the transfer).
+    total: typeof input.onProgress === "function" ? runCancellable(signal, (id) => native.tarPrecomputeSize(pack, id)) : null,
   });
   try {
     const summary = await runCancellable(signal, (id) =>

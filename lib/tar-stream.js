@@ -109,7 +109,7 @@ export async function createTarballStreamFromDirectory(input) {
   }
   if (signal?.aborted) throw abortError(signal);
   const pack = await packInput(input);
-  const totalBytes = input.precomputeSize ? await runCancellable(signal, () => native.tarPrecomputeSize(pack)) : null;
+  const totalBytes = input.precomputeSize ? await runCancellable(signal, (cancelId) => native.tarPrecomputeSize(pack, cancelId)) : null;
   if (signal?.aborted) throw abortError(signal);
   let stream;
   try {
@@ -130,7 +130,7 @@ export async function packDirectoryToFile(input) {
   const archivePath = requireString(input.archivePath, "archivePath");
   const pack = await packInput(input);
   const precompute = input.precomputeSize ?? reporter !== undefined;
-  const totalBytes = precompute ? await runCancellable(signal, () => native.tarPrecomputeSize(pack)) : null;
+  const totalBytes = precompute ? await runCancellable(signal, (cancelId) => native.tarPrecomputeSize(pack, cancelId)) : null;
   const bridge = reporter ? progressBridge(reporter, totalBytes) : null;
   let summary;
   try {

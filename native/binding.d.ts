@@ -337,8 +337,11 @@ export interface TarPackSummary {
   tarBytes: number
 }
 
-/** The exact size of the uncompressed tar stream a pack of `input` would write now (internal). */
-export declare function tarPrecomputeSize(input: TarPackInput): Promise<number>
+/**
+ * The exact size of the uncompressed tar stream a pack of `input` would write now
+ * (internal). Rejects with the cancellation once the token is aborted (checked per member).
+ */
+export declare function tarPrecomputeSize(input: TarPackInput, cancelId?: number | undefined | null): Promise<number>
 
 /**
  * A tree listing (internal; see `mirrorDirectory`): `paths` `\0`-joined, `kinds[i]`

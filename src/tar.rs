@@ -194,11 +194,13 @@ pub async fn tar_pack_file(
     .await
 }
 
-/// The exact size of the uncompressed tar stream a pack of `input` would write now (internal).
+/// The exact size of the uncompressed tar stream a pack of `input` would write now
+/// (internal). Rejects with the cancellation once the token is aborted (checked per member).
 #[napi]
-pub async fn tar_precompute_size(input: TarPackInput) -> napi::Result<f64> {
+pub async fn tar_precompute_size(input: TarPackInput, cancel_id: Option<u32>) -> napi::Result<f64> {
+    let cancel = cancel::flag(cancel_id);
     let opts = PackOptions::from(input);
-    run_blocking(move || tar::precompute_size(&opts).map(|n| n as f64)).await
+    run_blocking(move || tar::precompute_size(&opts, &cancel).map(|n| n as f64)).await
 }
 
 /// Extracts the tar or tar.gz file `archive` into `dest` (internal; see

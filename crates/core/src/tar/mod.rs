@@ -18,6 +18,9 @@
 //!   upstream's `tar … -- 'a\b'` fails with "Cannot stat"); here names are taken as they are.
 //! * A symbolic-link cycle under `follow_symlinks` is an error; `tar -h` descends until the
 //!   path is too long.
+//! * With gzip, pieces of file data whose bytes look incompressible (evenly spread, no
+//!   nearby repeats) are written as stored deflate blocks, never compressed; the rest is
+//!   zlib-rs at the chosen level. `gzip -N` would try to compress everything.
 //!
 //! GNU tar behaviour found while testing against GNU tar 1.34 on glibc 2.36 and reproduced
 //! by [`TarExcludeSet`]: in a UTF-8 locale `fnmatch` tries wide characters, then bytes (so
@@ -29,6 +32,7 @@ mod exclude;
 mod extract;
 #[cfg(test)]
 mod fuzz_seeds;
+mod gzip;
 mod header;
 mod pack;
 mod stream;

@@ -9,10 +9,8 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-use flate2::write::GzEncoder;
-use flate2::Compression;
-
 use super::exclude::TarExcludeSet;
+use super::gzip::GzipWriter;
 use super::header::{
     self, kind, long_entry, long_entry_cost, padded, HeaderSpec, BLOCK, NAME_FIELD,
 };
@@ -43,7 +41,9 @@ pub struct PackOptions {
     /// sorted by the caller, e.g. with `localeCompare`). Each must be a single file name.
     /// `None`: every entry of `root`, in byte order.
     pub top_level_order: Option<Vec<String>>,
-    /// Compress with gzip at this level (0–9). `None`: a plain tar stream.
+    /// Compress with gzip at this level (0–9). `None`: a plain tar stream. Pieces of file
+    /// data that look incompressible are stored rather than compressed, at every level
+    /// (see `gzip.rs`).
     pub gzip: Option<u32>,
     /// Name members `./x`, as `tar -cf - .` does (upstream's SSH upload), and match the
     /// excludes against those names (so `*/x` excludes a top-level `x`, and a pattern that
@@ -86,14 +86,23 @@ pub fn pack<W: Write>(
 
 /// The exact size in bytes of the uncompressed stream [`pack`] would write now, from a walk
 /// that reads metadata only. Files that change between this call and the pack make the
-/// figures differ.
-pub fn precompute_size(opts: &PackOptions) -> Result<u64> {
-    let never = AtomicBool::new(false);
+/// figures differ. `cancel` is checked before every member, as by [`pack`]; once it is set
+/// the call fails with [`Error::aborted`].
+pub fn precompute_size(opts: &PackOptions, cancel: &AtomicBool) -> Result<u64> {
+    size_walk(opts, cancel, |_| {})
+}
+
+/// [`precompute_size`], calling `counted` with the number of members counted so far after
+/// each one.
+fn size_walk(opts: &PackOptions, cancel: &AtomicBool, mut counted: impl FnMut(u64)) -> Result<u64> {
     let plan = Plan::new(opts)?;
     let mut total = END_OF_ARCHIVE.len() as u64;
+    let mut members = 0;
     let prefix = plan.prefix.len();
-    plan.walk(opts, &[], &never).run(|entry| {
+    plan.walk(opts, &[], cancel).run(|entry| {
         total += entry_size(entry, prefix);
+        members += 1;
+        counted(members);
         Ok(())
     })?;
     Ok(total)
@@ -178,10 +187,10 @@ impl Plan {
     }
 }
 
-/// The output stack: buffered, optionally gzip-compressed, counted.
+/// The output stack: buffered, or gzip-compressed (which buffers its output); counted.
 enum Sink<W: Write> {
     Plain(BufWriter<W>),
-    Gzip(Box<GzEncoder<BufWriter<W>>>),
+    Gzip(Box<GzipWriter<W>>),
 }
 
 impl<W: Write> Write for Sink<W> {
@@ -203,13 +212,14 @@ impl<W: Write> Write for Sink<W> {
 impl<W: Write> Sink<W> {
     /// Ends the gzip stream, flushes every layer and hands the writer back.
     fn finish(self) -> std::io::Result<W> {
-        let buffered = match self {
-            Sink::Plain(w) => w,
-            Sink::Gzip(w) => (*w).finish()?,
-        };
-        let mut inner = buffered.into_inner().map_err(|e| e.into_error())?;
-        inner.flush()?;
-        Ok(inner)
+        match self {
+            Sink::Plain(w) => {
+                let mut inner = w.into_inner().map_err(|e| e.into_error())?;
+                inner.flush()?;
+                Ok(inner)
+            }
+            Sink::Gzip(w) => (*w).finish(),
+        }
     }
 }
 
@@ -364,10 +374,7 @@ fn pack_to<W: Write>(
 ) -> Result<(PackSummary, W)> {
     let sink = match opts.gzip {
         None => Sink::Plain(BufWriter::with_capacity(COPY_BUFFER, writer)),
-        Some(level @ 0..=9) => Sink::Gzip(Box::new(GzEncoder::new(
-            BufWriter::with_capacity(COPY_BUFFER, writer),
-            Compression::new(level),
-        ))),
+        Some(level @ 0..=9) => Sink::Gzip(Box::new(GzipWriter::new(writer, level))),
         Some(level) => {
             return Err(Error::new(
                 codes::INVALID_ARGUMENT,
@@ -521,6 +528,10 @@ mod tests {
         PackOptions { root: root.to_path_buf(), ..PackOptions::default() }
     }
 
+    fn never() -> AtomicBool {
+        AtomicBool::new(false)
+    }
+
     fn pack_bytes(opts: &PackOptions) -> Result<Vec<u8>> {
         let mut out = Vec::new();
         let summary = pack(opts, &mut out, |_| {}, &AtomicBool::new(false))?;
@@ -548,7 +559,7 @@ mod tests {
         let dir = TempDir::new("pack-empty");
         let bytes = pack_bytes(&opts(dir.path())).unwrap();
         assert_eq!(bytes, vec![0u8; 1024]);
-        assert_eq!(precompute_size(&opts(dir.path())).unwrap(), 1024);
+        assert_eq!(precompute_size(&opts(dir.path()), &never()).unwrap(), 1024);
         let gz = pack_bytes(&PackOptions { gzip: Some(6), ..opts(dir.path()) }).unwrap();
         assert_eq!(&gz[..2], &[0x1f, 0x8b]);
         assert_eq!(gunzip(&gz), vec![0u8; 1024]);
@@ -584,7 +595,7 @@ mod tests {
                 if rng.chance(25) { Vec::new() } else { random_excludes(&mut rng, &paths) };
             let opts = PackOptions { exclude: excludes.clone(), ..opts(src.path()) };
             let ours = pack_bytes(&opts).unwrap();
-            assert_eq!(precompute_size(&opts).unwrap(), ours.len() as u64, "seed {seed}");
+            assert_eq!(precompute_size(&opts, &never()).unwrap(), ours.len() as u64, "seed {seed}");
             let names = crate::walk::sorted_names(src.path()).unwrap();
             let theirs = gnu_tar_create(src.path(), &excludes, &names, false);
             let members = gnu_list(&ours);
@@ -623,7 +634,7 @@ mod tests {
             }
             let opts = PackOptions { exclude: excludes.clone(), dot_members: true, ..opts(src.path()) };
             let ours = pack_bytes(&opts).unwrap();
-            assert_eq!(precompute_size(&opts).unwrap(), ours.len() as u64, "seed {seed}");
+            assert_eq!(precompute_size(&opts, &never()).unwrap(), ours.len() as u64, "seed {seed}");
             let theirs = gnu_tar_create(src.path(), &excludes, &[".".to_string()], false);
             let expected: Vec<String> = gnu_list(&theirs).into_iter().filter(|m| m != "./").collect();
             let members = gnu_list(&ours);
@@ -661,7 +672,7 @@ mod tests {
         let target = format!("{}/file", deep);
         std::os::unix::fs::symlink(&target, dir.join("link")).unwrap();
         let ours = pack_bytes(&opts(dir.path())).unwrap();
-        assert_eq!(precompute_size(&opts(dir.path())).unwrap(), ours.len() as u64);
+        assert_eq!(precompute_size(&opts(dir.path()), &never()).unwrap(), ours.len() as u64);
         let names = crate::walk::sorted_names(dir.path()).unwrap();
         assert_eq!(gnu_list(&ours), gnu_list(&gnu_tar_create(dir.path(), &[], &names, false)));
         let out = TempDir::new("pack-long-out");
@@ -683,7 +694,7 @@ mod tests {
             build_tree(&mut rng, src.path(), &options);
             let opts = PackOptions { follow_symlinks: true, ..opts(src.path()) };
             let ours = pack_bytes(&opts).unwrap();
-            assert_eq!(precompute_size(&opts).unwrap(), ours.len() as u64, "seed {seed}");
+            assert_eq!(precompute_size(&opts, &never()).unwrap(), ours.len() as u64, "seed {seed}");
             let names = crate::walk::sorted_names(src.path()).unwrap();
             let theirs = gnu_tar_create(src.path(), &[], &names, true);
             assert_eq!(gnu_list(&ours), gnu_list(&theirs), "seed {seed}");
@@ -699,7 +710,7 @@ mod tests {
         let err = pack_bytes(&follow).unwrap_err();
         assert_eq!(err.code, codes::SYMLINK_LOOP);
         assert!(err.message.contains("a/up"), "{}", err.message);
-        assert_eq!(precompute_size(&follow).unwrap_err().code, codes::SYMLINK_LOOP);
+        assert_eq!(precompute_size(&follow, &never()).unwrap_err().code, codes::SYMLINK_LOOP);
         // Not following, the link is just a link.
         assert!(pack_bytes(&opts(dir.path())).is_ok());
 
@@ -758,7 +769,7 @@ mod tests {
         assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
         let _socket = std::os::unix::net::UnixListener::bind(dir.join("socket")).unwrap();
         let ours = pack_bytes(&opts(dir.path())).unwrap();
-        assert_eq!(precompute_size(&opts(dir.path())).unwrap(), ours.len() as u64);
+        assert_eq!(precompute_size(&opts(dir.path()), &never()).unwrap(), ours.len() as u64);
         // The socket is skipped; the FIFO is archived as a FIFO; hard links as two files.
         assert_eq!(gnu_list(&ours), ["fifo", "file", "hard"]);
         let mut command = tar_command("tar");
@@ -779,7 +790,7 @@ mod tests {
         fs::write(dir.join("d").join(std::ffi::OsStr::from_bytes(b"bad\xff")), b"").unwrap();
         let err = pack_bytes(&opts(dir.path())).unwrap_err();
         assert_eq!(err.code, codes::NON_UTF8_NAME);
-        assert_eq!(precompute_size(&opts(dir.path())).unwrap_err().code, codes::NON_UTF8_NAME);
+        assert_eq!(precompute_size(&opts(dir.path()), &never()).unwrap_err().code, codes::NON_UTF8_NAME);
         // Excluded directories are never read, as with tar.
         let excluded = PackOptions { exclude: vec!["d".into()], ..opts(dir.path()) };
         assert_eq!(pack_bytes(&excluded).unwrap(), vec![0u8; 1024]);
@@ -815,6 +826,35 @@ mod tests {
         .unwrap_err();
         assert!(err.is_aborted());
         assert_eq!(calls, 3);
+    }
+
+    #[test]
+    fn precompute_size_stops_at_the_next_member_once_cancelled() {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = TempDir::new("pack-size-cancel");
+        for i in 0..50 {
+            fs::write(dir.join(format!("f{i:02}")), vec![1u8; 1000]).unwrap();
+        }
+        // Walked last: a full walk ends in this error.
+        fs::create_dir(dir.join("zz")).unwrap();
+        fs::write(dir.join("zz").join(std::ffi::OsStr::from_bytes(b"bad\xff")), b"").unwrap();
+        let err = precompute_size(&opts(dir.path()), &never()).unwrap_err();
+        assert_eq!(err.code, codes::NON_UTF8_NAME);
+
+        let cancelled = AtomicBool::new(true);
+        assert!(precompute_size(&opts(dir.path()), &cancelled).unwrap_err().is_aborted());
+
+        let cancel = AtomicBool::new(false);
+        let mut seen = 0;
+        let err = size_walk(&opts(dir.path()), &cancel, |members| {
+            seen = members;
+            if members == 3 {
+                cancel.store(true, Ordering::Relaxed);
+            }
+        })
+        .unwrap_err();
+        assert!(err.is_aborted(), "{err:?}");
+        assert_eq!(seen, 3);
     }
 
     #[test]
