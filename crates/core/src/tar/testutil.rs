@@ -599,3 +599,77 @@ impl RawArchive {
         bytes
     }
 }
+
+/// Archives the extractor must refuse (`ERR_PAPERCLIP_NATIVE_UNSAFE_ARCHIVE_ENTRY`), each with
+/// what it tries, shared by the extractor's tests and the fuzz seeds. `outside` is a
+/// directory beside the destination, holding a file `sentinel`. A label says "absolute" when
+/// the refusal message may show the host path the archive itself names.
+pub fn escaping_names(outside: &str) -> Vec<(String, Vec<u8>)> {
+    let mut cases: Vec<(String, Vec<u8>)> = [
+        ("../x", "parent"),
+        ("../outside/sentinel", "parent overwrite"),
+        ("a/../../x", "climb"),
+        ("a/b/../../../outside/x", "deep climb"),
+        ("./../x", "dot parent"),
+    ]
+    .into_iter()
+    .map(|(name, what)| (what.to_owned(), RawArchive::new().file(name, b"evil").finish()))
+    .collect();
+    cases.push(("absolute path".into(), RawArchive::new().file(&format!("{outside}/x"), b"evil").finish()));
+    cases.push((
+        "absolute /etc".into(),
+        RawArchive::new().file("/etc/paperclip-native-test", b"evil").finish(),
+    ));
+    cases
+}
+
+/// Symbolic links that lead out of the destination or get written through (see
+/// [`escaping_names`]).
+pub fn escaping_symlinks(outside: &str) -> Vec<(String, Vec<u8>)> {
+    vec![
+        ("link to /".into(), RawArchive::new().symlink("link", "/").file("link/etc/x", b"evil").finish()),
+        ("absolute link".into(), RawArchive::new().symlink("link", outside).file("link/x", b"evil").finish()),
+        ("link to parent".into(), RawArchive::new().symlink("up", "..").finish()),
+        ("link two up from a".into(), RawArchive::new().symlink("a/up", "../..").finish()),
+        ("link three up".into(), RawArchive::new().symlink("a/b/c", "../../../outside").finish()),
+        (
+            // a/b -> .. is inside (it is the root), but s -> a/b/.. would climb out of it.
+            "dot-dot after a link".into(),
+            RawArchive::new().dir("a/", 0o755).symlink("a/b", "..").symlink("s", "a/b/..").finish(),
+        ),
+        (
+            "write through an archive link".into(),
+            RawArchive::new().dir("sub/", 0o755).symlink("l", "sub").file("l/x", b"evil").finish(),
+        ),
+        ("empty target".into(), RawArchive::new().symlink("e", "").finish()),
+    ]
+}
+
+/// Hard links out of the destination, to nothing or to a directory, and the entry types that
+/// are never extracted (see [`escaping_names`]).
+pub fn bad_links_and_special_files(outside: &str) -> Vec<(String, Vec<u8>)> {
+    vec![
+        ("hard link to /etc/passwd".into(), RawArchive::new().hard_link("h", "/etc/passwd").finish()),
+        (
+            "absolute hard link".into(),
+            RawArchive::new().hard_link("h", &format!("{outside}/sentinel")).finish(),
+        ),
+        ("hard link up".into(), RawArchive::new().hard_link("h", "../outside/sentinel").finish()),
+        ("missing target".into(), RawArchive::new().hard_link("h", "missing").finish()),
+        ("hard link to a directory".into(), RawArchive::new().dir("d/", 0o755).hard_link("h", "d").finish()),
+        (
+            "hard link through a link".into(),
+            RawArchive::new().symlink("l", "d").dir("d/", 0o755).file("d/f", b"").hard_link("h", "l/f").finish(),
+        ),
+        ("hard link to the root".into(), RawArchive::new().hard_link("h", "").finish()),
+        ("character device".into(), RawArchive::new().entry(b'3', b"tty", b"", 0o666, b"").finish()),
+        ("block device".into(), RawArchive::new().entry(b'4', b"disk", b"", 0o666, b"").finish()),
+        ("FIFO".into(), RawArchive::new().entry(b'6', b"fifo", b"", 0o666, b"").finish()),
+        ("GNU sparse".into(), RawArchive::new().entry(b'S', b"sparse", b"", 0o644, b"").finish()),
+        ("unknown type".into(), RawArchive::new().entry(b'Z', b"odd", b"", 0o644, b"").finish()),
+        (
+            "NUL in a pax path".into(),
+            RawArchive::new().pax(&[("path", b"nul\0byte")]).file("x", b"").finish(),
+        ),
+    ]
+}
