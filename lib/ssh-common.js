@@ -1,11 +1,12 @@
 // What the SSH modules share: upstream's shell quoting, the native connection target of an
 // upstream `SshConnectionConfig`, and upstream's transfer progress (U§7.5) on top of the
 // shared reporter. Internal: not part of the package's exports.
+import { runCancellable } from "./native.js";
 import { createRuntimeProgressReporter } from "./runtime-progress.js";
 import { invalidArgument, progressBridge } from "./tar-common.js";
 
 /** Default inactivity timeout of a transfer: no byte moved for 5 minutes fails it. */
-export const DEFAULT_TRANSFER_INACTIVITY_MS = 5 * 60_000;
+const DEFAULT_TRANSFER_INACTIVITY_MS = 5 * 60_000;
 /** The reported byte count stays at 99% of a total until the remote confirms success. */
 const PROGRESS_CAP = 0.99;
 
@@ -75,4 +76,25 @@ export function transferProgress({ onProgress, phase, direction, label, total })
       await bridge.fail(transferred);
     },
   };
+}
+
+/** The native target of a transfer: [`sshTarget`] with the transfers' default inactivity timeout. */
+export function transferTarget(config, { connectTimeoutMs, inactivityTimeoutMs } = {}) {
+  return sshTarget(config, { connectTimeoutMs, inactivityTimeoutMs: inactivityTimeoutMs ?? DEFAULT_TRANSFER_INACTIVITY_MS });
+}
+
+/**
+ * Runs one native transfer, `start(cancelId, onBytes)`, under `signal` with upstream's
+ * transfer progress (`progress` from [`transferProgress`], or `null`): the running byte
+ * count, then the terminal line, or the `failed at` line when it throws.
+ */
+export async function runTransfer(progress, signal, start) {
+  try {
+    const summary = await runCancellable(signal, (id) => start(id, progress ? (bytes) => progress.update(bytes) : undefined));
+    await progress?.finish(summary.bytes);
+    return summary;
+  } catch (error) {
+    await progress?.fail();
+    throw error;
+  }
 }

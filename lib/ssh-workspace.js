@@ -13,8 +13,8 @@ import { promises as fs } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { GIT_SYNC_COMMIT_IDENTITY_ARGS, runLocalGit } from "./local-git.js";
-import { abortError, native, runCancellable } from "./native.js";
-import { DEFAULT_TRANSFER_INACTIVITY_MS, shellQuote, sshTarget, transferProgress } from "./ssh-common.js";
+import { abortError, native } from "./native.js";
+import { runTransfer, shellQuote, sshTarget, transferProgress, transferTarget } from "./ssh-common.js";
 import { runSshCommand, syncDirectoryFromSsh, syncDirectoryToSsh } from "./ssh.js";
 import { checkSignal, invalidArgument } from "./tar-common.js";
 import { mergeDirectoryWithBaseline } from "./workspace-restore-merge.js";
@@ -124,20 +124,6 @@ async function withBundleFile(fn) {
 }
 
 /**
- * Runs one native bundle transfer with upstream's transfer progress: the running byte count,
- * then the terminal line, or the `failed at` line when it throws.
- */
-async function bundleTransfer(progress, signal, start) {
-  try {
-    const summary = await runCancellable(signal, (id) => start(id, progress ? (bytes) => progress.update(bytes) : undefined));
-    await progress?.finish(summary.bytes);
-  } catch (error) {
-    await progress?.fail();
-    throw error;
-  }
-}
-
-/**
  * Imports the local HEAD into the remote repository (created when missing): a bundle of
  * HEAD streams into the remote script, which fetches it, checks the branch (or a detached
  * HEAD) out, resets and cleans the tree (sparing `.paperclip-runtime`) and carries the
@@ -172,9 +158,9 @@ async function pushGitHistory({ spec, localDir, remoteDir, state, onProgress, li
         `${git} update-ref -d ${q(ref)} >/dev/null 2>&1 || true`,
       ].join("\n");
       const { size } = await fs.stat(bundle);
-      const target = sshTarget(spec, { ...limits, inactivityTimeoutMs: limits.inactivityTimeoutMs ?? DEFAULT_TRANSFER_INACTIVITY_MS });
+      const target = transferTarget(spec, limits);
       const progress = transferProgress({ onProgress, phase: "Importing git history", direction: "to", total: size });
-      await bundleTransfer(progress, limits.signal, (id, onBytes) =>
+      await runTransfer(progress, limits.signal, (id, onBytes) =>
         native.sshUploadFile(target, `sh -c ${q(script)}`, bundle, id, onBytes));
     } finally {
       await runLocalGit(localDir, ["update-ref", "-d", ref], QUICK).catch(() => undefined);
@@ -202,9 +188,9 @@ async function pullGitHistory({ spec, localDir, remoteDir, ref, reset, onProgres
   ].join("\n");
   try {
     return await withBundleFile(async (bundle) => {
-      const target = sshTarget(spec, { ...limits, inactivityTimeoutMs: limits.inactivityTimeoutMs ?? DEFAULT_TRANSFER_INACTIVITY_MS });
+      const target = transferTarget(spec, limits);
       const progress = transferProgress({ onProgress, phase: "Exporting git history", direction: "from", total: null });
-      await bundleTransfer(progress, limits.signal, (id, onBytes) =>
+      await runTransfer(progress, limits.signal, (id, onBytes) =>
         native.sshDownloadFile(target, `sh -c ${q(script)}`, bundle, id, onBytes));
       await runLocalGit(localDir, ["fetch", "--force", bundle, `${EXPORT_REF}:${ref}`], SLOW);
       if (reset) await runLocalGit(localDir, ["reset", "--hard", ref], SLOW);

@@ -7,7 +7,7 @@
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import { abortError, native, runCancellable } from "./native.js";
-import { DEFAULT_TRANSFER_INACTIVITY_MS, shellQuote, sshTarget, transferProgress } from "./ssh-common.js";
+import { runTransfer, shellQuote, sshTarget, transferProgress, transferTarget } from "./ssh-common.js";
 import { checkSignal, invalidArgument, packInput } from "./tar-common.js";
 
 /** Upstream's default `timeoutMs` and `maxBuffer` for `runSshCommand`. */
@@ -97,10 +97,7 @@ function transferInput(input, dirKey) {
   }
   return {
     signal: checkSignal(input.signal),
-    target: sshTarget(input.spec, {
-      connectTimeoutMs: input.connectTimeoutMs,
-      inactivityTimeoutMs: input.inactivityTimeoutMs ?? DEFAULT_TRANSFER_INACTIVITY_MS,
-    }),
+    target: transferTarget(input.spec, input),
   };
 }
 
@@ -127,14 +124,7 @@ export async function syncDirectoryToSsh(input) {
     // (and stopped by the signal, like the transfer).
     total: typeof input.onProgress === "function" ? runCancellable(signal, (id) => native.tarPrecomputeSize(pack, id)) : null,
   });
-  try {
-    const summary = await runCancellable(signal, (id) =>
-      native.sshUploadTar(target, command, pack, id, progress ? (bytes) => progress.update(bytes) : undefined));
-    await progress?.finish(summary.bytes);
-  } catch (error) {
-    await progress?.fail();
-    throw error;
-  }
+  await runTransfer(progress, signal, (id, onBytes) => native.sshUploadTar(target, command, pack, id, onBytes));
 }
 
 /** Upstream's remote size estimate for a restore: `du -sk` in bytes, `null` when unknown. */
