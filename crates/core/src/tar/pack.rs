@@ -252,12 +252,16 @@ impl<W: Write, P: FnMut(u64)> TarOut<'_, W, P> {
         Ok(())
     }
 
-    /// A `././@LongLink` entry when `value` does not fit a header field.
+    /// A `././@LongLink` entry when `value` does not fit a header field: its header, then
+    /// exactly the `value.len() + 1` bytes it declares (the value and its NUL), padded to a
+    /// block from there. (Padding from `value.len()` lost the NUL, and with it one declared
+    /// byte, whenever the length was a multiple of 512.)
     fn long_value(&mut self, typeflag: u8, value: &[u8]) -> Result<()> {
         if value.len() > NAME_FIELD {
             self.put(&long_entry(typeflag, value))?;
             self.put(value)?;
-            self.pad(value.len() as u64)?; // the NUL terminator is part of the padding
+            self.put(&[0])?;
+            self.pad(value.len() as u64 + 1)?;
         }
         Ok(())
     }
@@ -679,6 +683,53 @@ mod tests {
         system_extract(&["tar", "-x", "-f", "-"], &ours, out.path());
         assert_eq!(fs::read(out.join(&deep).join("file")).unwrap(), b"deep");
         assert_eq!(fs::read_link(out.join("link")).unwrap(), Path::new(&target));
+    }
+
+    /// Names, directory names and link targets of every length around the header fields and
+    /// the 512-byte blocks, ASCII and multi-byte, every file holding a tar stream of its own:
+    /// GNU tar and bsdtar list our archive as GNU tar's own archive of the tree, and our
+    /// extractor, GNU tar and bsdtar all reproduce the tree. (A 512-byte name once declared a
+    /// long-name record one byte longer than written, which swallowed the member's header and
+    /// read its content as members.)
+    #[test]
+    fn names_and_targets_at_every_block_boundary() {
+        if !have_gnu_tar("names_and_targets_at_every_block_boundary") {
+            return;
+        }
+        let src = TempDir::new("pack-boundary");
+        build_boundary_tree(src.path());
+        let ours = pack_bytes(&opts(src.path())).unwrap();
+        let names = crate::walk::sorted_names(src.path()).unwrap();
+        let gnu = gnu_tar_create(src.path(), &[], &names, false);
+        let listed = gnu_list(&ours);
+        let planted: Vec<_> = listed.iter().filter(|m| m.contains("evil")).collect();
+        assert!(planted.is_empty(), "planted members: {planted:?}");
+        assert_eq!(listed, gnu_list(&gnu));
+        assert_eq!(precompute_size(&opts(src.path()), &never()).unwrap(), ours.len() as u64);
+        let expected = snapshot(src.path(), true);
+        assert_eq!(listed.len(), expected.len());
+        let mut extractors: Vec<(&str, &[&str])> = vec![("GNU tar", &["tar", "-x", "-f", "-"])];
+        if have_tool("bsdtar", &["--version"], "names_and_targets_at_every_block_boundary") {
+            assert_eq!(list_members(&["bsdtar", "-t", "-f", "-"], &ours), listed);
+            extractors.push(("bsdtar", &["bsdtar", "-x", "-p", "-P", "-f", "-"]));
+        }
+        for (tool, command) in extractors {
+            let out = TempDir::new("pack-boundary-out");
+            system_extract(command, &ours, out.path());
+            assert_same_tree(&snapshot(out.path(), true), &expected, tool);
+        }
+        for (archive, what) in [(&ours, "ours"), (&gnu, "GNU tar's")] {
+            let out = TempDir::new("pack-boundary-ours");
+            crate::tar::extract(
+                &archive[..],
+                out.path(),
+                &crate::tar::ExtractOptions::default(),
+                |_| {},
+                &never(),
+            )
+            .unwrap_or_else(|e| panic!("our extractor on {what} archive: {e}"));
+            assert_same_tree(&snapshot(out.path(), true), &expected, what);
+        }
     }
 
     #[test]

@@ -673,3 +673,100 @@ pub fn bad_links_and_special_files(outside: &str) -> Vec<(String, Vec<u8>)> {
         ),
     ]
 }
+
+/// Byte lengths at and around every place a tar length field changes shape: the 100-byte name
+/// and link fields, the 155-byte ustar prefix, the 255/256 boundaries, and whole multiples of
+/// the 512-byte block that a GNU long-name record's value plus its NUL may fill exactly.
+pub const BOUNDARY_LENGTHS: &[usize] = &[
+    99, 100, 101, 154, 155, 156, 255, 256, 257, 510, 511, 512, 513, 514, 1022, 1023, 1024,
+    1025, 1026, 1534, 1535, 1536, 1537, 1538,
+];
+
+/// Component lengths at and around the name fields, up to the 255-byte `NAME_MAX`.
+pub const COMPONENT_LENGTHS: &[usize] = &[99, 100, 101, 154, 155, 156, 254, 255];
+
+/// A string of exactly `len` bytes: `fill` repeated, topped up with `x` when the fill
+/// character's width does not divide `len`, the top-up first when `pad_first`.
+pub fn filled(len: usize, fill: char, pad_first: bool) -> String {
+    let width = fill.len_utf8();
+    let run: String = std::iter::repeat_n(fill, len / width).collect();
+    let pad = "x".repeat(len % width);
+    if pad_first {
+        pad + &run
+    } else {
+        run + &pad
+    }
+}
+
+/// A relative path of exactly `len` bytes starting with the component `head`, continued by
+/// components of at most 200 bytes of `fill` (so no component passes `NAME_MAX`). `len` must
+/// leave room for `head` and one more component.
+pub fn path_of_len(head: &str, len: usize, fill: char, pad_first: bool) -> String {
+    assert!(len >= head.len() + 2, "{len} bytes cannot start with {head:?}");
+    let need = len - head.len(); // each further component costs its bytes plus a `/`
+    let count = need.div_ceil(201);
+    let mut sizes = vec![200; count];
+    let last = need - (count - 1) * 201 - 1;
+    sizes[count - 1] = last;
+    if last == 0 {
+        sizes[count - 2] -= 1;
+        sizes[count - 1] = 1;
+    }
+    let mut path = head.to_owned();
+    for size in sizes {
+        path.push('/');
+        path.push_str(&filled(size, fill, pad_first));
+    }
+    assert_eq!(path.len(), len);
+    path
+}
+
+/// A valid tar stream planting `evil/planted-<tag>.sh` (mode 755) and the symlink
+/// `evil/link-<tag> -> ../after.txt`: the content of a file that must stay data.
+pub fn planted_tar(tag: &str) -> Vec<u8> {
+    let mut archive = RawArchive::new();
+    let script = format!("evil/planted-{tag}.sh");
+    archive.entry(b'0', script.as_bytes(), b"", 0o755, b"#!/bin/sh\necho planted\n");
+    archive.symlink(&format!("evil/link-{tag}"), "../after.txt");
+    archive.finish()
+}
+
+/// Builds, under `root`, files, directories and symlinks whose member names and link targets
+/// have every [`BOUNDARY_LENGTHS`] byte length (directories' with and without their trailing
+/// `/`), and whose file names have every [`COMPONENT_LENGTHS`] length, in ASCII and in 2-, 3-
+/// and 4-byte UTF-8 (shifted so that a character straddles byte 100 and byte 155). Every
+/// file's content is a [`planted_tar`]; the one at `after.txt` is what the planted link names.
+pub fn build_boundary_tree(root: &Path) {
+    let fills: &[(char, bool)] = &[('a', false), ('é', false), ('€', false), ('€', true), ('😀', true)];
+    let mut count = 0;
+    let mut file = |rel: &str| {
+        count += 1;
+        let path = root.join(rel);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(&path, planted_tar(&count.to_string())).unwrap();
+    };
+    file("after.txt");
+    for (f, &(fill, pad_first)) in fills.iter().enumerate() {
+        for &len in BOUNDARY_LENGTHS {
+            // A file whose member name is `len` bytes.
+            file(&path_of_len(&format!("f{f}"), len, fill, pad_first));
+            // Directories whose member names (`name/`) are `len` and `len + 1` bytes.
+            let dir = path_of_len(&format!("d{f}"), len - 1, fill, pad_first);
+            fs::create_dir_all(root.join(&dir)).unwrap();
+            let dir = path_of_len(&format!("e{f}"), len, fill, pad_first);
+            fs::create_dir_all(root.join(&dir)).unwrap();
+            // A symlink whose target is `len` bytes (dangling, relative, no `..`).
+            let target = path_of_len("t", len, fill, pad_first);
+            fs::create_dir_all(root.join(format!("l{f}"))).unwrap();
+            std::os::unix::fs::symlink(&target, root.join(format!("l{f}/{len}"))).unwrap();
+            // A symlink whose own name is `len` bytes, to a target of the same length.
+            let name = path_of_len(&format!("s{f}"), len, fill, pad_first);
+            fs::create_dir_all(root.join(&name).parent().unwrap()).unwrap();
+            std::os::unix::fs::symlink(&target, root.join(&name)).unwrap();
+        }
+        for &len in COMPONENT_LENGTHS {
+            file(&filled(len, fill, pad_first));
+            file(&format!("c{f}/{}", filled(len, fill, pad_first)));
+        }
+    }
+}
