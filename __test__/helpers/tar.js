@@ -15,6 +15,14 @@ export function gnuTar(args, { input, cwd } = {}) {
   return out.stdout;
 }
 
+/** bsdtar (libarchive) in the UTF-8 C locale; `null` when it is not installed. */
+export function bsdTar(args, { input } = {}) {
+  const out = spawnSync("bsdtar", args, { input, env: { ...process.env, LC_ALL: "C.UTF-8" }, maxBuffer: 1 << 30 });
+  if (out.error?.code === "ENOENT") return null;
+  if (out.status !== 0) throw new Error(`bsdtar ${args.join(" ")} failed (${out.status}): ${out.stderr}`);
+  return out.stdout;
+}
+
 /** True when `tar` is GNU tar. */
 export function haveGnuTar() {
   try {
