@@ -299,16 +299,52 @@ impl ArchiveReader<'_> {
             })?;
             self.seen_header = true;
             checked_size(parsed.size)?;
+            let pending = long_name.is_some() || long_link.is_some() || pax.is_some();
             match parsed.typeflag {
-                kind::GNU_LONG_NAME => long_name = Some(trim_nuls(self.metadata(parsed.size)?)),
-                kind::GNU_LONG_LINK => long_link = Some(trim_nuls(self.metadata(parsed.size)?)),
-                kind::PAX_LOCAL => pax = Some(parse_pax(&self.metadata(parsed.size)?)?),
+                kind::GNU_LONG_NAME => {
+                    if long_name.is_some() {
+                        return Err(bad("two GNU long-name records for one member"));
+                    }
+                    long_name = Some(long_record_value(self.metadata(parsed.size)?, "long-name")?)
+                }
+                kind::GNU_LONG_LINK => {
+                    if long_link.is_some() {
+                        return Err(bad("two GNU long-link records for one member"));
+                    }
+                    long_link = Some(long_record_value(self.metadata(parsed.size)?, "long-link")?)
+                }
+                kind::PAX_LOCAL => {
+                    if pax.is_some() {
+                        return Err(bad("two pax extended headers for one member"));
+                    }
+                    pax = Some(parse_pax(&self.metadata(parsed.size)?)?)
+                }
+                kind::PAX_GLOBAL | kind::GNU_VOLUME_LABEL if pending => {
+                    return Err(bad("a global header between an extended header and its member"));
+                }
                 kind::PAX_GLOBAL => {
-                    parse_pax(&self.metadata(parsed.size)?)?;
+                    // GNU tar applies a global path, link target or size to the members that
+                    // follow and bsdtar ignores it; neither reading is safe to pick.
+                    let global = parse_pax(&self.metadata(parsed.size)?)?;
+                    if global.path.is_some() || global.linkpath.is_some() || global.size.is_some() {
+                        return Err(bad("a global pax header sets a path, link target or size"));
+                    }
                 }
                 kind::GNU_VOLUME_LABEL => self.skip(padded(parsed.size))?,
                 _ => {
                     let pax = pax.take().unwrap_or_default();
+                    if long_name.is_some() && pax.path.is_some() {
+                        return Err(bad("a member named by both a GNU long name and a pax path"));
+                    }
+                    if long_link.is_some() && pax.linkpath.is_some() {
+                        return Err(bad(
+                            "a member with both a GNU long link and a pax link target",
+                        ));
+                    }
+                    let is_link = matches!(parsed.typeflag, kind::SYMLINK | kind::HARD_LINK);
+                    if !is_link && (long_link.is_some() || pax.linkpath.is_some()) {
+                        return Err(bad("a long link target for a member that is not a link"));
+                    }
                     let member = Member {
                         typeflag: parsed.typeflag,
                         path: pax.path.or(long_name.take()).unwrap_or(parsed.name),
@@ -372,12 +408,25 @@ impl ArchiveReader<'_> {
     }
 }
 
-/// Drops the NUL terminator(s) GNU tar stores after a long name.
-fn trim_nuls(mut value: Vec<u8>) -> Vec<u8> {
-    while value.last() == Some(&0) {
-        value.pop();
+/// The value of a GNU long-name or long-link record: its data up to the NUL terminator every
+/// writer stores, which must come within the declared size and be followed by NULs only. A
+/// record without it is refused: read as declared, its last byte would belong to whatever
+/// follows (the next header, when a writer declares one byte more than it writes).
+fn long_record_value(mut data: Vec<u8>, what: &str) -> Result<Vec<u8>> {
+    let Some(end) = data.iter().position(|&b| b == 0) else {
+        return Err(bad(format!(
+            "GNU {what} record of {} bytes has no NUL terminator",
+            data.len()
+        )));
+    };
+    if data[end..].iter().any(|&b| b != 0) {
+        return Err(bad(format!("GNU {what} record has data after its NUL terminator")));
     }
-    value
+    if end == 0 {
+        return Err(bad(format!("empty GNU {what} record")));
+    }
+    data.truncate(end);
+    Ok(data)
 }
 
 /// Parses pax records (`"<length> <key>=<value>\n"`).
@@ -389,7 +438,11 @@ fn parse_pax(data: &[u8]) -> Result<Pax> {
         if rest.iter().all(|&b| b == 0) {
             break; // some writers pad with NULs
         }
+        // The length: decimal digits only (no sign, no spaces), counting the whole record.
         let space = rest.iter().position(|&b| b == b' ').ok_or_else(malformed)?;
+        if space == 0 || !rest[..space].iter().all(u8::is_ascii_digit) {
+            return Err(malformed());
+        }
         let length: usize = std::str::from_utf8(&rest[..space])
             .ok()
             .and_then(|digits| digits.parse().ok())
@@ -401,11 +454,44 @@ fn parse_pax(data: &[u8]) -> Result<Pax> {
         rest = &rest[length..];
         let equals = record.iter().position(|&b| b == b'=').ok_or_else(malformed)?;
         let (key, value) = (&record[..equals], &record[equals + 1..]);
+        if key.is_empty() {
+            return Err(malformed());
+        }
+        // A field set twice, or a name or link target "unset" by an empty value, has no one
+        // reading every tar shares.
+        let twice = |set: bool| {
+            if set {
+                Err(bad(format!(
+                    "pax extended header sets '{}' twice",
+                    String::from_utf8_lossy(key)
+                )))
+            } else {
+                Ok(())
+            }
+        };
+        if value.is_empty() && matches!(key, b"path" | b"linkpath") {
+            return Err(bad(format!(
+                "pax extended header with an empty '{}'",
+                String::from_utf8_lossy(key)
+            )));
+        }
         match key {
-            b"path" => pax.path = Some(value.to_vec()),
-            b"linkpath" => pax.linkpath = Some(value.to_vec()),
-            b"size" => pax.size = Some(checked_size(parse_decimal(value).ok_or_else(malformed)?)?),
-            b"mtime" => pax.mtime = Some(parse_pax_time(value).ok_or_else(malformed)?),
+            b"path" => {
+                twice(pax.path.is_some())?;
+                pax.path = Some(value.to_vec())
+            }
+            b"linkpath" => {
+                twice(pax.linkpath.is_some())?;
+                pax.linkpath = Some(value.to_vec())
+            }
+            b"size" => {
+                twice(pax.size.is_some())?;
+                pax.size = Some(checked_size(parse_decimal(value).ok_or_else(malformed)?)?)
+            }
+            b"mtime" => {
+                twice(pax.mtime.is_some())?;
+                pax.mtime = Some(parse_pax_time(value).ok_or_else(malformed)?)
+            }
             key if key.starts_with(b"GNU.sparse.") => pax.sparse = true,
             _ => {}
         }
@@ -421,7 +507,11 @@ fn checked_size(size: u64) -> Result<u64> {
     Ok(size)
 }
 
+/// Decimal digits only (`str::parse` would also take a leading `+`).
 fn parse_decimal(value: &[u8]) -> Option<u64> {
+    if value.is_empty() || !value.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
     std::str::from_utf8(value).ok()?.parse().ok()
 }
 
@@ -1167,6 +1257,117 @@ mod tests {
         let mut archive = RawArchive::new();
         archive.entry(b'L', b"././@LongLink", b"", 0o644, &vec![b'a'; 2 << 20]).file("x", b"");
         sandbox.refuses(&archive.finish(), codes::BAD_ARCHIVE, "huge long name");
+    }
+
+    /// GNU long-name and long-link records and pax headers are read exactly as declared: a
+    /// value filling its record to a block boundary is whole, and anything a tar could read
+    /// two ways (no NUL terminator, bytes after it, an empty value, two records for one
+    /// field, a long link on a member that is no link, a pax length field that disagrees
+    /// with its record, a global header naming members) is refused as a bad archive.
+    #[test]
+    fn extended_records_are_read_exactly() {
+        let sandbox = Sandbox::new();
+        let dest = sandbox.dest();
+        let raw = |typeflag: u8, data: &[u8]| {
+            let mut archive = RawArchive::new();
+            archive.entry(typeflag, b"././@LongLink", b"", 0o644, data);
+            archive
+        };
+        // Values whose record (value and NUL) ends at, just before and just after a block.
+        for len in [101, 510, 511, 512, 513, 1022, 1023, 1024, 1025, 1535, 1536] {
+            let name = path_of_len("n", len, 'a', false);
+            let target = path_of_len("t", len, '€', true);
+            let archive = RawArchive::new()
+                .file(&name, b"named")
+                .symlink(&format!("link{len}"), &target)
+                .finish();
+            let summary = run(&archive, &dest).unwrap_or_else(|e| panic!("{len}: {e}"));
+            assert_eq!(summary.entries, 2, "{len}");
+            assert_eq!(fs::read(dest.join(&name)).unwrap(), b"named");
+            assert_eq!(fs::read_link(dest.join(format!("link{len}"))).unwrap(), Path::new(&target));
+            // The same through pax, with records of 511 to 513 bytes around the value.
+            let pax_name = path_of_len("p", len, 'é', false);
+            let archive =
+                RawArchive::new().pax(&[("path", pax_name.as_bytes())]).file("short", b"pax").finish();
+            run(&archive, &dest).unwrap_or_else(|e| panic!("pax {len}: {e}"));
+            assert_eq!(fs::read(dest.join(&pax_name)).unwrap(), b"pax");
+        }
+        // A record with NULs to spare is unambiguous.
+        let mut padded_name = b"spare/name".to_vec();
+        padded_name.resize(1024, 0);
+        run(&raw(b'L', &padded_name).file("x", b"spare").finish(), &dest).unwrap();
+        assert_eq!(fs::read(dest.join("spare/name")).unwrap(), b"spare");
+
+        // What the packer wrote for a 512-byte name before its fix: a record declaring 513
+        // bytes of which the last is the first byte of the member's own header.
+        let name = path_of_len("old", 512, 'a', false);
+        let mut swallowed = header::long_entry(kind::GNU_LONG_NAME, name.as_bytes()).to_vec();
+        swallowed.extend_from_slice(name.as_bytes());
+        let mut rest = RawArchive::new();
+        rest.entry(b'0', &name.as_bytes()[..100], b"", 0o644, &RawArchive::new().file("evil", b"x").finish());
+        swallowed.extend_from_slice(&rest.finish());
+        let err = sandbox.refuses(&swallowed, codes::BAD_ARCHIVE, "swallowed header");
+        assert!(err.message.contains("NUL"), "{}", err.message);
+
+        let long = "l".repeat(150);
+        let cases: Vec<(&str, Vec<u8>)> = vec![
+            ("long name without its NUL", raw(b'L', long.as_bytes()).file("x", b"").finish()),
+            ("long name of exactly a block, no NUL", raw(b'L', &[b'm'; 512]).file("x", b"").finish()),
+            ("long link without its NUL", raw(b'K', long.as_bytes()).symlink("x", "y").finish()),
+            ("bytes after the NUL", raw(b'L', b"first\0second\0").file("x", b"").finish()),
+            ("empty long name", raw(b'L', b"\0").file("x", b"").finish()),
+            ("zero-size long name", raw(b'L', b"").file("x", b"").finish()),
+            ("empty long link", raw(b'K', b"\0\0").symlink("x", "y").finish()),
+            (
+                "two long names",
+                raw(b'L', b"one\0").entry(b'L', b"././@LongLink", b"", 0o644, b"two\0").file("x", b"").finish(),
+            ),
+            (
+                "two long links",
+                raw(b'K', b"one\0").entry(b'K', b"././@LongLink", b"", 0o644, b"two\0").symlink("x", "y").finish(),
+            ),
+            ("a long link on a regular file", raw(b'K', b"target\0").file("x", b"").finish()),
+            ("a long link on a directory", raw(b'K', b"target\0").dir("x/", 0o755).finish()),
+            (
+                "a long name and a pax path",
+                raw(b'L', b"gnu-name\0").pax(&[("path", b"pax-name")]).file("x", b"").finish(),
+            ),
+            (
+                "a long link and a pax linkpath",
+                raw(b'K', b"gnu-target\0").pax(&[("linkpath", b"pax-target")]).symlink("x", "y").finish(),
+            ),
+            (
+                "two pax headers",
+                RawArchive::new().pax(&[("path", b"one")]).pax(&[("mtime", b"5")]).file("x", b"").finish(),
+            ),
+            (
+                "a pax path twice",
+                RawArchive::new().pax(&[("path", b"one"), ("path", b"two")]).file("x", b"").finish(),
+            ),
+            ("an empty pax path", RawArchive::new().pax(&[("path", b"")]).file("x", b"").finish()),
+            ("an empty pax linkpath", RawArchive::new().pax(&[("linkpath", b"")]).symlink("x", "y").finish()),
+            ("a pax linkpath on a file", RawArchive::new().pax(&[("linkpath", b"y")]).file("x", b"").finish()),
+            ("a pax record without a key", raw(b'x', b"6 =ab\n").file("x", b"").finish()),
+            ("a signed pax length", raw(b'x', b"+11 path=a\n").file("x", b"").finish()),
+            ("a pax length with a space", raw(b'x', b" 11 path=a\n").file("x", b"").finish()),
+            ("a pax length one short", raw(b'x', b"10 path=ab\n").file("x", b"").finish()),
+            ("a pax length one long", raw(b'x', b"12 path=a\n").file("x", b"").finish()),
+            ("a pax length past its data", raw(b'x', b"600 path=a\n").file("x", b"").finish()),
+            ("a signed pax size", RawArchive::new().pax(&[("size", b"+0")]).file("x", b"").finish()),
+            ("a global pax path", RawArchive::new().pax_global(&[("path", b"all")]).file("x", b"").finish()),
+            ("a global pax size", RawArchive::new().pax_global(&[("size", b"0")]).file("x", b"").finish()),
+            (
+                "a global header between a long name and its member",
+                raw(b'L', b"name\0").pax_global(&[("comment", b"c")]).file("x", b"").finish(),
+            ),
+        ];
+        for (what, archive) in cases {
+            sandbox.refuses(&archive, codes::BAD_ARCHIVE, what);
+        }
+        // A global header with only a comment (what `git archive` writes) is fine.
+        let archive = RawArchive::new().pax_global(&[("comment", b"abc123")]).file("g", b"ok").finish();
+        run(&archive, &dest).unwrap();
+        assert_eq!(fs::read(dest.join("g")).unwrap(), b"ok");
     }
 
     #[test]

@@ -578,18 +578,12 @@ impl RawArchive {
 
     /// A pax extended header for the next member.
     pub fn pax(&mut self, records: &[(&str, &[u8])]) -> &mut Self {
-        let mut body = Vec::new();
-        for (key, value) in records {
-            let payload_len = key.len() + value.len() + 3; // space, '=', newline
-            let mut len = payload_len + 1;
-            while len != payload_len + len.to_string().len() {
-                len = payload_len + len.to_string().len();
-            }
-            body.extend_from_slice(format!("{len} {key}=").as_bytes());
-            body.extend_from_slice(value);
-            body.push(b'\n');
-        }
-        self.entry(b'x', b"PaxHeader", b"", 0o644, &body)
+        self.entry(b'x', b"PaxHeader", b"", 0o644, &pax_records(records))
+    }
+
+    /// A pax global header (`g`).
+    pub fn pax_global(&mut self, records: &[(&str, &[u8])]) -> &mut Self {
+        self.entry(b'g', b"GlobalHead", b"", 0o644, &pax_records(records))
     }
 
     /// The archive with its end-of-archive blocks.
@@ -598,6 +592,23 @@ impl RawArchive {
         bytes.extend_from_slice(&[0u8; 1024]);
         bytes
     }
+}
+
+/// The body of a pax header: `"<length> <key>=<value>\n"` records, each length counting
+/// its own digits.
+pub fn pax_records(records: &[(&str, &[u8])]) -> Vec<u8> {
+    let mut body = Vec::new();
+    for (key, value) in records {
+        let payload_len = key.len() + value.len() + 3; // space, '=', newline
+        let mut len = payload_len + 1;
+        while len != payload_len + len.to_string().len() {
+            len = payload_len + len.to_string().len();
+        }
+        body.extend_from_slice(format!("{len} {key}=").as_bytes());
+        body.extend_from_slice(value);
+        body.push(b'\n');
+    }
+    body
 }
 
 /// Archives the extractor must refuse (`ERR_PAPERCLIP_NATIVE_UNSAFE_ARCHIVE_ENTRY`), each with
@@ -737,7 +748,8 @@ pub fn planted_tar(tag: &str) -> Vec<u8> {
 /// and 4-byte UTF-8 (shifted so that a character straddles byte 100 and byte 155). Every
 /// file's content is a [`planted_tar`]; the one at `after.txt` is what the planted link names.
 pub fn build_boundary_tree(root: &Path) {
-    let fills: &[(char, bool)] = &[('a', false), ('é', false), ('€', false), ('€', true), ('😀', true)];
+    let fills: &[(char, bool)] =
+        &[('a', false), ('é', false), ('€', false), ('€', true), ('😀', true)];
     let mut count = 0;
     let mut file = |rel: &str| {
         count += 1;
