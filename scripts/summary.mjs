@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Prints the closing line CI reads, `N passed, N failed`: our vitest tests, the upstream
-// tests that must pass with our exports swapped in, and the bounded fuzz run of the tar
-// extractor (one check).
+// tests that must pass with our exports swapped in, and the bounded fuzz runs of the tar
+// extractor and the tar packer (one check each).
 //
 // Usage: node scripts/summary.mjs <report.json>… — each report is a vitest JSON report, an
 // upstream-swap summary or a scripts/fuzz.sh report (told apart by content); a report that

@@ -55,6 +55,10 @@ cargo test --workspace --target "$host"
 step "fuzz (tar extractor, ${FUZZ_SECONDS:-60} s)"
 fuzz_status=0
 bash scripts/fuzz.sh "$results/fuzz-extract.json" || fuzz_status=$?
+# 4c. The cargo-fuzz target `pack` (packed random trees against our extractor and GNU tar)
+#     for $FUZZ_PACK_SECONDS (30 s by default), counted as its own check.
+step "fuzz (tar packer, ${FUZZ_PACK_SECONDS:-30} s)"
+bash scripts/fuzz.sh "$results/fuzz-pack.json" pack || fuzz_status=$?
 
 # 5. Our vitest suites, then the upstream suites with our exports swapped in.
 step "vitest"
@@ -97,7 +101,7 @@ set -e
 
 reports=("$results/vitest.json" "$results/upstream-swap.json")
 $as_root && reports+=("$results/ssh-vitest.json" "$results/upstream-swap-ssh.json")
-reports+=("$results/fuzz-extract.json")
+reports+=("$results/fuzz-extract.json" "$results/fuzz-pack.json")
 node scripts/summary.mjs "${reports[@]}"
 [ $vitest_status -eq 0 ] && [ $swap_status -eq 0 ] && [ $ssh_status -eq 0 ] && [ $ssh_swap_status -eq 0 ] \
   && [ $fuzz_status -eq 0 ]
