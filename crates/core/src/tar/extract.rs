@@ -1559,6 +1559,54 @@ mod tests {
         assert_eq!(fs::read(out.join("f")).unwrap(), b"dot");
     }
 
+    /// GNU tar's gnu, oldgnu and pax archives of names and link targets at every length
+    /// boundary, and its ustar archives of names split at exactly 155 + 100 bytes, extract to
+    /// the same tree.
+    #[test]
+    fn reads_gnu_tar_formats_at_every_boundary() {
+        if !have_gnu_tar("reads_gnu_tar_formats_at_every_boundary") {
+            return;
+        }
+        let create = |src: &Path, format: &str| {
+            let names = crate::walk::sorted_names(src).unwrap();
+            let mut command = tar_command("tar");
+            command
+                .args(["-c", "--no-unquote", &format!("--format={format}"), "-f", "-", "-C"])
+                .arg(src)
+                .arg("--")
+                .args(&names);
+            run_with_input(command, b"")
+        };
+        let src = TempDir::new("extract-bound");
+        build_boundary_tree(src.path());
+        for format in ["gnu", "oldgnu", "pax"] {
+            let out = TempDir::new("extract-bound-out");
+            run(&create(src.path(), format), out.path()).unwrap_or_else(|e| panic!("{format}: {e}"));
+            assert_same_tree(&snapshot(out.path(), true), &snapshot(src.path(), true), format);
+        }
+        // ustar: a prefix of up to 155 bytes, a name of up to 100, a 100-byte link target.
+        let src = TempDir::new("extract-ustar");
+        for (prefix, name) in [(155, 100), (154, 100), (155, 99), (100, 100), (6, 100), (155, 1)] {
+            for (fill, pad_first) in [('a', false), ('€', true)] {
+                // Components of at most 90 bytes, so that each directory fits ustar, too.
+                let mut dir = format!("u{prefix}");
+                while dir.len() < prefix {
+                    let left = prefix - dir.len() - 1;
+                    let size = if left > 90 { 90.min(left - 2) } else { left };
+                    dir = format!("{dir}/{}", filled(size, fill, pad_first));
+                }
+                let file = format!("{dir}/{}", filled(name, fill, pad_first));
+                fs::create_dir_all(src.join(&dir)).unwrap();
+                fs::write(src.join(&file), planted_tar(&format!("{prefix}-{name}"))).unwrap();
+            }
+        }
+        let target = filled(100, '€', false);
+        std::os::unix::fs::symlink(&target, src.join("link")).unwrap();
+        let out = TempDir::new("extract-ustar-out");
+        run(&create(src.path(), "ustar"), out.path()).unwrap();
+        assert_same_tree(&snapshot(out.path(), true), &snapshot(src.path(), true), "ustar");
+    }
+
     #[test]
     fn progress_cancel_and_source_errors() {
         let src = TempDir::new("extract-progress");

@@ -730,6 +730,22 @@ mod tests {
             .unwrap_or_else(|e| panic!("our extractor on {what} archive: {e}"));
             assert_same_tree(&snapshot(out.path(), true), &expected, what);
         }
+        // The SSH upload's `./`-prefixed names are two bytes longer: other boundaries.
+        let dotted = PackOptions { dot_members: true, ..opts(src.path()) };
+        let ours = pack_bytes(&dotted).unwrap();
+        assert_eq!(precompute_size(&dotted, &never()).unwrap(), ours.len() as u64);
+        let mut command = tar_command("tar");
+        command.args(["-c", "--no-xattrs", "-f", "-", "-C"]).arg(src.path()).arg(".");
+        let mut theirs = gnu_list(&run_with_input(command, b""));
+        theirs.retain(|m| m != "./");
+        assert_eq!(gnu_list(&ours), theirs, "./ members");
+        let out = TempDir::new("pack-boundary-dot");
+        system_extract(&["tar", "-x", "-f", "-"], &ours, out.path());
+        assert_same_tree(&snapshot(out.path(), true), &expected, "./ members, GNU tar");
+        let out = TempDir::new("pack-boundary-dot-ours");
+        let options = crate::tar::ExtractOptions::default();
+        crate::tar::extract(&ours[..], out.path(), &options, |_| {}, &never()).unwrap();
+        assert_same_tree(&snapshot(out.path(), true), &expected, "./ members, ours");
     }
 
     #[test]
