@@ -748,6 +748,36 @@ mod tests {
         assert_same_tree(&snapshot(out.path(), true), &expected, "./ members, ours");
     }
 
+    /// Byte for byte what GNU tar writes (up to its padding to 10 240-byte records) for a
+    /// file, a directory and a link target at each boundary length: the long-name and
+    /// long-link records, their sizes, NULs and padding included.
+    #[test]
+    fn long_records_are_gnu_tars_bytes_at_every_boundary() {
+        if !have_gnu_tar("long_records_are_gnu_tars_bytes_at_every_boundary") {
+            return;
+        }
+        for &len in BOUNDARY_LENGTHS {
+            for (fill, pad_first) in [('a', false), ('€', true)] {
+                let src = TempDir::new("pack-bytes");
+                let file = path_of_len("f", len, fill, pad_first);
+                fs::create_dir_all(src.join(&file).parent().unwrap()).unwrap();
+                fs::write(src.join(&file), planted_tar("bytes")).unwrap();
+                fs::create_dir_all(src.join(path_of_len("g", len - 1, fill, pad_first))).unwrap();
+                let target = path_of_len("t", len, fill, pad_first);
+                std::os::unix::fs::symlink(&target, src.join("l")).unwrap();
+                let ours = pack_bytes(&opts(src.path())).unwrap();
+                let names = crate::walk::sorted_names(src.path()).unwrap();
+                let gnu = gnu_tar_create(src.path(), &[], &names, false);
+                let context = format!("{len} bytes of {fill:?}");
+                assert!(gnu.len() >= ours.len(), "{context}: GNU tar wrote less");
+                if let Some(at) = ours.iter().zip(&gnu).position(|(a, b)| a != b) {
+                    panic!("{context}: differs from GNU tar at byte {at} (block {})", at / 512);
+                }
+                assert!(gnu[ours.len()..].iter().all(|&b| b == 0), "{context}: GNU tar has more");
+            }
+        }
+    }
+
     #[test]
     fn followed_symlinks_match_tar_h() {
         if !have_gnu_tar("followed_symlinks_match_tar_h") {
