@@ -320,7 +320,9 @@ impl ArchiveReader<'_> {
                     pax = Some(parse_pax(&self.metadata(parsed.size)?)?)
                 }
                 kind::PAX_GLOBAL | kind::GNU_VOLUME_LABEL if pending => {
-                    return Err(bad("a global header between an extended header and its member"));
+                    return Err(bad(
+                        "a global header or volume label between an extended header and its member",
+                    ));
                 }
                 kind::PAX_GLOBAL => {
                     // GNU tar applies a global path, link target or size to the members that
