@@ -96,3 +96,15 @@ export interface MirrorDirectoryOptions {
  * copy children into a target directory that is a symlink to a directory.
  */
 export declare function mirrorDirectory(sourceDir: string, targetDir: string, options?: MirrorDirectoryOptions): Promise<void>;
+/**
+ * Throws unless every mapping's `sourcePath` lies in (or equals) one of
+ * `roots.sourceRoots` and every `targetPath` one of `roots.targetRoots`, after POSIX
+ * normalisation (`sync operation <source|target> path is not a confined absolute path: <p>`
+ * / `sync operation <source|target> path escapes its confinement root: <p>`).
+ */
+export declare function assertSyncOperationsConfined(operations: readonly {
+    files: readonly { sourcePath: string; targetPath: string }[];
+}[], roots: {
+    sourceRoots: readonly string[];
+    targetRoots: readonly string[];
+}): void;

@@ -126,3 +126,19 @@ export const specIn: upSsh.SshRemoteExecutionSpec = {} as ourSsh.SshRemoteExecut
 export const specOut: ourSsh.SshRemoteExecutionSpec = {} as upSsh.SshRemoteExecutionSpec;
 export const resultIn: upSsh.SshCommandResult = {} as ourSsh.SshCommandResult;
 export const resultOut: ourSsh.SshCommandResult = {} as upSsh.SshCommandResult;
+
+import * as upCommand from "@paperclipai/adapter-utils/command-managed-runtime";
+import * as ourCommand from "@paperclipai/adapter-utils-native/command-managed-runtime";
+
+export const command: {
+  createCommandManagedRuntimeClient: typeof upCommand.createCommandManagedRuntimeClient;
+  assertPostUploadCommandsConfined: typeof upCommand.assertPostUploadCommandsConfined;
+}[] = [ourCommand, ours];
+
+export const confinement: {
+  assertSyncOperationsConfined: typeof upSandbox.assertSyncOperationsConfined;
+}[] = [ourSandbox, ours];
+
+// An upstream-typed runner is accepted by ours, and our client is an upstream client.
+export const runnerIn: ourCommand.CommandManagedRuntimeRunner = {} as upCommand.CommandManagedRuntimeRunner;
+export const clientOut: upSandbox.SandboxManagedRuntimeClient = {} as ourCommand.CommandManagedRuntimeClient;
