@@ -18,6 +18,7 @@ import {
 } from "./sandbox/base64-transfer.js";
 import { assertPostUploadCommandsConfined } from "./sandbox/confinement.js";
 import { writeThroughDuplexChannel } from "./sandbox/duplex-transfer.js";
+import { prepareSandboxManagedRuntime } from "./sandbox/prepare.js";
 import { requireSuccess, sandboxShell, shellQuote } from "./sandbox/shell.js";
 
 export { assertPostUploadCommandsConfined };
@@ -203,3 +204,68 @@ export function createCommandManagedRuntimeClient(input) {
 }
 
 
+
+/** The last three non-empty lines of a command's output, for a warning. */
+function outputTail(text) {
+  return text.split(/\r?\n/).filter((line) => line.trim().length > 0).slice(-3).join(" | ").slice(0, 480);
+}
+
+/**
+ * Upstream's `prepareCommandManagedRuntime`: a client over `input.runner` (commands from
+ * `/`, the spec's timeout or 300 000 ms), an optional install command (skipped when
+ * `command -v <detectCommand>` succeeds; a failed install only warns), then
+ * `prepareSandboxManagedRuntime` with `.paperclip-runtime` added to the workspace excludes.
+ */
+export async function prepareCommandManagedRuntime(input) {
+  const timeoutMs = input.spec.timeoutMs && input.spec.timeoutMs > 0 ? input.spec.timeoutMs : 300_000;
+  const workspaceRemoteDir = input.workspaceRemoteDir ?? input.spec.remoteCwd;
+  const commandCwd = "/";
+  const spec = {
+    transport: "sandbox",
+    provider: input.spec.providerKey ?? "sandbox",
+    sandboxId: input.spec.leaseId ?? "managed",
+    remoteCwd: workspaceRemoteDir,
+    timeoutMs,
+    apiKey: null,
+  };
+  const client = createCommandManagedRuntimeClient({ runner: input.runner, commandCwd, timeoutMs, shellCommand: input.spec.shellCommand });
+  const shell = sandboxShell(input.spec.shellCommand);
+  const prepare = () => prepareSandboxManagedRuntime({
+    spec,
+    client,
+    adapterKey: input.adapterKey,
+    workspaceLocalDir: input.workspaceLocalDir,
+    workspaceRemoteDir,
+    syncWorkspace: input.syncWorkspace,
+    workspaceInboundMode: input.workspaceInboundMode,
+    workspaceDurableSeed: input.workspaceDurableSeed,
+    workspaceBaseline: input.workspaceBaseline,
+    workspaceGitSnapshot: input.workspaceGitSnapshot,
+    workspaceExclude: [...new Set([".paperclip-runtime", ...(input.workspaceExclude ?? [])])],
+    preserveAbsentOnRestore: input.preserveAbsentOnRestore,
+    assets: input.assets,
+    additionalSources: input.additionalSources,
+    onProgress: input.onProgress,
+    onRuntimeProgress: input.onRuntimeProgress,
+    runtimeSpan: input.runtimeSpan,
+  });
+  const install = input.installCommand?.trim();
+  if (install) {
+    const detect = input.detectCommand?.trim();
+    if (detect) {
+      const probe = await input.runner.execute({
+        command: shell,
+        args: ["-c", `command -v ${shellQuote(detect)} >/dev/null 2>&1`],
+        cwd: commandCwd,
+        timeoutMs,
+      });
+      if (!probe.timedOut && (probe.exitCode ?? 1) === 0) return await prepare();
+    }
+    const result = await input.runner.execute({ command: shell, args: ["-c", install], cwd: commandCwd, timeoutMs });
+    if (result.timedOut || (result.exitCode ?? 0) !== 0) {
+      const reason = result.timedOut ? "timed out" : `exited ${result.exitCode ?? "?"}`;
+      console.warn(`[paperclip] managed-runtime install command ${reason}: ${install} :: ${outputTail(result.stderr || result.stdout)}`);
+    }
+  }
+  return await prepare();
+}
