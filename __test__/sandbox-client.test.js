@@ -2,7 +2,6 @@
 // really runs the scripts (`sh`, `base64`, `dd`, `tar`) on this host, in each transport
 // mode (single stream, chunked, duplex channel, native syncIn/syncOut). Seeded trees;
 // the seed is printed on failure (rerun with DIFF_SEED=<seed>).
-import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { mkdtempSync, readdirSync, rmSync, writeFileSync, chmodSync, mkdirSync, existsSync } from "node:fs";
 import os from "node:os";
@@ -16,6 +15,7 @@ import { packDirectoryToFile } from "../lib/tar-stream.js";
 import { createRandom, runSeed } from "./helpers/random.js";
 import { treeState } from "./helpers/tar.js";
 import { writeRandomTree } from "./helpers/trees.js";
+import { spawnRunner } from "./helpers/sandbox-runner.js";
 
 const seed = runSeed();
 const scratch = mkdtempSync(path.join(os.tmpdir(), "pc-sandbox-client-"));
@@ -35,60 +35,6 @@ async function seeded(fn) {
     error.message = `[DIFF_SEED=${seed}] ${error.message}`;
     throw error;
   }
-}
-
-/** A runner that spawns each command on this host and records the calls. */
-function spawnRunner({ singleStream = false, duplex = false, failOnCall = null, onCall = null } = {}) {
-  const calls = [];
-  const runner = {
-    supportsSingleStreamStdinProgress: singleStream,
-    execute: (input) => new Promise((resolve) => {
-      calls.push({ script: input.args?.[1] ?? "", cwd: input.cwd, stdinLength: input.stdin?.length ?? null, timeoutMs: input.timeoutMs });
-      onCall?.();
-      const startedAt = new Date().toISOString();
-      if (failOnCall !== null && calls.length === failOnCall) {
-        resolve({ exitCode: 1, signal: null, timedOut: false, stdout: "", stderr: "injected transport failure", pid: null, startedAt });
-        return;
-      }
-      const child = spawn(input.command === "bash" ? "/bin/bash" : "/bin/sh", input.args ?? [], { cwd: input.cwd });
-      let stdout = "";
-      let stderr = "";
-      child.stdout.on("data", (d) => { stdout += d; });
-      child.stderr.on("data", (d) => { stderr += d; });
-      child.on("close", (code) => resolve({ exitCode: code ?? 1, signal: null, timedOut: false, stdout, stderr, pid: child.pid ?? null, startedAt }));
-      child.stdin.on("error", () => undefined);
-      if (input.stdin != null) child.stdin.write(input.stdin);
-      child.stdin.end();
-    }),
-  };
-  const channel = { opened: 0, maxUnacked: 0 };
-  if (duplex) {
-    runner.supportsDuplexFileTransfer = true;
-    runner.openDuplexChannel = async ({ command }) => {
-      channel.opened += 1;
-      const child = spawn(command[0] === "bash" ? "/bin/bash" : "/bin/sh", command.slice(1));
-      let written = 0;
-      let acked = 0;
-      let onExit = () => undefined;
-      child.stdout.on("data", (chunk) => {
-        for (const byte of chunk) if (byte === 0x2e) acked += 1;
-      });
-      child.on("close", (code) => onExit({ exitCode: code }));
-      child.stdin.on("error", () => undefined);
-      return {
-        write(data) {
-          written += data.length;
-          channel.maxUnacked = Math.max(channel.maxUnacked, written - acked * 1024 * 1024);
-          child.stdin.write(Buffer.from(data));
-        },
-        onData(listener) { child.stdout.on("data", (chunk) => listener(new Uint8Array(chunk))); },
-        onExit(listener) { onExit = listener; },
-        stop() { child.kill("SIGTERM"); },
-        close: async () => { child.stdin.destroy(); },
-      };
-    };
-  }
-  return { runner, calls, channel };
 }
 
 /** The call scripts with every random staging suffix and the two remote roots made equal. */
