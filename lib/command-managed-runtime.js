@@ -16,6 +16,7 @@ import {
   slicesOfBuffer,
   writeBase64,
 } from "./sandbox/base64-transfer.js";
+import { OUR_CLIENT } from "./sandbox/client-features.js";
 import { assertPostUploadCommandsConfined } from "./sandbox/confinement.js";
 import { writeThroughDuplexChannel } from "./sandbox/duplex-transfer.js";
 import { prepareSandboxManagedRuntime } from "./sandbox/prepare.js";
@@ -140,7 +141,7 @@ export function createCommandManagedRuntimeClient(input) {
   };
 
   /** Places one mapping; returns the bytes sent (the archive's size for a directory). */
-  const placeMapping = async (mapping) => {
+  const placeMapping = async (mapping, onProgress) => {
     if (mapping.kind === "directory") {
       const archive = await createTarballStreamFromDirectory({
         localDir: mapping.sourcePath,
@@ -151,7 +152,7 @@ export function createCommandManagedRuntimeClient(input) {
       });
       const remoteTar = syncInArchivePath(mapping.targetPath);
       try {
-        await upload(remoteTar, archive, archive.totalBytes, undefined);
+        await upload(remoteTar, archive, archive.totalBytes, onProgress);
         await client.run(extractDirectoryCommand(remoteTar, mapping.targetPath), { timeoutMs: input.timeoutMs });
       } finally {
         await client.remove(remoteTar).catch(() => undefined);
@@ -160,7 +161,7 @@ export function createCommandManagedRuntimeClient(input) {
     }
     const file = await fileSource(mapping.sourcePath);
     try {
-      await upload(mapping.targetPath, file.stream, file.size, undefined);
+      await upload(mapping.targetPath, file.stream, file.size, onProgress);
     } finally {
       file.stream.destroy();
       await file.handle.close().catch(() => undefined);
@@ -172,13 +173,17 @@ export function createCommandManagedRuntimeClient(input) {
     return file.size;
   };
 
-  const fallbackSyncIn = async (operations) => {
+  const fallbackSyncIn = async (operations, onBytes) => {
     const results = [];
+    let before = 0;
     for (const operation of operations) {
       let filesTransferred = 0;
       let bytesTransferred = 0;
       for (const mapping of operation.files) {
-        bytesTransferred += await placeMapping(mapping);
+        const base = before;
+        const sent = await placeMapping(mapping, onBytes ? (done) => onBytes(base + done) : undefined);
+        bytesTransferred += sent;
+        before += sent;
         filesTransferred += 1;
       }
       // Verbatim, in order, stopping at the first failure.
@@ -195,11 +200,14 @@ export function createCommandManagedRuntimeClient(input) {
   const nativeSyncOut = runner.syncOut;
   const native = Boolean(nativeSyncIn && nativeSyncOut);
   client.allowConcurrentSyncOperations = native ? runner.allowConcurrentSyncOperations === true : true;
-  client.syncIn = async (operations) => {
+  // A second argument `{ onBytes(sent) }` (our addition, used by our prepare to say where
+  // a failed upload stopped) receives the running byte count of the fallback's uploads.
+  client.syncIn = async (operations, options) => {
     assertPostUploadCommandsConfined(operations);
-    return native ? await nativeSyncIn(operations) : await fallbackSyncIn(operations);
+    return native ? await nativeSyncIn(operations) : await fallbackSyncIn(operations, options?.onBytes);
   };
   if (native) client.syncOut = (operations) => nativeSyncOut(operations);
+  Object.defineProperty(client, OUR_CLIENT, { value: true });
   return client;
 }
 

@@ -22,6 +22,7 @@ import {
 import { extractTarballToDirectory } from "../tar-stream.js";
 import { captureDirectorySnapshot, mergeDirectoryWithBaseline } from "../workspace-restore-merge.js";
 import { asBuffer } from "./base64-transfer.js";
+import { OUR_CLIENT } from "./client-features.js";
 import { assertSyncOperationsConfined } from "./confinement.js";
 import {
   deleteRef,
@@ -70,7 +71,7 @@ async function emitStatus(sink, phase, message) {
 
 /** A byte transfer's progress lines (and their mirror on the status sink). */
 function transferProgress(sink, phase, direction, label, status) {
-  if (!sink && !status?.sink) return { options: undefined, finish: async () => {} };
+  if (!sink && !status?.sink) return { options: undefined, finish: async () => {}, fail: async () => {} };
   const reporter = createRuntimeProgressReporter({
     sink: async (line) => {
       await sink?.(line);
@@ -84,6 +85,8 @@ function transferProgress(sink, phase, direction, label, status) {
   return {
     options: { onProgress: async (done, total) => { await reporter.report(done, total); } },
     finish: async (done, total) => { await reporter.complete(done, total); },
+    /** The `failed at …` line (our addition: upstream prints nothing when a transfer fails). */
+    fail: async (done, total) => { await reporter.fail(done, total); },
   };
 }
 
@@ -239,7 +242,16 @@ export async function prepareSandboxManagedRuntime(input) {
       }];
       assertSyncOperationsConfined(operations, { sourceRoots, targetRoots });
       const progress = transferProgress(input.onProgress, "Syncing", "to", label, { sink: input.onRuntimeProgress, phase });
-      const result = await syncIn(operations);
+      let sentSoFar = 0;
+      let result;
+      try {
+        result = input.client[OUR_CLIENT]
+          ? await syncIn(operations, { onBytes: (done) => { sentSoFar = done; } })
+          : await syncIn(operations);
+      } catch (error) {
+        await progress.fail(sentSoFar, bytes > 0 ? bytes : null);
+        throw error;
+      }
       const sent = syncedBytes(result);
       const shown = sent > 0 ? sent : bytes;
       await progress.finish(shown, shown);
@@ -429,7 +441,10 @@ export async function prepareSandboxManagedRuntime(input) {
               const sent = syncedBytes(await input.client.syncOut(operations));
               await progress.finish(sent, sent);
             } else {
-              const bytes = await readRemoteToFile(input.client, remoteBundle, localBundle, progress.options);
+              const bytes = await readRemoteToFile(input.client, remoteBundle, localBundle, progress.options).catch(async (error) => {
+                await progress.fail();
+                throw error;
+              });
               await progress.finish(bytes, bytes);
             }
             await input.client.remove(remoteBundle).catch(() => undefined);
@@ -464,7 +479,14 @@ export async function prepareSandboxManagedRuntime(input) {
           await input.client.run(`sh -c ${shellQuote(remoteArchiveCommand(workspaceRemoteDir, remoteTar, workspaceRestoreExclude))}`, { timeoutMs: input.spec.timeoutMs });
           const progress = transferProgress(sink, "Restoring", "from", "workspace", { sink: input.onRuntimeProgress, phase: "restore" });
           await fs.mkdir(extractedDir, { recursive: true });
-          const bytes = await readRemoteIntoDirectory(input.client, remoteTar, extractedDir, progress.options);
+          let bytes;
+          try {
+            bytes = await readRemoteIntoDirectory(input.client, remoteTar, extractedDir, progress.options);
+          } catch (error) {
+            await progress.fail();
+            await input.client.remove(remoteTar).catch(() => undefined);
+            throw error;
+          }
           await progress.finish(bytes, bytes);
           await input.client.remove(remoteTar).catch(() => undefined);
         }
