@@ -16,7 +16,7 @@ import {
   slicesOfBuffer,
   writeBase64,
 } from "./sandbox/base64-transfer.js";
-import { OUR_CLIENT } from "./sandbox/client-features.js";
+import { OUR_CLIENT, PACKED_SOURCE } from "./sandbox/client-features.js";
 import { assertPostUploadCommandsConfined } from "./sandbox/confinement.js";
 import { writeThroughDuplexChannel } from "./sandbox/duplex-transfer.js";
 import { prepareSandboxManagedRuntime } from "./sandbox/prepare.js";
@@ -142,6 +142,13 @@ export function createCommandManagedRuntimeClient(input) {
 
   /** Places one mapping; returns the bytes sent (the archive's size for a directory). */
   const placeMapping = async (mapping, onProgress) => {
+    const packed = mapping.kind === "file" ? mapping[PACKED_SOURCE] : undefined;
+    if (packed) {
+      // The archive `sourcePath` would hold, packed straight into the upload.
+      const archive = await createTarballStreamFromDirectory({ ...packed, precomputeSize: true, chunkSize: SLICE_BYTES });
+      await upload(mapping.targetPath, archive, archive.totalBytes, onProgress);
+      return archive.totalBytes;
+    }
     if (mapping.kind === "directory") {
       const archive = await createTarballStreamFromDirectory({
         localDir: mapping.sourcePath,
@@ -181,7 +188,7 @@ export function createCommandManagedRuntimeClient(input) {
       let bytesTransferred = 0;
       for (const mapping of operation.files) {
         const base = before;
-        const sent = await placeMapping(mapping, onBytes ? (done) => onBytes(base + done) : undefined);
+        const sent = await placeMapping(mapping, onBytes ? (done, total) => onBytes(base + done, base + total) : undefined);
         bytesTransferred += sent;
         before += sent;
         filesTransferred += 1;
@@ -200,14 +207,15 @@ export function createCommandManagedRuntimeClient(input) {
   const nativeSyncOut = runner.syncOut;
   const native = Boolean(nativeSyncIn && nativeSyncOut);
   client.allowConcurrentSyncOperations = native ? runner.allowConcurrentSyncOperations === true : true;
-  // A second argument `{ onBytes(sent) }` (our addition, used by our prepare to say where
-  // a failed upload stopped) receives the running byte count of the fallback's uploads.
+  // A second argument `{ onBytes(sent, total) }` (our addition, used by our prepare to say
+  // where a failed upload stopped) receives the running byte count of the fallback's
+  // uploads and the total known so far (the mappings started so far).
   client.syncIn = async (operations, options) => {
     assertPostUploadCommandsConfined(operations);
     return native ? await nativeSyncIn(operations) : await fallbackSyncIn(operations, options?.onBytes);
   };
   if (native) client.syncOut = (operations) => nativeSyncOut(operations);
-  Object.defineProperty(client, OUR_CLIENT, { value: true });
+  Object.defineProperty(client, OUR_CLIENT, { value: { streamsPackedSources: !native } });
   return client;
 }
 

@@ -22,7 +22,7 @@ import {
 import { extractTarballToDirectory } from "../tar-stream.js";
 import { captureDirectorySnapshot, mergeDirectoryWithBaseline } from "../workspace-restore-merge.js";
 import { asBuffer } from "./base64-transfer.js";
-import { OUR_CLIENT } from "./client-features.js";
+import { OUR_CLIENT, PACKED_SOURCE } from "./client-features.js";
 import { assertSyncOperationsConfined } from "./confinement.js";
 import {
   deleteRef,
@@ -41,6 +41,8 @@ import { shellQuote } from "./shell.js";
 const HEAVY_DIRS = ["node_modules", "vendor", "dist", "build", "out", "coverage", ".next", ".turbo", ".cache"];
 /** Each heavy directory name as upstream's four tar patterns. */
 const HEAVY_EXCLUDES = HEAVY_DIRS.flatMap((name) => [name, `${name}/*`, `*/${name}`, `*/${name}/*`]);
+/** Name prefix of a restore's staging directory inside the workspace. */
+const RESTORE_STAGING_PREFIX = ".paperclip-sandbox-restore-";
 /** Asset keys that would share a remote archive path with the workspace's archives. */
 const RESERVED_ASSET_KEYS = new Set(["workspace", "git-workspace"]);
 
@@ -243,13 +245,14 @@ export async function prepareSandboxManagedRuntime(input) {
       assertSyncOperationsConfined(operations, { sourceRoots, targetRoots });
       const progress = transferProgress(input.onProgress, "Syncing", "to", label, { sink: input.onRuntimeProgress, phase });
       let sentSoFar = 0;
+      let knownTotal = bytes > 0 ? bytes : null;
       let result;
       try {
         result = input.client[OUR_CLIENT]
-          ? await syncIn(operations, { onBytes: (done) => { sentSoFar = done; } })
+          ? await syncIn(operations, { onBytes: (done, total) => { sentSoFar = done; if (!(bytes > 0)) knownTotal = total; } })
           : await syncIn(operations);
       } catch (error) {
-        await progress.fail(sentSoFar, bytes > 0 ? bytes : null);
+        await progress.fail(sentSoFar, knownTotal);
         throw error;
       }
       const sent = syncedBytes(result);
@@ -259,58 +262,86 @@ export async function prepareSandboxManagedRuntime(input) {
     const tasks = [];
     const required = [];
 
+    // With our own client on the base64 or duplex transport, an archive need not exist on
+    // disk: the mapping carries what to pack and the client packs it straight into the
+    // upload. Durable seeds and native providers get real host files, as upstream's do.
+    const streamPacks = input.client[OUR_CLIENT]?.streamsPackedSources === true;
+    /** Packs `localDir` to `archivePath` (or only describes the pack); returns the mapping extras and the file size. */
+    const packTo = async (archivePath, pack, keepFile) => {
+      if (streamPacks && !keepFile) return { extras: { [PACKED_SOURCE]: pack }, size: 0 };
+      await createTarballFromDirectory({ ...pack, archivePath });
+      return { extras: {}, size: (await fs.stat(archivePath)).size };
+    };
+    const withMapping = (mapping, extras) => Object.assign(mapping, extras);
+
     if (stageWorkspace || seedOnly) {
       required.push(true);
       tasks.push(() => span("stage.workspace", async () => {
         const files = [];
         const commands = [];
         let bytes = 0;
-        await span("pack", async () => {
-          if (gitSnapshot) {
-            await emitStatus(input.onRuntimeProgress, "git_sync", "Syncing git history to environment");
-            const gitTar = path.join(tempDir, "git-workspace.tar");
-            const remoteGitTar = path.posix.join(runtimeRootDir, "git-workspace-upload.tar");
-            if (mode === "durable_seed") {
-              const seedArchive = input.workspaceDurableSeed?.gitArchivePath;
-              if (!seedArchive) throw new Error("workspace_durable_seed_git_missing");
-              await copySeed(seedArchive, gitTar, input.workspaceDurableSeed?.gitArchiveSha256);
-            } else {
-              await withShallowHeadClone(input.workspaceLocalDir, gitSnapshot, (cloneDir) =>
-                createTarballFromDirectory({ localDir: cloneDir, archivePath: gitTar, exclude: [".paperclip-runtime"] }));
-              if (input.workspaceDurableSeed?.gitArchivePath) await persistSeed(gitTar, input.workspaceDurableSeed.gitArchivePath);
+        const seeded = mode === "durable_seed";
+        const persist = Boolean(input.workspaceDurableSeed);
+        /** Everything from the git-history archive on; `cloneDir` when the clone is still there. */
+        const packAndStage = async (cloneDir) => {
+          await span("pack", async () => {
+            if (gitSnapshot) {
+              await emitStatus(input.onRuntimeProgress, "git_sync", "Syncing git history to environment");
+              const gitTar = path.join(tempDir, "git-workspace.tar");
+              const remoteGitTar = path.posix.join(runtimeRootDir, "git-workspace-upload.tar");
+              let extras = {};
+              if (seeded) {
+                const seedArchive = input.workspaceDurableSeed?.gitArchivePath;
+                if (!seedArchive) throw new Error("workspace_durable_seed_git_missing");
+                await copySeed(seedArchive, gitTar, input.workspaceDurableSeed?.gitArchiveSha256);
+                bytes += (await fs.stat(gitTar)).size;
+              } else if (cloneDir) {
+                ({ extras } = await packTo(gitTar, { localDir: cloneDir, exclude: [".paperclip-runtime"] }, false));
+              } else {
+                await withShallowHeadClone(input.workspaceLocalDir, gitSnapshot, (clone) =>
+                  createTarballFromDirectory({ localDir: clone, archivePath: gitTar, exclude: [".paperclip-runtime"] }));
+                if (input.workspaceDurableSeed?.gitArchivePath) await persistSeed(gitTar, input.workspaceDurableSeed.gitArchivePath);
+                bytes += (await fs.stat(gitTar)).size;
+              }
+              files.push(withMapping({ sourcePath: gitTar, targetPath: remoteGitTar, kind: "file", access: "rw", writablePath: workspaceRemoteDir }, extras));
+              commands.push({ command: workspaceExtractCommand(workspaceRemoteDir, remoteGitTar, [".paperclip-runtime"]) });
             }
-            files.push({ sourcePath: gitTar, targetPath: remoteGitTar, kind: "file", access: "rw", writablePath: workspaceRemoteDir });
-            commands.push({ command: workspaceExtractCommand(workspaceRemoteDir, remoteGitTar, [".paperclip-runtime"]) });
-            bytes += (await fs.stat(gitTar)).size;
-          }
-          await emitStatus(input.onRuntimeProgress, "config_sync", "Syncing workspace to environment");
-          const workspaceTar = path.join(tempDir, "workspace.tar");
-          if (mode === "durable_seed") {
-            await copySeed(input.workspaceDurableSeed.workspaceArchivePath, workspaceTar, input.workspaceDurableSeed.workspaceArchiveSha256);
-          } else {
-            const archiveDir = gitSnapshot ? path.join(tempDir, "workspace-overlay") : input.workspaceLocalDir;
-            if (gitSnapshot) await copyOverlay(input.workspaceLocalDir, archiveDir, gitSnapshot.overlayPaths, archiveExclude);
-            await createTarballFromDirectory({ localDir: archiveDir, archivePath: workspaceTar, exclude: gitSnapshot ? undefined : archiveExclude });
-            if (input.workspaceDurableSeed) await persistSeed(workspaceTar, input.workspaceDurableSeed.workspaceArchivePath);
-          }
-          const remoteTar = path.posix.join(runtimeRootDir, "workspace-upload.tar");
-          files.push({ sourcePath: workspaceTar, targetPath: remoteTar, kind: "file", access: "rw", writablePath: workspaceRemoteDir });
-          commands.push({ command: workspaceExtractCommand(workspaceRemoteDir, remoteTar, gitSnapshot ? null : [...preserved]) });
-          if (gitSnapshot && gitSnapshot.deletedPaths.length > 0) {
-            commands.push({ command: `cd ${shellQuote(workspaceRemoteDir)} && rm -rf -- ${gitSnapshot.deletedPaths.map(shellQuote).join(" ")}` });
-          }
-          bytes += (await fs.stat(workspaceTar)).size;
-        });
-        if (!stageWorkspace) return;
-        await stage({
-          files,
-          postUploadCommands: commands,
-          sourceRoots: [tempDir],
-          targetRoots: [runtimeRootDir],
-          label: "workspace",
-          phase: "config_sync",
-          bytes,
-        });
+            await emitStatus(input.onRuntimeProgress, "config_sync", "Syncing workspace to environment");
+            const workspaceTar = path.join(tempDir, "workspace.tar");
+            let extras = {};
+            if (seeded) {
+              await copySeed(input.workspaceDurableSeed.workspaceArchivePath, workspaceTar, input.workspaceDurableSeed.workspaceArchiveSha256);
+              bytes += (await fs.stat(workspaceTar)).size;
+            } else {
+              const archiveDir = gitSnapshot ? path.join(tempDir, "workspace-overlay") : input.workspaceLocalDir;
+              if (gitSnapshot) await copyOverlay(input.workspaceLocalDir, archiveDir, gitSnapshot.overlayPaths, archiveExclude);
+              const packed = await packTo(workspaceTar, { localDir: archiveDir, exclude: gitSnapshot ? undefined : archiveExclude }, persist);
+              extras = packed.extras;
+              bytes += packed.size;
+              if (persist) await persistSeed(workspaceTar, input.workspaceDurableSeed.workspaceArchivePath);
+            }
+            const remoteTar = path.posix.join(runtimeRootDir, "workspace-upload.tar");
+            files.push(withMapping({ sourcePath: workspaceTar, targetPath: remoteTar, kind: "file", access: "rw", writablePath: workspaceRemoteDir }, extras));
+            commands.push({ command: workspaceExtractCommand(workspaceRemoteDir, remoteTar, gitSnapshot ? null : [...preserved]) });
+            if (gitSnapshot && gitSnapshot.deletedPaths.length > 0) {
+              commands.push({ command: `cd ${shellQuote(workspaceRemoteDir)} && rm -rf -- ${gitSnapshot.deletedPaths.map(shellQuote).join(" ")}` });
+            }
+          });
+          if (!stageWorkspace) return;
+          await stage({
+            files,
+            postUploadCommands: commands,
+            sourceRoots: [tempDir],
+            targetRoots: [runtimeRootDir],
+            label: "workspace",
+            phase: "config_sync",
+            bytes,
+          });
+        };
+        // Streaming the git-history archive needs the clone until the upload is done.
+        const keepClone = gitSnapshot && !seeded && streamPacks && stageWorkspace && !input.workspaceDurableSeed?.gitArchivePath;
+        if (keepClone) await withShallowHeadClone(input.workspaceLocalDir, gitSnapshot, (cloneDir) => packAndStage(cloneDir));
+        else await packAndStage(null);
       }));
     }
 
@@ -321,8 +352,8 @@ export async function prepareSandboxManagedRuntime(input) {
         const assetDir = path.posix.join(runtimeRootDir, asset.key);
         const remoteTar = path.posix.join(runtimeRootDir, `${asset.key}-upload.tar`);
         const assetTar = path.join(tempDir, `${asset.key}.tar`);
-        await createTarballFromDirectory({ localDir: asset.localDir, archivePath: assetTar, followSymlinks: asset.followSymlinks, exclude: asset.exclude });
-        const files = [{ sourcePath: assetTar, targetPath: remoteTar, kind: "file", access: "rw", writablePath: assetDir }];
+        const packed = await packTo(assetTar, { localDir: asset.localDir, followSymlinks: asset.followSymlinks, exclude: asset.exclude }, false);
+        const files = [withMapping({ sourcePath: assetTar, targetPath: remoteTar, kind: "file", access: "rw", writablePath: assetDir }, packed.extras)];
         for (const stageFile of asset.provision?.stageFiles ?? []) {
           const name = stageFile.name;
           if (/[\\/]|\.\.(\.|$)/.test(name) || name === "..") {
@@ -341,7 +372,7 @@ export async function prepareSandboxManagedRuntime(input) {
           targetRoots: [runtimeRootDir],
           label: asset.key,
           phase: "config_sync",
-          bytes: (await fs.stat(assetTar)).size,
+          bytes: packed.size,
         });
       }));
     }
@@ -415,6 +446,7 @@ export async function prepareSandboxManagedRuntime(input) {
     await withTempDir("paperclip-sandbox-restore-", async (tempDir) => {
       let importedRef = null;
       let importedHead = null;
+      let stagingName = null;
       let remoteStatus = "dirty";
       try {
         if (gitSnapshot) {
@@ -466,7 +498,17 @@ export async function prepareSandboxManagedRuntime(input) {
           }
         }
         await emitStatus(input.onRuntimeProgress, "restore", "Restoring workspace from environment");
-        const extractedDir = path.join(tempDir, "workspace");
+        let extractedDir = path.join(tempDir, "workspace");
+        if (!nativeSyncOut) {
+          // Our extraction stages on the workspace's own file system (a hidden directory in
+          // it, excluded from the merge and removed afterwards): the temp dir is often a
+          // disk while the workspace is not, and creating then removing every file of the
+          // tree there is most of a restore's time.
+          stagingName = `${RESTORE_STAGING_PREFIX}${randomUUID()}`;
+          const inside = path.join(input.workspaceLocalDir, stagingName);
+          if (await fs.mkdir(inside, { mode: 0o700 }).then(() => true, () => false)) extractedDir = inside;
+          else stagingName = null;
+        }
         if (nativeSyncOut) {
           const operations = [{ operationId: nextOperationId(), files: [{ sourcePath: workspaceRemoteDir, targetPath: extractedDir, kind: "directory", exclude: workspaceRestoreExclude }] }];
           assertSyncOperationsConfined(operations, { sourceRoots: [workspaceRemoteDir], targetRoots: [extractedDir] });
@@ -491,11 +533,12 @@ export async function prepareSandboxManagedRuntime(input) {
           await input.client.remove(remoteTar).catch(() => undefined);
         }
         const head = importedHead;
+        const mergeBaseline = repositories.length === 0 ? baseline : {
+          exclude: workspaceRestoreExclude,
+          entries: new Map([...baseline.entries].filter(([entry]) => !repositories.some((repository) => entry === repository.path || entry.startsWith(`${repository.path}/`)))),
+        };
         await mergeDirectoryWithBaseline({
-          baseline: repositories.length === 0 ? baseline : {
-            exclude: workspaceRestoreExclude,
-            entries: new Map([...baseline.entries].filter(([entry]) => !repositories.some((repository) => entry === repository.path || entry.startsWith(`${repository.path}/`)))),
-          },
+          baseline: stagingName ? { exclude: [...mergeBaseline.exclude, stagingName], entries: mergeBaseline.entries } : mergeBaseline,
           sourceDir: extractedDir,
           targetDir: input.workspaceLocalDir,
           beforeApply: head ? async () => { await integrateImportedHead(input.workspaceLocalDir, head); } : undefined,
@@ -504,6 +547,7 @@ export async function prepareSandboxManagedRuntime(input) {
       } finally {
         await emitStatus(input.onRuntimeProgress, "finalize", "Finalizing workspace");
         if (importedRef) await deleteRef(input.workspaceLocalDir, importedRef);
+        if (stagingName) await fs.rm(path.join(input.workspaceLocalDir, stagingName), { recursive: true, force: true }).catch(() => undefined);
       }
     });
   };
