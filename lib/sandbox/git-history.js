@@ -35,16 +35,20 @@ export async function withShallowHeadClone(localDir, snapshot, fn) {
   const cloneDir = await fs.mkdtemp(path.join(os.tmpdir(), "paperclip-git-workspace-"));
   const ref = `refs/paperclip/git-sync/import/${randomUUID()}`;
   try {
-    const origin = await originUrl(localDir);
-    await runLocalGit(localDir, ["update-ref", ref, snapshot.headCommit], QUICK);
-    await runLocalGit(cloneDir, ["init"], { timeout: 10_000, maxBuffer: 64 * 1024 });
+    // The three are independent: run them at once.
+    const [origin] = await Promise.all([
+      originUrl(localDir),
+      runLocalGit(localDir, ["update-ref", ref, snapshot.headCommit], QUICK),
+      runLocalGit(cloneDir, ["init"], { timeout: 10_000, maxBuffer: 64 * 1024 }),
+    ]);
     if (origin) await runLocalGit(cloneDir, ["remote", "add", "origin", origin], QUICK).catch(() => undefined);
     await runLocalGit(cloneDir, ["fetch", "--depth=1", localDir, ref], SLOW);
+    // FETCH_HEAD is the snapshot's HEAD, so after this checkout the index and the tree
+    // already are that commit's (upstream's further `reset --hard` to it changes nothing).
     const checkout = snapshot.branchName
       ? ["checkout", "--force", "-B", snapshot.branchName, "FETCH_HEAD"]
       : ["checkout", "--force", "--detach", "FETCH_HEAD"];
     await runLocalGit(cloneDir, checkout, SLOW);
-    await runLocalGit(cloneDir, ["reset", "--hard", snapshot.headCommit], SLOW);
     for (const repository of snapshot.repositories ?? []) {
       await withShallowHeadClone(path.join(localDir, repository.path), repository.snapshot, async (nested) => {
         await fs.cp(nested, path.join(cloneDir, repository.path), { recursive: true });
@@ -144,6 +148,25 @@ export function deltaBundleScript({ remoteDir, baseSha, exportRef, bundlePath, s
   return lines.join("\n");
 }
 
+/**
+ * The work tree's `{ headCommit, branchName }` in one `git rev-parse` (upstream takes a whole
+ * workspace snapshot here, nine git runs and an ignored-files walk, and uses these two
+ * fields); `null` when `localDir` is not its repository's top level. When the short form
+ * fails, the full snapshot decides, with upstream's error handling.
+ */
+async function readHead(localDir) {
+  let lines;
+  try {
+    lines = (await runLocalGit(localDir, ["rev-parse", "--show-toplevel", "HEAD", "--abbrev-ref", "HEAD"], QUICK)).stdout.split("\n");
+  } catch {
+    return readGitWorkspaceSnapshot(localDir);
+  }
+  const [toplevel, headCommit, branch] = lines.map((line) => line.trim());
+  const [here, top] = await Promise.all([fs.realpath(localDir), fs.realpath(toplevel)]);
+  if (here !== top) return null;
+  return { headCommit, branchName: branch && branch !== "HEAD" ? branch : null };
+}
+
 /** The commit the head moves to so it contains `imported`; `null` when it already does. */
 async function integratedCommit(localDir, current, imported) {
   const short = (commit) => commit.slice(0, 12);
@@ -184,7 +207,7 @@ async function integratedCommit(localDir, current, imported) {
  */
 export async function integrateImportedHead(localDir, imported) {
   for (let attempt = 1; attempt <= INTEGRATE_ATTEMPTS; attempt += 1) {
-    const snapshot = await readGitWorkspaceSnapshot(localDir);
+    const snapshot = await readHead(localDir);
     if (!snapshot) return;
     const current = snapshot.headCommit;
     if (!current || current === imported) return;
