@@ -113,8 +113,8 @@ describe("createCommandManagedRuntimeClient against upstream's", () => {
         expect(out.ours.channel.opened).toBe(2);
         // Only the channel carried bytes: no base64 stdin at all.
         expect(out.ours.calls.every((call) => call.stdinLength === null)).toBe(true);
-        // Backpressure: never more than the window (4 blocks of 1 MiB) unacknowledged.
-        expect(out.ours.channel.maxUnacked).toBeLessThanOrEqual(4 * 1024 * 1024);
+        // Backpressure: never more than the window (4 blocks of 4 MiB) unacknowledged.
+        expect(out.ours.channel.maxUnacked).toBeLessThanOrEqual(16 * 1024 * 1024);
       } else {
         expect(out.ours.calls.map((c) => c.script.replace(/\/[^ ']*\//g, "/")).length).toBe(out.upstream.calls.length);
         for (const call of out.ours.calls) expect(call.stdinLength ?? 0).toBeLessThanOrEqual(mode === "chunked" ? 4 * 1024 * 1024 : 96 * 1024 * 1024);
@@ -205,6 +205,35 @@ describe("createCommandManagedRuntimeClient against upstream's", () => {
     expect(sizes).toEqual([3 * 1024 * 1024, 3 * 1024 * 1024, 1024 * 1024 + 3]);
     expect(Buffer.concat(parts).equals(payload)).toBe(true);
     await expect(client.readFile(path.join(root, "missing"))).rejects.toMatchObject({ code: "ENOENT", path: path.join(root, "missing") });
+  });
+
+  it("readStream through a duplex channel yields the exact bytes, asking for at most 4 blocks ahead", async () => {
+    const root = freshDir("remote");
+    const payload = Buffer.alloc(21 * 1024 * 1024 + 77);
+    for (let i = 0; i < payload.length; i += 1) payload[i] = (i * 13) & 0xff;
+    writeFileSync(path.join(root, "f.bin"), payload);
+    writeFileSync(path.join(root, "empty.bin"), "");
+    const { runner, calls, channel } = spawnRunner({ duplex: true });
+    const client = createCommandManagedRuntimeClient({ runner, commandCwd: "/", timeoutMs: 30_000 });
+    const parts = [];
+    const progress = [];
+    for await (const slice of client.readStream(path.join(root, "f.bin"), { onProgress: (done, total) => { progress.push([done, total]); } })) {
+      parts.push(slice);
+      // A slow consumer: the sandbox must not run ahead of it.
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    expect(Buffer.concat(parts).equals(payload)).toBe(true);
+    expect(parts.map((p) => p.length)).toEqual([1, 2, 3, 4, 5].map(() => 4 * 1024 * 1024).concat([1024 * 1024 + 77]));
+    expect(progress.at(-1)).toEqual([payload.length, payload.length]);
+    expect(channel.maxOutstandingRequests).toBeLessThanOrEqual(4);
+    expect(calls).toEqual([]);
+    const empty = [];
+    for await (const slice of client.readStream(path.join(root, "empty.bin"))) empty.push(slice);
+    expect(empty).toEqual([]);
+    const missing = (async () => {
+      for await (const slice of client.readStream(path.join(root, "missing.bin"))) void slice;
+    })();
+    await expect(missing).rejects.toThrow(/failed with exit code 1/);
   });
 
   it("delegates to a native runner's syncIn/syncOut with no execute call", async () => {

@@ -62,7 +62,7 @@ export interface CommandManagedRuntimeRunner {
     supportsSingleStreamStdinProgress?: boolean;
     /**
      * Our addition: uploads may go through `openDuplexChannel` (one channel per file, raw
-     * bytes, acknowledged 1 MiB blocks, the sandbox needs `dd iflag=fullblock`). Off unless
+     * bytes, acknowledged 4 MiB blocks, the sandbox needs `dd iflag=fullblock`). Off unless
      * `true`, since a provider may grant the channel for other uses only.
      */
     supportsDuplexFileTransfer?: boolean;
@@ -99,7 +99,7 @@ export interface CommandManagedRuntimeClient {
      * leaves no remote file).
      */
     writeStream(remotePath: string, source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>, options: SandboxTransferProgressOptions & { totalBytes: number }): Promise<void>;
-    /** Our addition: a remote file's bytes as 3 MiB slices (same probe, errors and progress as `readFile`). */
+    /** Our addition: a remote file's bytes as 3 MiB slices (same probe, errors and progress as `readFile`), or 4 MiB blocks through the duplex channel when the runner opted in (a missing file is then a plain failure, not `ENOENT`). */
     readStream(remotePath: string, options?: SandboxTransferProgressOptions): AsyncIterable<Buffer>;
 }
 /**

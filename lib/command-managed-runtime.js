@@ -18,7 +18,7 @@ import {
 } from "./sandbox/base64-transfer.js";
 import { OUR_CLIENT, PACKED_SOURCE } from "./sandbox/client-features.js";
 import { assertPostUploadCommandsConfined } from "./sandbox/confinement.js";
-import { writeThroughDuplexChannel } from "./sandbox/duplex-transfer.js";
+import { readThroughDuplexChannel, writeThroughDuplexChannel } from "./sandbox/duplex-transfer.js";
 import { prepareSandboxManagedRuntime } from "./sandbox/prepare.js";
 import { requireSuccess, sandboxShell, shellQuote } from "./sandbox/shell.js";
 
@@ -113,7 +113,9 @@ export function createCommandManagedRuntimeClient(input) {
       }
       await upload(remotePath, source, total, options?.onProgress);
     },
-    readStream: (remotePath, options) => readBase64(runShell, remotePath, options?.onProgress),
+    readStream: (remotePath, options) => (useDuplex
+      ? readThroughDuplexChannel(runner, { shell, remotePath, timeoutMs: input.timeoutMs, onProgress: options?.onProgress })
+      : readBase64(runShell, remotePath, options?.onProgress)),
     readFile: async (remotePath, options) => {
       const slices = [];
       for await (const slice of readBase64(runShell, remotePath, options?.onProgress)) slices.push(slice);

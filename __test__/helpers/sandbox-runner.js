@@ -30,7 +30,7 @@ export function spawnRunner({ singleStream = false, duplex = false, failOnCall =
       child.stdin.end();
     }),
   };
-  const channel = { opened: 0, maxUnacked: 0 };
+  const channel = { opened: 0, maxUnacked: 0, maxOutstandingRequests: 0 };
   if (duplex) {
     runner.supportsDuplexFileTransfer = true;
     runner.openDuplexChannel = async ({ command }) => {
@@ -39,15 +39,24 @@ export function spawnRunner({ singleStream = false, duplex = false, failOnCall =
       let written = 0;
       let acked = 0;
       let onExit = () => undefined;
+      // Reads: block requests written ("<n>\n") against 1 MiB blocks delivered.
+      let requests = 0;
+      let delivered = 0;
       child.stdout.on("data", (chunk) => {
+        delivered += chunk.length;
         for (const byte of chunk) if (byte === 0x2e) acked += 1;
       });
       child.on("close", (code) => onExit({ exitCode: code }));
       child.stdin.on("error", () => undefined);
       return {
         write(data) {
+          const text = Buffer.from(data).toString("latin1");
+          if (/^\d+\n$/.test(text)) {
+            requests += 1;
+            channel.maxOutstandingRequests = Math.max(channel.maxOutstandingRequests, requests - Math.floor(delivered / (4 * 1024 * 1024)));
+          }
           written += data.length;
-          channel.maxUnacked = Math.max(channel.maxUnacked, written - acked * 1024 * 1024);
+          channel.maxUnacked = Math.max(channel.maxUnacked, written - acked * 4 * 1024 * 1024);
           child.stdin.write(Buffer.from(data));
         },
         onData(listener) { child.stdout.on("data", (chunk) => listener(new Uint8Array(chunk))); },
