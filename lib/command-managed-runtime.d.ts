@@ -1,3 +1,7 @@
+import type { GitWorkspaceSnapshot } from "./git-workspace-sync.js";
+import type { RuntimeProgressSink, RuntimeStatusSink } from "./runtime-progress.js";
+import type { PreparedSandboxManagedRuntime, RuntimeSpanRunner, SandboxAdditionalSource, SandboxManagedRuntimeAsset, WorkspaceDurableSeedPaths, WorkspaceInboundMode } from "./sandbox-managed-runtime.js";
+import type { DirectorySnapshot } from "./workspace-restore-merge.js";
 /** One host → sandbox (or sandbox → host) file mapping of a sync operation. */
 export interface SandboxSyncFileMapping {
     sourcePath: string;
@@ -131,3 +135,38 @@ export declare function createCommandManagedRuntimeClient(input: {
     timeoutMs: number;
     shellCommand?: "bash" | "sh" | null;
 }): CommandManagedRuntimeClient;
+/** Where and how the command-managed runtime runs. */
+export interface CommandManagedRuntimeSpec {
+    providerKey?: string | null;
+    shellCommand?: "bash" | "sh" | null;
+    leaseId?: string | null;
+    remoteCwd: string;
+    timeoutMs?: number | null;
+}
+/**
+ * Upstream's `prepareCommandManagedRuntime`: our client over `runner` (commands from `/`,
+ * `spec.timeoutMs` or 300 000 ms), an optional `installCommand` (skipped when `command -v
+ * <detectCommand>` succeeds; a failure only warns), then {@link prepareSandboxManagedRuntime}
+ * with `.paperclip-runtime` added to the workspace excludes.
+ */
+export declare function prepareCommandManagedRuntime(input: {
+    runner: CommandManagedRuntimeRunner;
+    spec: CommandManagedRuntimeSpec;
+    adapterKey: string;
+    workspaceLocalDir: string;
+    workspaceRemoteDir?: string;
+    syncWorkspace?: boolean;
+    workspaceInboundMode?: WorkspaceInboundMode;
+    workspaceDurableSeed?: WorkspaceDurableSeedPaths;
+    workspaceBaseline?: DirectorySnapshot;
+    workspaceGitSnapshot?: GitWorkspaceSnapshot | null;
+    workspaceExclude?: string[];
+    preserveAbsentOnRestore?: string[];
+    assets?: SandboxManagedRuntimeAsset[];
+    additionalSources?: SandboxAdditionalSource[];
+    installCommand?: string | null;
+    detectCommand?: string | null;
+    onProgress?: RuntimeProgressSink;
+    onRuntimeProgress?: RuntimeStatusSink;
+    runtimeSpan?: RuntimeSpanRunner;
+}): Promise<PreparedSandboxManagedRuntime>;

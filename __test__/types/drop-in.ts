@@ -133,11 +133,17 @@ import * as ourCommand from "@paperclipai/adapter-utils-native/command-managed-r
 export const command: {
   createCommandManagedRuntimeClient: typeof upCommand.createCommandManagedRuntimeClient;
   assertPostUploadCommandsConfined: typeof upCommand.assertPostUploadCommandsConfined;
+  prepareCommandManagedRuntime: typeof upCommand.prepareCommandManagedRuntime;
 }[] = [ourCommand, ours];
 
 export const confinement: {
   assertSyncOperationsConfined: typeof upSandbox.assertSyncOperationsConfined;
+  prepareSandboxManagedRuntime: typeof upSandbox.prepareSandboxManagedRuntime;
 }[] = [ourSandbox, ours];
+
+// Prepared runtimes are interchangeable both ways.
+export const preparedIn: upSandbox.PreparedSandboxManagedRuntime = {} as ourSandbox.PreparedSandboxManagedRuntime;
+export const preparedOut: ourSandbox.PreparedSandboxManagedRuntime = {} as upSandbox.PreparedSandboxManagedRuntime;
 
 // An upstream-typed runner is accepted by ours, and our client is an upstream client.
 export const runnerIn: ourCommand.CommandManagedRuntimeRunner = {} as upCommand.CommandManagedRuntimeRunner;
