@@ -163,3 +163,47 @@ describe("a runner that fails or times out mid-transfer", () => {
     expect(leftovers).toEqual([]);
   });
 });
+
+describe("signal (our addition)", () => {
+  it("aborting mid-upload rejects with an AbortError and leaves no staged upload and no temp file", async () => {
+    const local = workspace({ gitBacked: false });
+    writeFileSync(path.join(local, "big.bin"), Buffer.alloc(10 * 1024 * 1024, 1));
+    const remote = fresh("remote");
+    const made = spawnRunner();
+    const controller = new AbortController();
+    const execute = made.runner.execute;
+    let slices = 0;
+    made.runner.execute = async (input) => {
+      if (/^base64 -d >> /.test(input.args?.[1] ?? "") && (slices += 1) === 2) controller.abort();
+      return execute(input);
+    };
+    await expect(prepareCommandManagedRuntime({ runner: made.runner, spec: { remoteCwd: remote, timeoutMs: 30_000 }, adapterKey: "t", workspaceLocalDir: local, signal: controller.signal }))
+      .rejects.toMatchObject({ name: "AbortError", code: "ABORT_ERR" });
+    expect(slices).toBeLessThan(4);
+    expect(readdirSync(tmp)).toEqual([]);
+    const leftovers = [];
+    const walk = (dir) => {
+      for (const entry of readdirSync(dir, { withFileTypes: true })) {
+        if (entry.name.includes(".paperclip-upload.")) leftovers.push(entry.name);
+        if (entry.isDirectory()) walk(path.join(dir, entry.name));
+      }
+    };
+    walk(remote);
+    expect(leftovers).toEqual([]);
+  });
+
+  it("a restore after the signal aborted rejects with an AbortError and changes nothing", async () => {
+    const local = workspace({ gitBacked: true });
+    const remote = fresh("remote");
+    const controller = new AbortController();
+    const prepared = await prepareCommandManagedRuntime({ runner: spawnRunner().runner, spec: { remoteCwd: remote, timeoutMs: 30_000 }, adapterKey: "t", workspaceLocalDir: local, signal: controller.signal });
+    writeFileSync(path.join(remote, "agent.txt"), "agent work\n");
+    controller.abort();
+    const beforeGit = gitState(local);
+    const before = treeState(local);
+    await expect(prepared.restoreWorkspace()).rejects.toMatchObject({ name: "AbortError" });
+    expect(treeState(local)).toEqual(before);
+    expect(gitState(local)).toEqual(beforeGit);
+    expect(readdirSync(tmp)).toEqual([]);
+  });
+});

@@ -169,4 +169,10 @@ export declare function prepareCommandManagedRuntime(input: {
     onProgress?: RuntimeProgressSink;
     onRuntimeProgress?: RuntimeStatusSink;
     runtimeSpan?: RuntimeSpanRunner;
+    /**
+     * Our addition: aborting stops the prepare (and the later `restoreWorkspace()`) between
+     * steps and inside every pack and extraction, rejecting with an `AbortError`; a remote
+     * command already running ends under its own timeout.
+     */
+    signal?: AbortSignal;
 }): Promise<PreparedSandboxManagedRuntime>;

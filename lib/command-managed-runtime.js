@@ -266,6 +266,7 @@ export async function prepareCommandManagedRuntime(input) {
     onProgress: input.onProgress,
     onRuntimeProgress: input.onRuntimeProgress,
     runtimeSpan: input.runtimeSpan,
+    ...(input.signal !== undefined ? { signal: input.signal } : {}),
   });
   const install = input.installCommand?.trim();
   if (install) {

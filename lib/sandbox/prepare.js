@@ -19,6 +19,8 @@ import {
   referencedSourceIgnoreExcludeEntries,
   resolveReferencedSourceIgnore,
 } from "../sandbox-managed-runtime.js";
+import { abortError } from "../native.js";
+import { checkSignal } from "../tar-common.js";
 import { extractTarballToDirectory } from "../tar-stream.js";
 import { captureDirectorySnapshot, mergeDirectoryWithBaseline } from "../workspace-restore-merge.js";
 import { asBuffer } from "./base64-transfer.js";
@@ -189,6 +191,13 @@ async function copyOverlay(sourceDir, targetDir, relativePaths, exclude) {
  * Drop-in for upstream's `prepareSandboxManagedRuntime`; see sandbox-managed-runtime.d.ts.
  */
 export async function prepareSandboxManagedRuntime(input) {
+  // Our addition: `signal` stops the work between steps and inside every pack and extraction
+  // (a remote command already running is left to its own timeout).
+  const signal = checkSignal(input.signal);
+  const stopIfAborted = () => {
+    if (signal?.aborted) throw abortError(signal);
+  };
+  stopIfAborted();
   const workspaceRemoteDir = input.workspaceRemoteDir ?? input.spec.remoteCwd;
   const runtimeRootDir = path.posix.join(workspaceRemoteDir, ".paperclip-runtime", input.adapterKey);
   const syncWorkspace = input.syncWorkspace !== false &&
@@ -243,6 +252,7 @@ export async function prepareSandboxManagedRuntime(input) {
         ...(postUploadCommands ? { postUploadCommands: withRunTimeout(postUploadCommands) } : {}),
       }];
       assertSyncOperationsConfined(operations, { sourceRoots, targetRoots });
+      stopIfAborted();
       const progress = transferProgress(input.onProgress, "Syncing", "to", label, { sink: input.onRuntimeProgress, phase });
       let sentSoFar = 0;
       let knownTotal = bytes > 0 ? bytes : null;
@@ -268,8 +278,8 @@ export async function prepareSandboxManagedRuntime(input) {
     const streamPacks = input.client[OUR_CLIENT]?.streamsPackedSources === true;
     /** Packs `localDir` to `archivePath` (or only describes the pack); returns the mapping extras and the file size. */
     const packTo = async (archivePath, pack, keepFile) => {
-      if (streamPacks && !keepFile) return { extras: { [PACKED_SOURCE]: pack }, size: 0 };
-      await createTarballFromDirectory({ ...pack, archivePath });
+      if (streamPacks && !keepFile) return { extras: { [PACKED_SOURCE]: { ...pack, signal } }, size: 0 };
+      await createTarballFromDirectory({ ...pack, archivePath, signal });
       return { extras: {}, size: (await fs.stat(archivePath)).size };
     };
     const withMapping = (mapping, extras) => Object.assign(mapping, extras);
@@ -299,7 +309,7 @@ export async function prepareSandboxManagedRuntime(input) {
                 ({ extras } = await packTo(gitTar, { localDir: cloneDir, exclude: [".paperclip-runtime"] }, false));
               } else {
                 await withShallowHeadClone(input.workspaceLocalDir, gitSnapshot, (clone) =>
-                  createTarballFromDirectory({ localDir: clone, archivePath: gitTar, exclude: [".paperclip-runtime"] }));
+                  createTarballFromDirectory({ localDir: clone, archivePath: gitTar, exclude: [".paperclip-runtime"], signal }));
                 if (input.workspaceDurableSeed?.gitArchivePath) await persistSeed(gitTar, input.workspaceDurableSeed.gitArchivePath);
                 bytes += (await fs.stat(gitTar)).size;
               }
@@ -419,6 +429,7 @@ export async function prepareSandboxManagedRuntime(input) {
 
   /** Brings the sandbox workspace (history, then tree) back and merges it. */
   const restoreWorkspaceTask = async (sink) => {
+    stopIfAborted();
     for (const repository of repositories) {
       const prefix = `${repository.path}/`;
       const localDir = path.join(input.workspaceLocalDir, repository.path);
@@ -440,6 +451,7 @@ export async function prepareSandboxManagedRuntime(input) {
           entries: new Map([...baseline.entries].filter(([entry]) => entry.startsWith(prefix)).map(([entry, value]) => [entry.slice(prefix.length), value])),
         },
         onRuntimeProgress: input.onRuntimeProgress,
+        signal,
       });
       await nested.restoreWorkspace(sink);
     }
@@ -497,6 +509,7 @@ export async function prepareSandboxManagedRuntime(input) {
             importedHead = await exportAndImport(true);
           }
         }
+        stopIfAborted();
         await emitStatus(input.onRuntimeProgress, "restore", "Restoring workspace from environment");
         let extractedDir = path.join(tempDir, "workspace");
         if (!nativeSyncOut) {
@@ -523,7 +536,7 @@ export async function prepareSandboxManagedRuntime(input) {
           await fs.mkdir(extractedDir, { recursive: true });
           let bytes;
           try {
-            bytes = await readRemoteIntoDirectory(input.client, remoteTar, extractedDir, progress.options);
+            bytes = await readRemoteIntoDirectory(input.client, remoteTar, extractedDir, progress.options, signal);
           } catch (error) {
             await progress.fail();
             await input.client.remove(remoteTar).catch(() => undefined);
@@ -532,6 +545,7 @@ export async function prepareSandboxManagedRuntime(input) {
           await progress.finish(bytes, bytes);
           await input.client.remove(remoteTar).catch(() => undefined);
         }
+        stopIfAborted();
         const head = importedHead;
         const mergeBaseline = repositories.length === 0 ? baseline : {
           exclude: workspaceRestoreExclude,
@@ -611,7 +625,7 @@ async function readRemoteToFile(client, remotePath, localPath, options) {
  * that would land or point outside `localDir` is refused and nothing is left half-written);
  * returns the archive's size.
  */
-async function readRemoteIntoDirectory(client, remotePath, localDir, options) {
+async function readRemoteIntoDirectory(client, remotePath, localDir, options, signal) {
   let size = 0;
   const counted = (async function* count() {
     for await (const slice of remoteSlices(client, remotePath, options)) {
@@ -619,6 +633,6 @@ async function readRemoteIntoDirectory(client, remotePath, localDir, options) {
       yield slice;
     }
   })();
-  await extractTarballToDirectory({ source: counted, localDir });
+  await extractTarballToDirectory({ source: counted, localDir, signal });
   return size;
 }
