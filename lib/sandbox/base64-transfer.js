@@ -13,6 +13,8 @@ import { shellQuote } from "./shell.js";
 export const SINGLE_STREAM_MAX_BASE64_BYTES = 96 * 1024 * 1024;
 /** Decoded bytes per chunked write and per `dd` read: 3 MiB (4 MiB of base64 text). */
 export const SLICE_BYTES = 3 * 1024 * 1024;
+/** `dd | base64` reads of one file running at once (each holds one slice). */
+const READ_AHEAD = 3;
 
 /** The length of the base64 text of `bytes` bytes. */
 export function base64Length(bytes) {
@@ -111,7 +113,8 @@ export async function writeBase64(runShell, { remotePath, slices, total, singleS
 }
 
 /**
- * Reads the remote file in 3 MiB `dd | base64` calls and yields each decoded slice; the
+ * Reads the remote file in 3 MiB `dd | base64` calls (up to three at once, yielded in
+ * order) and yields each decoded slice; the
  * size is probed first (`wc -c`), a missing file is an `ENOENT` error (only when its parent
  * is a searchable directory, so a transport failure is never masked), and a length other
  * than the probed size fails as `Remote file read was truncated …`. Progress as upstream.
@@ -136,15 +139,36 @@ export async function* readBase64(runShell, remotePath, onProgress) {
     await onProgress?.(0, 0);
     return;
   }
+  // The slices are independent reads (`dd skip=<i>`): up to READ_AHEAD run at once, taken
+  // in order, so the sandbox's `dd | base64` overlaps the host's decoding and extraction.
+  const slices = Math.ceil(total / SLICE_BYTES);
+  const inFlight = [];
+  let next = 0;
+  const start = () => {
+    while (next < slices && inFlight.length < READ_AHEAD) {
+      const index = next;
+      next += 1;
+      const read = runShell(`dd if=${quoted} bs=${SLICE_BYTES} skip=${index} count=1 2>/dev/null | base64`);
+      read.catch(() => undefined); // awaited below, in order
+      inFlight.push(read);
+    }
+  };
   let received = 0;
-  for (let index = 0; received < total; index += 1) {
-    const result = await runShell(`dd if=${quoted} bs=${SLICE_BYTES} skip=${index} count=1 2>/dev/null | base64`);
-    const slice = Buffer.from(result.stdout.replace(/\s+/g, ""), "base64");
-    if (slice.length === 0) break;
-    received += slice.length;
-    if (received > total) break;
-    await onProgress?.(received, total);
-    yield slice;
+  try {
+    start();
+    while (inFlight.length > 0 && received < total) {
+      const result = await inFlight.shift();
+      const slice = Buffer.from(result.stdout.replace(/\s+/g, ""), "base64");
+      if (slice.length === 0) break;
+      received += slice.length;
+      if (received > total) break;
+      start();
+      await onProgress?.(received, total);
+      yield slice;
+    }
+  } finally {
+    // Reads still running (an early stop or a failure) are left to finish on their own.
+    await Promise.allSettled(inFlight);
   }
   if (received !== total) {
     throw new Error(`Remote file read was truncated for ${remotePath}: ${received}/${total} bytes`);
