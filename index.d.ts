@@ -6,5 +6,6 @@ export * from "./lib/workspace-restore-merge.js";
 export * from "./lib/acpx-engine/execute.js";
 export * from "./lib/runtime-progress.js";
 export * from "./lib/ssh.js";
+export * from "./lib/command-managed-runtime.js";
 export * from "./lib/extras.js";
 export * from "./lib/tar-stream.js";

@@ -1,3 +1,7 @@
+import type { SandboxSyncOperation, SandboxSyncResult, SandboxTransferProgressOptions } from "./command-managed-runtime.js";
+import type { GitWorkspaceSnapshot } from "./git-workspace-sync.js";
+import type { RuntimeProgressSink, RuntimeStatusSink } from "./runtime-progress.js";
+import type { DirectorySnapshot } from "./workspace-restore-merge.js";
 /**
  * A referenced project's resolved Git-ignore set: `git` with the ignored paths relative to
  * the project directory, `other` for a directory that is not in a Git repository, `failed`
@@ -96,3 +100,126 @@ export interface MirrorDirectoryOptions {
  * copy children into a target directory that is a symlink to a directory.
  */
 export declare function mirrorDirectory(sourceDir: string, targetDir: string, options?: MirrorDirectoryOptions): Promise<void>;
+/**
+ * Throws unless every mapping's `sourcePath` lies in (or equals) one of
+ * `roots.sourceRoots` and every `targetPath` one of `roots.targetRoots`, after POSIX
+ * normalisation (`sync operation <source|target> path is not a confined absolute path: <p>`
+ * / `sync operation <source|target> path escapes its confinement root: <p>`).
+ */
+export declare function assertSyncOperationsConfined(operations: readonly {
+    files: readonly { sourcePath: string; targetPath: string }[];
+}[], roots: {
+    sourceRoots: readonly string[];
+    targetRoots: readonly string[];
+}): void;
+/** The sandbox a runtime runs in (upstream's `SandboxRemoteExecutionSpec`). */
+export interface SandboxRemoteExecutionSpec {
+    transport: "sandbox";
+    provider: string;
+    sandboxId: string;
+    remoteCwd: string;
+    timeoutMs: number;
+    apiKey: string | null;
+}
+/** What a sandbox client offers (upstream's `SandboxManagedRuntimeClient`). */
+export interface SandboxManagedRuntimeClient {
+    makeDir(remotePath: string): Promise<void>;
+    writeFile(remotePath: string, bytes: ArrayBuffer, options?: SandboxTransferProgressOptions): Promise<void>;
+    readFile(remotePath: string, options?: SandboxTransferProgressOptions): Promise<Buffer | Uint8Array | ArrayBuffer>;
+    listFiles(remotePath: string): Promise<string[]>;
+    remove(remotePath: string): Promise<void>;
+    run(command: string, options: { timeoutMs: number }): Promise<void>;
+    allowConcurrentSyncOperations?: boolean;
+    syncIn?(operations: SandboxSyncOperation[]): Promise<SandboxSyncResult>;
+    syncOut?(operations: SandboxSyncOperation[]): Promise<SandboxSyncResult>;
+}
+/** A runtime asset: a host directory staged into `<runtimeRoot>/<key>`. */
+export interface SandboxManagedRuntimeAsset {
+    /** A simple path segment, not `workspace` or `git-workspace`. */
+    key: string;
+    localDir: string;
+    followSymlinks?: boolean;
+    exclude?: string[];
+    /** Helper files staged next to the asset archive and the command that places it. */
+    provision?: {
+        stageFiles?: { name: string; contents: Buffer | string }[];
+        postUploadCommand?: (ctx: { assetTarPath: string; assetDir: string; runtimeRootDir: string }) => string;
+    };
+    /** Called by `restoreWorkspace()` to bring the asset's changes back. */
+    restore?: (ctx: { assetDir: string; readFile: (remotePath: string) => Promise<Buffer>; tempDir?: string }) => Promise<void>;
+}
+/** A referenced project staged read-only into `<runtimeRoot>/project-<projectId>`. */
+export interface SandboxAdditionalSource {
+    localPath: string;
+    projectId: string;
+    ignoreResolution: ReferencedSourceIgnoreResolution;
+}
+/** How the workspace reaches the sandbox. */
+export type WorkspaceInboundMode = "host_current" | "durable_seed" | "adopt_remote";
+/** Archives of a workspace kept on the host for later runs. */
+export interface WorkspaceDurableSeedPaths {
+    workspaceArchivePath: string;
+    workspaceArchiveSha256?: string;
+    gitArchivePath?: string | null;
+    gitArchiveSha256?: string | null;
+}
+/** A referenced project that could not be staged, and why. */
+export interface AdditionalSourceStagingFailure {
+    projectId: string;
+    error: string;
+}
+/** A prepared runtime; `restoreWorkspace()` brings the run's work back. */
+export interface PreparedSandboxManagedRuntime {
+    spec: SandboxRemoteExecutionSpec;
+    workspaceLocalDir: string;
+    workspaceRemoteDir: string;
+    runtimeRootDir: string;
+    assetDirs: Record<string, string>;
+    additionalSourceDirs: Record<string, string>;
+    additionalSourceFailures: AdditionalSourceStagingFailure[];
+    workspaceSyncSnapshot: { baseline: DirectorySnapshot; gitSnapshot: GitWorkspaceSnapshot | null } | null;
+    /**
+     * Brings the sandbox workspace back (git history as a delta bundle, then the tree read
+     * slice by slice into the safe extractor) and merges it three-way into the host
+     * workspace; then each asset's `restore`. A hostile archive is refused
+     * (`ERR_PAPERCLIP_NATIVE_UNSAFE_ARCHIVE_ENTRY` / `ERR_PAPERCLIP_NATIVE_BAD_ARCHIVE`) and
+     * leaves the workspace untouched.
+     */
+    restoreWorkspace(onProgress?: RuntimeProgressSink): Promise<void>;
+}
+/** A span wrapper for the steps (`snapshot.git`, `pack`, `stage.workspace`, …). */
+export type RuntimeSpanRunner = <T>(name: string, work: () => Promise<T>) => Promise<T>;
+/**
+ * Upstream's sandbox staging: the workspace (git-backed: a depth-1 HEAD clone plus the
+ * working-tree overlay and the deletions; plain: the tree), each asset and each referenced
+ * project through `client.syncIn` (confined, with the run timeout on every post-upload
+ * command; at most 4 at once when the client allows concurrency), with upstream's modes,
+ * progress lines, statuses and errors. Archives are packed in-process (no host `tar`); with
+ * our command-managed client on its fallback transport they are packed straight into the
+ * upload and never written to the host.
+ */
+export declare function prepareSandboxManagedRuntime(input: {
+    spec: SandboxRemoteExecutionSpec;
+    adapterKey: string;
+    client: SandboxManagedRuntimeClient;
+    workspaceLocalDir: string;
+    workspaceRemoteDir?: string;
+    syncWorkspace?: boolean;
+    workspaceInboundMode?: WorkspaceInboundMode;
+    workspaceDurableSeed?: WorkspaceDurableSeedPaths;
+    workspaceBaseline?: DirectorySnapshot;
+    workspaceGitSnapshot?: GitWorkspaceSnapshot | null;
+    workspaceExclude?: string[];
+    preserveAbsentOnRestore?: string[];
+    assets?: SandboxManagedRuntimeAsset[];
+    additionalSources?: SandboxAdditionalSource[];
+    onProgress?: RuntimeProgressSink;
+    onRuntimeProgress?: RuntimeStatusSink;
+    runtimeSpan?: RuntimeSpanRunner;
+    /**
+     * Our addition: aborting stops the prepare (and the later `restoreWorkspace()`) between
+     * steps and inside every pack and extraction, rejecting with an `AbortError`; a remote
+     * command already running ends under its own timeout.
+     */
+    signal?: AbortSignal;
+}): Promise<PreparedSandboxManagedRuntime>;

@@ -14,6 +14,9 @@ import {
 import { abortError, native, runCancellable } from "./native.js";
 import { checkSignal, packInput, requireString } from "./tar-common.js";
 
+export { assertSyncOperationsConfined } from "./sandbox/confinement.js";
+export { prepareSandboxManagedRuntime } from "./sandbox/prepare.js";
+
 export const REFERENCED_SOURCE_IGNORE_FAILURE_REASONS = {
   scanFailed: "git-ignore-scan-failed",
   limitExceeded: "git-ignore-scan-limit-exceeded",

@@ -41,6 +41,9 @@ const DEFAULT_SUITES = [
   "git-workspace-sync",
   "acpx-engine/execute",
   "runtime-progress",
+  "execution-target-sandbox",
+  "execution-target",
+  "skills-staging-follow-symlinks",
   "ssh-fixture",
 ];
 

@@ -126,3 +126,25 @@ export const specIn: upSsh.SshRemoteExecutionSpec = {} as ourSsh.SshRemoteExecut
 export const specOut: ourSsh.SshRemoteExecutionSpec = {} as upSsh.SshRemoteExecutionSpec;
 export const resultIn: upSsh.SshCommandResult = {} as ourSsh.SshCommandResult;
 export const resultOut: ourSsh.SshCommandResult = {} as upSsh.SshCommandResult;
+
+import * as upCommand from "@paperclipai/adapter-utils/command-managed-runtime";
+import * as ourCommand from "@paperclipai/adapter-utils-native/command-managed-runtime";
+
+export const command: {
+  createCommandManagedRuntimeClient: typeof upCommand.createCommandManagedRuntimeClient;
+  assertPostUploadCommandsConfined: typeof upCommand.assertPostUploadCommandsConfined;
+  prepareCommandManagedRuntime: typeof upCommand.prepareCommandManagedRuntime;
+}[] = [ourCommand, ours];
+
+export const confinement: {
+  assertSyncOperationsConfined: typeof upSandbox.assertSyncOperationsConfined;
+  prepareSandboxManagedRuntime: typeof upSandbox.prepareSandboxManagedRuntime;
+}[] = [ourSandbox, ours];
+
+// Prepared runtimes are interchangeable both ways.
+export const preparedIn: upSandbox.PreparedSandboxManagedRuntime = {} as ourSandbox.PreparedSandboxManagedRuntime;
+export const preparedOut: ourSandbox.PreparedSandboxManagedRuntime = {} as upSandbox.PreparedSandboxManagedRuntime;
+
+// An upstream-typed runner is accepted by ours, and our client is an upstream client.
+export const runnerIn: ourCommand.CommandManagedRuntimeRunner = {} as upCommand.CommandManagedRuntimeRunner;
+export const clientOut: upSandbox.SandboxManagedRuntimeClient = {} as ourCommand.CommandManagedRuntimeClient;

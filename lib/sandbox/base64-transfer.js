@@ -1,0 +1,177 @@
+// The base64 transport of the command-managed client: a byte stream goes to a remote file
+// as base64 text on the stdin of `execute` calls, and a remote file comes back as base64
+// on their stdout. The wire protocol is upstream's (one `base64 -d` process for up to
+// 96 MiB of text when the runner can report progress for it, else one `base64 -d >>` per
+// 3 MiB slice; reads are `dd … | base64` per 3 MiB), but the bytes are taken from the
+// source and encoded one 3 MiB slice at a time, so nothing but the slices in flight (and,
+// on the single-stream path, the stdin text itself) is ever held in memory.
+import { randomUUID } from "node:crypto";
+import path from "node:path";
+import { shellQuote } from "./shell.js";
+
+/** Most base64 text handed to one `execute` as stdin (upstream's single-stream bound). */
+export const SINGLE_STREAM_MAX_BASE64_BYTES = 96 * 1024 * 1024;
+/** Decoded bytes per chunked write and per `dd` read: 3 MiB (4 MiB of base64 text). */
+export const SLICE_BYTES = 3 * 1024 * 1024;
+/** `dd | base64` reads of one file running at once (each holds one slice). */
+const READ_AHEAD = 3;
+
+/** The length of the base64 text of `bytes` bytes. */
+export function base64Length(bytes) {
+  return Math.ceil(bytes / 3) * 4;
+}
+
+/** A Buffer view of any byte container (no copy). */
+export function asBuffer(bytes) {
+  if (Buffer.isBuffer(bytes)) return bytes;
+  if (bytes instanceof ArrayBuffer) return Buffer.from(bytes);
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
+/** The slices of one in-memory buffer (views, no copy). */
+export function* slicesOfBuffer(buffer, size = SLICE_BYTES) {
+  for (let offset = 0; offset < buffer.length; offset += size) yield buffer.subarray(offset, offset + size);
+}
+
+/**
+ * Re-cuts an (async) iterable of byte chunks into slices of exactly `size` bytes (the last
+ * may be shorter). A slice is a fresh Buffer only when chunks straddle it; whole slices of
+ * a large chunk are views.
+ */
+export async function* reslice(source, size = SLICE_BYTES) {
+  let pending = null;
+  let filled = 0;
+  for await (const raw of source) {
+    let chunk = asBuffer(raw);
+    while (chunk.length > 0) {
+      if (filled === 0 && chunk.length >= size) {
+        yield chunk.subarray(0, size);
+        chunk = chunk.subarray(size);
+        continue;
+      }
+      pending ??= Buffer.allocUnsafe(size);
+      const take = Math.min(size - filled, chunk.length);
+      chunk.copy(pending, filled, 0, take);
+      filled += take;
+      chunk = chunk.subarray(take);
+      if (filled === size) {
+        const out = pending;
+        pending = null;
+        filled = 0;
+        yield out;
+      }
+    }
+  }
+  if (filled > 0) yield pending.subarray(0, filled);
+}
+
+/** The staged sibling a write goes to before its rename: `<path>.paperclip-upload.<uuid>`. */
+export function uploadStagingPath(remotePath) {
+  return `${remotePath}.paperclip-upload.${randomUUID()}`;
+}
+
+/**
+ * Writes `total` bytes from `slices` (an async iterable of slices of at most
+ * {@link SLICE_BYTES}, every one but the last exactly that size) to `remotePath` through
+ * `runShell(script, { stdin })`, via a staged sibling renamed into place. `singleStream`
+ * selects one `base64 -d` process for the whole text; otherwise one call per slice.
+ * `onProgress(done, total)` as upstream: `(0, total)` and `(total, total)` around a single
+ * stream, `(end, total)` after every slice and `(total, total)` after the rename.
+ * `removeStaged(path)` is called (best effort) whatever happens.
+ */
+export async function writeBase64(runShell, { remotePath, slices, total, singleStream, onProgress, removeStaged }) {
+  const staged = uploadStagingPath(remotePath);
+  const dir = path.posix.dirname(remotePath);
+  try {
+    if (singleStream) {
+      // Concatenated base64 of 3-byte-aligned slices is the base64 of the whole.
+      let body = "";
+      for await (const slice of slices) body += slice.toString("base64");
+      await onProgress?.(0, total);
+      await runShell(
+        `cleanup() { rm -f ${shellQuote(staged)}; }; trap cleanup EXIT INT TERM; ` +
+          `mkdir -p ${shellQuote(dir)} && base64 -d > ${shellQuote(staged)} && ` +
+          `mv -f ${shellQuote(staged)} ${shellQuote(remotePath)}`,
+        { stdin: body },
+      );
+      await onProgress?.(total, total);
+      return;
+    }
+    await runShell(`mkdir -p ${shellQuote(dir)} && rm -f ${shellQuote(staged)} && : > ${shellQuote(staged)}`);
+    let done = 0;
+    for await (const slice of slices) {
+      await runShell(`base64 -d >> ${shellQuote(staged)}`, { stdin: slice.toString("base64") });
+      done += slice.length;
+      await onProgress?.(done, total);
+    }
+    if (done !== total) throw new Error(`upload source for ${remotePath} produced ${done} bytes, expected ${total}`);
+    await runShell(`mv -f ${shellQuote(staged)} ${shellQuote(remotePath)}`);
+    await onProgress?.(total, total);
+  } finally {
+    await removeStaged(staged);
+  }
+}
+
+/**
+ * Reads the remote file in 3 MiB `dd | base64` calls (up to three at once, yielded in
+ * order) and yields each decoded slice; the
+ * size is probed first (`wc -c`), a missing file is an `ENOENT` error (only when its parent
+ * is a searchable directory, so a transport failure is never masked), and a length other
+ * than the probed size fails as `Remote file read was truncated …`. Progress as upstream.
+ */
+export async function* readBase64(runShell, remotePath, onProgress) {
+  const quoted = shellQuote(remotePath);
+  let probe;
+  try {
+    probe = await runShell(`wc -c < ${quoted}`);
+  } catch (error) {
+    const parent = shellQuote(path.posix.dirname(remotePath));
+    const missing = await runShell(`if [ -d ${parent} ] && [ -x ${parent} ] && [ ! -e ${quoted} ]; then printf 'missing'; fi`)
+      .catch(() => null);
+    if (missing?.stdout === "missing") {
+      throw Object.assign(new Error(`No such file: ${remotePath}`), { code: "ENOENT", path: remotePath });
+    }
+    throw error;
+  }
+  const total = Number.parseInt(probe.stdout.trim(), 10);
+  if (!Number.isFinite(total) || total < 0) throw new Error(`Could not determine remote file size for ${remotePath}`);
+  if (total === 0) {
+    await onProgress?.(0, 0);
+    return;
+  }
+  // The slices are independent reads (`dd skip=<i>`): up to READ_AHEAD run at once, taken
+  // in order, so the sandbox's `dd | base64` overlaps the host's decoding and extraction.
+  const slices = Math.ceil(total / SLICE_BYTES);
+  const inFlight = [];
+  let next = 0;
+  const start = () => {
+    while (next < slices && inFlight.length < READ_AHEAD) {
+      const index = next;
+      next += 1;
+      const read = runShell(`dd if=${quoted} bs=${SLICE_BYTES} skip=${index} count=1 2>/dev/null | base64`);
+      read.catch(() => undefined); // awaited below, in order
+      inFlight.push(read);
+    }
+  };
+  let received = 0;
+  try {
+    start();
+    while (inFlight.length > 0 && received < total) {
+      const result = await inFlight.shift();
+      const slice = Buffer.from(result.stdout.replace(/\s+/g, ""), "base64");
+      if (slice.length === 0) break;
+      received += slice.length;
+      if (received > total) break;
+      start();
+      await onProgress?.(received, total);
+      yield slice;
+    }
+  } finally {
+    // Reads still running (an early stop or a failure) are left to finish on their own.
+    await Promise.allSettled(inFlight);
+  }
+  if (received !== total) {
+    throw new Error(`Remote file read was truncated for ${remotePath}: ${received}/${total} bytes`);
+  }
+  await onProgress?.(received, total);
+}

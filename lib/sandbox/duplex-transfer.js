@@ -1,0 +1,245 @@
+// A remote file written through one duplex channel (a runner's `openDuplexChannel`): the
+// channel runs a small shell script that copies exactly `total` bytes of its input into a
+// staged sibling, one 4 MiB `dd` block at a time, printing one `.` per block it has stored, and
+// renames the file into place. The host keeps at most `WINDOW` blocks unacknowledged, so
+// the source is read only as fast as the sandbox stores it (backpressure), and the bytes
+// travel raw (no base64).
+import path from "node:path";
+import { reslice, uploadStagingPath } from "./base64-transfer.js";
+import { shellQuote } from "./shell.js";
+
+/** Bytes per acknowledged (written) or requested (read) block. */
+export const DUPLEX_BLOCK_BYTES = 4 * 1024 * 1024;
+/** Blocks in flight before the host waits for an acknowledgement. */
+const WINDOW = 4;
+
+/** The script the channel runs: store `total` bytes at `staged`, then rename to `remotePath`. */
+function duplexWriteScript(remotePath, staged, total) {
+  const full = Math.floor(total / DUPLEX_BLOCK_BYTES);
+  const rest = total % DUPLEX_BLOCK_BYTES;
+  const q = shellQuote(staged);
+  const block = (size) => `dd bs=${size} count=1 iflag=fullblock 2>/dev/null >> ${q} && printf .`;
+  return (
+    `cleanup() { rm -f ${q}; }; trap cleanup EXIT INT TERM; ` +
+    `mkdir -p ${shellQuote(path.posix.dirname(remotePath))} && : > ${q} && ` +
+    `n=${full}; while [ "$n" -gt 0 ]; do ${block(DUPLEX_BLOCK_BYTES)} || exit 1; n=$((n-1)); done && ` +
+    (rest > 0 ? `${block(rest)} && ` : "") +
+    `[ "$(wc -c < ${q})" -eq ${total} ] && mv -f ${q} ${shellQuote(remotePath)}`
+  );
+}
+
+/**
+ * Streams `source` (an async iterable of byte chunks yielding exactly `total` bytes) into
+ * `remotePath` through a channel from `runner.openDuplexChannel`. Progress `(done, total)`
+ * after every acknowledged block and `(total, total)` at the end. Fails (and stops the
+ * channel) when the remote script exits non-zero, the transport closes, the source yields
+ * a different byte count, or no acknowledgement arrives for `timeoutMs`.
+ */
+export async function writeThroughDuplexChannel(runner, { shell, remotePath, source, total, timeoutMs, onProgress }) {
+  const staged = uploadStagingPath(remotePath);
+  const channel = await runner.openDuplexChannel({ command: [shell, "-c", duplexWriteScript(remotePath, staged, total)] });
+  let acked = 0;
+  let exit = null;
+  let wake = null;
+  const notify = () => {
+    const resume = wake;
+    wake = null;
+    resume?.();
+  };
+  channel.onData((chunk) => {
+    for (const byte of chunk) if (byte === 0x2e) acked += 1;
+    notify();
+  });
+  channel.onExit((info) => {
+    exit = info ?? { exitCode: null };
+    notify();
+  });
+  const failure = () => {
+    if (exit.transportClosed) return new Error(`upload to ${remotePath} failed: the channel closed before the command exited`);
+    return new Error(`upload to ${remotePath} failed with exit code ${exit.exitCode ?? "null"}`);
+  };
+  /**
+   * Resolves once `condition()` holds; rejects when the command exits first, or when
+   * nothing arrives from the channel for `timeoutMs` (an inactivity deadline).
+   */
+  const waitUntil = (condition) => new Promise((resolve, reject) => {
+    let timer = null;
+    const settled = () => {
+      if (condition()) {
+        clearTimeout(timer);
+        resolve();
+        return true;
+      }
+      if (exit) {
+        clearTimeout(timer);
+        reject(failure());
+        return true;
+      }
+      return false;
+    };
+    if (settled()) return;
+    const arm = () => {
+      clearTimeout(timer);
+      if (timeoutMs > 0) {
+        timer = setTimeout(() => {
+          wake = null;
+          reject(new Error(`upload to ${remotePath} timed out after ${timeoutMs} ms without progress`));
+        }, timeoutMs);
+      }
+    };
+    const onWake = () => {
+      if (settled()) return;
+      arm();
+      wake = onWake;
+    };
+    arm();
+    wake = onWake;
+  });
+  let sent = 0;
+  let blocks = 0;
+  try {
+    for await (const block of reslice(source, DUPLEX_BLOCK_BYTES)) {
+      await waitUntil(() => blocks - acked < WINDOW);
+      sent += block.length;
+      if (sent > total) throw new Error(`upload source for ${remotePath} produced more than ${total} bytes`);
+      channel.write(block);
+      blocks += 1;
+      await onProgress?.(Math.min(acked * DUPLEX_BLOCK_BYTES, total), total);
+    }
+    if (sent !== total) throw new Error(`upload source for ${remotePath} produced ${sent} bytes, expected ${total}`);
+    await waitUntil(() => exit !== null);
+    if (exit.exitCode !== 0) throw failure();
+    await onProgress?.(total, total);
+  } catch (error) {
+    channel.stop();
+    throw error;
+  } finally {
+    await channel.close().catch(() => undefined);
+  }
+}
+
+/** The script that serves `remotePath` block by block: its size first, then each block asked for. */
+function duplexReadScript(remotePath) {
+  const q = shellQuote(remotePath);
+  return (
+    `size=$(wc -c < ${q}) || exit 1; printf '%s\\n' "$size"; ` +
+    `while IFS= read -r n; do [ "$n" = end ] && exit 0; ` +
+    `dd if=${q} bs=${DUPLEX_BLOCK_BYTES} skip="$n" count=1 2>/dev/null || exit 1; done; exit 1`
+  );
+}
+
+/**
+ * Yields the bytes of `remotePath` through one duplex channel, in 4 MiB blocks the host
+ * asks for (at most `WINDOW` outstanding, so a slow consumer slows the sandbox down instead
+ * of filling memory). The size comes first; a file that yields a different byte count, a
+ * non-zero exit, a closed transport or `timeoutMs` without data fails the read.
+ * Progress `(done, total)` after every block.
+ */
+export async function* readThroughDuplexChannel(runner, { shell, remotePath, timeoutMs, onProgress }) {
+  const channel = await runner.openDuplexChannel({ command: [shell, "-c", duplexReadScript(remotePath)] });
+  const pending = [];
+  let pendingBytes = 0;
+  let exit = null;
+  let wake = null;
+  const notify = () => {
+    const resume = wake;
+    wake = null;
+    resume?.();
+  };
+  channel.onData((chunk) => {
+    const buffer = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    pending.push(Buffer.from(buffer));
+    pendingBytes += buffer.length;
+    notify();
+  });
+  channel.onExit((info) => {
+    exit = info ?? { exitCode: null };
+    notify();
+  });
+  const failure = () => (exit?.transportClosed
+    ? new Error(`read of ${remotePath} failed: the channel closed before the command exited`)
+    : new Error(`read of ${remotePath} failed with exit code ${exit?.exitCode ?? "null"}`));
+  /** Waits for data that arrives after this call (or the exit); rejects after `timeoutMs` of silence. */
+  const more = () => new Promise((resolve, reject) => {
+    if (exit) return resolve();
+    const timer = timeoutMs > 0 ? setTimeout(() => {
+      wake = null;
+      reject(new Error(`read of ${remotePath} timed out after ${timeoutMs} ms without data`));
+    }, timeoutMs) : null;
+    wake = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+  });
+  /** Takes exactly `n` bytes from what arrived (the caller checked there are enough). */
+  const take = (n) => {
+    const out = Buffer.allocUnsafe(n);
+    let filled = 0;
+    while (filled < n) {
+      const head = pending[0];
+      const part = Math.min(head.length, n - filled);
+      head.copy(out, filled, 0, part);
+      filled += part;
+      if (part === head.length) pending.shift();
+      else pending[0] = head.subarray(part);
+    }
+    pendingBytes -= n;
+    return out;
+  };
+  let finished = false;
+  try {
+    // The size line.
+    let total = null;
+    while (total === null) {
+      const joined = pending.length > 0 ? Buffer.concat(pending) : Buffer.alloc(0);
+      const newline = joined.indexOf(0x0a);
+      if (newline >= 0) {
+        const text = joined.subarray(0, newline).toString("latin1").trim();
+        if (!/^\d+$/.test(text)) throw new Error(`Could not determine remote file size for ${remotePath}`);
+        total = Number(text);
+        pending.length = 0;
+        pendingBytes = 0;
+        const rest = joined.subarray(newline + 1);
+        if (rest.length > 0) {
+          pending.push(rest);
+          pendingBytes = rest.length;
+        }
+        break;
+      }
+      if (exit) throw failure();
+      if (joined.length > 64) throw new Error(`Could not determine remote file size for ${remotePath}`);
+      await more();
+    }
+    const blocks = Math.ceil(total / DUPLEX_BLOCK_BYTES);
+    let requested = 0;
+    let received = 0;
+    const request = () => {
+      while (requested < blocks && requested - Math.floor(received / DUPLEX_BLOCK_BYTES) < WINDOW) {
+        channel.write(Buffer.from(`${requested}\n`));
+        requested += 1;
+      }
+    };
+    request();
+    while (received < total) {
+      const want = Math.min(DUPLEX_BLOCK_BYTES, total - received);
+      while (pendingBytes < want) {
+        if (exit) throw failure();
+        await more();
+      }
+      const block = take(want);
+      received += block.length;
+      request();
+      await onProgress?.(received, total);
+      yield block;
+    }
+    channel.write(Buffer.from("end\n"));
+    while (!exit) await more();
+    if (exit.exitCode !== 0) throw failure();
+    if (pendingBytes > 0) throw new Error(`Remote file read was truncated for ${remotePath}: more than ${total} bytes`);
+    if (total === 0) await onProgress?.(0, 0);
+    finished = true;
+  } finally {
+    if (!finished) channel.stop();
+    await channel.close().catch(() => undefined);
+  }
+}

@@ -1,0 +1,245 @@
+// The git side of the sandbox lane on this host: the shallow HEAD export the sandbox
+// receives, the delta bundle the sandbox sends back and its integration into the local
+// branch, and the index reset after a restore. Local `git` runs as a child process with
+// upstream's commands and limits (the remote keeps upstream's scripts), so the resulting
+// repositories are upstream's: same refs, branch, origin, shallow boundary.
+import { randomUUID } from "node:crypto";
+import { promises as fs } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { PROJECT_REPOSITORIES_DIR, readGitWorkspaceSnapshot } from "../git-workspace-sync.js";
+import { GIT_SYNC_COMMIT_IDENTITY_ARGS, runLocalGit } from "../local-git.js";
+import { credentialFreeRemoteUrl } from "../ssh-workspace.js";
+import { shellQuote } from "./shell.js";
+
+const QUICK = { timeout: 10_000, maxBuffer: 16 * 1024 };
+const SLOW = { timeout: 60_000, maxBuffer: 1024 * 1024 };
+const INTEGRATE_ATTEMPTS = 5;
+
+/** `origin`'s credential-free URL, or `null`. */
+async function originUrl(localDir) {
+  try {
+    return credentialFreeRemoteUrl((await runLocalGit(localDir, ["remote", "get-url", "origin"], QUICK)).stdout);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Runs `fn(cloneDir)` with a depth-1 clone of the snapshot's HEAD checked out (on its
+ * branch, or detached), `origin` carried over without credentials, and every nested
+ * project repository cloned the same way into its path (then excluded in the parent's
+ * `.git/info/exclude`). The clone and the temporary ref in `localDir` are removed after.
+ */
+export async function withShallowHeadClone(localDir, snapshot, fn) {
+  const cloneDir = await fs.mkdtemp(path.join(os.tmpdir(), "paperclip-git-workspace-"));
+  const ref = `refs/paperclip/git-sync/import/${randomUUID()}`;
+  try {
+    // The three are independent: run them at once.
+    const [origin] = await Promise.all([
+      originUrl(localDir),
+      runLocalGit(localDir, ["update-ref", ref, snapshot.headCommit], QUICK),
+      runLocalGit(cloneDir, ["init"], { timeout: 10_000, maxBuffer: 64 * 1024 }),
+    ]);
+    if (origin) await runLocalGit(cloneDir, ["remote", "add", "origin", origin], QUICK).catch(() => undefined);
+    await runLocalGit(cloneDir, ["fetch", "--depth=1", localDir, ref], SLOW);
+    // FETCH_HEAD is the snapshot's HEAD, so after this checkout the index and the tree
+    // already are that commit's (upstream's further `reset --hard` to it changes nothing).
+    const checkout = snapshot.branchName
+      ? ["checkout", "--force", "-B", snapshot.branchName, "FETCH_HEAD"]
+      : ["checkout", "--force", "--detach", "FETCH_HEAD"];
+    await runLocalGit(cloneDir, checkout, SLOW);
+    for (const repository of snapshot.repositories ?? []) {
+      await withShallowHeadClone(path.join(localDir, repository.path), repository.snapshot, async (nested) => {
+        await fs.cp(nested, path.join(cloneDir, repository.path), { recursive: true });
+      });
+    }
+    if (snapshot.repositories?.length) {
+      await fs.appendFile(path.join(cloneDir, ".git/info/exclude"), `\n/${PROJECT_REPOSITORIES_DIR}/\n`);
+    }
+    return await fn(cloneDir);
+  } finally {
+    await runLocalGit(localDir, ["update-ref", "-d", ref], QUICK).catch(() => undefined);
+    await fs.rm(cloneDir, { recursive: true, force: true }).catch(() => undefined);
+  }
+}
+
+/** A fresh local ref the imported sandbox head is fetched into. */
+export const newImportedRef = () => `refs/paperclip/git-sync/imported/sandbox/${randomUUID()}`;
+/** A fresh remote ref the sandbox exports its head under. */
+export const newExportRef = () => `refs/paperclip/git-sync/export/sandbox/${randomUUID()}`;
+
+/** Deletes a local ref (best effort). */
+export async function deleteRef(localDir, ref) {
+  await runLocalGit(localDir, ["update-ref", "-d", ref], QUICK).catch(() => undefined);
+}
+
+/**
+ * Fetches `exportRef` of the bundle file into `importedRef` and returns the imported head;
+ * an empty bundle (nothing committed in the sandbox) returns `baseSha`.
+ */
+export async function fetchBundle(localDir, bundlePath, exportRef, importedRef, baseSha) {
+  const size = (await fs.stat(bundlePath).catch(() => null))?.size ?? 0;
+  if (size === 0) return baseSha;
+  await runLocalGit(localDir, ["fetch", "--force", bundlePath, `${exportRef}:${importedRef}`], SLOW);
+  return (await runLocalGit(localDir, ["rev-parse", importedRef], QUICK)).stdout.trim();
+}
+
+const MISSING_PREREQUISITE = ["did not send all necessary objects", "lacks these prerequisite commits", "revision walk setup failed"];
+
+/** The bundle import failed because this repository lacks the bundle's boundary commit. */
+export function isMissingPrerequisite(error) {
+  const message = error instanceof Error ? error.message : String(error);
+  return MISSING_PREREQUISITE.some((marker) => message.includes(marker));
+}
+
+/**
+ * The remote script that writes the sandbox's new commits as a bundle (relative to the
+ * merge base of `baseSha` and HEAD when the sandbox holds `baseSha`, else, or when
+ * `full`, a self-contained one; an empty file when there is nothing new) and, with
+ * `statusPath`, `clean`/`dirty` for its working tree.
+ */
+export function deltaBundleScript({ remoteDir, baseSha, exportRef, bundlePath, statusPath, full }) {
+  const git = `git -C ${shellQuote(remoteDir)}`;
+  const bundle = shellQuote(bundlePath);
+  const ref = shellQuote(exportRef);
+  const lines = [
+    "set -e",
+    `mkdir -p ${shellQuote(path.posix.dirname(bundlePath))}`,
+    `rm -f ${bundle}`,
+  ];
+  if (full) lines.push(`bundle_base=""`);
+  else {
+    lines.push(
+      `if ${git} cat-file -e ${shellQuote(baseSha)}^{commit} 2>/dev/null; then`,
+      `  bundle_base=$(${git} merge-base ${shellQuote(baseSha)} HEAD 2>/dev/null || true)`,
+      "else",
+      `  bundle_base=""`,
+      "fi",
+    );
+  }
+  lines.push(
+    `if [ -n "$bundle_base" ]; then`,
+    `  commit_count=$(${git} rev-list --count HEAD --not "$bundle_base")`,
+    "else",
+    `  commit_count=$(${git} rev-list --count HEAD)`,
+    "fi",
+    'if [ "$commit_count" -gt 0 ]; then',
+    `  ${git} update-ref ${ref} HEAD`,
+    `  if [ -n "$bundle_base" ]; then`,
+    `    ${git} bundle create ${bundle} ${ref} --not "$bundle_base" >/dev/null`,
+    "  else",
+    `    ${git} bundle create ${bundle} ${ref} >/dev/null`,
+    "  fi",
+    "else",
+    `  : > ${bundle}`,
+    "fi",
+  );
+  if (statusPath) {
+    const status = shellQuote(statusPath);
+    lines.push([
+      `if [ -z "$(${git} status --porcelain=v1 --untracked-files=normal)" ]; then`,
+      `  printf clean > ${status}`,
+      "else",
+      `  printf dirty > ${status}`,
+      "fi",
+    ].join("\n"));
+  }
+  return lines.join("\n");
+}
+
+/**
+ * The work tree's `{ headCommit, branchName }` in one `git rev-parse` (upstream takes a whole
+ * workspace snapshot here, nine git runs and an ignored-files walk, and uses these two
+ * fields); `null` when `localDir` is not its repository's top level. When the short form
+ * fails, the full snapshot decides, with upstream's error handling.
+ */
+async function readHead(localDir) {
+  let lines;
+  try {
+    lines = (await runLocalGit(localDir, ["rev-parse", "--show-toplevel", "HEAD", "--abbrev-ref", "HEAD"], QUICK)).stdout.split("\n");
+  } catch {
+    return readGitWorkspaceSnapshot(localDir);
+  }
+  const [toplevel, headCommit, branch] = lines.map((line) => line.trim());
+  const [here, top] = await Promise.all([fs.realpath(localDir), fs.realpath(toplevel)]);
+  if (here !== top) return null;
+  return { headCommit, branchName: branch && branch !== "HEAD" ? branch : null };
+}
+
+/** The commit the head moves to so it contains `imported`; `null` when it already does. */
+async function integratedCommit(localDir, current, imported) {
+  const short = (commit) => commit.slice(0, 12);
+  let base = "";
+  let unrelated = false;
+  try {
+    base = (await runLocalGit(localDir, ["merge-base", current, imported], QUICK)).stdout.trim();
+  } catch (error) {
+    unrelated = error?.code === 1;
+  }
+  if (base === imported) return null;
+  if (base === current) return imported;
+  if (unrelated) {
+    const tree = (await runLocalGit(localDir, ["rev-parse", `${imported}^{tree}`], QUICK)).stdout.trim();
+    const body = (await runLocalGit(localDir, ["log", "-1", "--format=%B", imported], { timeout: 10_000, maxBuffer: 256 * 1024 })).stdout.trim();
+    const message = `${body}\n\n(Paperclip remote git sync graft ${short(imported)}: imported history shares no ancestor with ${short(current)})`;
+    return (await runLocalGit(localDir, [...GIT_SYNC_COMMIT_IDENTITY_ARGS, "commit-tree", tree, "-p", current, "-m", message], { timeout: 60_000, maxBuffer: 64 * 1024 })).stdout.trim();
+  }
+  let merged;
+  try {
+    merged = await runLocalGit(localDir, ["merge-tree", "--write-tree", current, imported], { timeout: 60_000, maxBuffer: 256 * 1024 });
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new Error(`Failed to merge concurrent remote git histories for ${short(current)} and ${short(imported)}: ${reason}`);
+  }
+  const tree = merged.stdout.trim().split("\n")[0]?.trim() ?? "";
+  if (tree === "") throw new Error("Failed to compute a merged git tree for workspace restore.");
+  return (await runLocalGit(localDir, [
+    ...GIT_SYNC_COMMIT_IDENTITY_ARGS, "commit-tree", tree, "-p", current, "-p", imported,
+    "-m", `Paperclip remote git sync merge ${short(imported)}`,
+  ], { timeout: 60_000, maxBuffer: 64 * 1024 })).stdout.trim();
+}
+
+/**
+ * Moves the local branch (or detached HEAD) so it contains `imported` (fast-forward, graft
+ * of unrelated history, or a merge commit), by compare-and-swap; a lost race starts over
+ * from the new head, up to five attempts.
+ */
+export async function integrateImportedHead(localDir, imported) {
+  for (let attempt = 1; attempt <= INTEGRATE_ATTEMPTS; attempt += 1) {
+    const snapshot = await readHead(localDir);
+    if (!snapshot) return;
+    const current = snapshot.headCommit;
+    if (!current || current === imported) return;
+    const next = await integratedCommit(localDir, current, imported);
+    if (next === null) return;
+    const headRef = snapshot.branchName ? `refs/heads/${snapshot.branchName}` : "HEAD";
+    try {
+      await runLocalGit(localDir, ["update-ref", headRef, next, current], QUICK);
+      return;
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      if (!(message.includes("cannot lock ref") && message.includes("expected")) || attempt >= INTEGRATE_ATTEMPTS) throw error;
+    }
+  }
+  throw new Error(`Failed to integrate concurrent remote git history for ${imported.slice(0, 12)} after multiple retries.`);
+}
+
+/**
+ * Resets the index to HEAD after a restore (the restored files stay as they are) and
+ * checks nothing is left staged; with `checkClean`, warns when the working tree still
+ * differs from HEAD although the sandbox's was clean.
+ */
+export async function resetIndexToHead(localDir, checkClean) {
+  try {
+    await runLocalGit(localDir, ["reset", "--quiet", "HEAD", "--", "."], SLOW);
+  } catch (error) {
+    const detail = [error?.message, error?.stderr, error?.stdout].filter((v) => typeof v === "string" && v.trim() !== "").join("\n");
+    throw new Error(`Failed to reset local git index to HEAD after workspace restore: ${detail}`);
+  }
+  const staged = await runLocalGit(localDir, ["diff", "--cached", "--name-status", "HEAD", "--"], { timeout: 10_000, maxBuffer: 1024 * 1024 });
+  if (staged.stdout.trim() !== "") throw new Error(`Workspace restore left staged git index changes after reset:\n${staged.stdout.trim()}`);
+  if (!checkClean) return;
+  const worktree = await runLocalGit(localDir, ["diff", "--name-status", "HEAD", "--"], { timeout: 10_000, maxBuffer: 1024 * 1024 });
+  if (worktree.stdout.trim() !== "") console.warn("[paperclip] Workspace restore preserved local working tree changes after clean sandbox restore.");
+}

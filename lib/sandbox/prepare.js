@@ -1,0 +1,638 @@
+// `prepareSandboxManagedRuntime`: stages a workspace (git history + working-tree overlay,
+// or a plain tree), runtime assets and referenced projects into a sandbox through the
+// client's `syncIn`, and returns the prepared runtime whose `restoreWorkspace()` brings
+// the run's work back (git delta bundle + the tree, merged against the baseline). Upstream's
+// orchestration, remote commands, progress lines and statuses; what changes is the work on
+// this host: archives are packed in-process (no `tar` child), the restore archive is read
+// slice by slice straight into the safe extractor (hostile members refused, nothing
+// applied before the merge), and nothing is buffered whole when the client streams.
+import { createHash, randomUUID } from "node:crypto";
+import { createReadStream, promises as fs } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { shouldExcludePath } from "../exclude-patterns.js";
+import { GIT_ARCHIVE_EXCLUDES, readGitWorkspaceSnapshot } from "../git-workspace-sync.js";
+import { createRuntimeProgressReporter } from "../runtime-progress.js";
+import {
+  createTarballFromDirectory,
+  mergeExcludes,
+  referencedSourceIgnoreExcludeEntries,
+  resolveReferencedSourceIgnore,
+} from "../sandbox-managed-runtime.js";
+import { abortError } from "../native.js";
+import { checkSignal } from "../tar-common.js";
+import { extractTarballToDirectory } from "../tar-stream.js";
+import { captureDirectorySnapshot, mergeDirectoryWithBaseline } from "../workspace-restore-merge.js";
+import { asBuffer } from "./base64-transfer.js";
+import { OUR_CLIENT, PACKED_SOURCE } from "./client-features.js";
+import { assertSyncOperationsConfined } from "./confinement.js";
+import {
+  deleteRef,
+  deltaBundleScript,
+  fetchBundle,
+  integrateImportedHead,
+  isMissingPrerequisite,
+  newExportRef,
+  newImportedRef,
+  resetIndexToHead,
+  withShallowHeadClone,
+} from "./git-history.js";
+import { scheduleSyncOperations, SYNC_CONCURRENCY } from "./schedule.js";
+import { shellQuote } from "./shell.js";
+
+const HEAVY_DIRS = ["node_modules", "vendor", "dist", "build", "out", "coverage", ".next", ".turbo", ".cache"];
+/** Each heavy directory name as upstream's four tar patterns. */
+const HEAVY_EXCLUDES = HEAVY_DIRS.flatMap((name) => [name, `${name}/*`, `*/${name}`, `*/${name}/*`]);
+/** Name prefix of a restore's staging directory inside the workspace. */
+const RESTORE_STAGING_PREFIX = ".paperclip-sandbox-restore-";
+/** Asset keys that would share a remote archive path with the workspace's archives. */
+const RESERVED_ASSET_KEYS = new Set(["workspace", "git-workspace"]);
+
+function assertAssetKey(key) {
+  if (key.length === 0 || key.includes("/") || key.includes("\\") || key.includes("..")) {
+    throw new Error(`sandbox runtime asset key is not a simple path segment: ${key}`);
+  }
+  if (RESERVED_ASSET_KEYS.has(key)) {
+    throw new Error(`sandbox runtime asset key collides with a reserved runtime archive name: ${key}`);
+  }
+}
+
+async function withTempDir(prefix, fn) {
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), prefix));
+  try {
+    return await fn(dir);
+  } finally {
+    await fs.rm(dir, { recursive: true, force: true }).catch(() => undefined);
+  }
+}
+
+async function emitStatus(sink, phase, message) {
+  if (!sink) return;
+  await Promise.resolve()
+    .then(() => sink({ phase, message }))
+    .catch(() => undefined);
+}
+
+/** A byte transfer's progress lines (and their mirror on the status sink). */
+function transferProgress(sink, phase, direction, label, status) {
+  if (!sink && !status?.sink) return { options: undefined, finish: async () => {}, fail: async () => {} };
+  const reporter = createRuntimeProgressReporter({
+    sink: async (line) => {
+      await sink?.(line);
+      if (status?.sink) await emitStatus(status.sink, status.phase, line.replace(/^\[paperclip\]\s*/, "").trim());
+    },
+    phase,
+    direction,
+    target: "sandbox",
+    label,
+  });
+  return {
+    options: { onProgress: async (done, total) => { await reporter.report(done, total); } },
+    finish: async (done, total) => { await reporter.complete(done, total); },
+    /** The `failed at …` line (our addition: upstream prints nothing when a transfer fails). */
+    fail: async (done, total) => { await reporter.fail(done, total); },
+  };
+}
+
+/** The sum of a sync result's finite positive byte counts. */
+function syncedBytes(result) {
+  return result.operations.reduce((sum, { bytesTransferred }) => (Number.isFinite(bytesTransferred) && bytesTransferred > 0 ? sum + bytesTransferred : sum), 0);
+}
+
+/** `find -name` terms that spare each name. */
+function spareNames(names) {
+  return names.map((name) => `! -name ${shellQuote(name)}`).join(" ");
+}
+
+/**
+ * Extracts an uploaded archive into the workspace and removes it; `wipeExcept` (when
+ * given) first removes every top-level entry but those names and in-flight
+ * `.paperclip-upload-*` scratch archives.
+ */
+function workspaceExtractCommand(remoteDir, remoteTar, wipeExcept) {
+  const dir = shellQuote(remoteDir);
+  const wipe = wipeExcept ? ` && find ${dir} -mindepth 1 -maxdepth 1 ${spareNames([...wipeExcept, ".paperclip-upload-*"])} -exec rm -rf -- {} +` : "";
+  return `mkdir -p ${dir}${wipe} && tar -xf ${shellQuote(remoteTar)} -C ${dir} && rm -f ${shellQuote(remoteTar)}`;
+}
+
+function assetExtractCommand(assetDir, assetTar) {
+  return `rm -rf ${shellQuote(assetDir)} && mkdir -p ${shellQuote(assetDir)} && tar -xf ${shellQuote(assetTar)} -C ${shellQuote(assetDir)} && rm -f ${shellQuote(assetTar)}`;
+}
+
+/** The remote script that archives the sandbox workspace (top-level names, no `.` entry). */
+function remoteArchiveCommand(remoteDir, archivePath, exclude) {
+  const excludes = ["._*", ...exclude].map((entry) => `--exclude ${shellQuote(entry)}`).join(" ");
+  return [
+    `mkdir -p ${shellQuote(path.posix.dirname(archivePath))}`,
+    `cd ${shellQuote(remoteDir)}`,
+    "set -- *",
+    `if [ "$#" -eq 1 ] && [ "$1" = "*" ] && [ ! -e "$1" ] && [ ! -L "$1" ]; then set --; fi`,
+    `for entry in .[!.]* ..?*; do [ -e "$entry" ] || [ -L "$entry" ] || continue; set -- "$@" "$entry"; done`,
+    `if [ "$#" -eq 0 ]; then dd if=/dev/zero of=${shellQuote(archivePath)} bs=1024 count=1; ` +
+      `else tar -cf ${shellQuote(archivePath)} ${excludes} -- "$@"; fi`,
+  ].join(" && ");
+}
+
+async function sha256File(file) {
+  const hash = createHash("sha256");
+  for await (const chunk of createReadStream(file)) hash.update(chunk);
+  return hash.digest("hex");
+}
+
+/** Copies a durable seed archive (a regular file, digest checked when given) to `target`. */
+async function copySeed(source, target, sha256) {
+  const stat = await fs.lstat(source);
+  if (stat.isSymbolicLink() || !stat.isFile()) throw new Error("workspace_durable_seed_invalid");
+  if (sha256 && (await sha256File(source)) !== sha256) throw new Error("workspace_durable_seed_digest_mismatch");
+  await fs.copyFile(source, target);
+}
+
+/** Saves `source` as the durable seed `target` (private parent, 0600, staged + renamed). */
+async function persistSeed(source, target) {
+  const parent = path.dirname(target);
+  await fs.mkdir(parent, { recursive: true, mode: 0o700 });
+  const stat = await fs.lstat(parent);
+  if (stat.isSymbolicLink() || !stat.isDirectory()) throw new Error("workspace_durable_seed_root_invalid");
+  const staged = path.join(parent, `.${path.basename(target)}.${randomUUID()}.tmp`);
+  try {
+    await fs.copyFile(source, staged);
+    await fs.chmod(staged, 0o600);
+    await fs.rename(staged, target);
+  } finally {
+    await fs.rm(staged, { force: true }).catch(() => undefined);
+  }
+}
+
+/** Copies the selected overlay paths (minus excluded ones, minus vanished ones) into `targetDir`. */
+async function copyOverlay(sourceDir, targetDir, relativePaths, exclude) {
+  await fs.mkdir(targetDir, { recursive: true });
+  for (const relative of relativePaths) {
+    if (shouldExcludePath(relative, exclude)) continue;
+    const source = path.join(sourceDir, relative);
+    const stat = await fs.lstat(source).catch(() => null);
+    if (!stat) continue;
+    const target = path.join(targetDir, relative);
+    if (stat.isDirectory()) {
+      await fs.mkdir(target, { recursive: true });
+      continue;
+    }
+    await fs.mkdir(path.dirname(target), { recursive: true });
+    await fs.rm(target, { recursive: true, force: true }).catch(() => undefined);
+    if (stat.isSymbolicLink()) {
+      await fs.symlink(await fs.readlink(source), target);
+      continue;
+    }
+    await fs.copyFile(source, target, fs.constants?.COPYFILE_FICLONE ?? 0).catch(() => fs.copyFile(source, target));
+    await fs.chmod(target, stat.mode);
+  }
+}
+
+/**
+ * Drop-in for upstream's `prepareSandboxManagedRuntime`; see sandbox-managed-runtime.d.ts.
+ */
+export async function prepareSandboxManagedRuntime(input) {
+  // Our addition: `signal` stops the work between steps and inside every pack and extraction
+  // (a remote command already running is left to its own timeout).
+  const signal = checkSignal(input.signal);
+  const stopIfAborted = () => {
+    if (signal?.aborted) throw abortError(signal);
+  };
+  stopIfAborted();
+  const workspaceRemoteDir = input.workspaceRemoteDir ?? input.spec.remoteCwd;
+  const runtimeRootDir = path.posix.join(workspaceRemoteDir, ".paperclip-runtime", input.adapterKey);
+  const syncWorkspace = input.syncWorkspace !== false &&
+    (await fs.access(input.workspaceLocalDir).then(() => true, (error) => {
+      if (error.code === "ENOENT") return false;
+      throw error;
+    }));
+  const mode = input.workspaceInboundMode ?? "host_current";
+  const stageWorkspace = syncWorkspace && mode !== "adopt_remote";
+  const seedOnly = syncWorkspace && mode === "adopt_remote" && input.workspaceDurableSeed !== undefined;
+  if (mode === "durable_seed" && !input.workspaceDurableSeed) throw new Error("workspace_durable_seed_missing");
+  for (const asset of input.assets ?? []) assertAssetKey(asset.key);
+
+  const span = (name, work) => (input.runtimeSpan ? input.runtimeSpan(name, work) : work());
+  const gitSnapshot = syncWorkspace
+    ? input.workspaceGitSnapshot !== undefined
+      ? input.workspaceGitSnapshot
+      : await span("snapshot.git", () => readGitWorkspaceSnapshot(input.workspaceLocalDir))
+    : null;
+  const directoryIgnore = syncWorkspace && !gitSnapshot ? await resolveReferencedSourceIgnore(input.workspaceLocalDir) : null;
+  if (directoryIgnore?.kind === "failed") throw new Error(`Workspace ignore scan failed: ${directoryIgnore.reason}`);
+  const ignored = gitSnapshot?.ignoredPaths ?? (directoryIgnore?.kind === "git" ? directoryIgnore.ignoredPaths : undefined);
+  const archiveExclude = mergeExcludes(HEAVY_EXCLUDES, [...GIT_ARCHIVE_EXCLUDES], input.workspaceExclude, ignored);
+  const restoreExclude = mergeExcludes(HEAVY_EXCLUDES, [...GIT_ARCHIVE_EXCLUDES], [".paperclip-runtime"], input.preserveAbsentOnRestore, input.workspaceExclude, ignored);
+  const repositories = gitSnapshot?.repositories ?? [];
+  const workspaceRestoreExclude = mergeExcludes(restoreExclude, repositories.map((repository) => repository.path));
+  const baseline = syncWorkspace
+    ? input.workspaceBaseline ?? (await span("snapshot.baseline", () => captureDirectorySnapshot(input.workspaceLocalDir, { exclude: restoreExclude })))
+    : null;
+
+  const syncIn = input.client.syncIn;
+  if (typeof syncIn !== "function") {
+    throw new Error("prepareSandboxManagedRuntime requires a client that exposes syncIn " +
+      "(createCommandManagedRuntimeClient provides a native-or-fallback implementation).");
+  }
+  const nativeSyncOut = typeof input.client.syncOut === "function";
+  let operationSeq = 0;
+  const nextOperationId = () => `sync-op-${(operationSeq += 1)}`;
+  const additionalSourceDirs = {};
+  const additionalSourceFailures = [];
+  const projectBaseExclude = mergeExcludes(HEAVY_EXCLUDES, [".git"]);
+  const withRunTimeout = (commands) => commands.map((command) => ({ ...command, timeoutMs: command.timeoutMs ?? input.spec.timeoutMs }));
+  const concurrent = input.client.allowConcurrentSyncOperations === true;
+
+  await withTempDir("paperclip-sandbox-sync-", async (tempDir) => {
+    const preserved = new Set([".paperclip-runtime", ...(gitSnapshot ? [".git"] : []), ...(input.preserveAbsentOnRestore ?? [])]);
+    /** One confined `syncIn` operation and its closing progress line. */
+    const stage = async ({ files, postUploadCommands, sourceRoots, targetRoots, label, phase, bytes }) => {
+      const operations = [{
+        operationId: nextOperationId(),
+        files,
+        ...(postUploadCommands ? { postUploadCommands: withRunTimeout(postUploadCommands) } : {}),
+      }];
+      assertSyncOperationsConfined(operations, { sourceRoots, targetRoots });
+      stopIfAborted();
+      const progress = transferProgress(input.onProgress, "Syncing", "to", label, { sink: input.onRuntimeProgress, phase });
+      let sentSoFar = 0;
+      let knownTotal = bytes > 0 ? bytes : null;
+      let result;
+      try {
+        result = input.client[OUR_CLIENT]
+          ? await syncIn(operations, { onBytes: (done, total) => { sentSoFar = done; if (!(bytes > 0)) knownTotal = total; } })
+          : await syncIn(operations);
+      } catch (error) {
+        await progress.fail(sentSoFar, knownTotal);
+        throw error;
+      }
+      const sent = syncedBytes(result);
+      const shown = sent > 0 ? sent : bytes;
+      await progress.finish(shown, shown);
+    };
+    const tasks = [];
+    const required = [];
+
+    // With our own client on the base64 or duplex transport, an archive need not exist on
+    // disk: the mapping carries what to pack and the client packs it straight into the
+    // upload. Durable seeds and native providers get real host files, as upstream's do.
+    const streamPacks = input.client[OUR_CLIENT]?.streamsPackedSources === true;
+    /** Packs `localDir` to `archivePath` (or only describes the pack); returns the mapping extras and the file size. */
+    const packTo = async (archivePath, pack, keepFile) => {
+      if (streamPacks && !keepFile) return { extras: { [PACKED_SOURCE]: { ...pack, signal } }, size: 0 };
+      await createTarballFromDirectory({ ...pack, archivePath, signal });
+      return { extras: {}, size: (await fs.stat(archivePath)).size };
+    };
+    const withMapping = (mapping, extras) => Object.assign(mapping, extras);
+
+    if (stageWorkspace || seedOnly) {
+      required.push(true);
+      tasks.push(() => span("stage.workspace", async () => {
+        const files = [];
+        const commands = [];
+        let bytes = 0;
+        const seeded = mode === "durable_seed";
+        const persist = Boolean(input.workspaceDurableSeed);
+        /** Everything from the git-history archive on; `cloneDir` when the clone is still there. */
+        const packAndStage = async (cloneDir) => {
+          await span("pack", async () => {
+            if (gitSnapshot) {
+              await emitStatus(input.onRuntimeProgress, "git_sync", "Syncing git history to environment");
+              const gitTar = path.join(tempDir, "git-workspace.tar");
+              const remoteGitTar = path.posix.join(runtimeRootDir, "git-workspace-upload.tar");
+              let extras = {};
+              if (seeded) {
+                const seedArchive = input.workspaceDurableSeed?.gitArchivePath;
+                if (!seedArchive) throw new Error("workspace_durable_seed_git_missing");
+                await copySeed(seedArchive, gitTar, input.workspaceDurableSeed?.gitArchiveSha256);
+                bytes += (await fs.stat(gitTar)).size;
+              } else if (cloneDir) {
+                ({ extras } = await packTo(gitTar, { localDir: cloneDir, exclude: [".paperclip-runtime"] }, false));
+              } else {
+                await withShallowHeadClone(input.workspaceLocalDir, gitSnapshot, (clone) =>
+                  createTarballFromDirectory({ localDir: clone, archivePath: gitTar, exclude: [".paperclip-runtime"], signal }));
+                if (input.workspaceDurableSeed?.gitArchivePath) await persistSeed(gitTar, input.workspaceDurableSeed.gitArchivePath);
+                bytes += (await fs.stat(gitTar)).size;
+              }
+              files.push(withMapping({ sourcePath: gitTar, targetPath: remoteGitTar, kind: "file", access: "rw", writablePath: workspaceRemoteDir }, extras));
+              commands.push({ command: workspaceExtractCommand(workspaceRemoteDir, remoteGitTar, [".paperclip-runtime"]) });
+            }
+            await emitStatus(input.onRuntimeProgress, "config_sync", "Syncing workspace to environment");
+            const workspaceTar = path.join(tempDir, "workspace.tar");
+            let extras = {};
+            if (seeded) {
+              await copySeed(input.workspaceDurableSeed.workspaceArchivePath, workspaceTar, input.workspaceDurableSeed.workspaceArchiveSha256);
+              bytes += (await fs.stat(workspaceTar)).size;
+            } else {
+              const archiveDir = gitSnapshot ? path.join(tempDir, "workspace-overlay") : input.workspaceLocalDir;
+              if (gitSnapshot) await copyOverlay(input.workspaceLocalDir, archiveDir, gitSnapshot.overlayPaths, archiveExclude);
+              const packed = await packTo(workspaceTar, { localDir: archiveDir, exclude: gitSnapshot ? undefined : archiveExclude }, persist);
+              extras = packed.extras;
+              bytes += packed.size;
+              if (persist) await persistSeed(workspaceTar, input.workspaceDurableSeed.workspaceArchivePath);
+            }
+            const remoteTar = path.posix.join(runtimeRootDir, "workspace-upload.tar");
+            files.push(withMapping({ sourcePath: workspaceTar, targetPath: remoteTar, kind: "file", access: "rw", writablePath: workspaceRemoteDir }, extras));
+            commands.push({ command: workspaceExtractCommand(workspaceRemoteDir, remoteTar, gitSnapshot ? null : [...preserved]) });
+            if (gitSnapshot && gitSnapshot.deletedPaths.length > 0) {
+              commands.push({ command: `cd ${shellQuote(workspaceRemoteDir)} && rm -rf -- ${gitSnapshot.deletedPaths.map(shellQuote).join(" ")}` });
+            }
+          });
+          if (!stageWorkspace) return;
+          await stage({
+            files,
+            postUploadCommands: commands,
+            sourceRoots: [tempDir],
+            targetRoots: [runtimeRootDir],
+            label: "workspace",
+            phase: "config_sync",
+            bytes,
+          });
+        };
+        // Streaming the git-history archive needs the clone until the upload is done.
+        const keepClone = gitSnapshot && !seeded && streamPacks && stageWorkspace && !input.workspaceDurableSeed?.gitArchivePath;
+        if (keepClone) await withShallowHeadClone(input.workspaceLocalDir, gitSnapshot, (cloneDir) => packAndStage(cloneDir));
+        else await packAndStage(null);
+      }));
+    }
+
+    for (const asset of input.assets ?? []) {
+      required.push(true);
+      tasks.push(() => span(`stage.asset.${asset.key}`, async () => {
+        await emitStatus(input.onRuntimeProgress, "config_sync", "Syncing runtime assets to environment");
+        const assetDir = path.posix.join(runtimeRootDir, asset.key);
+        const remoteTar = path.posix.join(runtimeRootDir, `${asset.key}-upload.tar`);
+        const assetTar = path.join(tempDir, `${asset.key}.tar`);
+        const packed = await packTo(assetTar, { localDir: asset.localDir, followSymlinks: asset.followSymlinks, exclude: asset.exclude }, false);
+        const files = [withMapping({ sourcePath: assetTar, targetPath: remoteTar, kind: "file", access: "rw", writablePath: assetDir }, packed.extras)];
+        for (const stageFile of asset.provision?.stageFiles ?? []) {
+          const name = stageFile.name;
+          if (/[\\/]|\.\.(\.|$)/.test(name) || name === "..") {
+            throw new Error(`provision stageFile.name must be a simple basename, got: ${name}`);
+          }
+          const hostPath = path.join(tempDir, `${asset.key}.stage.${name}`);
+          await fs.writeFile(hostPath, typeof stageFile.contents === "string" ? Buffer.from(stageFile.contents) : stageFile.contents);
+          files.push({ sourcePath: hostPath, targetPath: path.posix.join(runtimeRootDir, name), kind: "file", access: "ro" });
+        }
+        const command = asset.provision?.postUploadCommand?.({ assetTarPath: remoteTar, assetDir, runtimeRootDir }) ??
+          assetExtractCommand(assetDir, remoteTar);
+        await stage({
+          files,
+          postUploadCommands: [{ command }],
+          sourceRoots: [tempDir],
+          targetRoots: [runtimeRootDir],
+          label: asset.key,
+          phase: "config_sync",
+          bytes: packed.size,
+        });
+      }));
+    }
+
+    const sources = input.additionalSources ?? [];
+    const failureSlots = sources.map(() => null);
+    sources.forEach((source, index) => {
+      required.push(false);
+      tasks.push(() => span(`stage.project.${source.projectId}`, async () => {
+        const { localPath, projectId, ignoreResolution } = source;
+        const label = `project-${projectId}`;
+        try {
+          if (!path.posix.isAbsolute(localPath)) throw new Error(`additional source localPath is not an absolute path: ${localPath}`);
+          if (projectId.length === 0 || projectId.includes("/") || projectId.includes("\\") || projectId.includes("..")) {
+            throw new Error(`additional source projectId is not a simple path segment: ${projectId}`);
+          }
+          if (ignoreResolution.kind === "failed") throw new Error(`referenced project ignore resolution failed: ${ignoreResolution.reason}`);
+          const remoteDir = path.posix.join(runtimeRootDir, label);
+          const exclude = mergeExcludes(projectBaseExclude, referencedSourceIgnoreExcludeEntries(ignoreResolution));
+          await emitStatus(input.onRuntimeProgress, "config_sync", "Syncing referenced project to environment");
+          await stage({
+            files: [{ sourcePath: localPath, targetPath: remoteDir, kind: "directory", exclude, access: "ro" }],
+            sourceRoots: [localPath],
+            targetRoots: [remoteDir],
+            label,
+            phase: "config_sync",
+            bytes: 0,
+          });
+          additionalSourceDirs[projectId] = remoteDir;
+        } catch (error) {
+          failureSlots[index] = { projectId, error: error instanceof Error ? error.message : String(error) };
+        }
+      }));
+    });
+
+    const settled = await scheduleSyncOperations(tasks, concurrent, SYNC_CONCURRENCY);
+    for (const failure of failureSlots) if (failure) additionalSourceFailures.push(failure);
+    for (let index = 0; index < settled.length; index += 1) {
+      if (required[index] && settled[index].status === "rejected") throw settled[index].reason;
+    }
+  });
+
+  const assetDirs = Object.fromEntries((input.assets ?? []).map((asset) => [asset.key, path.posix.join(runtimeRootDir, asset.key)]));
+
+  /** Brings the sandbox workspace (history, then tree) back and merges it. */
+  const restoreWorkspaceTask = async (sink) => {
+    stopIfAborted();
+    for (const repository of repositories) {
+      const prefix = `${repository.path}/`;
+      const localDir = path.join(input.workspaceLocalDir, repository.path);
+      if (await fs.realpath(localDir) !== path.join(await fs.realpath(input.workspaceLocalDir), repository.path)) {
+        throw new Error("Project repository escaped its workspace");
+      }
+      const nestedExclude = mergeExcludes(repository.snapshot.ignoredPaths, baseline.exclude.flatMap((entry) =>
+        entry.startsWith(prefix) ? [entry.slice(prefix.length)] : entry.startsWith("*/") ? [entry] : []));
+      const nested = await prepareSandboxManagedRuntime({
+        spec: { ...input.spec, remoteCwd: path.posix.join(workspaceRemoteDir, repository.path) },
+        client: input.client,
+        adapterKey: input.adapterKey,
+        workspaceLocalDir: localDir,
+        workspaceInboundMode: "adopt_remote",
+        workspaceGitSnapshot: repository.snapshot,
+        workspaceExclude: nestedExclude,
+        workspaceBaseline: {
+          exclude: mergeExcludes(HEAVY_EXCLUDES, [...GIT_ARCHIVE_EXCLUDES], [".paperclip-runtime"], nestedExclude),
+          entries: new Map([...baseline.entries].filter(([entry]) => entry.startsWith(prefix)).map(([entry, value]) => [entry.slice(prefix.length), value])),
+        },
+        onRuntimeProgress: input.onRuntimeProgress,
+        signal,
+      });
+      await nested.restoreWorkspace(sink);
+    }
+    await withTempDir("paperclip-sandbox-restore-", async (tempDir) => {
+      let importedRef = null;
+      let importedHead = null;
+      let stagingName = null;
+      let remoteStatus = "dirty";
+      try {
+        if (gitSnapshot) {
+          await emitStatus(input.onRuntimeProgress, "export", "Exporting git changes from environment");
+          importedRef = newImportedRef();
+          const remoteBundle = path.posix.join(runtimeRootDir, "git-delta.bundle");
+          const remoteStatusPath = path.posix.join(runtimeRootDir, "workspace-status.txt");
+          const exportRef = newExportRef();
+          const localBundle = path.join(tempDir, "git-delta.bundle");
+          const exportAndImport = async (full) => {
+            const script = deltaBundleScript({
+              remoteDir: workspaceRemoteDir,
+              baseSha: gitSnapshot.headCommit,
+              exportRef,
+              bundlePath: remoteBundle,
+              statusPath: full ? undefined : remoteStatusPath,
+              full,
+            });
+            await input.client.run(`sh -c ${shellQuote(script)}`, { timeoutMs: input.spec.timeoutMs });
+            const progress = transferProgress(sink, "Exporting git history", "from", undefined, { sink: input.onRuntimeProgress, phase: "export" });
+            if (nativeSyncOut) {
+              const operations = [{ operationId: nextOperationId(), files: [{ sourcePath: remoteBundle, targetPath: localBundle, kind: "file" }] }];
+              assertSyncOperationsConfined(operations, { sourceRoots: [runtimeRootDir], targetRoots: [tempDir] });
+              const sent = syncedBytes(await input.client.syncOut(operations));
+              await progress.finish(sent, sent);
+            } else {
+              const bytes = await readRemoteToFile(input.client, remoteBundle, localBundle, progress.options).catch(async (error) => {
+                await progress.fail();
+                throw error;
+              });
+              await progress.finish(bytes, bytes);
+            }
+            await input.client.remove(remoteBundle).catch(() => undefined);
+            if (!full) {
+              remoteStatus = await Promise.resolve()
+                .then(() => input.client.readFile(remoteStatusPath))
+                .then((bytes) => asBuffer(bytes).toString("utf8").trim())
+                .catch(() => "dirty");
+              remoteStatus = remoteStatus === "clean" ? "clean" : "dirty";
+              await input.client.remove(remoteStatusPath).catch(() => undefined);
+            }
+            return fetchBundle(input.workspaceLocalDir, localBundle, exportRef, importedRef, gitSnapshot.headCommit);
+          };
+          try {
+            importedHead = await exportAndImport(false);
+          } catch (error) {
+            if (!isMissingPrerequisite(error)) throw error;
+            importedHead = await exportAndImport(true);
+          }
+        }
+        stopIfAborted();
+        await emitStatus(input.onRuntimeProgress, "restore", "Restoring workspace from environment");
+        let extractedDir = path.join(tempDir, "workspace");
+        if (!nativeSyncOut) {
+          // Our extraction stages on the workspace's own file system (a hidden directory in
+          // it, excluded from the merge and removed afterwards): the temp dir is often a
+          // disk while the workspace is not, and creating then removing every file of the
+          // tree there is most of a restore's time.
+          stagingName = `${RESTORE_STAGING_PREFIX}${randomUUID()}`;
+          const inside = path.join(input.workspaceLocalDir, stagingName);
+          if (await fs.mkdir(inside, { mode: 0o700 }).then(() => true, () => false)) extractedDir = inside;
+          else stagingName = null;
+        }
+        if (nativeSyncOut) {
+          const operations = [{ operationId: nextOperationId(), files: [{ sourcePath: workspaceRemoteDir, targetPath: extractedDir, kind: "directory", exclude: workspaceRestoreExclude }] }];
+          assertSyncOperationsConfined(operations, { sourceRoots: [workspaceRemoteDir], targetRoots: [extractedDir] });
+          await fs.mkdir(extractedDir, { recursive: true });
+          const progress = transferProgress(sink, "Restoring", "from", "workspace", { sink: input.onRuntimeProgress, phase: "restore" });
+          const sent = syncedBytes(await input.client.syncOut(operations));
+          await progress.finish(sent, sent);
+        } else {
+          const remoteTar = path.posix.join(runtimeRootDir, "workspace-download.tar");
+          await input.client.run(`sh -c ${shellQuote(remoteArchiveCommand(workspaceRemoteDir, remoteTar, workspaceRestoreExclude))}`, { timeoutMs: input.spec.timeoutMs });
+          const progress = transferProgress(sink, "Restoring", "from", "workspace", { sink: input.onRuntimeProgress, phase: "restore" });
+          await fs.mkdir(extractedDir, { recursive: true });
+          let bytes;
+          try {
+            bytes = await readRemoteIntoDirectory(input.client, remoteTar, extractedDir, progress.options, signal);
+          } catch (error) {
+            await progress.fail();
+            await input.client.remove(remoteTar).catch(() => undefined);
+            throw error;
+          }
+          await progress.finish(bytes, bytes);
+          await input.client.remove(remoteTar).catch(() => undefined);
+        }
+        stopIfAborted();
+        const head = importedHead;
+        const mergeBaseline = repositories.length === 0 ? baseline : {
+          exclude: workspaceRestoreExclude,
+          entries: new Map([...baseline.entries].filter(([entry]) => !repositories.some((repository) => entry === repository.path || entry.startsWith(`${repository.path}/`)))),
+        };
+        await mergeDirectoryWithBaseline({
+          baseline: stagingName ? { exclude: [...mergeBaseline.exclude, stagingName], entries: mergeBaseline.entries } : mergeBaseline,
+          sourceDir: extractedDir,
+          targetDir: input.workspaceLocalDir,
+          beforeApply: head ? async () => { await integrateImportedHead(input.workspaceLocalDir, head); } : undefined,
+          afterApply: gitSnapshot ? async () => { await resetIndexToHead(input.workspaceLocalDir, remoteStatus === "clean"); } : undefined,
+        });
+      } finally {
+        await emitStatus(input.onRuntimeProgress, "finalize", "Finalizing workspace");
+        if (importedRef) await deleteRef(input.workspaceLocalDir, importedRef);
+        if (stagingName) await fs.rm(path.join(input.workspaceLocalDir, stagingName), { recursive: true, force: true }).catch(() => undefined);
+      }
+    });
+  };
+
+  return {
+    spec: input.spec,
+    workspaceLocalDir: input.workspaceLocalDir,
+    workspaceRemoteDir,
+    runtimeRootDir,
+    assetDirs,
+    additionalSourceDirs,
+    additionalSourceFailures,
+    workspaceSyncSnapshot: syncWorkspace && baseline ? { baseline, gitSnapshot } : null,
+    restoreWorkspace: async (onProgress) => {
+      const sink = onProgress ?? input.onProgress;
+      const tasks = [];
+      if (syncWorkspace) tasks.push(() => span("restore.workspace", () => restoreWorkspaceTask(sink)));
+      for (const asset of input.assets ?? []) {
+        if (!asset.restore) continue;
+        const restore = asset.restore;
+        const key = asset.key;
+        tasks.push(() => span(`restore.asset.${key}`, () => withTempDir("paperclip-sandbox-restore-", (tempDir) => restore({
+          assetDir: path.posix.join(runtimeRootDir, key),
+          readFile: async (remotePath) => asBuffer(await input.client.readFile(remotePath)),
+          tempDir,
+        }))));
+      }
+      const settled = await scheduleSyncOperations(tasks, concurrent, SYNC_CONCURRENCY);
+      for (const result of settled) if (result.status === "rejected") throw result.reason;
+    },
+  };
+}
+
+/** The remote file's bytes as slices: the client's `readStream` when it has one, else one `readFile`. */
+async function* remoteSlices(client, remotePath, options) {
+  if (typeof client.readStream === "function") {
+    yield* client.readStream(remotePath, options);
+    return;
+  }
+  const bytes = asBuffer(await client.readFile(remotePath, options));
+  if (bytes.length > 0) yield bytes;
+}
+
+/** Reads a remote file into `localPath`, slice by slice; returns its size. */
+async function readRemoteToFile(client, remotePath, localPath, options) {
+  const handle = await fs.open(localPath, "w");
+  let size = 0;
+  try {
+    for await (const slice of remoteSlices(client, remotePath, options)) {
+      await handle.write(slice);
+      size += slice.length;
+    }
+  } finally {
+    await handle.close();
+  }
+  return size;
+}
+
+/**
+ * Reads a remote tar archive slice by slice straight into the safe extractor (every member
+ * that would land or point outside `localDir` is refused and nothing is left half-written);
+ * returns the archive's size.
+ */
+async function readRemoteIntoDirectory(client, remotePath, localDir, options, signal) {
+  let size = 0;
+  const counted = (async function* count() {
+    for await (const slice of remoteSlices(client, remotePath, options)) {
+      size += slice.length;
+      yield slice;
+    }
+  })();
+  await extractTarballToDirectory({ source: counted, localDir, signal });
+  return size;
+}
