@@ -219,7 +219,9 @@ fn is_stale(root: &Dir, name: &OsStr, parsed: Parsed) -> bool {
         Some(owner) => !alive(owner),
         None => root.lstat(name).is_ok_and(|st| {
             let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);
-            now - st.0.st_mtime as i64 > OWNERLESS_STALE_SECS
+            #[allow(clippy::unnecessary_cast)] // `time_t` is not `i64` everywhere
+            let mtime = st.0.st_mtime as i64;
+            now - mtime > OWNERLESS_STALE_SECS
         }),
     }
 }
