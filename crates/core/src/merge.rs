@@ -359,11 +359,13 @@ pub fn merge(opts: &MergeOptions<'_>) -> Result<Outcome> {
 
     // Before the first change: a staging directory at the target's root for the staged
     // copies, with the journal that marks the apply as under way (a killed merge leaves it
-    // and the next operation on the target reports it). Removed when this returns.
+    // and the next operation on the target reports it). Removed when this returns. A root
+    // that cannot take it (read-only, while the directories below are not) gets none: the
+    // copies are then staged beside their files, as they are across file systems.
     let staging = crate::staging::Staging::create(&root, crate::staging::Kind::Merge)
         .and_then(|staging| staging.journal(b"merge\n").map(|()| staging))
-        .map_err(|e| Error::io(e, "mkdir", opts.target))?;
-    let staging_dev = staging.dir.metadata().map_err(|e| Error::io(e, "stat", opts.target))?.dev();
+        .ok();
+    let staging_dev = staging.as_ref().and_then(|staging| staging.dir.metadata().ok()).map(|meta| meta.dev());
     let target = Targets { root, path: opts.target };
     let mut stats = MergeStats::default();
 
@@ -415,8 +417,10 @@ pub fn merge(opts: &MergeOptions<'_>) -> Result<Outcome> {
         };
         // Staged at the root when on the same file system (a rename across directories),
         // else beside the target.
-        let same_fs = dir.metadata().is_ok_and(|meta| meta.dev() == staging_dev);
-        let stage = if same_fs { &staging.dir } else { &dir };
+        let stage = match (&staging, staging_dev) {
+            (Some(staging), Some(dev)) if dir.metadata().is_ok_and(|meta| meta.dev() == dev) => &staging.dir,
+            _ => &dir,
+        };
         let mut source_dir = None;
         let mut applied = 0;
         for (name, entry) in items {
