@@ -21,9 +21,12 @@
 //! `O_NOFOLLOW` from the (canonical) target: nothing is ever written, deleted or linked
 //! through a symlinked ancestor of the target. Where upstream would do that, the merge is
 //! refused before anything changes ([`codes::SYMLINKED_ANCESTOR`]), and a symlink planted
-//! during the merge fails the operation that meets it. Files are copied to a staged
-//! sibling (reflinked where the file system can), given their mode, then renamed over the
-//! target, so a failed copy never destroys the host's version.
+//! during the merge fails the operation that meets it. Files are copied to a staged copy
+//! (reflinked where the file system can) in the merge's staging directory at the target's
+//! root (beside the file when its directory is on another file system), given their mode,
+//! then renamed over the target, so a failed copy never destroys the host's version. The
+//! staging directory holds the merge's journal while it applies: a merge killed meanwhile
+//! is reported to the next operation on the target ([`crate::staging`]).
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsStr;

@@ -29,6 +29,16 @@
 //! or a cancellation before that point removes the staging directory and leaves the
 //! destination as it was. Only a failure of the moves themselves (a destination changed
 //! meanwhile, permissions) can leave part of the archive applied.
+//!
+//! The staging directory (`<dest>/.paperclip-extract-<owner>-<nonce>/`, see
+//! [`crate::staging`]) holds the members under `tree/` and, from the first move on, a
+//! `journal` of the directory modes and times still to apply: a process killed during the
+//! moves is completed by the next extraction into the same destination ([`roll_forward`]),
+//! one killed earlier is removed by it.
+//!
+//! Bounds ([`ExtractLimits`], opt-in) and the free-space floor
+//! ([`ExtractOptions::min_free_bytes`], on by default) are charged at each member's header,
+//! before its entry or any of its data is written.
 
 use std::collections::HashSet;
 use std::ffi::CString;
