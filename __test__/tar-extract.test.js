@@ -176,9 +176,11 @@ describe("extraction from streams", () => {
     })();
     const watcher = setInterval(() => {
       try {
-        // Members are written into the staging directory inside dest, then moved in.
+        // Members are written into the staging directory's tree inside dest, then moved in.
         const staging = readdirSync(dest).find((name) => name.startsWith(".paperclip-extract-"));
-        extracted = lstatSync(staging ? path.join(dest, staging, "big.bin") : path.join(dest, "big.bin")).size;
+        const staged = staging ? lstatSync(path.join(dest, staging, "tree", "big.bin"), { throwIfNoEntry: false }) : undefined;
+        // Once moved in, the file is in dest (the staging directory goes a moment later).
+        extracted = (staged ?? lstatSync(path.join(dest, "big.bin"))).size;
       } catch {
         extracted = 0;
       }

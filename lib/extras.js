@@ -1,6 +1,6 @@
 // Our additions that have no upstream twin (exported from the package root only).
 import { statCaches } from "./snapshot-cache.js";
-import { invalidArgument } from "./tar-common.js";
+import { checkOptionNames, invalidArgument } from "./tar-common.js";
 
 /**
  * For a snapshot captured with `incremental: true` or `previous`, how many file hashes the
@@ -26,6 +26,7 @@ export const ARCHIVE_TRANSFER_SMALL_MS = 5 * 60_000;
  * provider has a timeout, the provider's timeout is kept.
  */
 export function archiveTransferTimeoutMs(input) {
+  checkOptionNames(input ?? {}, ["archiveBytes", "providerTimeoutMs"], "archiveTransferTimeoutMs");
   const { archiveBytes, providerTimeoutMs } = input ?? {};
   if (typeof archiveBytes !== "number" || !Number.isFinite(archiveBytes) || archiveBytes < 0) {
     throw invalidArgument(`archiveBytes must be a finite number >= 0, got ${String(archiveBytes)}`, RangeError);

@@ -29,6 +29,11 @@ export function toJsError(error, signal) {
   out.code = code;
   if (details.syscall !== undefined) out.syscall = details.syscall;
   if (details.path !== undefined) out.path = details.path;
+  if (code === "ERR_PAPERCLIP_NATIVE_ARCHIVE_LIMIT_EXCEEDED") {
+    // "archive limit exceeded: <limit> is <value> (…)": the breached limit and its value.
+    const match = /^archive limit exceeded: (\w+) is (\d+)/.exec(details.message);
+    if (match) Object.assign(out, { limit: match[1], value: Number(match[2]) });
+  }
   return out;
 }
 

@@ -16,7 +16,7 @@ import { GIT_SYNC_COMMIT_IDENTITY_ARGS, runLocalGit } from "./local-git.js";
 import { abortError, native } from "./native.js";
 import { runTransfer, shellQuote, sshTarget, transferProgress, transferTarget } from "./ssh-common.js";
 import { runSshCommand, syncDirectoryFromSsh, syncDirectoryToSsh } from "./ssh.js";
-import { checkSignal, invalidArgument } from "./tar-common.js";
+import { archiveLimits, checkSignal, invalidArgument } from "./tar-common.js";
 import { mergeDirectoryWithBaseline } from "./workspace-restore-merge.js";
 
 /** The remote directory Paperclip keeps for itself: never synced, never cleared. */
@@ -319,6 +319,9 @@ export async function prepareWorkspaceForSshExecution(input) {
 export async function restoreWorkspaceFromSshExecution(input) {
   const { remoteDir, signal, limits } = lifecycleInput(input);
   const { spec, localDir, onProgress, baselineSnapshot } = input;
+  // Ours: the extraction's bounds, checked before any work and passed to every pull.
+  archiveLimits(input.limits);
+  const archive = input.limits === undefined ? {} : { limits: input.limits };
   if (baselineSnapshot) {
     const stagingDir = await fs.mkdtemp(path.join(os.tmpdir(), "paperclip-ssh-sync-back-"));
     const ref = input.restoreGitHistory ? `refs/paperclip/ssh-sync/imported/${randomUUID()}` : null;
@@ -328,7 +331,7 @@ export async function restoreWorkspaceFromSshExecution(input) {
         : null;
       throwIfAborted(signal);
       await syncDirectoryFromSsh({
-        ...limits, spec, remoteDir, localDir: stagingDir, exclude: baselineSnapshot.exclude, onProgress, progressLabel: "workspace",
+        ...limits, ...archive, spec, remoteDir, localDir: stagingDir, exclude: baselineSnapshot.exclude, onProgress, progressLabel: "workspace",
       });
       throwIfAborted(signal);
       await mergeDirectoryWithBaseline({
@@ -352,11 +355,11 @@ export async function restoreWorkspaceFromSshExecution(input) {
     await pullGitHistory({ spec, localDir, remoteDir, ref, reset: true, onProgress, limits });
     throwIfAborted(signal);
     await syncDirectoryFromSsh({
-      ...limits, spec, remoteDir, localDir, exclude: [".git", RUNTIME_DIR], preserveLocalEntries: [".git"], onProgress, progressLabel: "workspace",
+      ...limits, ...archive, spec, remoteDir, localDir, exclude: [".git", RUNTIME_DIR], preserveLocalEntries: [".git"], onProgress, progressLabel: "workspace",
     });
     return;
   }
   await syncDirectoryFromSsh({
-    ...limits, spec, remoteDir, localDir, exclude: [RUNTIME_DIR], onProgress, progressLabel: "workspace",
+    ...limits, ...archive, spec, remoteDir, localDir, exclude: [RUNTIME_DIR], onProgress, progressLabel: "workspace",
   });
 }

@@ -1,5 +1,6 @@
 import type { RuntimeProgressSink } from "./runtime-progress.js";
 import type { DirectorySnapshot } from "./workspace-restore-merge.js";
+import type { ExtractLimits } from "./tar-stream.js";
 
 /** Where and how to reach an SSH host (upstream's `SshConnectionConfig`). */
 export interface SshConnectionConfig {
@@ -91,6 +92,8 @@ export declare function syncDirectoryFromSsh(input: {
     preserveLocalEntries?: string[];
     onProgress?: RuntimeProgressSink;
     progressLabel?: string;
+    /** Ours: bounds for the downloaded archive and the free-space floor (see `ExtractLimits`). */
+    limits?: ExtractLimits;
 } & SshCallOptions): Promise<void>;
 /**
  * Stages `localDir` on the SSH host in `remoteDir` (default `spec.remoteCwd`) before a run,
@@ -129,4 +132,6 @@ export declare function restoreWorkspaceFromSshExecution(input: {
     baselineSnapshot?: DirectorySnapshot;
     restoreGitHistory?: boolean;
     onProgress?: RuntimeProgressSink;
+    /** Ours: bounds for the downloaded workspace archive and the free-space floor (see `ExtractLimits`). */
+    limits?: ExtractLimits;
 } & SshCallOptions): Promise<void>;

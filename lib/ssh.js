@@ -6,9 +6,9 @@
 // command lines with upstream's quoting.
 import { promises as fs } from "node:fs";
 import path from "node:path";
-import { abortError, native, runCancellable } from "./native.js";
+import { abortError, native, runCancellable, toJsError } from "./native.js";
 import { runTransfer, shellQuote, sshTarget, transferProgress, transferTarget } from "./ssh-common.js";
-import { checkSignal, invalidArgument, packInput } from "./tar-common.js";
+import { archiveLimits, checkSignal, invalidArgument, packInput } from "./tar-common.js";
 
 /** Upstream's default `timeoutMs` and `maxBuffer` for `runSshCommand`. */
 const DEFAULT_COMMAND_TIMEOUT_MS = 15_000;
@@ -142,20 +142,31 @@ async function probeRemoteDirSize(spec, remoteDir, signal) {
   }
 }
 
-/** Name prefix of a restore's staging directory, inside the directory it will fill. */
-const STAGING_PREFIX = ".paperclip-ssh-sync-back-";
+// A pull stages inside the directory it will fill (so entries move in by rename, whatever
+// file system the temp dir is on): `<localDir>/.paperclip-ssh-sync-back-<pid>-<start>-<nonce>/`
+// (the name carries its owner; crates/core/src/staging.rs recognises it) holding `tree/`,
+// the extracted remote tree, and, once the replace starts, `journal`:
+// `{"phase":"clear"|"move","preserve":[…]}`. A pull killed before its journal leaves a
+// directory the next pull, extraction or merge on `localDir` removes; one killed during the
+// replace is completed by the next pull into `localDir` (completePull below).
+
+/** The staged tree and the journal inside a pull's staging directory. */
+const TREE = "tree";
+const JOURNAL = "journal";
 
 /**
- * A private staging directory for a restore on the same file system as `localDir`: inside
- * it (created when missing), so the staged entries move in by rename, whatever file system
- * the temp dir is on. `discard()` removes it, and the directories this call created for
- * `localDir` when they are still empty.
+ * A private staging directory for a restore, inside `localDir` (created when missing).
+ * `discard()` removes it, and the directories this call created for `localDir` when they
+ * are still empty.
  */
 async function stagingInside(localDir) {
   const firstCreated = await fs.mkdir(localDir, { recursive: true });
-  const dir = await fs.mkdtemp(path.join(localDir, STAGING_PREFIX));
+  const dir = path.join(localDir, native.stagingName("pull"));
+  await fs.mkdir(dir, { mode: 0o700 });
+  await fs.mkdir(path.join(dir, TREE), { mode: 0o700 });
   return {
     dir,
+    tree: path.join(dir, TREE),
     async discard({ failed }) {
       await fs.rm(dir, { recursive: true, force: true }).catch(() => undefined);
       if (!failed || firstCreated === undefined) return;
@@ -168,29 +179,65 @@ async function stagingInside(localDir) {
   };
 }
 
+/** Writes a pull's journal atomically (a temporary name, then a rename). */
+async function writeJournal(stagingDir, journal) {
+  const temporary = path.join(stagingDir, `${JOURNAL}.tmp`);
+  await fs.writeFile(temporary, `${JSON.stringify(journal)}\n`, { mode: 0o600 });
+  await fs.rename(temporary, path.join(stagingDir, JOURNAL));
+}
+
 /**
- * Makes `localDir` hold exactly the entries of `stagingDir` (inside it) plus its own entries
- * named in `preserve` (upstream's clear-then-copy). Entries move by rename (mode, times and
- * raw symlink targets intact); a preserved entry that also arrived is merged with `fs.cp`
- * as upstream merges it.
+ * Makes `localDir` hold exactly the entries of the staged `tree` plus its own entries named
+ * in `preserve` (upstream's clear-then-copy), journalled so that a kill at any point is
+ * completed by the next pull: phase `clear` removes what the remote tree replaces (our own
+ * staging directories are never touched), phase `move` moves the staged entries in. Entries
+ * move by rename (mode, times and raw symlink targets intact), so each is either its old or
+ * its new version; a preserved entry that also arrived is merged with `fs.cp` as upstream
+ * merges it.
  */
-async function replaceDirectoryContents(stagingDir, localDir, preserve) {
-  const keep = new Set(preserve ?? []);
-  const staging = path.basename(stagingDir);
-  const existing = await fs.readdir(localDir);
-  await Promise.all(existing
-    .filter((name) => !keep.has(name) && name !== staging)
-    .map((name) => fs.rm(path.join(localDir, name), { recursive: true, force: true })));
-  const incoming = await fs.readdir(stagingDir);
+async function replaceDirectoryContents(stagingDir, localDir, preserve, phase = "clear") {
+  const keep = [...new Set(preserve ?? [])];
+  const tree = path.join(stagingDir, TREE);
+  if (phase === "clear") {
+    await writeJournal(stagingDir, { phase: "clear", preserve: keep });
+    const existing = await fs.readdir(localDir);
+    await Promise.all(existing
+      .filter((name) => !keep.includes(name) && !native.stagingIsName(name))
+      .map((name) => fs.rm(path.join(localDir, name), { recursive: true, force: true })));
+    await writeJournal(stagingDir, { phase: "move", preserve: keep });
+  }
+  const incoming = await fs.readdir(tree);
   await Promise.all(incoming.map(async (name) => {
-    const from = path.join(stagingDir, name);
+    const from = path.join(tree, name);
     const to = path.join(localDir, name);
-    if (keep.has(name)) {
+    if (keep.includes(name)) {
       await fs.cp(from, to, { recursive: true, force: true, preserveTimestamps: true, verbatimSymlinks: true });
+      await fs.rm(from, { recursive: true, force: true });
     } else {
       await fs.rename(from, to);
     }
   }));
+}
+
+/**
+ * Before a pull into `localDir`: removes what killed operations left there and completes a
+ * pull that was killed during its replace (from its journal; its staged entries are still
+ * there). Fails, as the sweep does, when a restore merge into `localDir` was interrupted.
+ */
+async function completeInterruptedPulls(localDir) {
+  for (const { name, journal } of await native.stagingSweep(localDir).catch((error) => { throw toJsError(error); })) {
+    const stagingDir = path.join(localDir, name);
+    let parsed;
+    try {
+      parsed = JSON.parse(journal);
+    } catch {
+      parsed = null;
+    }
+    if (parsed && (parsed.phase === "clear" || parsed.phase === "move") && Array.isArray(parsed.preserve)) {
+      await replaceDirectoryContents(stagingDir, localDir, parsed.preserve, parsed.phase);
+    }
+    await fs.rm(stagingDir, { recursive: true, force: true });
+  }
 }
 
 /**
@@ -206,7 +253,9 @@ export async function syncDirectoryFromSsh(input) {
     `tar ${[...excludeArgs.map(shellQuote), "-cf", "-", "."].join(" ")}`,
   ].join(" && ");
   const command = `sh -c ${shellQuote(remoteScript)}`;
+  const limits = archiveLimits(input.limits);
   if (signal?.aborted) throw abortError(signal);
+  await completeInterruptedPulls(input.localDir);
   const staging = await stagingInside(input.localDir);
   const progress = transferProgress({
     onProgress: input.onProgress,
@@ -218,7 +267,7 @@ export async function syncDirectoryFromSsh(input) {
   let failed = true;
   try {
     const summary = await runCancellable(signal, (id) =>
-      native.sshDownloadTar(target, command, staging.dir, id, progress ? (bytes) => progress.update(bytes) : undefined));
+      native.sshDownloadTar(target, command, staging.tree, id, progress ? (bytes) => progress.update(bytes) : undefined, limits));
     if (signal?.aborted) throw abortError(signal);
     await progress?.finish(summary.bytes);
     await replaceDirectoryContents(staging.dir, input.localDir, input.preserveLocalEntries);

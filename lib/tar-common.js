@@ -2,6 +2,7 @@
 // upstream's order, and the bridge from native byte counts to a progress reporter.
 import fs from "node:fs/promises";
 import path from "node:path";
+import { native } from "./native.js";
 
 /** Our code for a rejected argument (the same as the core's). */
 export const INVALID_ARGUMENT = "ERR_PAPERCLIP_NATIVE_INVALID_ARGUMENT";
@@ -15,6 +16,54 @@ export function invalidArgument(message, ErrorClass = TypeError) {
   const error = new ErrorClass(message);
   error.code = INVALID_ARGUMENT;
   return error;
+}
+
+/**
+ * Rejects, with our invalid-argument code, an option name of `input` that `known` does not
+ * list (our own functions only; upstream's drop-ins keep accepting upstream's shapes).
+ */
+export function checkOptionNames(input, known, what) {
+  if (input == null || typeof input !== "object") throw invalidArgument(`${what}: options must be an object`);
+  for (const key of Object.keys(input)) {
+    if (!known.includes(key)) throw invalidArgument(`${what}: unknown option '${key}' (known: ${known.join(", ")})`);
+  }
+}
+
+/** The names `limits` accepts. */
+const LIMIT_NAMES = ["maxBytes", "maxEntries", "maxFileBytes", "minFreeBytes"];
+/** The environment variable that sets the default free-space floor, in bytes (0: off). */
+export const MIN_FREE_BYTES_ENV = "PAPERCLIP_NATIVE_MIN_FREE_BYTES";
+
+/**
+ * The native form of an extraction's `limits` (`{ maxBytes, maxEntries, maxFileBytes,
+ * minFreeBytes }`, each a non-negative safe integer or absent): unknown names and bad
+ * values are rejected; `minFreeBytes` defaults to `PAPERCLIP_NATIVE_MIN_FREE_BYTES` when
+ * that is set, else the native default (2 % of the file system, at most 1 GiB).
+ */
+export function archiveLimits(limits) {
+  const out = {};
+  if (limits != null) {
+    if (typeof limits !== "object") throw invalidArgument("limits must be an object");
+    for (const [key, value] of Object.entries(limits)) {
+      if (!LIMIT_NAMES.includes(key)) {
+        throw invalidArgument(`unknown limits option '${key}' (known: ${LIMIT_NAMES.join(", ")})`);
+      }
+      if (value === undefined) continue;
+      if (!Number.isSafeInteger(value) || value < 0) {
+        throw invalidArgument(`limits.${key} must be a non-negative integer, got ${String(value)}`, RangeError);
+      }
+      out[key] = value;
+    }
+  }
+  const fromEnv = process.env[MIN_FREE_BYTES_ENV];
+  if (out.minFreeBytes === undefined && fromEnv !== undefined && fromEnv !== "") {
+    const value = Number(fromEnv);
+    if (!/^\d+$/.test(fromEnv.trim()) || !Number.isSafeInteger(value)) {
+      throw invalidArgument(`${MIN_FREE_BYTES_ENV} must be a non-negative integer (bytes), got '${fromEnv}'`, RangeError);
+    }
+    out.minFreeBytes = value;
+  }
+  return out;
 }
 
 /** Checks that `value` is a non-empty string; returns it. */
@@ -70,7 +119,8 @@ export async function topLevelNames(dir) {
       throw error;
     }
   });
-  return names.sort((left, right) => left.localeCompare(right));
+  // Our own staging directories are never part of a tree.
+  return names.filter((name) => !native.stagingIsName(name)).sort((left, right) => left.localeCompare(right));
 }
 
 /** The native pack input for a directory and upstream-shaped options. */

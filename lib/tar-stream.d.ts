@@ -125,6 +125,30 @@ export interface ExtractTarballOptions {
     progress?: RuntimeProgressReporter;
     /** The stream's size when known (e.g. a `Content-Length`), for progress percentages. */
     totalBytes?: number;
+    /** Bounds for an untrusted archive, and the free-space floor. */
+    limits?: ExtractLimits;
+}
+
+/**
+ * Bounds for an untrusted archive, each checked at a member's header, before anything past
+ * it is written: a breach rejects with `ERR_PAPERCLIP_NATIVE_ARCHIVE_LIMIT_EXCEEDED`
+ * (`error.limit` names it, `error.value` is its value) and leaves the destination as it was.
+ * Unknown names are rejected with `ERR_PAPERCLIP_NATIVE_INVALID_ARGUMENT`.
+ */
+export interface ExtractLimits {
+    /** Largest total of the members' data sizes, in bytes. Default: none. */
+    maxBytes?: number;
+    /** Largest number of members (files, directories, links). Default: none. */
+    maxEntries?: number;
+    /** Largest data size of one member, in bytes. Default: none. */
+    maxFileBytes?: number;
+    /**
+     * Free-space floor in bytes: refused (`ERR_PAPERCLIP_NATIVE_INSUFFICIENT_SPACE`) before a
+     * member would leave the destination's file system with less available. Default:
+     * `PAPERCLIP_NATIVE_MIN_FREE_BYTES` when set, else 2 % of the file system, at most 1 GiB;
+     * 0 turns the check off.
+     */
+    minFreeBytes?: number;
 }
 
 /** What an extraction did. */

@@ -5,6 +5,8 @@
 import fs from "node:fs/promises";
 import { abortError, native, runCancellable, toJsError } from "./native.js";
 import {
+  archiveLimits,
+  checkOptionNames,
   checkReporter,
   checkSignal,
   invalidArgument,
@@ -18,6 +20,11 @@ export const TARBALL_STREAM_DEFAULT_CHUNK_SIZE = 1024 * 1024;
 const MAX_CHUNK_SIZE = 64 * 1024 * 1024;
 /** Largest piece of a caller's chunk handed to the native extraction at once. */
 const EXTRACT_PIECE = 1024 * 1024;
+/** The option names of our functions (any other is rejected). */
+const SOURCE_OPTIONS = ["localDir", "exclude", "followSymlinks", "gzip", "signal", "progress"];
+const STREAM_OPTIONS = [...SOURCE_OPTIONS, "chunkSize", "precomputeSize"];
+const PACK_FILE_OPTIONS = [...SOURCE_OPTIONS, "archivePath", "precomputeSize"];
+const EXTRACT_OPTIONS = ["source", "localDir", "preserveMtime", "signal", "progress", "totalBytes", "limits"];
 
 /**
  * A tar (or tar.gz) archive of a directory, produced as it is read. Iterate it once with
@@ -101,6 +108,7 @@ class TarballStream {
  * consumer. See tar-stream.d.ts.
  */
 export async function createTarballStreamFromDirectory(input) {
+  checkOptionNames(input, STREAM_OPTIONS, "createTarballStreamFromDirectory");
   const signal = checkSignal(input.signal);
   const reporter = checkReporter(input.progress);
   const chunkSize = input.chunkSize ?? TARBALL_STREAM_DEFAULT_CHUNK_SIZE;
@@ -125,6 +133,7 @@ export async function createTarballStreamFromDirectory(input) {
  * gzip-compressed, with progress and cancellation. See tar-stream.d.ts.
  */
 export async function packDirectoryToFile(input) {
+  checkOptionNames(input, PACK_FILE_OPTIONS, "packDirectoryToFile");
   const signal = checkSignal(input.signal);
   const reporter = checkReporter(input.progress);
   const archivePath = requireString(input.archivePath, "archivePath");
@@ -184,13 +193,13 @@ function release(source, iterator) {
 }
 
 /** Feeds an (async) iterable of chunks into a native extract sink and returns its result. */
-async function extractFromChunks(source, localDir, preserveMtime, signal, bridge) {
+async function extractFromChunks(source, localDir, preserveMtime, signal, bridge, limits) {
   const iterator = typeof source[Symbol.asyncIterator] === "function"
     ? source[Symbol.asyncIterator]()
     : source[Symbol.iterator]();
   let sink;
   try {
-    sink = native.tarExtractStream(localDir, preserveMtime);
+    sink = native.tarExtractStream(localDir, preserveMtime, limits);
   } catch (error) {
     throw toJsError(error, signal);
   }
@@ -231,6 +240,8 @@ async function extractFromChunks(source, localDir, preserveMtime, signal, bridge
  * land or point outside it. See tar-stream.d.ts.
  */
 export async function extractTarballToDirectory(input) {
+  checkOptionNames(input, EXTRACT_OPTIONS, "extractTarballToDirectory");
+  const limits = archiveLimits(input.limits);
   const signal = checkSignal(input.signal);
   const reporter = checkReporter(input.progress);
   const localDir = requireString(input.localDir, "localDir");
@@ -244,14 +255,14 @@ export async function extractTarballToDirectory(input) {
       const total = reporter ? await fs.stat(source).then((s) => s.size, () => null) : null;
       bridge = reporter ? progressBridge(reporter, total) : null;
       summary = await runCancellable(signal, (cancelId) =>
-        native.tarExtractFile(source, localDir, preserveMtime, cancelId, bridge ? (bytes) => bridge.update(bytes) : undefined));
+        native.tarExtractFile(source, localDir, preserveMtime, cancelId, bridge ? (bytes) => bridge.update(bytes) : undefined, limits));
     } else if (source instanceof Uint8Array || source instanceof ArrayBuffer) {
       bridge = reporter ? progressBridge(reporter, source.byteLength) : null;
-      summary = await extractFromChunks([source], localDir, preserveMtime, signal, bridge);
+      summary = await extractFromChunks([source], localDir, preserveMtime, signal, bridge, limits);
     } else if (source != null && (typeof source[Symbol.asyncIterator] === "function" || typeof source[Symbol.iterator] === "function")) {
       const total = Number.isFinite(input.totalBytes) && input.totalBytes > 0 ? input.totalBytes : null;
       bridge = reporter ? progressBridge(reporter, total) : null;
-      summary = await extractFromChunks(source, localDir, preserveMtime, signal, bridge);
+      summary = await extractFromChunks(source, localDir, preserveMtime, signal, bridge, limits);
     } else {
       throw invalidArgument("source must be a file path, a Buffer or Uint8Array, or an (async) iterable of them");
     }

@@ -82,6 +82,18 @@ export declare function escapeTarExcludeLiteral(entry: string): string
 export declare function excludePatternMatches(relative: string, pattern: string): boolean
 
 /**
+ * Bounds for an untrusted archive and the free-space floor (internal; see `limits` of
+ * `extractTarballToDirectory`, validated in JS: non-negative safe integers).
+ */
+export interface ExtractLimitsInput {
+  maxBytes?: number
+  maxEntries?: number
+  maxFileBytes?: number
+  /** Absent: the default floor; 0: no free-space check. */
+  minFreeBytes?: number
+}
+
+/**
  * The user environment git would see (internal): only `HOME` and `XDG_CONFIG_HOME` change
  * what the hardened command reads (the default excludes file). The JS layer passes them
  * from `process.env` at call time, as upstream's hardened env copies it.
@@ -222,7 +234,7 @@ export declare function sshDownloadFile(target: SshTargetInput, command: string,
  * Extracts the stdout of `command` (a tar stream) into `dest` on a new session (internal;
  * see `syncDirectoryFromSsh`). `on_progress` receives the bytes read from the channel.
  */
-export declare function sshDownloadTar(target: SshTargetInput, command: string, dest: string, cancelId?: number | undefined | null, onProgress?: ((bytes: number) => void) | undefined | null): Promise<SshTransferSummary>
+export declare function sshDownloadTar(target: SshTargetInput, command: string, dest: string, cancelId?: number | undefined | null, onProgress?: ((bytes: number) => void) | undefined | null, limits?: ExtractLimitsInput | undefined | null): Promise<SshTransferSummary>
 
 /**
  * Runs `command` on a new session (internal; see `runSshCommand`). `stdin` is sent and
@@ -276,14 +288,37 @@ export declare function sshUploadFile(target: SshTargetInput, command: string, p
  */
 export declare function sshUploadTar(target: SshTargetInput, command: string, pack: TarPackInput, cancelId?: number | undefined | null, onProgress?: ((bytes: number) => void) | undefined | null): Promise<SshTransferSummary>
 
+/** True when `name` is one of our staging names (internal). */
+export declare function stagingIsName(name: string): boolean
+
+/**
+ * A fresh staging name of `kind` (`"extract"`, `"pull"` or `"merge"`) owned by this
+ * process (internal).
+ */
+export declare function stagingName(kind: string): string
+
+/** An interrupted pull the sweep claimed for its caller (internal). */
+export interface StagingPendingPull {
+  /** Its staging directory's name in the swept directory (now owned by this process). */
+  name: string
+  /** The journal it wrote before its first move. */
+  journal: string
+}
+
+/**
+ * Sweeps `dir` (see `paperclip_sync_core::staging::sweep`) and returns the interrupted
+ * pulls for the caller to complete (internal). A missing `dir` has nothing to sweep.
+ */
+export declare function stagingSweep(dir: string): Promise<Array<StagingPendingPull>>
+
 /**
  * Extracts the tar or tar.gz file `archive` into `dest` (internal; see
  * `extractTarballToDirectory`). `on_progress` receives the bytes read from the file.
  */
-export declare function tarExtractFile(archive: string, dest: string, preserveMtime: boolean, cancelId?: number | undefined | null, onProgress?: ((bytes: number) => void) | undefined | null): Promise<TarExtractSummary>
+export declare function tarExtractFile(archive: string, dest: string, preserveMtime: boolean, cancelId?: number | undefined | null, onProgress?: ((bytes: number) => void) | undefined | null, limits?: ExtractLimitsInput | undefined | null): Promise<TarExtractSummary>
 
 /** Creates an extract sink into `dest` (internal). */
-export declare function tarExtractStream(dest: string, preserveMtime: boolean): TarExtractSink
+export declare function tarExtractStream(dest: string, preserveMtime: boolean, limits?: ExtractLimitsInput | undefined | null): TarExtractSink
 
 /** What an extraction did (internal). */
 export interface TarExtractSummary {

@@ -19,7 +19,7 @@ use paperclip_sync_core::error::{codes, Error as CoreError};
 use paperclip_sync_core::ssh::{
     self, Input, Output, SshTarget, StderrLimit, TransferSummary, DEFAULT_CONNECT_TIMEOUT,
 };
-use paperclip_sync_core::tar::{ExtractOptions, PackOptions};
+use paperclip_sync_core::tar::PackOptions;
 
 use crate::cancel;
 use crate::error::{run_dedicated, to_napi};
@@ -195,9 +195,10 @@ pub async fn ssh_download_tar(
     #[napi(ts_arg_type = "((bytes: number) => void) | undefined | null")] on_progress: Option<
         ProgressCallback,
     >,
+    limits: Option<crate::tar::ExtractLimitsInput>,
 ) -> napi::Result<SshTransferSummary> {
     transfer("paperclip-ssh-download", target, cancel_id, on_progress, move |target, cancel, progress| {
-        let opts = ExtractOptions { preserve_mtime: true };
+        let opts = crate::tar::extract_options(true, limits);
         ssh::download_tar(target, &command, &PathBuf::from(dest), opts, cancel, progress)
     })
     .await

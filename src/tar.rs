@@ -26,7 +26,7 @@ use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Env, Status};
 use napi_derive::napi;
 use paperclip_sync_core::error::{codes, Error as CoreError};
-use paperclip_sync_core::tar::{self, ExtractOptions, ExtractSummary, PackOptions, PackSummary};
+use paperclip_sync_core::tar::{self, ExtractLimits, ExtractOptions, ExtractSummary, PackOptions, PackSummary};
 use tokio::sync::{mpsc, watch};
 
 use crate::cancel;
@@ -203,6 +203,33 @@ pub async fn tar_precompute_size(input: TarPackInput, cancel_id: Option<u32>) ->
     run_blocking(move || tar::precompute_size(&opts, &cancel).map(|n| n as f64)).await
 }
 
+/// Bounds for an untrusted archive and the free-space floor (internal; see `limits` of
+/// `extractTarballToDirectory`, validated in JS: non-negative safe integers).
+#[napi(object)]
+#[derive(Default)]
+pub struct ExtractLimitsInput {
+    pub max_bytes: Option<f64>,
+    pub max_entries: Option<f64>,
+    pub max_file_bytes: Option<f64>,
+    /// Absent: the default floor; 0: no free-space check.
+    pub min_free_bytes: Option<f64>,
+}
+
+/// The core options for an extraction with `limits`.
+pub(crate) fn extract_options(preserve_mtime: bool, limits: Option<ExtractLimitsInput>) -> ExtractOptions {
+    let limits = limits.unwrap_or_default();
+    let whole = |value: Option<f64>| value.map(|v| v.max(0.0) as u64);
+    ExtractOptions {
+        preserve_mtime,
+        limits: ExtractLimits {
+            max_bytes: whole(limits.max_bytes),
+            max_entries: whole(limits.max_entries),
+            max_file_bytes: whole(limits.max_file_bytes),
+        },
+        min_free_bytes: whole(limits.min_free_bytes),
+    }
+}
+
 /// Extracts the tar or tar.gz file `archive` into `dest` (internal; see
 /// `extractTarballToDirectory`). `on_progress` receives the bytes read from the file.
 #[napi]
@@ -212,13 +239,14 @@ pub async fn tar_extract_file(
     preserve_mtime: bool,
     cancel_id: Option<u32>,
     #[napi(ts_arg_type = "((bytes: number) => void) | undefined | null")] on_progress: Option<ProgressCallback>,
+    limits: Option<ExtractLimitsInput>,
 ) -> napi::Result<TarExtractSummary> {
     let cancel = cancel::flag(cancel_id);
     run_blocking(move || {
         let archive = PathBuf::from(archive);
         let file = std::fs::File::open(&archive).map_err(|e| CoreError::io(e, "open", &archive))?;
         let mut progress = Progress::new(on_progress);
-        let opts = ExtractOptions { preserve_mtime };
+        let opts = extract_options(preserve_mtime, limits);
         tar::extract(file, Path::new(&dest), &opts, |n| progress.update(n), &cancel).map(TarExtractSummary::from)
     })
     .await
@@ -560,14 +588,14 @@ pub struct TarExtractSink {
 
 /// Creates an extract sink into `dest` (internal).
 #[napi]
-pub fn tar_extract_stream(dest: String, preserve_mtime: bool) -> napi::Result<TarExtractSink> {
+pub fn tar_extract_stream(dest: String, preserve_mtime: bool, limits: Option<ExtractLimitsInput>) -> napi::Result<TarExtractSink> {
     let (tx, rx) = mpsc::channel(EXTRACT_QUEUE_CHUNKS);
     let (outcome_tx, outcome_rx) = watch::channel(None);
     let cancel = Arc::new(AtomicBool::new(false));
     let reader = ChannelReader { rx, current: Vec::new(), offset: 0, cancel: Arc::clone(&cancel) };
     let thread_cancel = Arc::clone(&cancel);
     spawn_worker("paperclip-tar-extract", move || {
-        let opts = ExtractOptions { preserve_mtime };
+        let opts = extract_options(preserve_mtime, limits);
         let result = tar::extract(reader, Path::new(&dest), &opts, |_| {}, &thread_cancel);
         let _ = outcome_tx.send(Some(result));
     })

@@ -91,7 +91,8 @@ fn run(data: &[u8]) {
     let planted = if flags & PLANT != 0 { sandbox.plant() } else { Vec::new() };
     let before = sandbox.outside_state();
     let root_before = sandbox.root_state();
-    let opts = ExtractOptions { preserve_mtime: flags & NO_MTIME == 0 };
+    // No free-space floor: declared sizes far beyond the disk must reach the parser's checks.
+    let opts = ExtractOptions { preserve_mtime: flags & NO_MTIME == 0, min_free_bytes: Some(0), ..ExtractOptions::default() };
     // A relative path resolved against the working directory by mistake lands in `cwd`.
     // (libFuzzer's own relative paths need the real one back.)
     let home = std::env::current_dir().unwrap();

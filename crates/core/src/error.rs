@@ -46,6 +46,12 @@ pub mod codes {
     pub const SSH_REMOTE_FAILED: &str = "ERR_PAPERCLIP_NATIVE_SSH_REMOTE_FAILED";
     /// A command's stdout or stderr outgrew `maxBuffer` (Node's `execFile` code).
     pub const MAX_BUFFER: &str = "ERR_CHILD_PROCESS_STDIO_MAXBUFFER";
+    /// An archive breached an opt-in extraction limit (`maxBytes`, `maxEntries`, `maxFileBytes`).
+    pub const ARCHIVE_LIMIT_EXCEEDED: &str = "ERR_PAPERCLIP_NATIVE_ARCHIVE_LIMIT_EXCEEDED";
+    /// A restore would take the destination's file system below its free-space floor.
+    pub const INSUFFICIENT_SPACE: &str = "ERR_PAPERCLIP_NATIVE_INSUFFICIENT_SPACE";
+    /// A restore merge into this root was interrupted (its process was killed mid-apply).
+    pub const INTERRUPTED_RESTORE: &str = "ERR_PAPERCLIP_NATIVE_INTERRUPTED_RESTORE";
     /// Anything else (a bug or an unexpected state); the message says what.
     pub const INTERNAL: &str = "ERR_PAPERCLIP_NATIVE_INTERNAL";
 }

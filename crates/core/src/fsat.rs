@@ -11,17 +11,11 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
 
-static UNIQUE_COUNTER: AtomicU64 = AtomicU64::new(0);
-
-/// A name no other call makes: `<prefix><pid><counter><clock>` in hex (for staging entries
-/// created next to the files they will replace).
+/// A name no other call makes, carrying this process as its owner:
+/// `<prefix><pid>-<start>-<nonce>` (see [`crate::staging`], which recognises these names).
 pub fn unique_name(prefix: &str) -> OsString {
-    let n = UNIQUE_COUNTER.fetch_add(1, Ordering::Relaxed);
-    let clock = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0);
-    OsString::from(format!("{prefix}{:08x}{n:08x}{clock:016x}", std::process::id()))
+    crate::staging::unique_name(prefix)
 }
 
 /// An open directory.
@@ -385,6 +379,19 @@ impl Dir {
     /// Sets this directory's modification time.
     pub fn set_mtime(&self, mtime: i64) -> io::Result<()> {
         futimens(&self.fd, mtime)
+    }
+
+    /// The file system's space as an unprivileged writer sees it: `(available, total)` bytes
+    /// (`fstatvfs`: `f_bavail` and `f_blocks` times `f_frsize`).
+    pub fn free_space(&self) -> io::Result<(u64, u64)> {
+        // SAFETY: an all-zero statvfs is valid; the call fills it.
+        let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+        // SAFETY: valid descriptor and out pointer.
+        if unsafe { libc::fstatvfs(self.fd.as_raw_fd(), &mut st) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let unit = st.f_frsize as u64;
+        Ok(((st.f_bavail as u64).saturating_mul(unit), (st.f_blocks as u64).saturating_mul(unit)))
     }
 }
 

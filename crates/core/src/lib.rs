@@ -14,6 +14,7 @@ pub mod fsat;
 pub mod ignore_scan;
 pub mod merge;
 pub mod snapshot;
+pub mod staging;
 #[cfg(feature = "ssh")]
 pub mod ssh;
 pub mod tar;

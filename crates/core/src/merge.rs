@@ -21,13 +21,17 @@
 //! `O_NOFOLLOW` from the (canonical) target: nothing is ever written, deleted or linked
 //! through a symlinked ancestor of the target. Where upstream would do that, the merge is
 //! refused before anything changes ([`codes::SYMLINKED_ANCESTOR`]), and a symlink planted
-//! during the merge fails the operation that meets it. Files are copied to a staged
-//! sibling (reflinked where the file system can), given their mode, then renamed over the
-//! target, so a failed copy never destroys the host's version.
+//! during the merge fails the operation that meets it. Files are copied to a staged copy
+//! (reflinked where the file system can) in the merge's staging directory at the target's
+//! root (beside the file when its directory is on another file system), given their mode,
+//! then renamed over the target, so a failed copy never destroys the host's version. The
+//! staging directory holds the merge's journal while it applies: a merge killed meanwhile
+//! is reported to the next operation on the target ([`crate::staging`]).
 
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsStr;
 use std::io;
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -43,8 +47,9 @@ pub const CONFLICT_CODE: &str = "DIRECTORY_MERGE_CONFLICT";
 /// The message of a refused conflicting merge (upstream vNext's message).
 pub const CONFLICT_MESSAGE: &str = "Directory contents changed concurrently";
 
-/// Prefix of the staged copies the merge renames into place.
-pub const STAGING_PREFIX: &str = ".paperclip-merge-";
+/// Prefix of the staged copies the merge renames into place (and of the staging directory
+/// at the target's root that holds them and the merge's journal).
+pub const STAGING_PREFIX: &str = crate::staging::MERGE_PREFIX;
 
 /// One entry of the caller's baseline snapshot.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -319,6 +324,11 @@ pub fn merge(opts: &MergeOptions<'_>) -> Result<Outcome> {
         .map(|(rel, _)| rel.as_str())
         .collect();
     let hash_only = |rel: &str| deleted_by_remote.contains(rel);
+    // What a killed extraction or merge left in the target is cleaned up first; an
+    // interrupted merge is reported (`ERR_PAPERCLIP_NATIVE_INTERRUPTED_RESTORE`).
+    if let Ok(root) = Dir::open_nofollow(opts.target) {
+        crate::staging::sweep(&root, opts.target, false)?;
+    }
     let current_snapshot = snapshot::capture(&CaptureOptions {
         root: opts.target,
         exclude: opts.exclude,
@@ -350,6 +360,15 @@ pub fn merge(opts: &MergeOptions<'_>) -> Result<Outcome> {
         return Ok(Outcome::Refused(Refusal { code: codes::SYMLINKED_ANCESTOR, message, paths }));
     }
 
+    // Before the first change: a staging directory at the target's root for the staged
+    // copies, with the journal that marks the apply as under way (a killed merge leaves it
+    // and the next operation on the target reports it). Removed when this returns. A root
+    // that cannot take it (read-only, while the directories below are not) gets none: the
+    // copies are then staged beside their files, as they are across file systems.
+    let staging = crate::staging::Staging::create(&root, crate::staging::Kind::Merge)
+        .and_then(|staging| staging.journal(b"merge\n").map(|()| staging))
+        .ok();
+    let staging_dev = staging.as_ref().and_then(|staging| staging.dir.metadata().ok()).map(|meta| meta.dev());
     let target = Targets { root, path: opts.target };
     let mut stats = MergeStats::default();
 
@@ -399,6 +418,12 @@ pub fn merge(opts: &MergeOptions<'_>) -> Result<Outcome> {
                 return Ok(0);
             }
         };
+        // Staged at the root when on the same file system (a rename across directories),
+        // else beside the target.
+        let stage = match (&staging, staging_dev) {
+            (Some(staging), Some(dev)) if dir.metadata().is_ok_and(|meta| meta.dev() == dev) => &staging.dir,
+            _ => &dir,
+        };
         let mut source_dir = None;
         let mut applied = 0;
         for (name, entry) in items {
@@ -410,7 +435,7 @@ pub fn merge(opts: &MergeOptions<'_>) -> Result<Outcome> {
                         source_dir = Some(sources.open(parent));
                     }
                     match source_dir.as_ref().expect("opened above") {
-                        Ok(from) => target.apply_file(from, &sources, &dir, parent, name, *mode),
+                        Ok(from) => target.apply_file(from, &sources, stage, &dir, parent, name, *mode),
                         Err(err) => Err(err.clone()),
                     }
                 }
@@ -619,12 +644,13 @@ impl Targets<'_> {
     /// Upstream's file step, staged: copy (reflink where possible) to a new sibling, apply
     /// the mode, then rename it over the target (a directory there is removed first). On
     /// failure the staged copy is removed and the host's entry is left as it was.
-    fn apply_file(&self, from: &Dir, sources: &Sources<'_>, dir: &Dir, parent: &str, name: &str, mode: u32) -> Result<()> {
+    #[allow(clippy::too_many_arguments)]
+    fn apply_file(&self, from: &Dir, sources: &Sources<'_>, stage: &Dir, dir: &Dir, parent: &str, name: &str, mode: u32) -> Result<()> {
         let os_name = OsStr::new(name);
         let mut input = from.open_file_nofollow(os_name).map_err(|e| Error::io(e, "copyfile", &join_like_node(sources.path, &join_rel(parent, name))))?;
         let (staged, mut output) = loop {
             let staged = fsat::unique_name(STAGING_PREFIX);
-            match dir.create_new_file(&staged, 0o600) {
+            match stage.create_new_file(&staged, 0o600) {
                 Ok(file) => break (staged, file),
                 Err(e) if e.raw_os_error() == Some(libc::EEXIST) => continue,
                 Err(e) => return Err(Error::io(e, "copyfile", &self.full(parent, name))),
@@ -638,10 +664,10 @@ impl Targets<'_> {
                 if dir.lstat(os_name).is_ok_and(|st| st.0.st_mode & libc::S_IFMT == libc::S_IFDIR) {
                     let _ = dir.remove_tree(os_name);
                 }
-                dir.rename(&staged, dir, os_name).map_err(|e| Error::io(e, "rename", &self.full(parent, name)))
+                stage.rename(&staged, dir, os_name).map_err(|e| Error::io(e, "rename", &self.full(parent, name)))
             });
         if written.is_err() {
-            let _ = dir.unlink(&staged);
+            let _ = stage.unlink(&staged);
         }
         written
     }

@@ -288,6 +288,9 @@ fn read_directory(opts: &WalkOptions<'_>, rel: &str) -> Result<Vec<Node>> {
         if opts.cancel.load(Ordering::Relaxed) {
             return Err(Error::aborted());
         }
+        if crate::staging::is_staging_name(raw.as_bytes()) {
+            continue; // our own staging, never part of a tree
+        }
         // The skip check sees the name as Node would (lossily decoded), before any lstat.
         let lossy = String::from_utf8_lossy(raw.as_bytes()).into_owned();
         let child_rel = if rel.is_empty() { lossy } else { format!("{rel}/{lossy}") };
@@ -419,6 +422,7 @@ fn enter(
 /// The names in `dir`, in byte order, each checked as UTF-8 (the `NON_UTF8_NAME` error).
 fn sorted_utf8_names(dir: &Dir, rel: &str, root: &Path) -> Result<Vec<CString>> {
     let mut names = dir.names().map_err(|e| Error::io(e, "scandir", &join_like_node(root, rel)))?;
+    names.retain(|name| !crate::staging::is_staging_name(name.as_bytes())); // our own staging
     names.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
     names
         .into_iter()

@@ -29,6 +29,16 @@
 //! or a cancellation before that point removes the staging directory and leaves the
 //! destination as it was. Only a failure of the moves themselves (a destination changed
 //! meanwhile, permissions) can leave part of the archive applied.
+//!
+//! The staging directory (`<dest>/.paperclip-extract-<owner>-<nonce>/`, see
+//! [`crate::staging`]) holds the members under `tree/` and, from the first move on, a
+//! `journal` of the directory modes and times still to apply: a process killed during the
+//! moves is completed by the next extraction into the same destination ([`roll_forward`]),
+//! one killed earlier is removed by it.
+//!
+//! Bounds ([`ExtractLimits`], opt-in) and the free-space floor
+//! ([`ExtractOptions::min_free_bytes`], on by default) are charged at each member's header,
+//! before its entry or any of its data is written.
 
 use std::collections::HashSet;
 use std::ffi::CString;
@@ -39,13 +49,15 @@ use std::sync::atomic::AtomicBool;
 
 use flate2::read::MultiGzDecoder;
 
-use crate::fsat::{c_name, fchmod, futimens, unique_name, Dir, Node};
+use crate::fsat::{c_name, fchmod, futimens, Dir, Node};
+use crate::staging::{self, Kind as StagingKind, Staging};
 use super::header::{self, kind, padded, BLOCK};
 use super::stream::{check_cancel, CountingReader, ReadState, COPY_BUFFER};
 use crate::error::{codes, Error, Result};
 
 /// Prefix of the staging directory an extraction fills inside its destination.
-pub const STAGING_PREFIX: &str = ".paperclip-extract-";
+#[cfg(test)]
+const STAGING_PREFIX: &str = staging::EXTRACT_PREFIX;
 
 /// Largest GNU long name, long link or pax header accepted (they are held in memory).
 const MAX_METADATA: u64 = 1 << 20;
@@ -60,11 +72,107 @@ const MAX_MEMBER_SIZE: u64 = i64::MAX as u64;
 pub struct ExtractOptions {
     /// Restore modification times from the archive (default `true`).
     pub preserve_mtime: bool,
+    /// Opt-in bounds for an untrusted archive (none by default).
+    pub limits: ExtractLimits,
+    /// The free-space floor: extraction is refused before the destination's file system
+    /// would have less than this many bytes available. `None`: [`default_min_free_bytes`];
+    /// `Some(0)`: no check.
+    pub min_free_bytes: Option<u64>,
 }
 
 impl Default for ExtractOptions {
     fn default() -> Self {
-        ExtractOptions { preserve_mtime: true }
+        ExtractOptions { preserve_mtime: true, limits: ExtractLimits::default(), min_free_bytes: None }
+    }
+}
+
+/// Opt-in bounds on what an archive may create; each is checked before anything past it is
+/// written (at the member's header), failing with `ERR_PAPERCLIP_NATIVE_ARCHIVE_LIMIT_EXCEEDED`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ExtractLimits {
+    /// Largest total of the members' data sizes, in bytes.
+    pub max_bytes: Option<u64>,
+    /// Largest number of members (files, directories, links; the root's `./` not counted).
+    pub max_entries: Option<u64>,
+    /// Largest data size of one member, in bytes.
+    pub max_file_bytes: Option<u64>,
+}
+
+/// The default free-space floor for a file system of `total` bytes: 2 % of it, at most
+/// 1 GiB.
+pub fn default_min_free_bytes(total: u64) -> u64 {
+    (total / 50).min(1 << 30)
+}
+
+/// Data written between two `statvfs` calls of the free-space guard at most.
+const SPACE_RECHECK_BYTES: u64 = 64 << 20;
+
+/// The limits and the free-space guard, charged member by member before each is created.
+struct Budget {
+    limits: ExtractLimits,
+    entries: u64,
+    bytes: u64,
+    /// `(floor, available at the last check, reserved since)`; `None` when off.
+    space: Option<(u64, u64, u64)>,
+}
+
+impl Budget {
+    fn new(opts: &ExtractOptions, dest_root: &Dir, dest: &Path) -> Result<Budget> {
+        let space = if opts.min_free_bytes == Some(0) {
+            None
+        } else {
+            let (available, total) = dest_root.free_space().map_err(|e| Error::io(e, "statfs", dest))?;
+            Some((opts.min_free_bytes.unwrap_or_else(|| default_min_free_bytes(total)), available, 0))
+        };
+        Ok(Budget { limits: opts.limits, entries: 0, bytes: 0, space })
+    }
+
+    /// Charges one member of `size` data bytes; refuses it when it breaches a limit or the
+    /// free-space floor.
+    fn charge(&mut self, member: &str, size: u64, dest_root: &Dir, dest: &Path) -> Result<()> {
+        let exceeded = |limit: &str, bound: u64, what: String| {
+            Error::new(
+                codes::ARCHIVE_LIMIT_EXCEEDED,
+                format!("archive limit exceeded: {limit} is {bound} ({what})"),
+            )
+        };
+        if let Some(max) = self.limits.max_entries {
+            if self.entries >= max {
+                return Err(exceeded("maxEntries", max, format!("member '{member}' would be entry {}", self.entries + 1)));
+            }
+        }
+        if let Some(max) = self.limits.max_file_bytes {
+            if size > max {
+                return Err(exceeded("maxFileBytes", max, format!("member '{member}' declares {size} bytes")));
+            }
+        }
+        let total = self.bytes.saturating_add(size);
+        if let Some(max) = self.limits.max_bytes {
+            if total > max {
+                return Err(exceeded("maxBytes", max, format!("member '{member}' brings the total to {total} bytes")));
+            }
+        }
+        if let Some((floor, available, reserved)) = self.space.as_mut() {
+            let need = size.div_ceil(4096).saturating_mul(4096);
+            let fits = |available: u64, reserved: u64| available.saturating_sub(reserved).saturating_sub(need) >= *floor && available >= reserved.saturating_add(need);
+            if !fits(*available, *reserved) || *reserved >= SPACE_RECHECK_BYTES {
+                *available = dest_root.free_space().map_err(|e| Error::io(e, "statfs", dest))?.0;
+                *reserved = 0;
+                if !fits(*available, 0) {
+                    return Err(Error::new(
+                        codes::INSUFFICIENT_SPACE,
+                        format!(
+                            "not enough free space: member '{member}' ({size} bytes) would leave the destination's file system \
+                             below its free-space floor of {floor} bytes ({available} bytes available)"
+                        ),
+                    ));
+                }
+            }
+            *reserved += need;
+        }
+        self.entries += 1;
+        self.bytes = total;
+        Ok(())
     }
 }
 
@@ -93,8 +201,12 @@ pub fn extract<R: Read>(
     check_cancel(cancel)?;
     fs::create_dir_all(dest).map_err(|e| Error::io(e, "mkdir", dest))?;
     let dest_root = Dir::open(dest).map_err(|e| Error::io(e, "open", dest))?;
-    let staging = Staging::create(&dest_root, dest)?;
-    let root = dest_root.open_dir_nofollow(&staging.name).map_err(|e| Error::io(e, "open", dest))?;
+    // What a killed extraction (or merge) left here is cleaned up, or completed, first.
+    staging::sweep(&dest_root, dest, false)?;
+    let budget = Budget::new(opts, &dest_root, dest)?;
+    let staging = Staging::create(&dest_root, StagingKind::Extract).map_err(|e| Error::io(e, "mkdir", dest))?;
+    staging.dir.mkdir(std::ffi::OsStr::new(staging::TREE), 0o700).map_err(|e| Error::io(e, "mkdir", dest))?;
+    let root = staging.dir.open_dir_nofollow(std::ffi::OsStr::new(staging::TREE)).map_err(|e| Error::io(e, "open", dest))?;
     let state = ReadState::default();
     let counting = CountingReader::new(reader, progress, cancel, &state);
     let source = decompressed(counting)
@@ -114,6 +226,8 @@ pub fn extract<R: Read>(
         cached_parent: None,
         deferred_dirs: Vec::new(),
         buffer: vec![0; COPY_BUFFER],
+        budget,
+        journal: Some(&staging.dir),
     };
     let mut entries = 0;
     while let Some(member) = archive.next_member()? {
@@ -130,26 +244,67 @@ pub fn extract<R: Read>(
     Ok(ExtractSummary { entries, bytes_read: state.count() })
 }
 
-/// The staging directory inside the destination; removed (with whatever is left in it) when
-/// dropped, on success (then empty) as on failure.
-struct Staging {
-    parent: Dir,
-    name: std::ffi::OsString,
+/// Completes an extraction into `dest_root` that was killed while moving its members in:
+/// `name` is its staging directory there, `journal` what it wrote before the first move.
+/// The members still staged are moved in as the extraction would have moved them, then the
+/// directory modes and times recorded in the journal are applied.
+pub(crate) fn roll_forward(dest_root: &Dir, dest: &Path, name: &std::ffi::OsStr, journal: &[u8]) -> Result<()> {
+    let corrupt = || Error::new(codes::INTERNAL, "an interrupted extraction's journal is unreadable");
+    let (preserve_mtime, deferred_dirs) = decode_journal(journal).ok_or_else(corrupt)?;
+    let staging_dir = dest_root.open_dir_nofollow(name).map_err(|e| Error::io(e, "open", dest))?;
+    let root = match staging_dir.open_dir_nofollow(std::ffi::OsStr::new(staging::TREE)) {
+        Ok(root) => root,
+        Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(()),
+        Err(e) => return Err(Error::io(e, "open", dest)),
+    };
+    let opts = ExtractOptions { preserve_mtime, ..ExtractOptions::default() };
+    let extractor = Extractor {
+        dest,
+        root,
+        dest_root: dest_root.try_clone().map_err(|e| Error::io(e, "open", dest))?,
+        opts: &opts,
+        cached_parent: None,
+        deferred_dirs,
+        buffer: Vec::new(),
+        budget: Budget { limits: ExtractLimits::default(), entries: 0, bytes: 0, space: None },
+        journal: None,
+    };
+    extractor.merge(&extractor.root, &extractor.dest_root, &mut Vec::new())?;
+    extractor.finish()
 }
 
-impl Staging {
-    fn create(parent: &Dir, dest: &Path) -> Result<Staging> {
-        let parent = parent.try_clone().map_err(|e| Error::io(e, "open", dest))?;
-        let name = unique_name(STAGING_PREFIX);
-        parent.mkdir(&name, 0o700).map_err(|e| Error::io(e, "mkdir", dest))?;
-        Ok(Staging { parent, name })
+/// The journal of an extraction: `extract <preserve_mtime 0|1>\n`, then per deferred
+/// directory `<mode octal> <mtime> <components joined by '/'>\0`.
+fn encode_journal(preserve_mtime: bool, deferred: &[(Vec<String>, u32, i64)]) -> Vec<u8> {
+    let mut out = format!("extract {}\n", u8::from(preserve_mtime)).into_bytes();
+    for (components, mode, mtime) in deferred {
+        out.extend_from_slice(format!("{mode:o} {mtime} {}\0", components.join("/")).as_bytes());
     }
+    out
 }
 
-impl Drop for Staging {
-    fn drop(&mut self) {
-        let _ = self.parent.remove_tree(&self.name);
+type Deferred = Vec<(Vec<String>, u32, i64)>;
+
+fn decode_journal(journal: &[u8]) -> Option<(bool, Deferred)> {
+    let text = std::str::from_utf8(journal).ok()?;
+    let (head, rest) = text.split_once('\n')?;
+    let preserve_mtime = match head {
+        "extract 0" => false,
+        "extract 1" => true,
+        _ => return None,
+    };
+    let mut deferred = Vec::new();
+    for record in rest.split_terminator('\0') {
+        let mut fields = record.splitn(3, ' ');
+        let mode = u32::from_str_radix(fields.next()?, 8).ok()?;
+        let mtime = fields.next()?.parse().ok()?;
+        let components: Vec<String> = fields.next()?.split('/').map(str::to_owned).collect();
+        if components.iter().any(|c| c.is_empty() || c == "." || c == "..") {
+            return None;
+        }
+        deferred.push((components, mode, mtime));
     }
+    Some((preserve_mtime, deferred))
 }
 
 /// The `BAD_ARCHIVE` error.
@@ -633,6 +788,11 @@ struct Extractor<'a> {
     /// Directories whose mode and time are applied at the end: (components, mode, mtime).
     deferred_dirs: Vec<(Vec<String>, u32, i64)>,
     buffer: Vec<u8>,
+    /// The limits and the free-space guard.
+    budget: Budget,
+    /// The staging directory, where the journal goes before the first move (`None` when
+    /// completing an interrupted extraction).
+    journal: Option<&'a Dir>,
 }
 
 impl Extractor<'_> {
@@ -651,6 +811,8 @@ impl Extractor<'_> {
             return Err(refuse(&shown_name, "it names the extraction root itself"));
         }
         let target = Target { components, shown: shown_name };
+        let data = if matches!(typeflag, kind::REGULAR | kind::REGULAR_OLD | kind::CONTIGUOUS) { member.size } else { 0 };
+        self.budget.charge(&target.shown, data, &self.dest_root, self.dest)?;
         // Safe permission bits: no setuid, setgid or sticky bit.
         let mode = member.mode & 0o777;
         match typeflag {
@@ -900,6 +1062,12 @@ impl Extractor<'_> {
         let explicit: HashSet<Vec<String>> =
             self.deferred_dirs.iter().map(|(components, _, _)| components.clone()).collect();
         self.check_merge(&self.root, &self.dest_root, &mut Vec::new(), &explicit)?;
+        // From here on a killed process leaves the journal: the next extraction into this
+        // destination completes the moves.
+        if let Some(dir) = self.journal {
+            let journal = encode_journal(self.opts.preserve_mtime, &self.deferred_dirs);
+            staging::write_journal(dir, &journal).map_err(|e| Error::io(e, "write", self.dest))?;
+        }
         self.merge(&self.root, &self.dest_root, &mut Vec::new())?;
         self.finish()
     }
@@ -1435,7 +1603,11 @@ mod tests {
         // The largest size accepted is a truncated archive, not an overflow.
         let value = (i64::MAX as u64).to_string();
         let archive = RawArchive::new().pax(&[("size", value.as_bytes())]).file("f", b"").finish();
-        let err = sandbox.refuses(&archive, codes::BAD_ARCHIVE, "pax size i64::MAX");
+        // No file system has that much room: the free-space guard refuses it at its header.
+        sandbox.refuses(&archive, codes::INSUFFICIENT_SPACE, "pax size i64::MAX");
+        let no_floor = ExtractOptions { min_free_bytes: Some(0), ..ExtractOptions::default() };
+        let err = extract(&archive[..], &sandbox.dest(), &no_floor, |_| {}, &AtomicBool::new(false)).unwrap_err();
+        assert_eq!(err.code, codes::BAD_ARCHIVE, "{}", err.message);
         assert!(err.message.contains("truncated"), "{}", err.message);
 
         let archive =
@@ -1808,4 +1980,153 @@ mod tests {
         assert_eq!(staging_leftovers(&dest), Vec::<String>::new());
     }
 
+
+    fn run_with(archive: &[u8], dest: &Path, opts: &ExtractOptions) -> Result<ExtractSummary> {
+        extract(archive, dest, opts, |_| {}, &AtomicBool::new(false))
+    }
+
+    fn limited(limits: ExtractLimits) -> ExtractOptions {
+        ExtractOptions { limits, ..ExtractOptions::default() }
+    }
+
+    /// Each limit passes exactly at its bound and refuses one past it, with the destination
+    /// unchanged and no staging left.
+    #[test]
+    fn limits_hold_exactly_at_their_bounds() {
+        let sandbox = Sandbox::new();
+        let dest = sandbox.dest();
+        fs::write(dest.join("keep"), b"keep").unwrap();
+        let before = snapshot(&dest, true);
+        let mut archive = RawArchive::new();
+        archive.dir("d/", 0o755).file("d/a", &[1u8; 100]).file("b", &[2u8; 300]).symlink("l", "b");
+        let archive = archive.finish();
+        let cases = [
+            (ExtractLimits { max_entries: Some(4), ..Default::default() }, ExtractLimits { max_entries: Some(3), ..Default::default() }, "maxEntries is 3"),
+            (ExtractLimits { max_bytes: Some(400), ..Default::default() }, ExtractLimits { max_bytes: Some(399), ..Default::default() }, "maxBytes is 399"),
+            (ExtractLimits { max_file_bytes: Some(300), ..Default::default() }, ExtractLimits { max_file_bytes: Some(299), ..Default::default() }, "maxFileBytes is 299"),
+        ];
+        for (at, past, message) in cases {
+            let err = run_with(&archive, &dest, &limited(past)).expect_err(message);
+            assert_eq!(err.code, codes::ARCHIVE_LIMIT_EXCEEDED, "{}", err.message);
+            assert!(err.message.contains(message), "{}", err.message);
+            assert_same_tree(&snapshot(&dest, true), &before, message);
+            assert_eq!(staging_leftovers(&dest), Vec::<String>::new());
+            let out = TempDir::new("limits-at");
+            assert_eq!(run_with(&archive, out.path(), &limited(at)).unwrap().entries, 4, "{message}");
+        }
+    }
+
+    /// Serves a tar header declaring `size` bytes, then zeros for ever, counting what it
+    /// handed out.
+    struct Endless {
+        header: Vec<u8>,
+        served: std::rc::Rc<std::cell::Cell<u64>>,
+    }
+
+    impl Read for Endless {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let at = self.served.get() as usize;
+            let n = buf.len().min(64 * 1024);
+            for (i, byte) in buf[..n].iter_mut().enumerate() {
+                *byte = self.header.get(at + i).copied().unwrap_or(0);
+            }
+            self.served.set(self.served.get() + n as u64);
+            Ok(n)
+        }
+    }
+
+    /// A 50 GiB member in a stream that never ends is refused at its header, by
+    /// `maxFileBytes`, by `maxBytes` and by the free-space floor, before any data is read
+    /// past the first buffer.
+    #[test]
+    fn a_huge_member_is_refused_at_its_header() {
+        let header = RawArchive::new().pax(&[("size", (50u64 << 30).to_string().as_bytes())]).file("huge", b"").finish();
+        let header = header[..header.len() - 1024].to_vec(); // without the end-of-archive blocks
+        let cases = [
+            (limited(ExtractLimits { max_file_bytes: Some(1 << 20), ..Default::default() }), codes::ARCHIVE_LIMIT_EXCEEDED),
+            (limited(ExtractLimits { max_bytes: Some(1 << 30), ..Default::default() }), codes::ARCHIVE_LIMIT_EXCEEDED),
+            (ExtractOptions::default(), codes::INSUFFICIENT_SPACE),
+        ];
+        for (opts, code) in cases {
+            let sandbox = Sandbox::new();
+            let served = std::rc::Rc::new(std::cell::Cell::new(0));
+            let err = extract(Endless { header: header.clone(), served: served.clone() }, &sandbox.dest(), &opts, |_| {}, &AtomicBool::new(false)).unwrap_err();
+            assert_eq!(err.code, code, "{}", err.message);
+            // Refused at the header: at most the reader's buffers were read, nothing written.
+            assert!(served.get() <= 4 * COPY_BUFFER as u64, "read {} bytes", served.get());
+            assert_eq!(fs::read_dir(sandbox.dest()).unwrap().count(), 0);
+        }
+    }
+
+    /// The free-space floor: above what the file system has free, the first member with
+    /// data is refused; 0 turns the check off.
+    #[test]
+    fn the_free_space_floor_refuses_before_writing() {
+        let sandbox = Sandbox::new();
+        let dest = sandbox.dest();
+        let (available, _) = Dir::open(&dest).unwrap().free_space().unwrap();
+        let archive = RawArchive::new().file("a", b"x").finish();
+        let high = ExtractOptions { min_free_bytes: Some(available + (1 << 30)), ..ExtractOptions::default() };
+        let err = run_with(&archive, &dest, &high).unwrap_err();
+        assert_eq!(err.code, codes::INSUFFICIENT_SPACE, "{}", err.message);
+        assert!(!err.message.contains(&*dest.to_string_lossy()), "no host path: {}", err.message);
+        assert_eq!(fs::read_dir(&dest).unwrap().count(), 0);
+        let off = ExtractOptions { min_free_bytes: Some(0), ..ExtractOptions::default() };
+        run_with(&archive, &dest, &off).unwrap();
+        assert_eq!(default_min_free_bytes(10 << 30), (10 << 30) / 50);
+        assert_eq!(default_min_free_bytes(1 << 40), 1 << 30);
+    }
+
+    /// A pid no process has.
+    fn dead_pid() -> u32 {
+        (2..4_000_000u32).rev().find(|pid| staging::process_start(*pid).is_err()).unwrap()
+    }
+
+    /// An extraction killed during its moves (simulated: a staging directory of a dead
+    /// owner with its journal and part of its tree still staged) is completed by the next
+    /// extraction into the destination; one killed before its journal is just removed.
+    #[test]
+    fn the_next_extraction_completes_an_interrupted_one() {
+        let sandbox = Sandbox::new();
+        let dest = sandbox.dest();
+        fs::create_dir(dest.join("d")).unwrap();
+        fs::write(dest.join("d/moved"), b"new").unwrap(); // already moved in
+        fs::write(dest.join("old"), b"old").unwrap(); // still to be replaced
+        let staged = dest.join(format!("{STAGING_PREFIX}{}-0-0123456789abcdef", dead_pid()));
+        fs::create_dir_all(staged.join("tree/d/deep")).unwrap();
+        fs::write(staged.join("tree/d/deep/f"), b"deep").unwrap();
+        fs::write(staged.join("tree/old"), b"new").unwrap();
+        let deferred = vec![(vec!["d".to_string()], 0o750, 1_500_000_000), (vec!["d".into(), "deep".into()], 0o700, 1_500_000_000)];
+        fs::write(staged.join("journal"), encode_journal(true, &deferred)).unwrap();
+        let killed_early = dest.join(format!("{STAGING_PREFIX}{}-0-fedcba9876543210", dead_pid()));
+        fs::create_dir_all(killed_early.join("tree/half")).unwrap();
+        fs::write(killed_early.join("tree/half/written"), b"x").unwrap();
+
+        run(&RawArchive::new().file("other", b"o").finish(), &dest).unwrap();
+        assert_eq!(staging_leftovers(&dest), Vec::<String>::new());
+        assert_eq!(fs::read(dest.join("old")).unwrap(), b"new");
+        assert_eq!(fs::read(dest.join("d/moved")).unwrap(), b"new");
+        assert_eq!(fs::read(dest.join("d/deep/f")).unwrap(), b"deep");
+        assert_eq!(fs::read(dest.join("other")).unwrap(), b"o");
+        assert!(!dest.join("half").exists());
+        let meta = fs::metadata(dest.join("d")).unwrap();
+        assert_eq!((meta.mode() & 0o777, meta.mtime()), (0o750, 1_500_000_000));
+        assert_eq!(decode_journal(&encode_journal(false, &deferred)), Some((false, deferred)));
+        assert_eq!(decode_journal(b"extract 1\n644 0 ../x\0"), None);
+    }
+
+    /// Our staging names never enter a snapshot or a pack of the tree.
+    #[test]
+    fn staging_names_are_not_walked_or_packed() {
+        let src = TempDir::new("staging-walk");
+        fs::write(src.join("real"), b"r").unwrap();
+        fs::create_dir_all(src.join(format!("{STAGING_PREFIX}1-2-0123456789abcdef/tree"))).unwrap();
+        fs::create_dir_all(src.join(format!("sub/{}1-2-0123456789abcdef", crate::staging::MERGE_PREFIX))).unwrap();
+        fs::write(src.join(".paperclip-merge-notes"), b"a user's file").unwrap();
+        let out = TempDir::new("staging-walk-out");
+        run(&pack_tree(src.path(), None), out.path()).unwrap();
+        let mut names: Vec<String> = snapshot(out.path(), false).into_keys().collect();
+        names.sort();
+        assert_eq!(names, vec![".paperclip-merge-notes", "real", "sub"]);
+    }
 }
