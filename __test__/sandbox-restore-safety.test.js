@@ -108,6 +108,47 @@ describe("restoreWorkspace refuses hostile archives from the sandbox", () => {
   }
 });
 
+describe("restoreWorkspace bounds what the sandbox sends back (limits)", () => {
+  const BOMBS = [
+    ["entry count", { maxEntries: 20 }, (remote) => { for (let i = 0; i < 40; i += 1) writeFileSync(path.join(remote, `f${i}.txt`), "x"); }, "maxEntries"],
+    ["total size", { maxBytes: 64 * 1024 }, (remote) => { for (let i = 0; i < 4; i += 1) writeFileSync(path.join(remote, `f${i}.bin`), Buffer.alloc(32 * 1024, i)); }, "maxBytes"],
+    ["one huge member", { maxFileBytes: 1024 * 1024 }, (remote) => { writeFileSync(path.join(remote, "huge.bin"), Buffer.alloc(4 * 1024 * 1024, 7)); }, "maxFileBytes"],
+  ];
+  for (const [name, limits, grow, limit] of BOMBS) {
+    it(`a bomb by ${name} is refused at its bound; workspace untouched`, async () => {
+      const local = workspace({ gitBacked: false });
+      const remote = fresh("remote");
+      const made = spawnRunner();
+      const prepared = await prepareCommandManagedRuntime({ runner: made.runner, spec: { remoteCwd: remote, timeoutMs: 30_000 }, adapterKey: "t", workspaceLocalDir: local, limits });
+      grow(remote);
+      const before = treeState(local);
+      const error = await prepared.restoreWorkspace(() => {}).catch((e) => e);
+      expect(error).toBeInstanceOf(Error);
+      expect(error.code).toBe("ERR_PAPERCLIP_NATIVE_ARCHIVE_LIMIT_EXCEEDED");
+      expect(error.limit).toBe(limit);
+      expect(treeState(local)).toEqual(before);
+      expect(readdirSync(tmp)).toEqual([]);
+    });
+  }
+
+  it("within its bounds the same restore applies the sandbox's work", async () => {
+    const local = workspace({ gitBacked: false });
+    const remote = fresh("remote");
+    const made = spawnRunner();
+    const prepared = await prepareCommandManagedRuntime({ runner: made.runner, spec: { remoteCwd: remote, timeoutMs: 30_000 }, adapterKey: "t", workspaceLocalDir: local, limits: { maxEntries: 100, maxBytes: 1 << 20 } });
+    writeFileSync(path.join(remote, "agent.txt"), "agent work\n");
+    await prepared.restoreWorkspace(() => {});
+    expect(treeState(local)["agent.txt"]).toBeDefined();
+  });
+
+  it("a bad limits value fails the prepare before any work", async () => {
+    const local = workspace({ gitBacked: false });
+    const made = spawnRunner();
+    const error = await prepareCommandManagedRuntime({ runner: made.runner, spec: { remoteCwd: fresh("remote"), timeoutMs: 30_000 }, adapterKey: "t", workspaceLocalDir: local, limits: { maxEntrys: 3 } }).catch((e) => e);
+    expect(error.code).toBe("ERR_PAPERCLIP_NATIVE_INVALID_ARGUMENT");
+  });
+});
+
 describe("a runner that fails or times out mid-transfer", () => {
   it("restore: the second 3 MiB read fails; failed-at line, workspace and git untouched, no temp files", async () => {
     const local = workspace({ gitBacked: true });

@@ -2,6 +2,7 @@ import type { GitWorkspaceSnapshot } from "./git-workspace-sync.js";
 import type { RuntimeProgressSink, RuntimeStatusSink } from "./runtime-progress.js";
 import type { PreparedSandboxManagedRuntime, RuntimeSpanRunner, SandboxAdditionalSource, SandboxManagedRuntimeAsset, WorkspaceDurableSeedPaths, WorkspaceInboundMode } from "./sandbox-managed-runtime.js";
 import type { DirectorySnapshot } from "./workspace-restore-merge.js";
+import type { ExtractLimits } from "./tar-stream.js";
 /** One host → sandbox (or sandbox → host) file mapping of a sync operation. */
 export interface SandboxSyncFileMapping {
     sourcePath: string;
@@ -175,4 +176,10 @@ export declare function prepareCommandManagedRuntime(input: {
      * command already running ends under its own timeout.
      */
     signal?: AbortSignal;
+    /**
+     * Our addition: bounds for the archive `restoreWorkspace()` extracts from the sandbox and
+     * the host free-space floor (see `ExtractLimits`); a breach rejects before anything past
+     * the bound is written and leaves the workspace unchanged.
+     */
+    limits?: ExtractLimits;
 }): Promise<PreparedSandboxManagedRuntime>;

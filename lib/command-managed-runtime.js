@@ -267,6 +267,7 @@ export async function prepareCommandManagedRuntime(input) {
     onRuntimeProgress: input.onRuntimeProgress,
     runtimeSpan: input.runtimeSpan,
     ...(input.signal !== undefined ? { signal: input.signal } : {}),
+    ...(input.limits !== undefined ? { limits: input.limits } : {}),
   });
   const install = input.installCommand?.trim();
   if (install) {

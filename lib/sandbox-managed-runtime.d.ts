@@ -2,6 +2,7 @@ import type { SandboxSyncOperation, SandboxSyncResult, SandboxTransferProgressOp
 import type { GitWorkspaceSnapshot } from "./git-workspace-sync.js";
 import type { RuntimeProgressSink, RuntimeStatusSink } from "./runtime-progress.js";
 import type { DirectorySnapshot } from "./workspace-restore-merge.js";
+import type { ExtractLimits } from "./tar-stream.js";
 /**
  * A referenced project's resolved Git-ignore set: `git` with the ignored paths relative to
  * the project directory, `other` for a directory that is not in a Git repository, `failed`
@@ -222,4 +223,10 @@ export declare function prepareSandboxManagedRuntime(input: {
      * command already running ends under its own timeout.
      */
     signal?: AbortSignal;
+    /**
+     * Our addition: bounds for the archive `restoreWorkspace()` extracts from the sandbox and
+     * the host free-space floor (see `ExtractLimits`); a breach rejects before anything past
+     * the bound is written and leaves the workspace unchanged.
+     */
+    limits?: ExtractLimits;
 }): Promise<PreparedSandboxManagedRuntime>;

@@ -20,7 +20,7 @@ pub fn staging_is_name(name: String) -> bool {
     staging::is_staging_name(name.as_bytes())
 }
 
-/// A fresh staging name of `kind` (`"extract"`, `"pull"` or `"merge"`) owned by this
+/// A fresh staging name of `kind` (`"extract"`, `"pull"`, `"merge"` or `"restore"`) owned by this
 /// process (internal).
 #[napi]
 pub fn staging_name(kind: String) -> napi::Result<String> {
@@ -28,6 +28,7 @@ pub fn staging_name(kind: String) -> napi::Result<String> {
         "extract" => staging::Kind::Extract,
         "pull" => staging::Kind::Pull,
         "merge" => staging::Kind::Merge,
+        "restore" => staging::Kind::Restore,
         other => {
             return Err(crate::error::to_napi(CoreError::new(codes::INVALID_ARGUMENT, format!("unknown staging kind '{other}'"))))
         }

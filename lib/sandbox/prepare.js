@@ -19,8 +19,8 @@ import {
   referencedSourceIgnoreExcludeEntries,
   resolveReferencedSourceIgnore,
 } from "../sandbox-managed-runtime.js";
-import { abortError } from "../native.js";
-import { checkSignal } from "../tar-common.js";
+import { abortError, native } from "../native.js";
+import { archiveLimits, checkSignal } from "../tar-common.js";
 import { extractTarballToDirectory } from "../tar-stream.js";
 import { captureDirectorySnapshot, mergeDirectoryWithBaseline } from "../workspace-restore-merge.js";
 import { asBuffer } from "./base64-transfer.js";
@@ -44,7 +44,6 @@ const HEAVY_DIRS = ["node_modules", "vendor", "dist", "build", "out", "coverage"
 /** Each heavy directory name as upstream's four tar patterns. */
 const HEAVY_EXCLUDES = HEAVY_DIRS.flatMap((name) => [name, `${name}/*`, `*/${name}`, `*/${name}/*`]);
 /** Name prefix of a restore's staging directory inside the workspace. */
-const RESTORE_STAGING_PREFIX = ".paperclip-sandbox-restore-";
 /** Asset keys that would share a remote archive path with the workspace's archives. */
 const RESERVED_ASSET_KEYS = new Set(["workspace", "git-workspace"]);
 
@@ -194,6 +193,9 @@ export async function prepareSandboxManagedRuntime(input) {
   // Our addition: `signal` stops the work between steps and inside every pack and extraction
   // (a remote command already running is left to its own timeout).
   const signal = checkSignal(input.signal);
+  // Our addition: `limits` bounds the restore's extraction of what the sandbox sends back
+  // (see `extractTarballToDirectory`); checked here so a bad value fails before any work.
+  const limits = input.limits === undefined ? undefined : (archiveLimits(input.limits), input.limits);
   const stopIfAborted = () => {
     if (signal?.aborted) throw abortError(signal);
   };
@@ -452,6 +454,7 @@ export async function prepareSandboxManagedRuntime(input) {
         },
         onRuntimeProgress: input.onRuntimeProgress,
         signal,
+        limits,
       });
       await nested.restoreWorkspace(sink);
     }
@@ -514,10 +517,11 @@ export async function prepareSandboxManagedRuntime(input) {
         let extractedDir = path.join(tempDir, "workspace");
         if (!nativeSyncOut) {
           // Our extraction stages on the workspace's own file system (a hidden directory in
-          // it, excluded from the merge and removed afterwards): the temp dir is often a
-          // disk while the workspace is not, and creating then removing every file of the
-          // tree there is most of a restore's time.
-          stagingName = `${RESTORE_STAGING_PREFIX}${randomUUID()}`;
+          // it, removed afterwards): the temp dir is often a disk while the workspace is not,
+          // and creating then removing every file of the tree there is most of a restore's
+          // time. The name is one of our owner-tagged staging names, so no walk lists it and
+          // the next operation on the workspace removes it if this process is killed.
+          stagingName = native.stagingName("restore");
           const inside = path.join(input.workspaceLocalDir, stagingName);
           if (await fs.mkdir(inside, { mode: 0o700 }).then(() => true, () => false)) extractedDir = inside;
           else stagingName = null;
@@ -536,7 +540,7 @@ export async function prepareSandboxManagedRuntime(input) {
           await fs.mkdir(extractedDir, { recursive: true });
           let bytes;
           try {
-            bytes = await readRemoteIntoDirectory(input.client, remoteTar, extractedDir, progress.options, signal);
+            bytes = await readRemoteIntoDirectory(input.client, remoteTar, extractedDir, progress.options, signal, limits);
           } catch (error) {
             await progress.fail();
             await input.client.remove(remoteTar).catch(() => undefined);
@@ -552,7 +556,7 @@ export async function prepareSandboxManagedRuntime(input) {
           entries: new Map([...baseline.entries].filter(([entry]) => !repositories.some((repository) => entry === repository.path || entry.startsWith(`${repository.path}/`)))),
         };
         await mergeDirectoryWithBaseline({
-          baseline: stagingName ? { exclude: [...mergeBaseline.exclude, stagingName], entries: mergeBaseline.entries } : mergeBaseline,
+          baseline: mergeBaseline,
           sourceDir: extractedDir,
           targetDir: input.workspaceLocalDir,
           beforeApply: head ? async () => { await integrateImportedHead(input.workspaceLocalDir, head); } : undefined,
@@ -625,7 +629,7 @@ async function readRemoteToFile(client, remotePath, localPath, options) {
  * that would land or point outside `localDir` is refused and nothing is left half-written);
  * returns the archive's size.
  */
-async function readRemoteIntoDirectory(client, remotePath, localDir, options, signal) {
+async function readRemoteIntoDirectory(client, remotePath, localDir, options, signal, limits) {
   let size = 0;
   const counted = (async function* count() {
     for await (const slice of remoteSlices(client, remotePath, options)) {
@@ -633,6 +637,6 @@ async function readRemoteIntoDirectory(client, remotePath, localDir, options, si
       yield slice;
     }
   })();
-  await extractTarballToDirectory({ source: counted, localDir, signal });
+  await extractTarballToDirectory({ source: counted, localDir, signal, ...(limits !== undefined ? { limits } : {}) });
   return size;
 }

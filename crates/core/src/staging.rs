@@ -43,6 +43,9 @@ pub const EXTRACT_PREFIX: &str = ".paperclip-extract-";
 pub const PULL_PREFIX: &str = ".paperclip-ssh-sync-back-";
 /// Prefix of a restore merge's staging directory (and of its staged copies).
 pub const MERGE_PREFIX: &str = ".paperclip-merge-";
+/// Prefix of the directory a sandbox restore extracts the remote workspace into before it
+/// merges it (it holds no journal: the merge journals its own apply).
+pub const RESTORE_PREFIX: &str = ".paperclip-sandbox-restore-";
 /// The journal an operation writes into its staging directory before its first move.
 pub const JOURNAL: &str = "journal";
 /// The directory inside an extraction's or pull's staging directory that holds the members.
@@ -54,6 +57,8 @@ pub enum Kind {
     Extract,
     Pull,
     Merge,
+    /// A sandbox restore's extracted copy of the remote workspace.
+    Restore,
 }
 
 impl Kind {
@@ -63,6 +68,7 @@ impl Kind {
             Kind::Extract => EXTRACT_PREFIX,
             Kind::Pull => PULL_PREFIX,
             Kind::Merge => MERGE_PREFIX,
+            Kind::Restore => RESTORE_PREFIX,
         }
     }
 }
@@ -146,7 +152,7 @@ pub struct Parsed {
 /// merge; 6 `mkdtemp` characters, from the pull). `None` for any other name, so a user's own
 /// `.paperclip-merge-notes` is not taken for ours.
 pub fn parse(name: &[u8]) -> Option<Parsed> {
-    let (kind, rest) = [Kind::Extract, Kind::Pull, Kind::Merge]
+    let (kind, rest) = [Kind::Extract, Kind::Pull, Kind::Merge, Kind::Restore]
         .into_iter()
         .find_map(|kind| name.strip_prefix(kind.prefix().as_bytes()).map(|rest| (kind, rest)))?;
     let digits = |s: &[u8]| !s.is_empty() && s.len() <= 20 && s.iter().all(u8::is_ascii_digit);
@@ -160,7 +166,7 @@ pub fn parse(name: &[u8]) -> Option<Parsed> {
         }
         return None;
     }
-    if kind != Kind::Pull && hex(rest, 32) {
+    if matches!(kind, Kind::Extract | Kind::Merge) && hex(rest, 32) {
         let pid = u32::from_str_radix(&text[..8], 16).ok()?;
         return Some(Parsed { kind, owner: Some(Owner { pid, start: 0 }) });
     }
@@ -355,7 +361,7 @@ mod tests {
 
     #[test]
     fn names_carry_their_owner_and_are_recognised() {
-        for kind in [Kind::Extract, Kind::Pull, Kind::Merge] {
+        for kind in [Kind::Extract, Kind::Pull, Kind::Merge, Kind::Restore] {
             let name = unique_name(kind.prefix());
             let parsed = parse(name.as_bytes()).unwrap();
             assert_eq!(parsed, Parsed { kind, owner: Some(own()) });
@@ -408,12 +414,15 @@ mod tests {
         fs::write(root_path.join(&stale).join("tree/deep/f"), b"x").unwrap();
         let stale_pull = format!("{PULL_PREFIX}{dead}-7-0123456789abcdef");
         fs::create_dir(root_path.join(&stale_pull)).unwrap();
+        let stale_restore = format!("{RESTORE_PREFIX}{dead}-7-0123456789abcdef");
+        fs::create_dir_all(root_path.join(&stale_restore).join("src")).unwrap();
+        fs::write(root_path.join(&stale_restore).join("src/a.txt"), b"remote").unwrap();
         let live = Staging::create(&root, Kind::Extract).unwrap();
         let reused = format!("{MERGE_PREFIX}{}-{}-0123456789abcdef", own().pid, own().start + 1);
         fs::create_dir(root_path.join(&reused)).unwrap();
         fs::write(root_path.join(".paperclip-merge-notes"), b"mine").unwrap();
         let swept = sweep(&root, &root_path, true).unwrap();
-        assert_eq!(swept, Swept { removed: 3, completed: 0, pulls: vec![] });
+        assert_eq!(swept, Swept { removed: 4, completed: 0, pulls: vec![] });
         let mut left: Vec<String> = fs::read_dir(&root_path).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
         left.sort();
         let mut expected = vec![".paperclip-merge-notes".to_string(), live.name.to_string_lossy().into_owned()];
