@@ -257,7 +257,10 @@ impl<W: Write, P: FnMut(u64)> TarOut<'_, W, P> {
         if value.len() > NAME_FIELD {
             self.put(&long_entry(typeflag, value))?;
             self.put(value)?;
-            self.pad(value.len() as u64)?; // the NUL terminator is part of the padding
+            // The header's size counts the NUL terminator: write it, then pad. (Padding alone
+            // leaves it out when the value fills whole blocks, and the archive loses sync.)
+            self.put(&[0])?;
+            self.pad(value.len() as u64 + 1)?;
         }
         Ok(())
     }
@@ -679,6 +682,30 @@ mod tests {
         system_extract(&["tar", "-x", "-f", "-"], &ours, out.path());
         assert_eq!(fs::read(out.join(&deep).join("file")).unwrap(), b"deep");
         assert_eq!(fs::read_link(out.join("link")).unwrap(), Path::new(&target));
+    }
+
+    #[test]
+    fn long_names_that_fill_whole_blocks_keep_the_archive_in_sync() {
+        if !have_gnu_tar("long_names_that_fill_whole_blocks_keep_the_archive_in_sync") {
+            return;
+        }
+        // Member names of exactly 512 and 1024 bytes (a directory's with its trailing `/`),
+        // a link target of 512: each long-name entry's NUL needs a block of its own.
+        let dir = TempDir::new("pack-block-names");
+        let d511 = format!("{}/{}", "a".repeat(255), "b".repeat(255));
+        fs::create_dir_all(dir.join(&d511)).unwrap();
+        let f1024 = format!("{d511}/{}/{}/f", "c".repeat(255), "d".repeat(254));
+        fs::create_dir_all(dir.join(&f1024).parent().unwrap()).unwrap();
+        assert_eq!(f1024.len(), 1024);
+        fs::write(dir.join(&f1024), b"x").unwrap();
+        std::os::unix::fs::symlink("t".repeat(512), dir.join("link")).unwrap();
+        fs::write(dir.join("zz-last"), b"last").unwrap();
+        let ours = pack_bytes(&opts(dir.path())).unwrap();
+        assert_eq!(precompute_size(&opts(dir.path()), &never()).unwrap(), ours.len() as u64);
+        let names = crate::walk::sorted_names(dir.path()).unwrap();
+        let listed = gnu_list(&ours);
+        assert!(listed.contains(&format!("{d511}/")) && listed.contains(&f1024) && listed.contains(&"zz-last".to_string()), "{listed:?}");
+        assert_eq!(listed, gnu_list(&gnu_tar_create(dir.path(), &[], &names, false)));
     }
 
     #[test]
