@@ -111,7 +111,7 @@ pub fn extract<R: Read>(
         root,
         dest_root,
         opts,
-        cached_parent: None,
+        chain: Vec::new(),
         deferred_dirs: Vec::new(),
         buffer: vec![0; COPY_BUFFER],
     };
@@ -536,10 +536,12 @@ struct Extractor<'a> {
     /// The destination itself.
     dest_root: Dir,
     opts: &'a ExtractOptions,
-    /// The parent directory of the last member, which the next one usually shares.
-    cached_parent: Option<(Vec<String>, Dir)>,
-    /// Directories whose mode and time are applied at the end: (components, mode, mtime).
-    deferred_dirs: Vec<(Vec<String>, u32, i64)>,
+    /// The open directories from the staging root down to the last member's parent, one per
+    /// component: the next member reuses the prefix it shares, so placing a member costs the
+    /// components that differ, not its depth.
+    chain: Vec<(String, Dir)>,
+    /// Directories whose mode and time are applied at the end: (`/`-joined path, mode, mtime).
+    deferred_dirs: Vec<(String, u32, i64)>,
     buffer: Vec<u8>,
 }
 
@@ -586,73 +588,90 @@ impl Extractor<'_> {
     }
 
     /// The host path of some components, for I/O error messages.
-    fn host_path(&self, components: &[String]) -> std::path::PathBuf {
-        components.iter().fold(self.dest.to_path_buf(), |path, c| path.join(c))
+    fn host_path(&self, components: &[impl AsRef<str>]) -> std::path::PathBuf {
+        let mut path = self.dest.as_os_str().to_os_string();
+        path.reserve(components.iter().map(|c| c.as_ref().len() + 1).sum());
+        for component in components {
+            path.push("/");
+            path.push(component.as_ref());
+        }
+        path.into()
     }
 
-    /// Opens the directory at `components`, creating missing ones when `create` is set and
-    /// refusing to pass through a symbolic link.
-    fn open_dir(&self, components: &[String], create: bool, member: &str) -> Result<Dir> {
-        self.open_dir_in(&self.root, components, create, member)
-    }
-
-    /// [`Self::open_dir`] below `root` (the staging directory or the destination).
+    /// Opens the directory at `components` below `root` (the staging directory or the
+    /// destination), creating missing ones when `create` is set and refusing to pass
+    /// through a symbolic link.
     fn open_dir_in(&self, root: &Dir, components: &[String], create: bool, member: &str) -> Result<Dir> {
         let mut dir = root.try_clone().map_err(|e| Error::io(e, "open", self.dest))?;
-        for (index, component) in components.iter().enumerate() {
-            let here = &components[..=index];
-            let name = c_name(component.as_bytes())
-                .map_err(|_| refuse(member, "the name contains a NUL byte"))?;
-            match dir.node(&name).map_err(|e| Error::io(e, "lstat", &self.host_path(here)))? {
-                Some(Node::Directory) => {}
-                Some(Node::Symlink) => {
-                    return Err(refuse(
-                        member,
-                        format!(
-                            "it would be written through the symbolic link '{}'",
-                            here.join("/")
-                        ),
-                    ))
-                }
-                Some(_) => {
-                    let err = io::Error::from_raw_os_error(libc::ENOTDIR);
-                    return Err(Error::io(err, "mkdir", &self.host_path(here)));
-                }
-                None if create => match dir.mkdir(&name, 0o777) {
-                    Ok(()) => {}
-                    Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {}
-                    Err(e) => return Err(Error::io(e, "mkdir", &self.host_path(here))),
-                },
-                None => {
-                    return Err(refuse(
-                        member,
-                        format!("hard link target directory '{}' does not exist", here.join("/")),
-                    ))
-                }
-            }
-            dir = dir.open_dir_nofollow(&name).map_err(|e| match e.raw_os_error() {
-                Some(libc::ELOOP) | Some(libc::ENOTDIR) => refuse(
-                    member,
-                    format!("it would be written through the symbolic link '{}'", here.join("/")),
-                ),
-                _ => Error::io(e, "open", &self.host_path(here)),
-            })?;
+        for index in 0..components.len() {
+            dir = self.open_step(&dir, &components[..=index], create, member)?;
         }
         Ok(dir)
     }
 
-    /// The member's parent directory, created as needed; hand it back with [`Self::keep_parent`].
-    fn take_parent(&mut self, target: &Target) -> Result<Dir> {
-        if let Some((components, dir)) = self.cached_parent.take() {
-            if components == target.parent() {
-                return Ok(dir);
+    /// Opens the last of `here` (a directory's components) in `dir` (the directory of the
+    /// ones before it), creating it when missing and `create` is set, refusing a symbolic
+    /// link or a file there.
+    fn open_step(&self, dir: &Dir, here: &[String], create: bool, member: &str) -> Result<Dir> {
+        let component = here.last().expect("at least one component");
+        let name = c_name(component.as_bytes()).map_err(|_| refuse(member, "the name contains a NUL byte"))?;
+        match dir.node(&name).map_err(|e| Error::io(e, "lstat", &self.host_path(here)))? {
+            Some(Node::Directory) => {}
+            Some(Node::Symlink) => {
+                return Err(refuse(
+                    member,
+                    format!("it would be written through the symbolic link '{}'", here.join("/")),
+                ))
+            }
+            Some(_) => {
+                let err = io::Error::from_raw_os_error(libc::ENOTDIR);
+                return Err(Error::io(err, "mkdir", &self.host_path(here)));
+            }
+            None if create => match dir.mkdir(&name, 0o777) {
+                Ok(()) => {}
+                Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {}
+                Err(e) => return Err(Error::io(e, "mkdir", &self.host_path(here))),
+            },
+            None => {
+                return Err(refuse(
+                    member,
+                    format!("hard link target directory '{}' does not exist", here.join("/")),
+                ))
             }
         }
-        self.open_dir(target.parent(), true, &target.shown)
+        dir.open_dir_nofollow(&name).map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) | Some(libc::ENOTDIR) => refuse(
+                member,
+                format!("it would be written through the symbolic link '{}'", here.join("/")),
+            ),
+            _ => Error::io(e, "open", &self.host_path(here)),
+        })
     }
 
-    fn keep_parent(&mut self, target: &Target, dir: Dir) {
-        self.cached_parent = Some((target.parent().to_vec(), dir));
+    /// The member's parent directory in the staging tree, created as needed. The handles of
+    /// the previous member's parent are reused down to the first component that differs;
+    /// only the rest is opened, with every check of [`Self::open_step`]. A reused handle is
+    /// never stale: a member only changes entries of its own parent, and the chain is cut
+    /// back to that parent first, so no handle below it survives.
+    fn take_parent(&mut self, target: &Target) -> Result<Dir> {
+        let parent = target.parent();
+        let shared = self.chain.iter().zip(parent).take_while(|((name, _), component)| name == *component).count();
+        self.chain.truncate(shared);
+        for index in shared..parent.len() {
+            let next = {
+                let below = self.chain.last().map_or(&self.root, |(_, dir)| dir);
+                self.open_step(below, &parent[..=index], true, &target.shown)
+            };
+            match next {
+                Ok(dir) => self.chain.push((parent[index].clone(), dir)),
+                Err(err) => {
+                    self.chain.clear();
+                    return Err(err);
+                }
+            }
+        }
+        let dir = self.chain.last().map_or(&self.root, |(_, dir)| dir);
+        dir.try_clone().map_err(|e| Error::io(e, "open", &self.host_path(parent)))
     }
 
     /// Clears the way for a new non-directory `name`: removes a file or link there, or an
@@ -684,9 +703,9 @@ impl Extractor<'_> {
             // Owner-accessible until the deferred mode is applied at the end.
             parent.mkdir(&name, 0o700).map_err(|e| Error::io(e, "mkdir", &path()))
         })();
-        self.keep_parent(target, parent);
+        drop(parent);
         result?;
-        self.deferred_dirs.push((target.components.clone(), mode, mtime));
+        self.deferred_dirs.push((target.components.join("/"), mode, mtime));
         Ok(())
     }
 
@@ -710,7 +729,7 @@ impl Extractor<'_> {
             }
             written
         });
-        self.keep_parent(target, parent);
+        drop(parent);
         result
     }
 
@@ -751,7 +770,7 @@ impl Extractor<'_> {
             }
             Ok(())
         })();
-        self.keep_parent(target, parent);
+        drop(parent);
         result
     }
 
@@ -797,16 +816,15 @@ impl Extractor<'_> {
                 .hard_link(&source_dir, &source_name, &name)
                 .map_err(|e| Error::io(e, "link", &path))
         })();
-        self.keep_parent(target, parent);
+        drop(parent);
         result
     }
 
     /// Moves the staged tree into the destination once all of it was checked against what
     /// the destination holds, then applies the deferred directory modes and times there.
     fn commit(mut self) -> Result<()> {
-        self.cached_parent = None;
-        let explicit: HashSet<Vec<String>> =
-            self.deferred_dirs.iter().map(|(components, _, _)| components.clone()).collect();
+        self.chain.clear();
+        let explicit: HashSet<&str> = self.deferred_dirs.iter().map(|(rel, _, _)| rel.as_str()).collect();
         self.check_merge(&self.root, &self.dest_root, &mut Vec::new(), &explicit)?;
         self.merge(&self.root, &self.dest_root, &mut Vec::new())?;
         self.finish()
@@ -826,7 +844,7 @@ impl Extractor<'_> {
         staged: &Dir,
         dest: &Dir,
         at: &mut Vec<String>,
-        explicit: &HashSet<Vec<String>>,
+        explicit: &HashSet<&str>,
     ) -> Result<()> {
         for name in self.staged_names(staged, at)? {
             at.push(name.to_string_lossy().into_owned());
@@ -839,7 +857,7 @@ impl Extractor<'_> {
                     self.check_merge(&open(staged)?, &open(dest)?, at, explicit)?;
                 }
                 // Only a directory member of its own replaces a link or file in the way.
-                (Some(Node::Directory), Some(Node::Symlink)) if !explicit.contains(at.as_slice()) => {
+                (Some(Node::Directory), Some(Node::Symlink)) if !explicit.contains(at.join("/").as_str()) => {
                     let inner = self.staged_names(&open(staged)?, at)?;
                     let member = match inner.first() {
                         Some(child) => format!("{}/{}", at.join("/"), child.to_string_lossy()),
@@ -848,7 +866,7 @@ impl Extractor<'_> {
                     let reason = format!("it would be written through the symbolic link '{}'", at.join("/"));
                     return Err(refuse(&member, reason));
                 }
-                (Some(Node::Directory), Some(_)) if !explicit.contains(at.as_slice()) => {
+                (Some(Node::Directory), Some(_)) if !explicit.contains(at.join("/").as_str()) => {
                     return Err(Error::io(io::Error::from_raw_os_error(libc::ENOTDIR), "mkdir", &path));
                 }
                 (Some(staged_kind), Some(Node::Directory)) if staged_kind != Node::Directory => {
@@ -897,35 +915,38 @@ impl Extractor<'_> {
     /// last-recorded first, each directory once (its last entry wins). A directory replaced
     /// since by something else is skipped: modes are never applied through a link.
     fn finish(mut self) -> Result<()> {
-        let mut done: HashSet<Vec<String>> = HashSet::new();
+        let mut done: HashSet<String> = HashSet::new();
         let deferred = std::mem::take(&mut self.deferred_dirs);
-        for (components, mode, mtime) in deferred.into_iter().rev() {
-            if !done.insert(components.clone()) {
+        // The open destination directories of the last parent, reused as in `take_parent`.
+        let mut chain: Vec<(&str, Dir)> = Vec::new();
+        for (rel, mode, mtime) in deferred.iter().rev() {
+            if !done.insert(rel.clone()) {
                 continue;
             }
-            let (name, parent_components) = match components.split_last() {
-                Some(split) => split,
-                None => continue,
-            };
-            let Ok(parent) = self.open_existing(parent_components) else { continue };
+            let components: Vec<&str> = rel.split('/').collect();
+            let Some((name, parent)) = components.split_last() else { continue };
+            let shared = chain.iter().zip(parent).take_while(|((have, _), want)| have == *want).count();
+            chain.truncate(shared);
+            for component in &parent[shared..] {
+                let below = chain.last().map_or(&self.dest_root, |(_, dir)| dir);
+                match c_name(component.as_bytes()).and_then(|c| below.open_dir_nofollow(&c)) {
+                    Ok(dir) => chain.push((component, dir)),
+                    Err(_) => break,
+                }
+            }
+            if chain.len() != parent.len() {
+                continue;
+            }
+            let below = chain.last().map_or(&self.dest_root, |(_, dir)| dir);
             let Ok(name) = c_name(name.as_bytes()) else { continue };
-            let Ok(dir) = parent.open_dir_nofollow(&name) else { continue };
+            let Ok(dir) = below.open_dir_nofollow(&name) else { continue };
             let path = self.host_path(&components);
-            dir.chmod(mode).map_err(|e| Error::io(e, "chmod", &path))?;
+            dir.chmod(*mode).map_err(|e| Error::io(e, "chmod", &path))?;
             if self.opts.preserve_mtime {
-                dir.set_mtime(mtime).map_err(|e| Error::io(e, "utime", &path))?;
+                dir.set_mtime(*mtime).map_err(|e| Error::io(e, "utime", &path))?;
             }
         }
         Ok(())
-    }
-
-    /// Opens existing directories of the destination only, through no link.
-    fn open_existing(&self, components: &[String]) -> io::Result<Dir> {
-        let mut dir = self.dest_root.try_clone()?;
-        for component in components {
-            dir = dir.open_dir_nofollow(&c_name(component.as_bytes())?)?;
-        }
-        Ok(dir)
     }
 }
 
@@ -1002,6 +1023,53 @@ mod tests {
             }
             err
         }
+    }
+
+    #[test]
+    fn archives_deeper_than_path_max_are_extracted_whole() {
+        use std::ffi::OsStr;
+        // 3 000 levels (a 6 000-byte path), a file every 100 levels, as GNU tar archives it.
+        let mut archive = RawArchive::new();
+        let mut rel = String::new();
+        for level in 0..3000 {
+            if level % 100 == 0 {
+                archive.file(&format!("{rel}f"), format!("level {level}").as_bytes());
+            }
+            rel.push_str("d/");
+            archive.dir(&rel, 0o755);
+        }
+        let sandbox = Sandbox::new();
+        let summary = run(&archive.finish(), &sandbox.dest()).unwrap();
+        assert_eq!(summary.entries, 3030);
+        let mut dir = Dir::open(&sandbox.dest()).unwrap();
+        for level in 0..3000 {
+            let mut names = dir.names().unwrap();
+            names.sort();
+            let expected: &[&str] = if level % 100 == 0 { &["d", "f"] } else { &["d"] };
+            assert_eq!(names, expected, "level {level}");
+            if level % 100 == 0 {
+                let mut text = String::new();
+                io::Read::read_to_string(&mut dir.open_file_nofollow(OsStr::new("f")).unwrap(), &mut text).unwrap();
+                assert_eq!(text, format!("level {level}"));
+            }
+            dir = dir.open_dir_nofollow(OsStr::new("d")).unwrap();
+            assert_eq!(dir.metadata().unwrap().mode() & 0o7777, 0o755, "level {level}");
+        }
+        assert!(dir.names().unwrap().is_empty());
+        Dir::open(sandbox.dest().parent().unwrap()).unwrap().remove_tree(OsStr::new("dest")).unwrap();
+    }
+
+    #[test]
+    fn reused_parent_handles_never_write_through_a_replaced_directory() {
+        // `a/b/c` is an open handle of the previous member's parent when a member replaces it
+        // with a link; the next member below it must meet the link, not the old handle.
+        let sandbox = Sandbox::new();
+        let mut archive = RawArchive::new();
+        archive.dir("a/", 0o755).dir("a/b/", 0o755).dir("a/b/c/", 0o755);
+        archive.file("a/b/keep", b"k").symlink("a/b/c", "..").file("a/b/c/x", b"payload");
+        let err = sandbox.refuses(&archive.finish(), codes::UNSAFE_ARCHIVE_ENTRY, "write through a replaced directory");
+        assert!(err.message.contains("symbolic link 'a/b/c'"), "{}", err.message);
+        assert_eq!(fs::read_dir(sandbox.dest()).unwrap().count(), 0);
     }
 
     #[test]
