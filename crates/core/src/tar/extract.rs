@@ -825,8 +825,8 @@ impl Extractor<'_> {
     fn commit(mut self) -> Result<()> {
         self.chain.clear();
         let explicit: HashSet<&str> = self.deferred_dirs.iter().map(|(rel, _, _)| rel.as_str()).collect();
-        self.check_merge(&self.root, &self.dest_root, &mut Vec::new(), &explicit)?;
-        self.merge(&self.root, &self.dest_root, &mut Vec::new())?;
+        self.check_merge(&self.root, &self.dest_root, &explicit)?;
+        self.merge(&self.root, &self.dest_root)?;
         self.finish()
     }
 
@@ -838,63 +838,104 @@ impl Extractor<'_> {
     /// Refuses, before anything moves, what extracting in place would have refused: members
     /// under a symbolic link or a file of the destination that no directory member of the
     /// archive replaces, and a non-directory member where the destination has a non-empty
-    /// directory.
-    fn check_merge(
-        &self,
-        staged: &Dir,
-        dest: &Dir,
-        at: &mut Vec<String>,
-        explicit: &HashSet<&str>,
-    ) -> Result<()> {
-        for name in self.staged_names(staged, at)? {
+    /// directory. Walks the staged tree with an explicit stack: no depth overflows the
+    /// thread's stack.
+    fn check_merge(&self, staged: &Dir, dest: &Dir, explicit: &HashSet<&str>) -> Result<()> {
+        let mut at: Vec<String> = Vec::new();
+        let open_err = |e| Error::io(e, "open", self.dest);
+        let mut stack = vec![(staged.try_clone().map_err(open_err)?, dest.try_clone().map_err(open_err)?, self.staged_names(staged, &at)?.into_iter())];
+        while let Some((_, _, names)) = stack.last_mut() {
+            let Some(name) = names.next() else {
+                stack.pop();
+                at.pop();
+                continue;
+            };
             at.push(name.to_string_lossy().into_owned());
-            let path = self.host_path(at);
-            let staged_node = staged.node(&name).map_err(|e| Error::io(e, "lstat", &path))?;
-            let dest_node = dest.node(&name).map_err(|e| Error::io(e, "lstat", &path))?;
-            let open = |dir: &Dir| dir.open_dir_nofollow(&name).map_err(|e| Error::io(e, "open", &path));
-            match (staged_node, dest_node) {
-                (Some(Node::Directory), Some(Node::Directory)) => {
-                    self.check_merge(&open(staged)?, &open(dest)?, at, explicit)?;
+            let (staged, dest, _) = stack.last().expect("a frame was just looked at");
+            match self.check_entry(staged, dest, &name, &at, explicit)? {
+                Some(frame) => stack.push(frame),
+                None => {
+                    at.pop();
                 }
-                // Only a directory member of its own replaces a link or file in the way.
-                (Some(Node::Directory), Some(Node::Symlink)) if !explicit.contains(at.join("/").as_str()) => {
-                    let inner = self.staged_names(&open(staged)?, at)?;
-                    let member = match inner.first() {
-                        Some(child) => format!("{}/{}", at.join("/"), child.to_string_lossy()),
-                        None => at.join("/"),
-                    };
-                    let reason = format!("it would be written through the symbolic link '{}'", at.join("/"));
-                    return Err(refuse(&member, reason));
-                }
-                (Some(Node::Directory), Some(_)) if !explicit.contains(at.join("/").as_str()) => {
-                    return Err(Error::io(io::Error::from_raw_os_error(libc::ENOTDIR), "mkdir", &path));
-                }
-                (Some(staged_kind), Some(Node::Directory)) if staged_kind != Node::Directory => {
-                    if !self.staged_names(&open(dest)?, at)?.is_empty() {
-                        let err = io::Error::from_raw_os_error(libc::ENOTEMPTY);
-                        return Err(Error::io(err, "rmdir", &path));
-                    }
-                }
-                _ => {}
             }
-            at.pop();
         }
         Ok(())
     }
 
+    /// One entry of [`Self::check_merge`]: the staged and destination directories to descend
+    /// into, with the staged names, when both are directories.
+    fn check_entry(
+        &self,
+        staged: &Dir,
+        dest: &Dir,
+        name: &std::ffi::OsStr,
+        at: &[String],
+        explicit: &HashSet<&str>,
+    ) -> Result<Option<(Dir, Dir, std::vec::IntoIter<std::ffi::OsString>)>> {
+        let path = self.host_path(at);
+        let staged_node = staged.node(name).map_err(|e| Error::io(e, "lstat", &path))?;
+        let dest_node = dest.node(name).map_err(|e| Error::io(e, "lstat", &path))?;
+        let open = |dir: &Dir| dir.open_dir_nofollow(name).map_err(|e| Error::io(e, "open", &path));
+        let is_explicit = || explicit.contains(at.join("/").as_str());
+        match (staged_node, dest_node) {
+            (Some(Node::Directory), Some(Node::Directory)) => {
+                let (inner_staged, inner_dest) = (open(staged)?, open(dest)?);
+                let names = self.staged_names(&inner_staged, at)?;
+                return Ok(Some((inner_staged, inner_dest, names.into_iter())));
+            }
+            // Only a directory member of its own replaces a link or file in the way.
+            (Some(Node::Directory), Some(Node::Symlink)) if !is_explicit() => {
+                let inner = self.staged_names(&open(staged)?, at)?;
+                let member = match inner.first() {
+                    Some(child) => format!("{}/{}", at.join("/"), child.to_string_lossy()),
+                    None => at.join("/"),
+                };
+                let reason = format!("it would be written through the symbolic link '{}'", at.join("/"));
+                return Err(refuse(&member, reason));
+            }
+            (Some(Node::Directory), Some(_)) if !is_explicit() => {
+                return Err(Error::io(io::Error::from_raw_os_error(libc::ENOTDIR), "mkdir", &path));
+            }
+            (Some(staged_kind), Some(Node::Directory)) if staged_kind != Node::Directory => {
+                if !self.staged_names(&open(dest)?, at)?.is_empty() {
+                    let err = io::Error::from_raw_os_error(libc::ENOTEMPTY);
+                    return Err(Error::io(err, "rmdir", &path));
+                }
+            }
+            _ => {}
+        }
+        Ok(None)
+    }
+
     /// Moves every staged entry into the destination: a rename each, replacing a file, link
-    /// or empty directory in the way, merging into a directory that is already there.
-    fn merge(&self, staged: &Dir, dest: &Dir, at: &mut Vec<String>) -> Result<()> {
-        for name in self.staged_names(staged, at)? {
+    /// or empty directory in the way, merging into a directory that is already there (then
+    /// removing the emptied staged one). An explicit stack, as in [`Self::check_merge`].
+    fn merge(&self, staged: &Dir, dest: &Dir) -> Result<()> {
+        let mut at: Vec<String> = Vec::new();
+        let open_err = |e| Error::io(e, "open", self.dest);
+        let mut stack = vec![(staged.try_clone().map_err(open_err)?, dest.try_clone().map_err(open_err)?, self.staged_names(staged, &at)?.into_iter(), None)];
+        while let Some((_, _, names, _)) = stack.last_mut() {
+            let Some(name) = names.next() else {
+                let (_, _, _, own_name) = stack.pop().expect("a frame was just looked at");
+                if let (Some(own_name), Some((parent, _, _, _))) = (own_name, stack.last()) {
+                    let path = self.host_path(&at);
+                    parent.rmdir(&own_name).map_err(|e| Error::io(e, "rmdir", &path))?;
+                }
+                at.pop();
+                continue;
+            };
             at.push(name.to_string_lossy().into_owned());
-            let path = self.host_path(at);
+            let (staged, dest, _, _) = stack.last().expect("a frame was just looked at");
+            let path = self.host_path(&at);
             let staged_node = staged.node(&name).map_err(|e| Error::io(e, "lstat", &path))?;
             let dest_node = dest.node(&name).map_err(|e| Error::io(e, "lstat", &path))?;
             match (staged_node, dest_node) {
                 (Some(Node::Directory), Some(Node::Directory)) => {
                     let open = |dir: &Dir| dir.open_dir_nofollow(&name).map_err(|e| Error::io(e, "open", &path));
-                    self.merge(&open(staged)?, &open(dest)?, at)?;
-                    staged.rmdir(&name).map_err(|e| Error::io(e, "rmdir", &path))?;
+                    let (inner_staged, inner_dest) = (open(staged)?, open(dest)?);
+                    let names = self.staged_names(&inner_staged, &at)?;
+                    stack.push((inner_staged, inner_dest, names.into_iter(), Some(name)));
+                    continue;
                 }
                 (Some(Node::Directory), Some(_)) => {
                     dest.unlink(&name).map_err(|e| Error::io(e, "unlink", &path))?;
@@ -1039,8 +1080,19 @@ mod tests {
             archive.dir(&rel, 0o755);
         }
         let sandbox = Sandbox::new();
-        let summary = run(&archive.finish(), &sandbox.dest()).unwrap();
+        let archive = archive.finish();
+        let summary = run(&archive, &sandbox.dest()).unwrap();
         assert_eq!(summary.entries, 3030);
+        // Again over the extracted tree, so every level merges into an existing directory,
+        // on a thread with a small stack: the merge walks with an explicit stack, not recursion.
+        let dest = sandbox.dest();
+        let again = std::thread::Builder::new()
+            .stack_size(256 << 10)
+            .spawn(move || run(&archive, &dest).map(|summary| summary.entries))
+            .unwrap()
+            .join()
+            .unwrap();
+        assert_eq!(again.unwrap(), 3030);
         let mut dir = Dir::open(&sandbox.dest()).unwrap();
         for level in 0..3000 {
             let mut names = dir.names().unwrap();
