@@ -589,10 +589,14 @@ impl Extractor<'_> {
 
     /// The host path of some components, for I/O error messages.
     fn host_path(&self, components: &[impl AsRef<str>]) -> std::path::PathBuf {
+        use std::os::unix::ffi::OsStrExt;
         let mut path = self.dest.as_os_str().to_os_string();
         path.reserve(components.iter().map(|c| c.as_ref().len() + 1).sum());
         for component in components {
-            path.push("/");
+            // As `Path::join` spells it: no doubled separator after a root such as `/` or `d/`.
+            if !path.as_bytes().ends_with(b"/") {
+                path.push("/");
+            }
             path.push(component.as_ref());
         }
         path.into()
