@@ -333,12 +333,15 @@ describe("mergeDirectoryWithBaseline around the lock", () => {
     const empty = path.join(dir, "empty");
     mkdirSync(empty);
     let hooked = false;
-    for (const sourceDir of [empty, path.join(dir, "missing")]) {
+    // A missing source fails its capture (ENOENT) whatever the option: it is not read as empty.
+    for (const [sourceDir, code] of [[empty, "ERR_PAPERCLIP_NATIVE_EMPTY_SOURCE"], [path.join(dir, "missing"), "ENOENT"]]) {
       const error = await ours.mergeDirectoryWithBaseline({
         baseline, sourceDir, targetDir: target, refuseEmptySource: true, beforeApply: async () => { hooked = true; },
       }).catch((e) => e);
-      expect(error.code).toBe("ERR_PAPERCLIP_NATIVE_EMPTY_SOURCE");
+      expect(error.code).toBe(code);
     }
+    const missing = await ours.mergeDirectoryWithBaseline({ baseline, sourceDir: path.join(dir, "missing"), targetDir: target }).catch((e) => e);
+    expect([missing.code, missing.syscall]).toEqual(["ENOENT", "scandir"]);
     expect(hooked).toBe(false);
     expect(existsSync(path.join(target, "kept.txt"))).toBe(true);
     // Upstream's default: the emptied source deletes what still matches the baseline.

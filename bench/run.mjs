@@ -7,7 +7,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const all = ["snapshot", "ignore", "tar", "merge", "ssh"].filter((name) => existsSync(path.join(here, `${name}.mjs`)));
+const all = ["snapshot", "ignore", "tar", "deep-tar", "merge", "ssh"].filter((name) => existsSync(path.join(here, `${name}.mjs`)));
 const selected = process.argv[2] ? process.argv[2].split(",") : all;
 let failed = 0;
 for (const name of selected) {

@@ -47,6 +47,9 @@ pub async fn merge_capture_source(source_dir: String, exclude: Vec<String>, canc
             threads: worker_threads(),
             previous: None,
             hash_only: None,
+            // An unreadable source directory fails the merge before any change: read as
+            // empty, its entries would be deleted from the host.
+            readdir_errors: walk::ReaddirErrors::Propagate,
             cancel: &cancel,
         })?;
         Ok(MergeSource { root, snapshot: Arc::new(snap) })

@@ -79,6 +79,7 @@ pub async fn snapshot_capture(
             threads: worker_threads(),
             previous: previous.as_deref(),
             hash_only: None,
+            readdir_errors: paperclip_sync_core::walk::ReaddirErrors::TreatAsEmpty,
             cancel: &cancel,
         })?;
         let n = snap.tree.nodes.len();

@@ -312,29 +312,51 @@ impl Dir {
 
     /// `rm -rf` of the child `name`: a file or symlink is unlinked, a directory is emptied
     /// depth-first through descriptors (never following a symlink) and removed. A missing
-    /// `name` is not an error.
+    /// `name` is not an error. Iterative, so no tree is too deep for the thread's stack.
     pub fn remove_tree(&self, name: &(impl AtName + ?Sized)) -> io::Result<()> {
+        let name = name.c_name()?.into_owned();
+        let Some(top) = self.open_for_removal(&name)? else { return Ok(()) };
+        // Each frame: an open directory being emptied, its remaining children, and its name
+        // in the directory below it on the stack (or in `self`).
+        let mut stack = vec![(top.names()?, top, name)];
+        while let Some((pending, dir, _)) = stack.last_mut() {
+            match pending.pop() {
+                Some(child) => {
+                    let child = child.c_name()?.into_owned();
+                    if let Some(opened) = dir.open_for_removal(&child)? {
+                        stack.push((opened.names()?, opened, child));
+                    }
+                }
+                None => {
+                    let (_, _, done) = stack.pop().expect("a frame was just looked at");
+                    let parent = stack.last().map_or(self, |(_, dir, _)| dir);
+                    ignore_missing(parent.rmdir(done.as_c_str()))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// For [`Dir::remove_tree`]: unlinks a non-directory child (`None`), or opens a directory
+    /// child to be emptied. A missing child is `None`.
+    fn open_for_removal(&self, name: &CStr) -> io::Result<Option<Dir>> {
         let is_dir = match self.lstat(name) {
             Ok(st) => st.0.st_mode & libc::S_IFMT == libc::S_IFDIR,
-            Err(err) if err.raw_os_error() == Some(libc::ENOENT) => return Ok(()),
+            Err(err) if err.raw_os_error() == Some(libc::ENOENT) => return Ok(None),
             Err(err) => return Err(err),
         };
         if !is_dir {
-            return ignore_missing(self.unlink(name));
+            return ignore_missing(self.unlink(name)).map(|()| None);
         }
-        let child = match self.open_dir_nofollow(name) {
-            Ok(child) => child,
-            Err(err) if err.raw_os_error() == Some(libc::ENOENT) => return Ok(()),
+        match self.open_dir_nofollow(name) {
+            Ok(child) => Ok(Some(child)),
+            Err(err) if err.raw_os_error() == Some(libc::ENOENT) => Ok(None),
             // Swapped for a file or symlink since the lstat: unlink that instead.
             Err(err) if matches!(err.raw_os_error(), Some(libc::ELOOP) | Some(libc::ENOTDIR)) => {
-                return ignore_missing(self.unlink(name))
+                ignore_missing(self.unlink(name)).map(|()| None)
             }
-            Err(err) => return Err(err),
-        };
-        for entry in child.names()? {
-            child.remove_tree(&entry)?;
+            Err(err) => Err(err),
         }
-        ignore_missing(self.rmdir(name))
     }
 }
 

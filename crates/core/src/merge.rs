@@ -39,7 +39,7 @@ use std::sync::Mutex;
 use crate::error::{codes, Error, Result};
 use crate::fsat::{self, Dir};
 use crate::snapshot::{self, CaptureOptions, Entry, Hash, Snapshot};
-use crate::walk::join_like_node;
+use crate::walk::{join_like_node, ReaddirErrors};
 
 /// The code of a merge refused by `conflictPolicy: "reject"` (upstream vNext's code).
 pub const CONFLICT_CODE: &str = "DIRECTORY_MERGE_CONFLICT";
@@ -335,6 +335,7 @@ pub fn merge(opts: &MergeOptions<'_>) -> Result<Outcome> {
         threads: opts.threads,
         previous: None,
         hash_only: if opts.reject_conflicts { None } else { Some(&hash_only) },
+        readdir_errors: ReaddirErrors::TreatAsEmpty,
         cancel: opts.cancel,
     })?;
     let current = Indexed::new(&current_snapshot);
@@ -696,7 +697,7 @@ mod tests {
     }
 
     fn capture(root: &Path) -> Snapshot {
-        snapshot::capture(&CaptureOptions { root, exclude: &[], threads: 2, previous: None, hash_only: None, cancel: &AtomicBool::new(false) }).unwrap()
+        snapshot::capture(&CaptureOptions { root, exclude: &[], threads: 2, previous: None, hash_only: None, readdir_errors: ReaddirErrors::Propagate, cancel: &AtomicBool::new(false) }).unwrap()
     }
 
     fn baseline_of(snap: &Snapshot) -> Baseline {

@@ -105,13 +105,19 @@ pub struct CaptureOptions<'a> {
     /// but their read permission is checked (so an unreadable file fails the capture with
     /// `EACCES` as when hashing). A caller that needs a few hashes out of a large tree (the merge) sets it.
     pub hash_only: Option<&'a (dyn Fn(&str) -> bool + Sync)>,
+    /// What a directory that cannot be read is: empty, as upstream's walk reads it
+    /// ([`ReaddirErrors::TreatAsEmpty`]), or a failure of the capture
+    /// ([`ReaddirErrors::Propagate`]: a merge source, whose missing entries would read as
+    /// deletions).
+    pub readdir_errors: ReaddirErrors,
     pub cancel: &'a AtomicBool,
 }
 
 /// Upstream `captureDirectorySnapshot`, minus the ordering: walks `root` without following
 /// symlinks, skipping excluded paths before any `lstat`, treating unreadable directories as
-/// empty, and hashes every regular file (in parallel). `lstat`, `readlink` and read errors
-/// fail the capture with Node's codes.
+/// `opts.readdir_errors` says, and hashes every regular file (in parallel). `lstat`,
+/// `readlink` and read errors fail the capture with Node's codes, and so does a path too
+/// long for path-based calls (`ENAMETOOLONG`, as upstream): never a partial snapshot.
 pub fn capture(opts: &CaptureOptions<'_>) -> Result<Snapshot> {
     let exclude: Vec<&[u8]> = opts.exclude.iter().map(|p| p.as_bytes()).collect();
     let skip = |rel: &str| should_exclude_path(rel.as_bytes(), exclude.iter().copied());
@@ -138,7 +144,7 @@ pub fn capture(opts: &CaptureOptions<'_>) -> Result<Snapshot> {
     let tree = walk::walk(&WalkOptions {
         root: opts.root,
         threads: opts.threads,
-        readdir_errors: ReaddirErrors::TreatAsEmpty,
+        readdir_errors: opts.readdir_errors,
         skip: &skip,
         descend: &|_| true,
         read_link_targets: true,
@@ -377,7 +383,7 @@ mod tests {
     }
 
     fn capture_at(root: &Path, exclude: &[String], previous: Option<&PreviousHashes>) -> Result<Snapshot> {
-        capture(&CaptureOptions { root, exclude, threads: 2, previous, hash_only: None, cancel: &AtomicBool::new(false) })
+        capture(&CaptureOptions { root, exclude, threads: 2, previous, hash_only: None, readdir_errors: ReaddirErrors::TreatAsEmpty, cancel: &AtomicBool::new(false) })
     }
 
     fn find<'a>(snap: &'a Snapshot, rel: &str) -> Option<&'a Entry> {

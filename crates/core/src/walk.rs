@@ -101,7 +101,9 @@ pub struct Tree {
 /// How the walk treats a directory it cannot read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReaddirErrors {
-    /// As an empty directory (upstream's snapshot walk).
+    /// As an empty directory (upstream's snapshot walk), and, as there, an entry whose path
+    /// is longer than path-based calls accept fails the walk with `ENAMETOOLONG`
+    /// ([`check_path_length`]): the walk is complete or an error, never silently shallower.
     TreatAsEmpty,
     /// As a failure of the whole walk.
     Propagate,
@@ -164,8 +166,9 @@ pub fn name_to_string(name: OsString, parent_rel: &str, root: &Path) -> Result<S
 }
 
 /// Every entry below `root` as `(relative path, kind)`: directories descended, symlinks
-/// recorded but not followed, unreadable directories read as empty, nothing skipped. The
-/// order is unspecified (callers sort).
+/// recorded but not followed, unreadable directories read as empty, nothing skipped; a path
+/// too long for path-based calls fails with `ENAMETOOLONG`. The order is unspecified
+/// (callers sort).
 pub fn list(root: &Path, threads: usize, cancel: &AtomicBool) -> Result<Vec<(String, Kind)>> {
     let tree = walk(&WalkOptions {
         root,
@@ -275,12 +278,11 @@ fn read_directory(opts: &WalkOptions<'_>, rel: &str) -> Result<Vec<Node>> {
     let listed = Dir::open(&path).and_then(|dir| dir.names().map(|names| (dir, names)));
     let (dir, mut names) = match listed {
         Ok(listed) => listed,
-        Err(err) => {
-            return match opts.readdir_errors {
-                ReaddirErrors::TreatAsEmpty => Ok(Vec::new()),
-                ReaddirErrors::Propagate => Err(Error::io(err, "scandir", &path)),
-            }
+        // A path too long to open is never read as empty: that would drop the subtree.
+        Err(err) if opts.readdir_errors == ReaddirErrors::TreatAsEmpty && err.raw_os_error() != Some(libc::ENAMETOOLONG) => {
+            return Ok(Vec::new())
         }
+        Err(err) => return Err(Error::io(err, "scandir", &path)),
     };
     names.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
     let mut out = Vec::with_capacity(names.len());
@@ -296,6 +298,9 @@ fn read_directory(opts: &WalkOptions<'_>, rel: &str) -> Result<Vec<Node>> {
         let child_rel = if rel.is_empty() { lossy } else { format!("{rel}/{lossy}") };
         if (opts.skip)(&child_rel) {
             continue;
+        }
+        if opts.readdir_errors == ReaddirErrors::TreatAsEmpty {
+            check_path_length(opts.root, &child_rel)?;
         }
         let raw_stat = dir.lstat(&raw).map_err(|err| Error::io(err, "lstat", &join_like_node(opts.root, &child_rel)))?;
         let stat = Stat::from_raw(&raw_stat);
@@ -313,6 +318,28 @@ fn read_directory(opts: &WalkOptions<'_>, rel: &str) -> Result<Vec<Node>> {
         out.push(Node { parent: ROOT, name, rel: child_rel, stat, link_target, inline_digest });
     }
     Ok(out)
+}
+
+/// The longest path (in bytes, without the terminating NUL) a path-based system call
+/// accepts: `PATH_MAX` less one.
+pub const PATH_MAX_LEN: usize = libc::PATH_MAX as usize - 1;
+
+/// Fails with Node's `ENAMETOOLONG` `lstat` error when `root/rel` is longer than a path-based
+/// call accepts: what upstream's walk, which `lstat`s every entry by path, meets there. The
+/// walk itself reads through directory handles and could go deeper, but its callers hand
+/// paths on (hashing, copying, mirroring), so a tree that deep is refused whole rather than
+/// returned with its deep part missing.
+pub fn check_path_length(root: &Path, rel: &str) -> Result<()> {
+    let root_len = root.as_os_str().len();
+    // `join_like_node` adds at most one separator; only build the path when it may be long.
+    if root_len + 1 + rel.len() <= PATH_MAX_LEN {
+        return Ok(());
+    }
+    let path = join_like_node(root, rel);
+    if path.as_os_str().len() <= PATH_MAX_LEN {
+        return Ok(());
+    }
+    Err(Error::io(std::io::Error::from_raw_os_error(libc::ENAMETOOLONG), "lstat", &path))
 }
 
 /// One entry met by [`in_order`].
@@ -533,6 +560,58 @@ mod tests {
         .unwrap_err();
         assert!(err.is_aborted());
         fs::remove_dir_all(root).unwrap();
+    }
+
+    /// `levels` nested directories named `name` below `root`, made through handles (a path
+    /// that long cannot be passed to `mkdir`), with a file `f` in every 100th one.
+    pub(crate) fn deep_tree(root: &Path, levels: usize, name: &str) -> usize {
+        let mut dir = Dir::open(root).unwrap();
+        let mut entries = 0;
+        for level in 0..levels {
+            if level % 100 == 0 {
+                dir.create_new_file(OsStr::new("f"), 0o644).unwrap();
+                entries += 1;
+            }
+            dir.mkdir(OsStr::new(name), 0o755).unwrap();
+            dir = dir.open_dir_nofollow(OsStr::new(name)).unwrap();
+            entries += 1;
+        }
+        entries
+    }
+
+    #[test]
+    fn trees_deeper_than_path_max_are_an_error_never_a_shallower_tree() {
+        for (levels, name) in [(3000, "d"), (30, &*"n".repeat(200))] {
+            let root = tmp("deep");
+            deep_tree(&root, levels, name);
+            for threads in [1, 2] {
+                let err = walk_all(&root, threads, &|_| false).unwrap_err();
+                assert_eq!(err.code, "ENAMETOOLONG", "{levels} levels: {err:?}");
+                assert_eq!(err.syscall, Some("lstat"));
+                assert!(err.path.as_ref().is_some_and(|p| p.as_os_str().len() > PATH_MAX_LEN));
+                let err = list(&root, threads, &AtomicBool::new(false)).unwrap_err();
+                assert_eq!(err.code, "ENAMETOOLONG");
+            }
+            // Skipping the deep part makes the rest walkable.
+            let first = name.to_string();
+            let tree = walk_all(&root, 2, &|rel| rel == first).unwrap();
+            assert_eq!(tree.nodes.iter().map(|n| n.rel.as_str()).collect::<Vec<_>>(), ["f"]);
+            // Propagating readdir errors: the directory that cannot be opened by path.
+            let cancel = AtomicBool::new(false);
+            let err = walk(&WalkOptions {
+                root: &root,
+                threads: 2,
+                readdir_errors: ReaddirErrors::Propagate,
+                skip: &|_| false,
+                descend: &|_| true,
+                read_link_targets: false,
+                inline_file: None,
+                cancel: &cancel,
+            })
+            .unwrap_err();
+            assert_eq!((err.code.as_ref(), err.syscall), ("ENAMETOOLONG", Some("scandir")));
+            Dir::open(root.parent().unwrap()).unwrap().remove_tree(root.file_name().unwrap()).unwrap();
+        }
     }
 
     #[test]

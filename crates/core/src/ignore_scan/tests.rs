@@ -620,3 +620,29 @@ fn scan_performance_against_git() {
         "5000 tracked + 100000 ignored in node_modules ({ours_len} entries): ours {ours:?}, git CLI (rev-parse + ls-files) {git_time:?}"
     );
 }
+
+#[test]
+fn a_work_tree_deeper_than_path_max_fails_the_scan_instead_of_listing_less() {
+    use crate::fsat::Dir;
+    use std::ffi::OsStr;
+    let tmp = TempDir::new("deep");
+    let (repo, home) = fresh_repo(&tmp);
+    write(&repo.join(".gitignore"), "*.log\n");
+    write(&repo.join("top.log"), "x");
+    // 3 000 levels made through handles (a path that long cannot be passed to mkdir), an
+    // ignored file at the bottom.
+    let mut dir = Dir::open(&repo).unwrap();
+    for _ in 0..3000 {
+        dir.mkdir(OsStr::new("d"), 0o755).unwrap();
+        dir = dir.open_dir_nofollow(OsStr::new("d")).unwrap();
+    }
+    dir.create_new_file(OsStr::new("deep.log"), 0o644).unwrap();
+    match scan(&repo, &home) {
+        Err(ScanError::Failed(err)) => {
+            assert_eq!(err.code, crate::error::codes::GIT_IGNORE_SCAN_FAILED);
+            assert!(!err.message.contains(repo.to_str().unwrap()), "{}", err.message);
+        }
+        other => panic!("expected a failed scan, got {other:?}"),
+    }
+    Dir::open(&repo).unwrap().remove_tree(OsStr::new("d")).unwrap();
+}

@@ -210,8 +210,14 @@ impl<'a> Walker<'a> {
     }
 
     fn read_entries(&mut self, dir: &[u8], dir_excluded: bool) -> Result<Treatment, ScanError> {
-        // Like git, an unreadable directory reads as empty, and a failing readdir ends it.
-        let Ok(entries) = fs::read_dir(self.abs(dir)) else { return Ok(Treatment::None) };
+        // Like git, an unreadable directory reads as empty, and a failing readdir ends it;
+        // but one too deep to open by path fails the scan (git would read it as empty and
+        // miss everything ignored below it).
+        let entries = match fs::read_dir(self.abs(dir)) {
+            Ok(entries) => entries,
+            Err(err) if err.raw_os_error() == Some(libc::ENAMETOOLONG) => return Err(too_deep(dir)),
+            Err(_) => return Ok(Treatment::None),
+        };
         let mut dir_state = Treatment::None;
         let mut path = dir.to_vec();
         for entry in entries {
@@ -351,6 +357,7 @@ impl<'a> Walker<'a> {
         let opened = OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(&path);
         let contents = match opened {
             Ok(file) => read_pattern_file(file, &path, false)?,
+            Err(err) if err.raw_os_error() == Some(libc::ENAMETOOLONG) => return Err(too_deep(&rel)),
             Err(_) => match self.index.skip_worktree_blob(&rel) {
                 Some(oid) => self.repo.find_blob(oid).map(|b| b.content().to_vec()).ok(),
                 None => None,
@@ -358,6 +365,16 @@ impl<'a> Walker<'a> {
         };
         Ok(contents.map(|c| PatternList::parse(dir, &c)).unwrap_or_default())
     }
+}
+
+/// The failure of a scan that meets a path longer than path-based calls accept (the work
+/// tree is deeper than `PATH_MAX`): the scan cannot be complete, so it does not pretend to
+/// be. The message names the depth, not the host path.
+fn too_deep(rel: &[u8]) -> ScanError {
+    ScanError::failed(format!(
+        "the work tree is too deep to scan: a path {} bytes below its top exceeds PATH_MAX",
+        rel.len()
+    ))
 }
 
 /// Read an opened pattern file as git's `add_patterns` does. `None` means "no patterns";

@@ -223,7 +223,7 @@ pub fn extract<R: Read>(
         root,
         dest_root,
         opts,
-        cached_parent: None,
+        chain: Vec::new(),
         deferred_dirs: Vec::new(),
         buffer: vec![0; COPY_BUFFER],
         budget,
@@ -263,27 +263,27 @@ pub(crate) fn roll_forward(dest_root: &Dir, dest: &Path, name: &std::ffi::OsStr,
         root,
         dest_root: dest_root.try_clone().map_err(|e| Error::io(e, "open", dest))?,
         opts: &opts,
-        cached_parent: None,
+        chain: Vec::new(),
         deferred_dirs,
         buffer: Vec::new(),
         budget: Budget { limits: ExtractLimits::default(), entries: 0, bytes: 0, space: None },
         journal: None,
     };
-    extractor.merge(&extractor.root, &extractor.dest_root, &mut Vec::new())?;
+    extractor.merge(&extractor.root, &extractor.dest_root)?;
     extractor.finish()
 }
 
 /// The journal of an extraction: `extract <preserve_mtime 0|1>\n`, then per deferred
-/// directory `<mode octal> <mtime> <components joined by '/'>\0`.
-fn encode_journal(preserve_mtime: bool, deferred: &[(Vec<String>, u32, i64)]) -> Vec<u8> {
+/// directory `<mode octal> <mtime> <path relative to the destination>\0`.
+fn encode_journal(preserve_mtime: bool, deferred: &[(String, u32, i64)]) -> Vec<u8> {
     let mut out = format!("extract {}\n", u8::from(preserve_mtime)).into_bytes();
-    for (components, mode, mtime) in deferred {
-        out.extend_from_slice(format!("{mode:o} {mtime} {}\0", components.join("/")).as_bytes());
+    for (rel, mode, mtime) in deferred {
+        out.extend_from_slice(format!("{mode:o} {mtime} {rel}\0").as_bytes());
     }
     out
 }
 
-type Deferred = Vec<(Vec<String>, u32, i64)>;
+type Deferred = Vec<(String, u32, i64)>;
 
 fn decode_journal(journal: &[u8]) -> Option<(bool, Deferred)> {
     let text = std::str::from_utf8(journal).ok()?;
@@ -298,11 +298,11 @@ fn decode_journal(journal: &[u8]) -> Option<(bool, Deferred)> {
         let mut fields = record.splitn(3, ' ');
         let mode = u32::from_str_radix(fields.next()?, 8).ok()?;
         let mtime = fields.next()?.parse().ok()?;
-        let components: Vec<String> = fields.next()?.split('/').map(str::to_owned).collect();
-        if components.iter().any(|c| c.is_empty() || c == "." || c == "..") {
+        let rel = fields.next()?;
+        if rel.split('/').any(|c| c.is_empty() || c == "." || c == "..") {
             return None;
         }
-        deferred.push((components, mode, mtime));
+        deferred.push((rel.to_owned(), mode, mtime));
     }
     Some((preserve_mtime, deferred))
 }
@@ -783,10 +783,12 @@ struct Extractor<'a> {
     /// The destination itself.
     dest_root: Dir,
     opts: &'a ExtractOptions,
-    /// The parent directory of the last member, which the next one usually shares.
-    cached_parent: Option<(Vec<String>, Dir)>,
-    /// Directories whose mode and time are applied at the end: (components, mode, mtime).
-    deferred_dirs: Vec<(Vec<String>, u32, i64)>,
+    /// The open directories from the staging root down to the last member's parent, one per
+    /// component: the next member reuses the prefix it shares, so placing a member costs the
+    /// components that differ, not its depth.
+    chain: Vec<(String, Dir)>,
+    /// Directories whose mode and time are applied at the end: (`/`-joined path, mode, mtime).
+    deferred_dirs: Vec<(String, u32, i64)>,
     buffer: Vec<u8>,
     /// The limits and the free-space guard.
     budget: Budget,
@@ -840,73 +842,94 @@ impl Extractor<'_> {
     }
 
     /// The host path of some components, for I/O error messages.
-    fn host_path(&self, components: &[String]) -> std::path::PathBuf {
-        components.iter().fold(self.dest.to_path_buf(), |path, c| path.join(c))
+    fn host_path(&self, components: &[impl AsRef<str>]) -> std::path::PathBuf {
+        use std::os::unix::ffi::OsStrExt;
+        let mut path = self.dest.as_os_str().to_os_string();
+        path.reserve(components.iter().map(|c| c.as_ref().len() + 1).sum());
+        for component in components {
+            // As `Path::join` spells it: no doubled separator after a root such as `/` or `d/`.
+            if !path.as_bytes().ends_with(b"/") {
+                path.push("/");
+            }
+            path.push(component.as_ref());
+        }
+        path.into()
     }
 
-    /// Opens the directory at `components`, creating missing ones when `create` is set and
-    /// refusing to pass through a symbolic link.
-    fn open_dir(&self, components: &[String], create: bool, member: &str) -> Result<Dir> {
-        self.open_dir_in(&self.root, components, create, member)
-    }
-
-    /// [`Self::open_dir`] below `root` (the staging directory or the destination).
+    /// Opens the directory at `components` below `root` (the staging directory or the
+    /// destination), creating missing ones when `create` is set and refusing to pass
+    /// through a symbolic link.
     fn open_dir_in(&self, root: &Dir, components: &[String], create: bool, member: &str) -> Result<Dir> {
         let mut dir = root.try_clone().map_err(|e| Error::io(e, "open", self.dest))?;
-        for (index, component) in components.iter().enumerate() {
-            let here = &components[..=index];
-            let name = c_name(component.as_bytes())
-                .map_err(|_| refuse(member, "the name contains a NUL byte"))?;
-            match dir.node(&name).map_err(|e| Error::io(e, "lstat", &self.host_path(here)))? {
-                Some(Node::Directory) => {}
-                Some(Node::Symlink) => {
-                    return Err(refuse(
-                        member,
-                        format!(
-                            "it would be written through the symbolic link '{}'",
-                            here.join("/")
-                        ),
-                    ))
-                }
-                Some(_) => {
-                    let err = io::Error::from_raw_os_error(libc::ENOTDIR);
-                    return Err(Error::io(err, "mkdir", &self.host_path(here)));
-                }
-                None if create => match dir.mkdir(&name, 0o777) {
-                    Ok(()) => {}
-                    Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {}
-                    Err(e) => return Err(Error::io(e, "mkdir", &self.host_path(here))),
-                },
-                None => {
-                    return Err(refuse(
-                        member,
-                        format!("hard link target directory '{}' does not exist", here.join("/")),
-                    ))
-                }
-            }
-            dir = dir.open_dir_nofollow(&name).map_err(|e| match e.raw_os_error() {
-                Some(libc::ELOOP) | Some(libc::ENOTDIR) => refuse(
-                    member,
-                    format!("it would be written through the symbolic link '{}'", here.join("/")),
-                ),
-                _ => Error::io(e, "open", &self.host_path(here)),
-            })?;
+        for index in 0..components.len() {
+            dir = self.open_step(&dir, &components[..=index], create, member)?;
         }
         Ok(dir)
     }
 
-    /// The member's parent directory, created as needed; hand it back with [`Self::keep_parent`].
-    fn take_parent(&mut self, target: &Target) -> Result<Dir> {
-        if let Some((components, dir)) = self.cached_parent.take() {
-            if components == target.parent() {
-                return Ok(dir);
+    /// Opens the last of `here` (a directory's components) in `dir` (the directory of the
+    /// ones before it), creating it when missing and `create` is set, refusing a symbolic
+    /// link or a file there.
+    fn open_step(&self, dir: &Dir, here: &[String], create: bool, member: &str) -> Result<Dir> {
+        let component = here.last().expect("at least one component");
+        let name = c_name(component.as_bytes()).map_err(|_| refuse(member, "the name contains a NUL byte"))?;
+        match dir.node(&name).map_err(|e| Error::io(e, "lstat", &self.host_path(here)))? {
+            Some(Node::Directory) => {}
+            Some(Node::Symlink) => {
+                return Err(refuse(
+                    member,
+                    format!("it would be written through the symbolic link '{}'", here.join("/")),
+                ))
+            }
+            Some(_) => {
+                let err = io::Error::from_raw_os_error(libc::ENOTDIR);
+                return Err(Error::io(err, "mkdir", &self.host_path(here)));
+            }
+            None if create => match dir.mkdir(&name, 0o777) {
+                Ok(()) => {}
+                Err(e) if e.raw_os_error() == Some(libc::EEXIST) => {}
+                Err(e) => return Err(Error::io(e, "mkdir", &self.host_path(here))),
+            },
+            None => {
+                return Err(refuse(
+                    member,
+                    format!("hard link target directory '{}' does not exist", here.join("/")),
+                ))
             }
         }
-        self.open_dir(target.parent(), true, &target.shown)
+        dir.open_dir_nofollow(&name).map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) | Some(libc::ENOTDIR) => refuse(
+                member,
+                format!("it would be written through the symbolic link '{}'", here.join("/")),
+            ),
+            _ => Error::io(e, "open", &self.host_path(here)),
+        })
     }
 
-    fn keep_parent(&mut self, target: &Target, dir: Dir) {
-        self.cached_parent = Some((target.parent().to_vec(), dir));
+    /// The member's parent directory in the staging tree, created as needed. The handles of
+    /// the previous member's parent are reused down to the first component that differs;
+    /// only the rest is opened, with every check of [`Self::open_step`]. A reused handle is
+    /// never stale: a member only changes entries of its own parent, and the chain is cut
+    /// back to that parent first, so no handle below it survives.
+    fn take_parent(&mut self, target: &Target) -> Result<Dir> {
+        let parent = target.parent();
+        let shared = self.chain.iter().zip(parent).take_while(|((name, _), component)| name == *component).count();
+        self.chain.truncate(shared);
+        for index in shared..parent.len() {
+            let next = {
+                let below = self.chain.last().map_or(&self.root, |(_, dir)| dir);
+                self.open_step(below, &parent[..=index], true, &target.shown)
+            };
+            match next {
+                Ok(dir) => self.chain.push((parent[index].clone(), dir)),
+                Err(err) => {
+                    self.chain.clear();
+                    return Err(err);
+                }
+            }
+        }
+        let dir = self.chain.last().map_or(&self.root, |(_, dir)| dir);
+        dir.try_clone().map_err(|e| Error::io(e, "open", &self.host_path(parent)))
     }
 
     /// Clears the way for a new non-directory `name`: removes a file or link there, or an
@@ -938,9 +961,9 @@ impl Extractor<'_> {
             // Owner-accessible until the deferred mode is applied at the end.
             parent.mkdir(&name, 0o700).map_err(|e| Error::io(e, "mkdir", &path()))
         })();
-        self.keep_parent(target, parent);
+        drop(parent);
         result?;
-        self.deferred_dirs.push((target.components.clone(), mode, mtime));
+        self.deferred_dirs.push((target.components.join("/"), mode, mtime));
         Ok(())
     }
 
@@ -964,7 +987,7 @@ impl Extractor<'_> {
             }
             written
         });
-        self.keep_parent(target, parent);
+        drop(parent);
         result
     }
 
@@ -1005,7 +1028,7 @@ impl Extractor<'_> {
             }
             Ok(())
         })();
-        self.keep_parent(target, parent);
+        drop(parent);
         result
     }
 
@@ -1051,24 +1074,23 @@ impl Extractor<'_> {
                 .hard_link(&source_dir, &source_name, &name)
                 .map_err(|e| Error::io(e, "link", &path))
         })();
-        self.keep_parent(target, parent);
+        drop(parent);
         result
     }
 
     /// Moves the staged tree into the destination once all of it was checked against what
     /// the destination holds, then applies the deferred directory modes and times there.
     fn commit(mut self) -> Result<()> {
-        self.cached_parent = None;
-        let explicit: HashSet<Vec<String>> =
-            self.deferred_dirs.iter().map(|(components, _, _)| components.clone()).collect();
-        self.check_merge(&self.root, &self.dest_root, &mut Vec::new(), &explicit)?;
+        self.chain.clear();
+        let explicit: HashSet<&str> = self.deferred_dirs.iter().map(|(rel, _, _)| rel.as_str()).collect();
+        self.check_merge(&self.root, &self.dest_root, &explicit)?;
         // From here on a killed process leaves the journal: the next extraction into this
         // destination completes the moves.
         if let Some(dir) = self.journal {
             let journal = encode_journal(self.opts.preserve_mtime, &self.deferred_dirs);
             staging::write_journal(dir, &journal).map_err(|e| Error::io(e, "write", self.dest))?;
         }
-        self.merge(&self.root, &self.dest_root, &mut Vec::new())?;
+        self.merge(&self.root, &self.dest_root)?;
         self.finish()
     }
 
@@ -1080,63 +1102,104 @@ impl Extractor<'_> {
     /// Refuses, before anything moves, what extracting in place would have refused: members
     /// under a symbolic link or a file of the destination that no directory member of the
     /// archive replaces, and a non-directory member where the destination has a non-empty
-    /// directory.
-    fn check_merge(
-        &self,
-        staged: &Dir,
-        dest: &Dir,
-        at: &mut Vec<String>,
-        explicit: &HashSet<Vec<String>>,
-    ) -> Result<()> {
-        for name in self.staged_names(staged, at)? {
+    /// directory. Walks the staged tree with an explicit stack: no depth overflows the
+    /// thread's stack.
+    fn check_merge(&self, staged: &Dir, dest: &Dir, explicit: &HashSet<&str>) -> Result<()> {
+        let mut at: Vec<String> = Vec::new();
+        let open_err = |e| Error::io(e, "open", self.dest);
+        let mut stack = vec![(staged.try_clone().map_err(open_err)?, dest.try_clone().map_err(open_err)?, self.staged_names(staged, &at)?.into_iter())];
+        while let Some((_, _, names)) = stack.last_mut() {
+            let Some(name) = names.next() else {
+                stack.pop();
+                at.pop();
+                continue;
+            };
             at.push(name.to_string_lossy().into_owned());
-            let path = self.host_path(at);
-            let staged_node = staged.node(&name).map_err(|e| Error::io(e, "lstat", &path))?;
-            let dest_node = dest.node(&name).map_err(|e| Error::io(e, "lstat", &path))?;
-            let open = |dir: &Dir| dir.open_dir_nofollow(&name).map_err(|e| Error::io(e, "open", &path));
-            match (staged_node, dest_node) {
-                (Some(Node::Directory), Some(Node::Directory)) => {
-                    self.check_merge(&open(staged)?, &open(dest)?, at, explicit)?;
+            let (staged, dest, _) = stack.last().expect("a frame was just looked at");
+            match self.check_entry(staged, dest, &name, &at, explicit)? {
+                Some(frame) => stack.push(frame),
+                None => {
+                    at.pop();
                 }
-                // Only a directory member of its own replaces a link or file in the way.
-                (Some(Node::Directory), Some(Node::Symlink)) if !explicit.contains(at.as_slice()) => {
-                    let inner = self.staged_names(&open(staged)?, at)?;
-                    let member = match inner.first() {
-                        Some(child) => format!("{}/{}", at.join("/"), child.to_string_lossy()),
-                        None => at.join("/"),
-                    };
-                    let reason = format!("it would be written through the symbolic link '{}'", at.join("/"));
-                    return Err(refuse(&member, reason));
-                }
-                (Some(Node::Directory), Some(_)) if !explicit.contains(at.as_slice()) => {
-                    return Err(Error::io(io::Error::from_raw_os_error(libc::ENOTDIR), "mkdir", &path));
-                }
-                (Some(staged_kind), Some(Node::Directory)) if staged_kind != Node::Directory => {
-                    if !self.staged_names(&open(dest)?, at)?.is_empty() {
-                        let err = io::Error::from_raw_os_error(libc::ENOTEMPTY);
-                        return Err(Error::io(err, "rmdir", &path));
-                    }
-                }
-                _ => {}
             }
-            at.pop();
         }
         Ok(())
     }
 
+    /// One entry of [`Self::check_merge`]: the staged and destination directories to descend
+    /// into, with the staged names, when both are directories.
+    fn check_entry(
+        &self,
+        staged: &Dir,
+        dest: &Dir,
+        name: &std::ffi::OsStr,
+        at: &[String],
+        explicit: &HashSet<&str>,
+    ) -> Result<Option<(Dir, Dir, std::vec::IntoIter<std::ffi::OsString>)>> {
+        let path = self.host_path(at);
+        let staged_node = staged.node(name).map_err(|e| Error::io(e, "lstat", &path))?;
+        let dest_node = dest.node(name).map_err(|e| Error::io(e, "lstat", &path))?;
+        let open = |dir: &Dir| dir.open_dir_nofollow(name).map_err(|e| Error::io(e, "open", &path));
+        let is_explicit = || explicit.contains(at.join("/").as_str());
+        match (staged_node, dest_node) {
+            (Some(Node::Directory), Some(Node::Directory)) => {
+                let (inner_staged, inner_dest) = (open(staged)?, open(dest)?);
+                let names = self.staged_names(&inner_staged, at)?;
+                return Ok(Some((inner_staged, inner_dest, names.into_iter())));
+            }
+            // Only a directory member of its own replaces a link or file in the way.
+            (Some(Node::Directory), Some(Node::Symlink)) if !is_explicit() => {
+                let inner = self.staged_names(&open(staged)?, at)?;
+                let member = match inner.first() {
+                    Some(child) => format!("{}/{}", at.join("/"), child.to_string_lossy()),
+                    None => at.join("/"),
+                };
+                let reason = format!("it would be written through the symbolic link '{}'", at.join("/"));
+                return Err(refuse(&member, reason));
+            }
+            (Some(Node::Directory), Some(_)) if !is_explicit() => {
+                return Err(Error::io(io::Error::from_raw_os_error(libc::ENOTDIR), "mkdir", &path));
+            }
+            (Some(staged_kind), Some(Node::Directory)) if staged_kind != Node::Directory => {
+                if !self.staged_names(&open(dest)?, at)?.is_empty() {
+                    let err = io::Error::from_raw_os_error(libc::ENOTEMPTY);
+                    return Err(Error::io(err, "rmdir", &path));
+                }
+            }
+            _ => {}
+        }
+        Ok(None)
+    }
+
     /// Moves every staged entry into the destination: a rename each, replacing a file, link
-    /// or empty directory in the way, merging into a directory that is already there.
-    fn merge(&self, staged: &Dir, dest: &Dir, at: &mut Vec<String>) -> Result<()> {
-        for name in self.staged_names(staged, at)? {
+    /// or empty directory in the way, merging into a directory that is already there (then
+    /// removing the emptied staged one). An explicit stack, as in [`Self::check_merge`].
+    fn merge(&self, staged: &Dir, dest: &Dir) -> Result<()> {
+        let mut at: Vec<String> = Vec::new();
+        let open_err = |e| Error::io(e, "open", self.dest);
+        let mut stack = vec![(staged.try_clone().map_err(open_err)?, dest.try_clone().map_err(open_err)?, self.staged_names(staged, &at)?.into_iter(), None)];
+        while let Some((_, _, names, _)) = stack.last_mut() {
+            let Some(name) = names.next() else {
+                let (_, _, _, own_name) = stack.pop().expect("a frame was just looked at");
+                if let (Some(own_name), Some((parent, _, _, _))) = (own_name, stack.last()) {
+                    let path = self.host_path(&at);
+                    parent.rmdir(&own_name).map_err(|e| Error::io(e, "rmdir", &path))?;
+                }
+                at.pop();
+                continue;
+            };
             at.push(name.to_string_lossy().into_owned());
-            let path = self.host_path(at);
+            let (staged, dest, _, _) = stack.last().expect("a frame was just looked at");
+            let path = self.host_path(&at);
             let staged_node = staged.node(&name).map_err(|e| Error::io(e, "lstat", &path))?;
             let dest_node = dest.node(&name).map_err(|e| Error::io(e, "lstat", &path))?;
             match (staged_node, dest_node) {
                 (Some(Node::Directory), Some(Node::Directory)) => {
                     let open = |dir: &Dir| dir.open_dir_nofollow(&name).map_err(|e| Error::io(e, "open", &path));
-                    self.merge(&open(staged)?, &open(dest)?, at)?;
-                    staged.rmdir(&name).map_err(|e| Error::io(e, "rmdir", &path))?;
+                    let (inner_staged, inner_dest) = (open(staged)?, open(dest)?);
+                    let names = self.staged_names(&inner_staged, &at)?;
+                    stack.push((inner_staged, inner_dest, names.into_iter(), Some(name)));
+                    continue;
                 }
                 (Some(Node::Directory), Some(_)) => {
                     dest.unlink(&name).map_err(|e| Error::io(e, "unlink", &path))?;
@@ -1157,35 +1220,38 @@ impl Extractor<'_> {
     /// last-recorded first, each directory once (its last entry wins). A directory replaced
     /// since by something else is skipped: modes are never applied through a link.
     fn finish(mut self) -> Result<()> {
-        let mut done: HashSet<Vec<String>> = HashSet::new();
+        let mut done: HashSet<String> = HashSet::new();
         let deferred = std::mem::take(&mut self.deferred_dirs);
-        for (components, mode, mtime) in deferred.into_iter().rev() {
-            if !done.insert(components.clone()) {
+        // The open destination directories of the last parent, reused as in `take_parent`.
+        let mut chain: Vec<(&str, Dir)> = Vec::new();
+        for (rel, mode, mtime) in deferred.iter().rev() {
+            if !done.insert(rel.clone()) {
                 continue;
             }
-            let (name, parent_components) = match components.split_last() {
-                Some(split) => split,
-                None => continue,
-            };
-            let Ok(parent) = self.open_existing(parent_components) else { continue };
+            let components: Vec<&str> = rel.split('/').collect();
+            let Some((name, parent)) = components.split_last() else { continue };
+            let shared = chain.iter().zip(parent).take_while(|((have, _), want)| have == *want).count();
+            chain.truncate(shared);
+            for component in &parent[shared..] {
+                let below = chain.last().map_or(&self.dest_root, |(_, dir)| dir);
+                match c_name(component.as_bytes()).and_then(|c| below.open_dir_nofollow(&c)) {
+                    Ok(dir) => chain.push((component, dir)),
+                    Err(_) => break,
+                }
+            }
+            if chain.len() != parent.len() {
+                continue;
+            }
+            let below = chain.last().map_or(&self.dest_root, |(_, dir)| dir);
             let Ok(name) = c_name(name.as_bytes()) else { continue };
-            let Ok(dir) = parent.open_dir_nofollow(&name) else { continue };
+            let Ok(dir) = below.open_dir_nofollow(&name) else { continue };
             let path = self.host_path(&components);
-            dir.chmod(mode).map_err(|e| Error::io(e, "chmod", &path))?;
+            dir.chmod(*mode).map_err(|e| Error::io(e, "chmod", &path))?;
             if self.opts.preserve_mtime {
-                dir.set_mtime(mtime).map_err(|e| Error::io(e, "utime", &path))?;
+                dir.set_mtime(*mtime).map_err(|e| Error::io(e, "utime", &path))?;
             }
         }
         Ok(())
-    }
-
-    /// Opens existing directories of the destination only, through no link.
-    fn open_existing(&self, components: &[String]) -> io::Result<Dir> {
-        let mut dir = self.dest_root.try_clone()?;
-        for component in components {
-            dir = dir.open_dir_nofollow(&c_name(component.as_bytes())?)?;
-        }
-        Ok(dir)
     }
 }
 
@@ -1262,6 +1328,64 @@ mod tests {
             }
             err
         }
+    }
+
+    #[test]
+    fn archives_deeper_than_path_max_are_extracted_whole() {
+        use std::ffi::OsStr;
+        // 3 000 levels (a 6 000-byte path), a file every 100 levels, as GNU tar archives it.
+        let mut archive = RawArchive::new();
+        let mut rel = String::new();
+        for level in 0..3000 {
+            if level % 100 == 0 {
+                archive.file(&format!("{rel}f"), format!("level {level}").as_bytes());
+            }
+            rel.push_str("d/");
+            archive.dir(&rel, 0o755);
+        }
+        let sandbox = Sandbox::new();
+        let archive = archive.finish();
+        let summary = run(&archive, &sandbox.dest()).unwrap();
+        assert_eq!(summary.entries, 3030);
+        // Again over the extracted tree, so every level merges into an existing directory,
+        // on a thread with a small stack: the merge walks with an explicit stack, not recursion.
+        let dest = sandbox.dest();
+        let again = std::thread::Builder::new()
+            .stack_size(256 << 10)
+            .spawn(move || run(&archive, &dest).map(|summary| summary.entries))
+            .unwrap()
+            .join()
+            .unwrap();
+        assert_eq!(again.unwrap(), 3030);
+        let mut dir = Dir::open(&sandbox.dest()).unwrap();
+        for level in 0..3000 {
+            let mut names = dir.names().unwrap();
+            names.sort();
+            let expected: &[&str] = if level % 100 == 0 { &["d", "f"] } else { &["d"] };
+            assert_eq!(names, expected, "level {level}");
+            if level % 100 == 0 {
+                let mut text = String::new();
+                io::Read::read_to_string(&mut dir.open_file_nofollow(OsStr::new("f")).unwrap(), &mut text).unwrap();
+                assert_eq!(text, format!("level {level}"));
+            }
+            dir = dir.open_dir_nofollow(OsStr::new("d")).unwrap();
+            assert_eq!(dir.metadata().unwrap().mode() & 0o7777, 0o755, "level {level}");
+        }
+        assert!(dir.names().unwrap().is_empty());
+        Dir::open(sandbox.dest().parent().unwrap()).unwrap().remove_tree(OsStr::new("dest")).unwrap();
+    }
+
+    #[test]
+    fn reused_parent_handles_never_write_through_a_replaced_directory() {
+        // `a/b/c` is an open handle of the previous member's parent when a member replaces it
+        // with a link; the next member below it must meet the link, not the old handle.
+        let sandbox = Sandbox::new();
+        let mut archive = RawArchive::new();
+        archive.dir("a/", 0o755).dir("a/b/", 0o755).dir("a/b/c/", 0o755);
+        archive.file("a/b/keep", b"k").symlink("a/b/c", "..").file("a/b/c/x", b"payload");
+        let err = sandbox.refuses(&archive.finish(), codes::UNSAFE_ARCHIVE_ENTRY, "write through a replaced directory");
+        assert!(err.message.contains("symbolic link 'a/b/c'"), "{}", err.message);
+        assert_eq!(fs::read_dir(sandbox.dest()).unwrap().count(), 0);
     }
 
     #[test]
@@ -2096,7 +2220,7 @@ mod tests {
         fs::create_dir_all(staged.join("tree/d/deep")).unwrap();
         fs::write(staged.join("tree/d/deep/f"), b"deep").unwrap();
         fs::write(staged.join("tree/old"), b"new").unwrap();
-        let deferred = vec![(vec!["d".to_string()], 0o750, 1_500_000_000), (vec!["d".into(), "deep".into()], 0o700, 1_500_000_000)];
+        let deferred = vec![("d".to_string(), 0o750, 1_500_000_000), ("d/deep".to_string(), 0o700, 1_500_000_000)];
         fs::write(staged.join("journal"), encode_journal(true, &deferred)).unwrap();
         let killed_early = dest.join(format!("{STAGING_PREFIX}{}-0-fedcba9876543210", dead_pid()));
         fs::create_dir_all(killed_early.join("tree/half")).unwrap();

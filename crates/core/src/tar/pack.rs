@@ -779,6 +779,30 @@ mod tests {
     }
 
     #[test]
+    fn long_names_that_fill_whole_blocks_keep_the_archive_in_sync() {
+        if !have_gnu_tar("long_names_that_fill_whole_blocks_keep_the_archive_in_sync") {
+            return;
+        }
+        // Member names of exactly 512 and 1024 bytes (a directory's with its trailing `/`),
+        // a link target of 512: each long-name entry's NUL needs a block of its own.
+        let dir = TempDir::new("pack-block-names");
+        let d511 = format!("{}/{}", "a".repeat(255), "b".repeat(255));
+        fs::create_dir_all(dir.join(&d511)).unwrap();
+        let f1024 = format!("{d511}/{}/{}/f", "c".repeat(255), "d".repeat(254));
+        fs::create_dir_all(dir.join(&f1024).parent().unwrap()).unwrap();
+        assert_eq!(f1024.len(), 1024);
+        fs::write(dir.join(&f1024), b"x").unwrap();
+        std::os::unix::fs::symlink("t".repeat(512), dir.join("link")).unwrap();
+        fs::write(dir.join("zz-last"), b"last").unwrap();
+        let ours = pack_bytes(&opts(dir.path())).unwrap();
+        assert_eq!(precompute_size(&opts(dir.path()), &never()).unwrap(), ours.len() as u64);
+        let names = crate::walk::sorted_names(dir.path()).unwrap();
+        let listed = gnu_list(&ours);
+        assert!(listed.contains(&format!("{d511}/")) && listed.contains(&f1024) && listed.contains(&"zz-last".to_string()), "{listed:?}");
+        assert_eq!(listed, gnu_list(&gnu_tar_create(dir.path(), &[], &names, false)));
+    }
+
+    #[test]
     fn followed_symlinks_match_tar_h() {
         if !have_gnu_tar("followed_symlinks_match_tar_h") {
             return;
