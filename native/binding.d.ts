@@ -292,7 +292,7 @@ export declare function sshUploadTar(target: SshTargetInput, command: string, pa
 export declare function stagingIsName(name: string): boolean
 
 /**
- * A fresh staging name of `kind` (`"extract"`, `"pull"` or `"merge"`) owned by this
+ * A fresh staging name of `kind` (`"extract"`, `"pull"`, `"merge"` or `"restore"`) owned by this
  * process (internal).
  */
 export declare function stagingName(kind: string): string
