@@ -126,3 +126,12 @@ export const specIn: upSsh.SshRemoteExecutionSpec = {} as ourSsh.SshRemoteExecut
 export const specOut: ourSsh.SshRemoteExecutionSpec = {} as upSsh.SshRemoteExecutionSpec;
 export const resultIn: upSsh.SshCommandResult = {} as ourSsh.SshCommandResult;
 export const resultOut: ourSsh.SshCommandResult = {} as upSsh.SshCommandResult;
+
+import * as upRemote from "@paperclipai/adapter-utils/remote-managed-runtime";
+import * as ourRemote from "@paperclipai/adapter-utils-native/remote-managed-runtime";
+
+export const remote: {
+  prepareRemoteManagedRuntime: typeof upRemote.prepareRemoteManagedRuntime;
+  buildRemoteExecutionSessionIdentity: typeof upRemote.buildRemoteExecutionSessionIdentity;
+  remoteExecutionSessionMatches: typeof upRemote.remoteExecutionSessionMatches;
+}[] = [ourRemote];
