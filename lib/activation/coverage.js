@@ -61,14 +61,14 @@ export async function compositionPlan() {
  * get ours too). `recordUrl`, when given, is a module whose `recordComposition` the shim
  * calls so the diagnostics can list what is served.
  */
-export function shimSource({ originalSpecifier, ours, names, module, upstreamRoot, version, recordUrl }) {
+export function shimSource({ originalSpecifier, ours, names, module, upstreamRoot, version, recordUrl, mechanism }) {
   const lines = [
-    `export * from ${JSON.stringify(originalSpecifier)};`,
     `export { ${names.join(", ")} } from ${JSON.stringify(ours)};`,
+    `export * from ${JSON.stringify(originalSpecifier)};`,
   ];
   if (recordUrl) {
     lines.push(`import { recordComposition as __paperclipNativeRecord } from ${JSON.stringify(recordUrl)};`);
-    lines.push(`__paperclipNativeRecord(${JSON.stringify({ module, upstreamRoot, version, names })});`);
+    lines.push(`__paperclipNativeRecord(${JSON.stringify({ module, upstreamRoot, version, names, mechanism })});`);
   }
   lines.push("");
   return lines.join("\n");

@@ -50,6 +50,7 @@ export function composedSource(url) {
     upstreamRoot: info.root,
     version: info.version,
     recordUrl,
+    mechanism: "node-hooks",
   });
 }
 

@@ -15,7 +15,8 @@ export function activationStore() {
 /** Records that a mechanism (`"node-hooks"`, `"vitest-plugin"`) was installed (internal). */
 export function recordMechanism(mechanism) {
   const store = activationStore();
-  store.mechanism = store.mechanism && store.mechanism !== mechanism ? `${store.mechanism}+${mechanism}` : mechanism;
+  if ((store.mechanism ?? "").split("+").includes(mechanism)) return;
+  store.mechanism = store.mechanism ? `${store.mechanism}+${mechanism}` : mechanism;
 }
 
 /** Records why the activation stayed off (internal). */
@@ -32,7 +33,8 @@ export function recordSkipped(root, version, reason) {
  * Called by every composed module when it is evaluated (internal): records the upstream
  * module and the names it serves natively.
  */
-export function recordComposition({ module, upstreamRoot, version, names }) {
+export function recordComposition({ module, upstreamRoot, version, names, mechanism }) {
+  if (mechanism && !(activationStore().mechanism ?? "").split("+").includes(mechanism)) recordMechanism(mechanism);
   activationStore().modules.set(`${upstreamRoot}\u0000${module}`, { module, upstreamRoot, version, names });
 }
 
