@@ -100,13 +100,14 @@ async function runMode(pkgDir, suites, mode, scratch) {
   const vitest = path.join(repo, "node_modules", "vitest", "vitest.mjs");
   const started = Date.now();
   const run = await new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [vitest, "run", "--config", config, "--reporter=dot", "--reporter=json", `--outputFile.json=${resultFile}`], {
+    const child = spawn(process.execPath, [vitest, "run", "--config", config, process.env.ACTIVATION_SUITES_VERBOSE ? "--reporter=default" : "--reporter=dot", "--reporter=json", `--outputFile.json=${resultFile}`], {
       env, cwd: pkgDir, stdio: ["ignore", "pipe", "pipe"],
     });
     let tail = "";
     const skips = [];
     let partial = "";
     const scan = (d) => {
+      if (process.env.ACTIVATION_SUITES_VERBOSE) process.stderr.write(d);
       tail = (tail + d).slice(-32 * 1024);
       const lines = (partial + d).split("\n");
       partial = lines.pop();
@@ -176,8 +177,12 @@ async function main() {
     const regressions = basePassing.filter((n) => r.tests.get(n) !== "passed");
     for (const n of regressions) summary.regressions.push(`${mode}: ${n} -> ${r.tests.get(n) ?? "missing"}`);
     if (r.served.length === 0) summary.inactive.push(`${mode}: no module was served natively`);
+    // Identical pass counts, not only no regression: a test that passes only with the
+    // activation is a difference too.
+    const gained = [...r.tests].filter(([n, st]) => st === "passed" && results[BASELINE[mode]].tests.get(n) !== "passed").map(([n]) => n);
+    for (const n of gained) summary.regressions.push(`${mode}: ${n} passes only with activation`);
     passed += basePassing.length - regressions.length;
-    failed += regressions.length;
+    failed += regressions.length + gained.length;
   }
   failed += summary.skipped.length + summary.inactive.length;
   summary.checks = { passed, failed };
@@ -185,7 +190,7 @@ async function main() {
     const failing = [...results[mode].tests].filter(([, s]) => s === "failed").map(([n]) => n);
     for (const n of failing) console.log(`activation-suites: fails without activation too (${mode}; not counted): ${n}`);
   }
-  for (const line of summary.regressions) console.log(`activation-suites: REGRESSION (passes without activation, not with): ${line}`);
+  for (const line of summary.regressions) console.log(`activation-suites: DIFFERENCE: ${line}`);
   for (const line of summary.skipped) console.log(`activation-suites: SKIPPED (counts as failed): ${line}`);
   for (const line of summary.inactive) console.log(`activation-suites: NOT ACTIVE (counts as failed): ${line}`);
   if (args.json) writeFileSync(args.json, JSON.stringify(summary, null, 2));
