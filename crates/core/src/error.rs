@@ -46,6 +46,9 @@ pub mod codes {
     pub const SSH_REMOTE_FAILED: &str = "ERR_PAPERCLIP_NATIVE_SSH_REMOTE_FAILED";
     /// A command's stdout or stderr outgrew `maxBuffer` (Node's `execFile` code).
     pub const MAX_BUFFER: &str = "ERR_CHILD_PROCESS_STDIO_MAXBUFFER";
+    /// No prebuilt native binary loads on this platform (raised by the JS loader, lib/native.js,
+    /// when a native function is called; listed here with the others).
+    pub const UNSUPPORTED_PLATFORM: &str = "ERR_PAPERCLIP_NATIVE_UNSUPPORTED_PLATFORM";
     /// Anything else (a bug or an unexpected state); the message says what.
     pub const INTERNAL: &str = "ERR_PAPERCLIP_NATIVE_INTERNAL";
 }
