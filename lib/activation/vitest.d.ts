@@ -14,7 +14,7 @@ export interface AdapterUtilsNativeOptions {
 export declare function adapterUtilsNative(options?: AdapterUtilsNativeOptions): {
     name: string;
     enforce: "pre";
-    config(): Promise<{ test: { setupFiles: string[] } } | undefined>;
+    config(config: { test?: { setupFiles?: string | string[] } }): Promise<undefined>;
     load(id: string): Promise<string | null>;
 };
 export default adapterUtilsNative;

@@ -55,13 +55,18 @@ export function adapterUtilsNative(options = {}) {
   return {
     name: "paperclip-adapter-utils-native",
     enforce: "pre",
-    async config() {
+    async config(config) {
       await ready;
       if (off) {
         writeSync(2, `${PREFIX}: ${off}\n`);
         return undefined;
       }
-      return externalized ? { test: { setupFiles: [setupPath] } } : undefined;
+      if (!externalized) return undefined;
+      // First among the setup files, so modules the project's own setup imports are composed too.
+      config.test ??= {};
+      const existing = config.test.setupFiles === undefined ? [] : [config.test.setupFiles].flat();
+      config.test.setupFiles = [setupPath, ...existing.filter((file) => file !== setupPath)];
+      return undefined;
     },
     async load(id) {
       await ready;
