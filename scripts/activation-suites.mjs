@@ -150,13 +150,22 @@ async function main() {
   const scratch = mkdtempSync(path.join(os.tmpdir(), "pc-activation-"));
   const results = {};
   try {
-    // One mode at a time: the machine is small and the suites time out under load.
-    for (const mode of args.modes) {
-      results[mode] = await runMode(pkgDir, suites, mode, scratch);
+    // Two runs at a time (each baseline with its first activated mode, as the swap runner
+    // runs its two copies): the suites mostly wait on timers and child processes.
+    const report = (mode) => {
       const t = results[mode].tests;
       const count = (s) => [...t.values()].filter((v) => v === s).length;
       console.log(`activation-suites: ${mode}: ${count("passed")} passed, ${count("failed")} failed, ${count("skipped") + count("pending")} skipped (${results[mode].seconds.toFixed(0)} s; served natively: ${results[mode].served.length} modules)`);
-    }
+    };
+    const queue = [...args.modes];
+    const parallel = Number(process.env.ACTIVATION_SUITES_PARALLEL ?? 2);
+    await Promise.all(Array.from({ length: Math.max(1, parallel) }, async () => {
+      while (queue.length) {
+        const mode = queue.shift();
+        results[mode] = await runMode(pkgDir, suites, mode, scratch);
+        report(mode);
+      }
+    }));
   } finally {
     rmSync(scratch, { recursive: true, force: true });
   }
