@@ -81,7 +81,8 @@ async function runMode(pkgDir, suites, mode, scratch) {
     "    testTimeout: 120000,",
     "    hookTimeout: 120000,",
     "    poolOptions: { forks: { maxForks: 2, minForks: 1 } },",
-    mode.endsWith("-inline") ? "    server: { deps: { inline: [/@paperclipai[\\\\/]adapter-utils[\\\\/]/] } }," : "",
+    // Inlined: upstream and the package under test (a consumer's own modules import upstream).
+    mode.endsWith("-inline") ? "    server: { deps: { inline: [/[\\\\/]@paperclipai[\\\\/]adapter-[^\\\\/]+[\\\\/]dist[\\\\/]/] } }," : "",
     `    setupFiles: [${JSON.stringify(path.join(repo, "scripts/activation-report-setup.js"))}],`,
     "  },",
     "};",
