@@ -11,7 +11,7 @@
 // Usage: node [--import …/register] scripts/execution-target-probe.mjs <spec.json> <workspace> <runId> [--agent] [--trees]
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { lstatSync, readFileSync, readdirSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, lstatSync, readFileSync, readdirSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { nativeActivation } from "../lib/activation/state.js";
 
@@ -80,6 +80,23 @@ function tree(root, skip = new Set([".git"])) {
   return createHash("sha256").update(JSON.stringify(out)).digest("hex") + (withTrees ? ` ${JSON.stringify(out)}` : "");
 }
 
+/** The first `n` regular files under `root` (sorted walk), relative. */
+function firstFiles(root, n) {
+  const out = [];
+  const walk = (dir, rel) => {
+    for (const name of readdirSync(dir).sort()) {
+      if (out.length >= n) return;
+      if (rel === "" && name === ".paperclip-runtime") continue;
+      const st = lstatSync(path.join(dir, name));
+      const key = rel ? `${rel}/${name}` : name;
+      if (st.isDirectory()) walk(path.join(dir, name), key);
+      else if (st.isFile()) out.push(key);
+    }
+  };
+  walk(root, "");
+  return out;
+}
+
 const git = (dir, ...args) => execFileSync("git", ["-C", dir, "-c", "user.name=Agent", "-c", "user.email=agent@example.com", ...args], { encoding: "utf8" }).trim();
 
 const { prepareAdapterExecutionTargetRuntime } = await import("@paperclipai/adapter-utils/execution-target");
@@ -94,21 +111,29 @@ const prepare = await sampled(async () => {
   });
 });
 const remoteDir = prepared.workspaceRemoteDir;
-const remote = { tree: tree(remoteDir, new Set([".git", ".paperclip-runtime"])), head: git(remoteDir, "rev-parse", "HEAD"), status: git(remoteDir, "status", "--porcelain") };
+// A git workspace (the usual case) or a plain directory.
+const isGit = existsSync(path.join(workspace, ".git"));
+const remote = isGit
+  ? { tree: tree(remoteDir, new Set([".git", ".paperclip-runtime"])), head: git(remoteDir, "rev-parse", "HEAD"), status: git(remoteDir, "status", "--porcelain") }
+  : { tree: tree(remoteDir, new Set([".paperclip-runtime"])) };
 
 if (withAgent) {
-  // The agent's run: edit, add, delete, commit one change and leave one uncommitted.
-  const files = git(remoteDir, "ls-files").split("\n").filter(Boolean);
+  // The agent's run: edit, add, delete; in a git workspace commit one change and leave one uncommitted.
+  const files = isGit ? git(remoteDir, "ls-files").split("\n").filter(Boolean) : firstFiles(remoteDir, 3);
   writeFileSync(path.join(remoteDir, files[0]), "edited by the agent\n");
   writeFileSync(path.join(remoteDir, "AGENT_NOTES.md"), "# notes\n");
   rmSync(path.join(remoteDir, files[files.length - 1]));
-  git(remoteDir, "add", "-A");
-  git(remoteDir, "commit", "-q", "-m", "agent change");
+  if (isGit) {
+    git(remoteDir, "add", "-A");
+    git(remoteDir, "commit", "-q", "-m", "agent change");
+  }
   writeFileSync(path.join(remoteDir, files[1] ?? "second.txt"), "uncommitted agent edit\n");
 }
 
 const restore = await sampled(() => prepared.restoreWorkspace());
-const local = { tree: tree(workspace), log: git(workspace, "log", "--format=%H %s"), status: git(workspace, "status", "--porcelain") };
+const local = isGit
+  ? { tree: tree(workspace), log: git(workspace, "log", "--format=%H %s"), status: git(workspace, "status", "--porcelain") }
+  : { tree: tree(workspace) };
 const activation = nativeActivation();
 process.stdout.write(`${JSON.stringify({
   remote,
