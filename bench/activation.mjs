@@ -44,7 +44,7 @@ const git = (dir, ...a) => execFileSync("git", ["-C", dir, "-c", "user.name=Benc
 
 const { dir: corpusDir, describe } = corpus(name);
 const master = path.join(scratch, "master");
-console.error(`making a git workspace of corpus ${name} (${describe}) …`);
+console.error(`making a ${withGit ? "git workspace" : "plain-directory workspace"} of corpus ${name} (${describe}) …`);
 cpSync(corpusDir, master, { recursive: true, verbatimSymlinks: true });
 if (withGit) {
   writeFileSync(path.join(master, ".gitignore"), "node_modules/\n");
