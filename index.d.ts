@@ -9,3 +9,5 @@ export * from "./lib/ssh.js";
 export * from "./lib/command-managed-runtime.js";
 export * from "./lib/extras.js";
 export * from "./lib/tar-stream.js";
+export * from "./lib/remote-managed-runtime.js";
+export { nativeActivation } from "./lib/activation/state.js";

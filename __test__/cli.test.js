@@ -230,6 +230,22 @@ describe("paperclip-sync", () => {
     expect(cli("merge", "--baseline", second, "--source", remote, "--target", host, "--conflict-policy", "maybe").code).toBe(2);
   });
 
+  it("doctor reports what the activation serves, and exit code 1 when it would stay off", () => {
+    const doctor = (env = {}) => spawnSync(process.execPath, [bin, "doctor", "--json"], { encoding: "utf8", cwd: path.dirname(path.dirname(bin)), env: { ...process.env, NODE_OPTIONS: "", ...env } });
+    const on = doctor();
+    expect(on.status, on.stderr).toBe(0);
+    const report = JSON.parse(on.stdout);
+    expect(report.nativeBinary).toBe("loads");
+    expect(report.upstream).toMatchObject({ version: "2026.916.1", verified: true });
+    expect(report.covered.map((c) => c.module)).toEqual(expect.arrayContaining(["ssh", "remote-managed-runtime"]));
+    expect(report.withRegister).toMatchObject({ active: true });
+    expect(report.withRegister.modules.ssh).toBeGreaterThan(0);
+    expect(report.thisProcess.active).toBe(false);
+    const off = doctor({ PAPERCLIP_ADAPTER_UTILS_NATIVE: "0" });
+    expect(off.status).toBe(1);
+    expect(JSON.parse(off.stdout)).toMatchObject({ turnedOff: true, withRegister: { active: false } });
+  }, 60_000);
+
   it("demo runs the cycle on a generated workspace and every native step matches upstream", () => {
     const run = cli("demo", "--files", "60", "--json");
     expect(run.code, run.stderr).toBe(0);
@@ -239,5 +255,8 @@ describe("paperclip-sync", () => {
     const compared = steps.filter((s) => s["same result"] !== "-");
     expect(compared.length).toBeGreaterThanOrEqual(7);
     expect(compared.every((s) => s["same result"] === "yes")).toBe(true);
-  }, 120_000);
+    // The workspace is captured after the racy-timestamp window: the re-snapshot reuses hashes.
+    const incremental = steps.find((s) => s.step === "incremental host re-snapshot");
+    expect(incremental.note).toMatch(/^[1-9]\d* hashes reused$/);
+  }, 180_000);
 });

@@ -45,6 +45,7 @@ Workspace-staging jobs of Paperclip's adapters, done natively.
 
 Commands:
   demo                     run the full cycle on a generated workspace, timed against upstream
+  doctor                   is the activation (--import …/register) on, and what would it serve here
   ignored <dir>            the Git-ignored paths of a project (or why they cannot be resolved)
   snapshot <dir>           capture a directory snapshot (entries, bytes, digest)
   diff <a.json> <b.json>   compare two serialized snapshots
@@ -121,7 +122,20 @@ signature, a simulated remote edit and the re-snapshot, timing each step nativel
 the upstream TypeScript (when @paperclipai/adapter-utils is installed) and checking that
 both give the same result.
   --files N  source files to generate (default 4000; dependencies get twice as many)
-  --keep     keep the generated workspace and print where it is`,
+  --keep     keep the generated workspace and print where it is
+
+Last, when sshd is installed, upstream's own prepareAdapterExecutionTargetRuntime (unmodified)
+stages and restores a copy of the workspace over SSH twice, with and without
+--import @paperclipai/adapter-utils-native/register, timed, checking equal results.
+  --no-ssh   skip that step`,
+  doctor: `Usage: ${PROGRAM} doctor [--json]
+
+Reports whether the native binary loads here, the installed @paperclipai/adapter-utils
+(found from the working directory) and whether its version is one this package was verified
+against, the upstream modules and names the activation serves, whether the activation is
+on in this process (nativeActivation()), and what a Node started with
+--import @paperclipai/adapter-utils-native/register gets (checked in a child process).
+Exit code 1 when the activation would stay off.`,
 };
 
 /** Parses `argv` against a spec of flags: { name: "bool" | "string" | "list" }. */
@@ -550,8 +564,57 @@ async function loadUpstream() {
   }
 }
 
+// git's racy-clean window, plus a margin: see `captureDirectorySnapshot({ previous })`.
+const RACY_WINDOW_MS = 2100;
+
+/**
+ * The demo's last step: upstream's `prepareAdapterExecutionTargetRuntime` + `restoreWorkspace()`
+ * for an SSH target (a throwaway sshd on 127.0.0.1) on two copies of the workspace, run by
+ * scripts/execution-target-probe.mjs with and without `--import …/register`; records the
+ * timings, whether the remote trees and restored workspaces are equal, and the host `ssh`/`tar`
+ * processes each run started.
+ */
+async function demoExecutionTarget(work, workspace, record, log) {
+  const repoRoot = new URL("..", import.meta.url);
+  const probe = new URL("scripts/execution-target-probe.mjs", repoRoot);
+  const helper = new URL("__test__/helpers/sshd.js", repoRoot);
+  if (!existsSync(probe) || !existsSync(helper) || !["/usr/sbin/sshd", "/usr/local/sbin/sshd"].some((f) => existsSync(f))) {
+    record("execution target over SSH (upstream code)", null, null, null, "skipped: needs sshd and a checkout of this repository");
+    return;
+  }
+  const { startSshd } = await import(helper.href);
+  let server;
+  try {
+    server = await startSshd(path.join(work, "sshd"));
+  } catch (error) {
+    record("execution target over SSH (upstream code)", null, null, null, `skipped: sshd did not start (${String(error.message).split("\n")[0]})`);
+    return;
+  }
+  try {
+    log("  (upstream's prepareAdapterExecutionTargetRuntime over SSH, with and without --import …/register)");
+    const specFile = path.join(work, "ssh-spec.json");
+    writeFileSync(specFile, JSON.stringify(server.spec));
+    const pinned = { GIT_AUTHOR_DATE: "2026-01-02T03:04:05Z", GIT_COMMITTER_DATE: "2026-01-02T03:04:05Z" };
+    const runs = {};
+    for (const [name, activated] of [["plain", false], ["native", true]]) {
+      const dir = path.join(work, `target-${name}`);
+      cpSync(workspace, dir, { recursive: true, verbatimSymlinks: true });
+      const args = [...(activated ? ["--import", new URL("lib/activation/register.js", repoRoot).href] : []), probe.pathname, specFile, dir, `demo-${name}`, "--agent"];
+      const out = execFileSync(process.execPath, args, { encoding: "utf8", env: { ...process.env, ...pinned, NODE_OPTIONS: "" }, maxBuffer: 1 << 26 });
+      runs[name] = JSON.parse(out.trim().split("\n").pop());
+    }
+    const { plain, native } = runs;
+    const same = JSON.stringify([plain.remote, plain.local]) === JSON.stringify([native.remote, native.local]);
+    const hostTools = (r) => ["ssh", "tar"].map((t) => `${t} ${(r.prepare.children[t] ?? 0) + (r.restore.children[t] ?? 0)}`).join(", ");
+    record("execution target over SSH (upstream code)", native.prepare.ms + native.restore.ms, plain.prepare.ms + plain.restore.ms, same && native.activation.active,
+      `prepare ${native.prepare.ms.toFixed(0)} vs ${plain.prepare.ms.toFixed(0)} ms, restore ${native.restore.ms.toFixed(0)} vs ${plain.restore.ms.toFixed(0)} ms; host children: activated ${hostTools(native)}, plain ${hostTools(plain)}`);
+  } finally {
+    await server.stop();
+  }
+}
+
 async function cmdDemo(argv) {
-  const opts = parseArgs(argv, { files: "string", keep: "bool", json: "bool" });
+  const opts = parseArgs(argv, { files: "string", keep: "bool", json: "bool", "no-ssh": "bool" });
   if (opts.help) return console.log(HELP.demo);
   const files = opts.files === undefined ? 4000 : Number(opts.files);
   if (!Number.isInteger(files) || files < 1) throw new UsageError("--files takes a whole number >= 1");
@@ -582,6 +645,9 @@ async function cmdDemo(argv) {
     git(workspace, "init", "-q", "-b", "main");
     git(workspace, "add", "-A");
     git(workspace, "commit", "-q", "-m", "initial");
+    // Wait out the racy-timestamp window (a file modified within 2 s before a capture is
+    // always re-read), so the incremental re-snapshot below measures reuse, as on a real host.
+    await new Promise((resolve) => setTimeout(resolve, RACY_WINDOW_MS));
     log("Running the staging cycle:");
 
     // 1. Ignore resolution: in-process, read-only (upstream spawns git twice).
@@ -665,6 +731,9 @@ async function cmdDemo(argv) {
       record("merge remote result back", merged.ms, theirs.ms, same, "whole trees equal, node_modules kept");
     } else record("merge remote result back", merged.ms, null, matchesRemote);
 
+    // 8. Upstream's own execution-target code, unmodified, with and without the activation.
+    if (!opts["no-ssh"]) await demoExecutionTarget(work, workspace, record, log);
+
     if (opts.json) {
       console.log(JSON.stringify({ workspace: opts.keep ? workspace : null, steps: rows }));
     } else {
@@ -682,7 +751,63 @@ async function cmdDemo(argv) {
   }
 }
 
+/** `doctor`: what the activation does here (self-contained: imports what it needs). */
+async function cmdDoctor(argv) {
+  const opts = parseArgs(argv, { json: "bool" });
+  if (opts.help) return console.log(HELP.doctor);
+  const { nativeActivation } = await import("../lib/activation/state.js");
+  const { ACTIVATION_ENV, VERIFIED_UPSTREAM_VERSIONS, compositionPlan, isVerifiedUpstreamVersion } = await import("../lib/activation/coverage.js");
+  const { findInstalledUpstream } = await import("../lib/activation/node.js");
+  const { nativeLoadError, nativePlatform } = await import("../lib/native.js");
+  const installed = findInstalledUpstream();
+  let plan = [];
+  if (!nativeLoadError) plan = (await compositionPlan()).map(({ module, names }) => ({ module, names }));
+  // What a process started with the hook gets: a child loads every covered module.
+  const register = new URL("../lib/activation/register.js", import.meta.url).href;
+  const state = new URL("../lib/activation/state.js", import.meta.url).href;
+  const probe = `for (const m of ${JSON.stringify(plan.map((p) => p.module))}) await import("@paperclipai/adapter-utils/" + m).catch(() => {});
+    const { nativeActivation } = await import(${JSON.stringify(state)}); console.log(JSON.stringify(nativeActivation()));`;
+  let child = null;
+  let childStderr = "";
+  try {
+    const { spawnSync } = await import("node:child_process");
+    const run = spawnSync(process.execPath, ["--import", register, "--input-type=module", "-e", probe], { encoding: "utf8", cwd: process.cwd(), timeout: 60_000 });
+    childStderr = run.stderr.trim();
+    child = JSON.parse(run.stdout.trim().split("\n").pop());
+  } catch {
+    child = null;
+  }
+  const report = {
+    platform: nativePlatform(),
+    node: process.versions.node,
+    nativeBinary: nativeLoadError ? `unavailable: ${nativeLoadError.message}` : "loads",
+    upstream: installed ? { root: installed.root, version: installed.version, verified: isVerifiedUpstreamVersion(installed.version) } : null,
+    verifiedVersions: VERIFIED_UPSTREAM_VERSIONS,
+    turnedOff: process.env[ACTIVATION_ENV] === "0",
+    covered: plan,
+    thisProcess: nativeActivation(),
+    withRegister: child ? { active: child.active, reason: child.reason, stderr: childStderr || null, modules: Object.fromEntries(child.upstream.flatMap((u) => Object.entries(u.modules).map(([m, names]) => [m, names.length]))) } : null,
+  };
+  const on = Boolean(report.withRegister?.active && Object.keys(report.withRegister.modules).length > 0);
+  if (opts.json) {
+    console.log(JSON.stringify(report));
+    return on ? 0 : 1;
+  }
+  console.log(`platform            ${report.platform} (Node ${report.node})`);
+  console.log(`native binary       ${report.nativeBinary}`);
+  console.log(`upstream            ${installed ? `${installed.version} at ${installed.root} (${report.upstream.verified ? "verified" : `not verified; verified: ${VERIFIED_UPSTREAM_VERSIONS.join(", ")}`})` : "not found from this directory"}`);
+  console.log(`${ACTIVATION_ENV}  ${process.env[ACTIVATION_ENV] ?? "(unset)"}`);
+  console.log(`this process        ${report.thisProcess.active ? `active (${report.thisProcess.mechanism})` : `not active${report.thisProcess.reason ? ` (${report.thisProcess.reason})` : ""}`}`);
+  console.log(`with --import …/register: ${on ? "active" : `off${report.withRegister?.stderr ? ` (${report.withRegister.stderr})` : ""}`}`);
+  if (plan.length) {
+    console.log(`\n${table(plan.map(({ module, names }) => ({ "upstream module": module, "served natively": report.withRegister?.modules?.[module] ? `${names.length} names` : "no", names: names.join(", ") })), ["upstream module", "served natively", "names"])}`);
+  }
+  console.log("\nEnable: NODE_OPTIONS=\"--import @paperclipai/adapter-utils-native/register\"; turn off: PAPERCLIP_ADAPTER_UTILS_NATIVE=0");
+  return on ? 0 : 1;
+}
+
 const COMMANDS = {
+  doctor: cmdDoctor,
   demo: cmdDemo,
   merge: cmdMerge,
   push: cmdPush,

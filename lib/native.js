@@ -6,8 +6,46 @@ import { createRequire } from "node:module";
 
 const require = createRequire(import.meta.url);
 
-/** The raw binding. Internal: import the public modules instead. */
-export const native = require("../native/binding.cjs");
+let binding = null;
+let loadError = null;
+try {
+  binding = require("../native/binding.cjs");
+} catch (error) {
+  loadError = error;
+}
+
+/** The platform the loader looked for, e.g. `linux-x64-gnu` (for messages). */
+export function nativePlatform() {
+  const libc = process.platform === "linux" ? (process.report?.getReport?.().header?.glibcVersionRuntime ? "-gnu" : "-musl") : "";
+  return `${process.platform}-${process.arch}${libc}`;
+}
+
+/**
+ * Null when the native binary loaded; otherwise an `Error` (code
+ * `ERR_PAPERCLIP_NATIVE_UNSUPPORTED_PLATFORM`) naming the platform. Importing the package
+ * never throws for a missing binary: a native call does (see `native`).
+ */
+export const nativeLoadError = loadError ? unsupportedPlatformError() : null;
+
+function unsupportedPlatformError() {
+  const first = String(loadError?.message ?? loadError).split("\n")[0];
+  const error = new Error(`@paperclipai/adapter-utils-native has no native binary that loads on ${nativePlatform()} (${first}); use @paperclipai/adapter-utils, or the activation, which leaves it in place here`);
+  error.code = "ERR_PAPERCLIP_NATIVE_UNSUPPORTED_PLATFORM";
+  return error;
+}
+
+/**
+ * The raw binding. Internal: import the public modules instead. Where no binary loads, every
+ * native function throws `ERR_PAPERCLIP_NATIVE_UNSUPPORTED_PLATFORM` when called (not at import).
+ */
+export const native = binding ?? new Proxy({}, {
+  get(_, property) {
+    if (typeof property !== "string" || property === "then") return undefined;
+    return () => {
+      throw unsupportedPlatformError();
+    };
+  },
+});
 
 const STRUCTURED_PREFIX = "\u0000paperclip-native:";
 

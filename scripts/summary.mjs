@@ -4,7 +4,7 @@
 // extractor and the tar packer (one check each).
 //
 // Usage: node scripts/summary.mjs <report.json>… — each report is a vitest JSON report, an
-// upstream-swap summary or a scripts/fuzz.sh report (told apart by content); a report that
+// upstream-swap summary, a scripts/activation-suites.mjs summary or a scripts/fuzz.sh report (told apart by content); a report that
 // is missing (its run did not finish) counts as one failure.
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
@@ -26,6 +26,11 @@ for (const file of process.argv.slice(2)) {
     else failed += 1;
     const stats = `${f.runs ?? "?"} runs in ${f.seconds ?? "?"} s, ${f.execPerSecond ?? "?"} exec/s, ${f.sanitizer} sanitizer`;
     console.log(`${name}: ${f.passed ? "1 passed" : `1 failed (exit status ${f.status}${f.artifact ? `, input ${f.artifact}` : ""})`} (${stats})`);
+  } else if (report.activation) {
+    passed += report.checks.passed;
+    failed += report.checks.failed;
+    const modes = Object.entries(report.modes).map(([mode, m]) => `${mode} ${m.passed}/${m.failed}`).join(", ");
+    console.log(`${name}: ${report.checks.passed} passed, ${report.checks.failed} failed (${report.package}, ${report.suites} suites; passed/failed per mode: ${modes})`);
   } else if (report.checks) {
     passed += report.checks.passed;
     failed += report.checks.failed;

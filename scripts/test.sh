@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test command (README): installs what is missing, builds the addon, runs cargo test,
-# a bounded fuzz run of the tar extractor (scripts/fuzz.sh), our vitest suites and the
-# upstream-swap runner, and closes with `N passed, N failed` for our suites, the upstream
+# a bounded fuzz run of the tar extractor (scripts/fuzz.sh), our vitest suites, the
+# upstream-swap runner and the activation suite runs, and closes with `N passed, N failed` for our suites, the upstream
 # tests that must pass swapped, and the fuzz run (one check).
 #
 # The SSH suites (ours, __test__/ssh*.test.js, and upstream's ssh-fixture swapped) start a
@@ -60,6 +60,11 @@ bash scripts/fuzz.sh "$results/fuzz-extract.json" || fuzz_status=$?
 step "fuzz (tar packer, ${FUZZ_PACK_SECONDS:-30} s)"
 bash scripts/fuzz.sh "$results/fuzz-pack.json" pack || fuzz_status=$?
 
+# The activation suite runs (scripts/activation-suites.mjs): every compiled suite of upstream
+# and of two real consumers, without activation and through the --import hook and the vitest
+# plugin (each against the unactivated run with the same module loading).
+activation_modes=${ACTIVATION_MODES:-hook,plugin-inline}
+
 # 5. Our vitest suites, then the upstream suites with our exports swapped in.
 step "vitest"
 set +e
@@ -85,6 +90,13 @@ if $as_root; then
   step "upstream-swap (ssh-fixture) as $ssh_user"
   (cd "$copy" && runuser -u "$ssh_user" -- node scripts/upstream-swap.mjs --suites ssh-fixture --json "$copy/ssh-swap.json")
   ssh_swap_status=$?
+  step "activation suites as $ssh_user (upstream's and two consumers' compiled suites, with and without activation)"
+  activation_status=0
+  for pkg in adapter-utils adapter-claude-local adapter-codex-local; do
+    (cd "$copy" && runuser -u "$ssh_user" -- node scripts/activation-suites.mjs --package "@paperclipai/$pkg" \
+        --modes "$activation_modes" --json "$copy/activation-$pkg.json") || activation_status=1
+    cp "$copy/activation-$pkg.json" "$results/activation-$pkg.json" 2>/dev/null
+  done
   cp "$copy/ssh-vitest.json" "$results/ssh-vitest.json" 2>/dev/null
   cp "$copy/ssh-swap.json" "$results/upstream-swap-ssh.json" 2>/dev/null
   rm -rf "$copy"
@@ -96,12 +108,19 @@ else
   swap_status=$?
   ssh_status=0
   ssh_swap_status=0
+  step "activation suites (upstream's and two consumers' compiled suites, with and without activation)"
+  activation_status=0
+  for pkg in adapter-utils adapter-claude-local adapter-codex-local; do
+    node scripts/activation-suites.mjs --package "@paperclipai/$pkg" --modes "$activation_modes" \
+        --json "$results/activation-$pkg.json" || activation_status=1
+  done
 fi
 set -e
 
 reports=("$results/vitest.json" "$results/upstream-swap.json")
 $as_root && reports+=("$results/ssh-vitest.json" "$results/upstream-swap-ssh.json")
+reports+=("$results/activation-adapter-utils.json" "$results/activation-adapter-claude-local.json" "$results/activation-adapter-codex-local.json")
 reports+=("$results/fuzz-extract.json" "$results/fuzz-pack.json")
 node scripts/summary.mjs "${reports[@]}"
 [ $vitest_status -eq 0 ] && [ $swap_status -eq 0 ] && [ $ssh_status -eq 0 ] && [ $ssh_swap_status -eq 0 ] \
-  && [ $fuzz_status -eq 0 ]
+  && [ $fuzz_status -eq 0 ] && [ $activation_status -eq 0 ]

@@ -25,6 +25,9 @@ import { mkdtempSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+// The covered modules and the shim's source are shared with the activation (the `--import`
+// hook and the vitest plugin compose the same modules at load time).
+import { boundSource, coveredModules, isBoundModule, shimSource } from "../lib/activation/coverage.js";
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const upstreamDir = path.join(repo, "node_modules", "@paperclipai", "adapter-utils");
@@ -61,14 +64,6 @@ function parseArgs(argv) {
   return out;
 }
 
-/** Our subpath modules: every `./<name>` entry of our package.json exports map but the root. */
-function ourModules() {
-  const pkg = JSON.parse(readFileSync(path.join(repo, "package.json"), "utf8"));
-  return Object.entries(pkg.exports)
-    .filter(([key, value]) => key !== "." && typeof value === "object" && value.default)
-    .map(([key, value]) => ({ module: key.slice(2), file: path.join(repo, value.default) }));
-}
-
 function prepareCopy(variant) {
   const dir = path.join(swapRoot, variant);
   rmSync(dir, { recursive: true, force: true });
@@ -82,7 +77,9 @@ function prepareCopy(variant) {
 
 async function swapIn(dir) {
   const modules = [];
-  for (const { module, file } of ourModules()) {
+  const covered = coveredModules();
+  const coveredNames = new Set(covered.map((entry) => entry.module));
+  for (const { module, file } of covered) {
     const upstreamFile = path.join(dir, "dist", `${module}.js`);
     if (!existsSync(upstreamFile)) throw new Error(`upstream has no module ${module}`);
     const ours = await import(pathToFileURL(file).href);
@@ -92,12 +89,15 @@ async function swapIn(dir) {
     if (foreign.length > 0) throw new Error(`lib/${module}.js exports names upstream's ${module} lacks: ${foreign.join(", ")}`);
     const base = path.basename(module);
     renameSync(upstreamFile, path.join(dir, "dist", `${module}.orig.js`));
-    writeFileSync(upstreamFile, [
-      `export * from "./${base}.orig.js";`,
-      `export { ${names.join(", ")} } from ${JSON.stringify(pathToFileURL(file).href)};`,
-      "",
-    ].join("\n"));
-    modules.push({ module, upstreamFile, ours, names });
+    // A bound drop-in (an orchestrator of other drop-ins) sits beside upstream's module as
+    // `<module>.native.js`, calling upstream's (swapped) siblings, as the activation serves it.
+    let oursSpecifier = pathToFileURL(file).href;
+    if (isBoundModule(module)) {
+      writeFileSync(path.join(dir, "dist", `${module}.native.js`), boundSource({ module, file }, coveredNames));
+      oursSpecifier = `./${base}.native.js`;
+    }
+    writeFileSync(upstreamFile, shimSource({ originalSpecifier: `./${base}.orig.js`, ours: oursSpecifier, names }));
+    modules.push({ module, upstreamFile, ours: isBoundModule(module) ? await import(pathToFileURL(path.join(dir, "dist", `${module}.native.js`)).href) : ours, names });
   }
   // Prove every shim took effect (only once all are written: upstream modules import each
   // other): the swapped module hands out our very functions.

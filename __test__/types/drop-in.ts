@@ -148,3 +148,12 @@ export const preparedOut: ourSandbox.PreparedSandboxManagedRuntime = {} as upSan
 // An upstream-typed runner is accepted by ours, and our client is an upstream client.
 export const runnerIn: ourCommand.CommandManagedRuntimeRunner = {} as upCommand.CommandManagedRuntimeRunner;
 export const clientOut: upSandbox.SandboxManagedRuntimeClient = {} as ourCommand.CommandManagedRuntimeClient;
+
+import * as upRemote from "@paperclipai/adapter-utils/remote-managed-runtime";
+import * as ourRemote from "@paperclipai/adapter-utils-native/remote-managed-runtime";
+
+export const remote: {
+  prepareRemoteManagedRuntime: typeof upRemote.prepareRemoteManagedRuntime;
+  buildRemoteExecutionSessionIdentity: typeof upRemote.buildRemoteExecutionSessionIdentity;
+  remoteExecutionSessionMatches: typeof upRemote.remoteExecutionSessionMatches;
+}[] = [ourRemote];

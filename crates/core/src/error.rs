@@ -52,6 +52,9 @@ pub mod codes {
     pub const INSUFFICIENT_SPACE: &str = "ERR_PAPERCLIP_NATIVE_INSUFFICIENT_SPACE";
     /// A restore merge into this root was interrupted (its process was killed mid-apply).
     pub const INTERRUPTED_RESTORE: &str = "ERR_PAPERCLIP_NATIVE_INTERRUPTED_RESTORE";
+    /// No prebuilt native binary loads on this platform (raised by the JS loader, lib/native.js,
+    /// when a native function is called; listed here with the others).
+    pub const UNSUPPORTED_PLATFORM: &str = "ERR_PAPERCLIP_NATIVE_UNSUPPORTED_PLATFORM";
     /// Anything else (a bug or an unexpected state); the message says what.
     pub const INTERNAL: &str = "ERR_PAPERCLIP_NATIVE_INTERNAL";
 }

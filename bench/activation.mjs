@@ -1,0 +1,113 @@
+// Activation benchmark: upstream's own, unmodified `prepareAdapterExecutionTargetRuntime`
+// + `restoreWorkspace()` for an SSH target (a real sshd on loopback, the tests' helper), on
+// a git workspace made from a corpus of bench/corpus.mjs (default a: 100 000 files;
+// `node_modules/` ignored), with and without
+// `--import @paperclipai/adapter-utils-native/register`, interleaved run by run. Each run is
+// a fresh process (scripts/execution-target-probe.mjs) on a fresh copy of the workspace: it
+// stages, lets an "agent" edit, commit and leave an uncommitted change on the remote side,
+// restores, and reports the timings, its peak RSS (children not counted) and the host
+// child processes it started. The two runs' remote trees and restored workspaces are
+// checked equal. Prints medians and ratios.
+// Usage: node bench/activation.mjs [a|c] [--runs N] [--no-git]   (BENCH_SCRATCH: where the copies go; /dev/shm by default)
+import { execFileSync, spawnSync } from "node:child_process";
+import { accessSync, constants, cpSync, existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { startSshd } from "../__test__/helpers/sshd.js";
+import { corpus } from "./corpus.mjs";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const repo = path.join(here, "..");
+const args = process.argv.slice(2);
+const name = args.find((a) => !a.startsWith("--") && !/^\d+$/.test(a)) ?? "a";
+const runsIndex = args.indexOf("--runs");
+const runs = runsIndex >= 0 ? Number(args[runsIndex + 1]) : 3;
+// --no-git: the workspace as a plain directory (upstream's own 60 s `git bundle create`
+// deadline can expire on corpus a's ~300 MB of incompressible tracked files on a loaded VM).
+const withGit = !args.includes("--no-git");
+const PINNED = { GIT_AUTHOR_DATE: "2026-01-02T03:04:05Z", GIT_COMMITTER_DATE: "2026-01-02T03:04:05Z" };
+
+function isWritableDir(dir) {
+  try {
+    accessSync(dir, constants.W_OK);
+    return statSync(dir).isDirectory();
+  } catch {
+    return false;
+  }
+}
+const scratchParent = process.env.BENCH_SCRATCH ?? (isWritableDir("/dev/shm") ? "/dev/shm" : os.tmpdir());
+const scratch = mkdtempSync(path.join(scratchParent, "pc-bench-activation-"));
+console.error(`scratch (workspaces and remote): ${scratch}`);
+
+const git = (dir, ...a) => execFileSync("git", ["-C", dir, "-c", "user.name=Bench", "-c", "user.email=bench@example.com", ...a], { env: { ...process.env, ...PINNED }, stdio: ["ignore", "pipe", "pipe"], maxBuffer: 1 << 28 });
+
+const { dir: corpusDir, describe } = corpus(name);
+const master = path.join(scratch, "master");
+console.error(`making a ${withGit ? "git workspace" : "plain-directory workspace"} of corpus ${name} (${describe}) …`);
+cpSync(corpusDir, master, { recursive: true, verbatimSymlinks: true });
+if (withGit) {
+  writeFileSync(path.join(master, ".gitignore"), "node_modules/\n");
+  git(master, "init", "-q", "-b", "main");
+  git(master, "add", "-A");
+  git(master, "commit", "-q", "-m", "initial");
+}
+
+const server = await startSshd(path.join(scratch, "sshd"));
+const specFile = path.join(scratch, "spec.json");
+writeFileSync(specFile, JSON.stringify(server.spec));
+const register = pathToFileURL(path.join(repo, "lib/activation/register.js")).href;
+
+function measure(mode, i) {
+  const workspace = path.join(scratch, `ws-${mode}-${i}`);
+  cpSync(master, workspace, { recursive: true, verbatimSymlinks: true });
+  const argv = [...(mode === "activated" ? ["--import", register] : []), path.join(repo, "scripts/execution-target-probe.mjs"), specFile, workspace, `bench-${mode}-${i}`, "--agent"];
+  const out = spawnSync(process.execPath, argv, { cwd: repo, encoding: "utf8", env: { ...process.env, ...PINNED, NODE_OPTIONS: "" }, maxBuffer: 1 << 26 });
+  rmSync(workspace, { recursive: true, force: true });
+  rmSync(path.join(server.workspace, ".paperclip-runtime", "runs", `bench-${mode}-${i}`), { recursive: true, force: true });
+  if (out.status !== 0) throw new Error(`${mode} run failed: ${out.stderr}`);
+  return JSON.parse(out.stdout.trim().split("\n").pop());
+}
+
+const median = (xs) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const samples = { plain: [], activated: [] };
+try {
+  for (let i = 0; i < runs; i += 1) {
+    // Interleaved, alternating which goes first, so load changes weigh on both alike.
+    for (const mode of i % 2 === 0 ? ["plain", "activated"] : ["activated", "plain"]) {
+      const r = measure(mode, i);
+      samples[mode].push(r);
+      console.error(`run ${i + 1} ${mode}: prepare ${r.prepare.ms.toFixed(0)} ms, restore ${r.restore.ms.toFixed(0)} ms, peak RSS ${r.peakRssMb} MB, children ${JSON.stringify({ ...r.prepare.children, ...Object.fromEntries(Object.entries(r.restore.children).map(([k, v]) => [k, v + (r.prepare.children[k] ?? 0)])) })}`);
+    }
+    const [p, a] = [samples.plain[i], samples.activated[i]];
+    if (JSON.stringify([p.remote, p.local]) !== JSON.stringify([a.remote, a.local])) throw new Error(`run ${i + 1}: the activated run's remote tree or restored workspace differs from the plain run's`);
+    if (!a.activation.active) throw new Error("the activation was not active");
+  }
+} finally {
+  await server.stop();
+  rmSync(scratch, { recursive: true, force: true });
+}
+
+const children = (r) => {
+  const all = {};
+  for (const phase of [r.prepare, r.restore]) for (const [k, v] of Object.entries(phase.children)) all[k] = (all[k] ?? 0) + v;
+  return all;
+};
+const rows = [];
+const summary = {};
+for (const mode of ["plain", "activated"]) {
+  const s = samples[mode];
+  const total = median(s.map((r) => r.prepare.ms + r.restore.ms));
+  summary[mode] = total;
+  const kids = children(s[0]);
+  rows.push({
+    run: mode === "plain" ? "upstream (no activation)" : "--import …/register",
+    "prepare ms": median(s.map((r) => r.prepare.ms)).toFixed(0),
+    "restore ms": median(s.map((r) => r.restore.ms)).toFixed(0),
+    "total ms": total.toFixed(0),
+    "peak RSS MB": Math.max(...s.map((r) => r.peakRssMb)),
+    "host ssh/tar/git": `${kids.ssh ?? 0}/${kids.tar ?? 0}/${kids.git ?? 0}`,
+  });
+}
+console.table(rows);
+console.log(`corpus ${name} (${describe}${withGit ? ", git workspace" : ", plain directory"}), ${runs} interleaved runs, scratch on ${scratchParent}: ${(summary.plain / summary.activated).toFixed(2)}x with activation; results equal`);

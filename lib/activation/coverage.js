@@ -1,0 +1,147 @@
+// What the activation covers, in one place: the upstream versions this package was verified
+// against, and the upstream modules it serves (every subpath of our package.json `exports`
+// that maps to a drop-in module under lib/, so a new drop-in subpath is picked up with no
+// change here). Shared by the `--import` hook, the vitest plugin, the diagnostics and the
+// upstream-swap runner.
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+const packageRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
+
+/** The npm name of the package the activation composes into. */
+export const UPSTREAM_PACKAGE = "@paperclipai/adapter-utils";
+
+/**
+ * The upstream versions the drop-ins were verified against (upstream's suites pass with our
+ * exports swapped in). Any other installed version is left exactly as it is.
+ */
+export const VERIFIED_UPSTREAM_VERSIONS = Object.freeze(["2026.916.1"]);
+
+/** The environment variable that turns the activation off when set to `0`. */
+export const ACTIVATION_ENV = "PAPERCLIP_ADAPTER_UTILS_NATIVE";
+
+/** Whether `version` of upstream is one the drop-ins were verified against. */
+export function isVerifiedUpstreamVersion(version) {
+  return VERIFIED_UPSTREAM_VERSIONS.includes(version);
+}
+
+/**
+ * The drop-in modules: `[{ module, file }]` for every `./<module>` entry of our package.json
+ * `exports` whose target is a module under lib/ (not lib/activation/, which holds the
+ * activation's own entry points), e.g. `{ module: "ssh", file: "/…/lib/ssh.js" }`.
+ */
+export function coveredModules() {
+  const pkg = JSON.parse(readFileSync(path.join(packageRoot, "package.json"), "utf8"));
+  return Object.entries(pkg.exports)
+    .filter(([key, value]) => key.startsWith("./") && key !== "./package.json" && typeof value === "object" && value?.default)
+    .filter(([, value]) => value.default.startsWith("./lib/") && !value.default.startsWith("./lib/activation/"))
+    .map(([key, value]) => ({ module: key.slice(2), file: path.join(packageRoot, value.default) }));
+}
+
+/**
+ * The composition plan: `[{ module, file, url, names }]`, where `names` are the exports of
+ * our module for `module` (sorted). Imports our modules, so it loads the native binary and
+ * rejects when that cannot load.
+ */
+export async function compositionPlan() {
+  const plan = [];
+  for (const { module, file } of coveredModules()) {
+    const url = pathToFileURL(file).href;
+    const ours = await import(url);
+    plan.push({ module, file, url, names: Object.keys(ours).sort() });
+  }
+  return plan;
+}
+
+/**
+ * The source of the module served in place of upstream's `module`: upstream's original
+ * (loaded from `originalSpecifier`) with every name we implement overridden by ours (an
+ * explicit export shadows a star export, so upstream's own modules that import these names
+ * get ours too). `recordUrl`, when given, is a module whose `recordComposition` the shim
+ * calls so the diagnostics can list what is served.
+ */
+export function shimSource({ originalSpecifier, ours, names, module, upstreamRoot, version, recordUrl, mechanism }) {
+  const lines = [
+    `export { ${names.join(", ")} } from ${JSON.stringify(ours)};`,
+    `export * from ${JSON.stringify(originalSpecifier)};`,
+  ];
+  if (recordUrl) {
+    lines.push(`import { recordComposition as __paperclipNativeRecord } from ${JSON.stringify(recordUrl)};`);
+    lines.push(`__paperclipNativeRecord(${JSON.stringify({ module, upstreamRoot, version, names, mechanism })});`);
+  }
+  lines.push("");
+  return lines.join("\n");
+}
+
+/** The query that marks the URL of upstream's original module behind a shim. */
+export const ORIGINAL_QUERY = "paperclip-native-original";
+
+const packageCache = new Map();
+
+/** `{ name, version }` of the package.json in `dir`, or null (cached). */
+function readPackage(dir) {
+  if (packageCache.has(dir)) return packageCache.get(dir);
+  let pkg = null;
+  try {
+    const json = JSON.parse(readFileSync(path.join(dir, "package.json"), "utf8"));
+    pkg = { name: json.name, version: json.version };
+  } catch {
+    pkg = null;
+  }
+  packageCache.set(dir, pkg);
+  return pkg;
+}
+
+/**
+ * Which upstream module a file is, if any: for `<root>/dist/<module>.js` (the published
+ * package) or `<root>/src/<module>.ts` (a workspace package built from TypeScript sources),
+ * where `<root>/package.json` names upstream, `{ root, version, module }`; otherwise null.
+ */
+export function upstreamModuleOf(filePath) {
+  const match = /^(.*)[\\/](dist|src)[\\/](.+)\.(js|ts|mts|mjs)$/.exec(filePath);
+  if (!match) return null;
+  const [, root, kind, rest, ext] = match;
+  if ((kind === "dist") !== (ext === "js" || ext === "mjs")) return null;
+  const pkg = readPackage(root);
+  if (!pkg || pkg.name !== UPSTREAM_PACKAGE) return null;
+  return { root, version: pkg.version, module: rest.split(path.sep).join("/") };
+}
+
+/**
+ * Drop-ins that only orchestrate other drop-ins. Composed into upstream, such a module is
+ * served "bound" beside the upstream module it replaces (`boundSource`): its imports of
+ * covered siblings (`./ssh.js`) go to upstream's (composed) sibling modules instead of ours,
+ * so a test's `vi.mock("@paperclipai/adapter-utils/ssh")` or `vi.mock("./ssh.js")` still
+ * reaches them, as it reaches upstream's own orchestrator. Imported directly, it uses ours.
+ */
+export const BOUND_MODULES = Object.freeze(["remote-managed-runtime"]);
+
+/** The query that marks the URL of a bound drop-in served beside upstream's module. */
+export const BOUND_QUERY = "paperclip-native-bound";
+
+/** Whether `module` is served bound (see `BOUND_MODULES`). */
+export function isBoundModule(module) {
+  return BOUND_MODULES.includes(module);
+}
+
+/**
+ * The source of our drop-in `entry` served beside upstream's `entry.module`: our module's
+ * own source with each relative import rewritten, to upstream's sibling (relative to the
+ * upstream module) when it names a covered module, else to our file's absolute URL.
+ */
+export function boundSource(entry, coveredNames) {
+  const source = readFileSync(entry.file, "utf8");
+  const fromDir = path.posix.dirname(entry.module);
+  return source.replace(/(\bfrom\s*|\bimport\s*\(?\s*)(["'])(\.{1,2}\/[^"']+)\2/g, (whole, lead, quote, specifier) => {
+    const target = path.resolve(path.dirname(entry.file), specifier);
+    const relative = path.relative(path.join(packageRoot, "lib"), target).split(path.sep).join("/");
+    const module = relative.replace(/\.js$/, "");
+    if (coveredNames.has(module) && !relative.startsWith("..")) {
+      let sibling = path.posix.relative(fromDir, module);
+      if (!sibling.startsWith(".")) sibling = `./${sibling}`;
+      return `${lead}${quote}${sibling}.js${quote}`;
+    }
+    return `${lead}${quote}${pathToFileURL(target).href}${quote}`;
+  });
+}

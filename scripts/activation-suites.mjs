@@ -1,0 +1,236 @@
+#!/usr/bin/env node
+// The activation suite runs: the compiled vitest suites (`dist/**/*.test.js`) of an installed
+// package — upstream `@paperclipai/adapter-utils` itself or a real consumer of it
+// (`@paperclipai/adapter-claude-local`, `@paperclipai/adapter-codex-local`) — run in place
+// without activation and through the real activation mechanisms, unmodified:
+//
+//   plain            no activation, the package externalized (as installed from npm);
+//   plain-inline     no activation, the package inlined (`server.deps.inline`, as vite
+//                    processes a workspace package in the monorepo);
+//   hook             vitest started with NODE_OPTIONS=--import …/register (the Node hook; the
+//                    installed package is externalized, so Node loads upstream's modules);
+//   plugin-inline    the vitest plugin with upstream inlined (`server.deps.inline`): vite
+//                    loads upstream's modules and the plugin's `load` composes them;
+//   plugin-external  the vitest plugin with upstream externalized: its setup file installs
+//                    the Node hook in each worker.
+//
+// A test that passes in its baseline (BASELINE) and not in the activated mode is a regression; each activated
+// mode must also have served natively (its workers report composed modules through the
+// `PAPERCLIP_ADAPTER_UTILS_NATIVE_REPORT` file), else the run did not test the activation.
+// A `Skipping …` line (upstream's ssh-fixture without sshd) counts as one failed check.
+// Prints the counts per mode and writes `--json <file>` for the test command's summary.
+//
+// Usage: node scripts/activation-suites.mjs [--package @paperclipai/adapter-utils]
+//          [--modes plain,hook,plugin-inline,plugin-external] [--suites a,b] [--exclude-suites a,b] [--json out.json]
+import { spawn } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const ALL_MODES = ["plain", "plain-inline", "hook", "plugin-inline", "plugin-external"];
+// Each activated mode against the unactivated run with the same module loading: upstream
+// externalized (Node loads it; `vi.mock` of an externalized module does not reach Node's
+// own imports, so some upstream tests fail there with and without activation) or inlined.
+const BASELINE = { hook: "plain", "plugin-external": "plain", "plugin-inline": "plain-inline" };
+
+function parseArgs(argv) {
+  const out = { pkg: "@paperclipai/adapter-utils", modes: ALL_MODES, exclude: [], json: null };
+  for (let i = 0; i < argv.length; i += 1) {
+    if (argv[i] === "--package") out.pkg = argv[++i];
+    else if (argv[i] === "--modes") out.modes = argv[++i].split(",").filter(Boolean);
+    else if (argv[i] === "--exclude-suites") out.exclude = argv[++i].split(",").filter(Boolean);
+    else if (argv[i] === "--suites") out.only = argv[++i].split(",").filter(Boolean);
+    else if (argv[i] === "--json") out.json = path.resolve(argv[++i]);
+    else throw new Error(`unknown argument ${argv[i]}`);
+  }
+  const needed = new Set(out.modes.map((m) => BASELINE[m] ?? m));
+  out.modes = [...ALL_MODES.filter((m) => needed.has(m) && !out.modes.includes(m)), ...out.modes];
+  return out;
+}
+
+function listSuites(dir, base = dir) {
+  const out = [];
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory() && entry.name !== "node_modules") out.push(...listSuites(full, base));
+    else if (entry.isFile() && entry.name.endsWith(".test.js")) out.push(path.relative(base, full).split(path.sep).join("/"));
+  }
+  return out.sort();
+}
+
+async function runMode(pkgDir, suites, mode, scratch) {
+  const dir = path.join(scratch, mode);
+  mkdirSync(path.join(dir, "h"), { recursive: true });
+  mkdirSync(path.join(dir, "t"), { recursive: true });
+  const resultFile = path.join(dir, "results.json");
+  const reportFile = path.join(dir, "activation-report.jsonl");
+  const plugin = mode.startsWith("plugin-");
+  const config = path.join(dir, "vitest.config.mjs");
+  writeFileSync(config, [
+    plugin ? `import { adapterUtilsNative } from ${JSON.stringify(pathToFileURL(path.join(repo, "lib/activation/vitest.js")).href)};` : "",
+    "export default {",
+    `  root: ${JSON.stringify(pkgDir)},`,
+    `  cacheDir: ${JSON.stringify(path.join(dir, "vite-cache"))},`,
+    plugin ? `  plugins: [adapterUtilsNative({ externalized: ${mode === "plugin-external"} })],` : "",
+    "  test: {",
+    `    include: ${JSON.stringify(suites)},`,
+    "    exclude: ['**/node_modules/**'],",
+    "    environment: 'node',",
+    "    testTimeout: 120000,",
+    "    hookTimeout: 120000,",
+    "    poolOptions: { forks: { maxForks: 2, minForks: 1 } },",
+    // Inlined: upstream and the package under test (a consumer's own modules import upstream).
+    mode.endsWith("-inline") ? "    server: { deps: { inline: [/[\\\\/]@paperclipai[\\\\/]adapter-[^\\\\/]+[\\\\/]dist[\\\\/]/] } }," : "",
+    `    setupFiles: [${JSON.stringify(path.join(repo, "scripts/activation-report-setup.js"))}],`,
+    "  },",
+    "};",
+    "",
+  ].join("\n"));
+  const env = {
+    ...process.env,
+    PAPERCLIP_HOME: path.join(dir, "h"),
+    PAPERCLIP_INSTANCE_ID: `vt-${process.pid}-${mode}`,
+    TMPDIR: path.join(dir, "t"),
+    PAPERCLIP_ADAPTER_UTILS_NATIVE_REPORT: reportFile,
+  };
+  if (mode === "hook") {
+    env.NODE_OPTIONS = `${process.env.NODE_OPTIONS ?? ""} --import ${pathToFileURL(path.join(repo, "lib/activation/register.js")).href}`.trim();
+  }
+  const vitest = path.join(repo, "node_modules", "vitest", "vitest.mjs");
+  const started = Date.now();
+  const run = await new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [vitest, "run", "--config", config, process.env.ACTIVATION_SUITES_VERBOSE ? "--reporter=default" : "--reporter=dot", "--reporter=json", `--outputFile.json=${resultFile}`], {
+      env, cwd: pkgDir, stdio: ["ignore", "pipe", "pipe"],
+    });
+    let tail = "";
+    const skips = [];
+    let partial = "";
+    const scan = (d) => {
+      if (process.env.ACTIVATION_SUITES_VERBOSE) process.stderr.write(d);
+      tail = (tail + d).slice(-32 * 1024);
+      const lines = (partial + d).split("\n");
+      partial = lines.pop();
+      for (const line of lines) if (/\bSkipping\b/.test(line)) skips.push(line.trim());
+    };
+    child.stdout.on("data", scan);
+    child.stderr.on("data", scan);
+    child.on("error", reject);
+    child.on("close", (status) => resolve({ tail, skips, status }));
+  });
+  const seconds = (Date.now() - started) / 1000;
+  if (!existsSync(resultFile)) throw new Error(`vitest produced no results for ${mode}:\n${run.tail}`);
+  const report = JSON.parse(readFileSync(resultFile, "utf8"));
+  const tests = new Map();
+  for (const file of report.testResults) {
+    const suite = path.relative(pkgDir, file.name);
+    if (file.assertionResults.length === 0 && file.status === "failed") tests.set(`${suite} › (file failed to load)`, "failed");
+    for (const t of file.assertionResults) tests.set(`${suite} › ${t.fullName}`, t.status);
+  }
+  const served = new Set();
+  if (existsSync(reportFile)) {
+    for (const line of readFileSync(reportFile, "utf8").split("\n").filter(Boolean)) {
+      const r = JSON.parse(line);
+      for (const m of r.modules) served.add(m);
+    }
+  }
+  rmSync(dir, { recursive: true, force: true });
+  return { tests, skips: run.skips, seconds, served: [...served].sort() };
+}
+
+async function main() {
+  const args = parseArgs(process.argv.slice(2));
+  const pkgDir = path.join(repo, "node_modules", ...args.pkg.split("/"));
+  if (!existsSync(pkgDir)) throw new Error(`${args.pkg} is not installed (npm ci)`);
+  const drop = new Set(args.exclude);
+  const short = (s) => s.replace(/^dist\//, "").replace(/\.test\.js$/, "");
+  const suites = listSuites(path.join(pkgDir, "dist"), pkgDir)
+    .filter((s) => !drop.has(short(s)) && (!args.only || args.only.includes(short(s))));
+  console.log(`activation-suites: ${args.pkg}: ${suites.length} suites, modes ${args.modes.join(", ")}`);
+  const scratch = mkdtempSync(path.join(os.tmpdir(), "pc-activation-"));
+  const results = {};
+  try {
+    // Two runs at a time (each baseline with its first activated mode, as the swap runner
+    // runs its two copies): the suites mostly wait on timers and child processes.
+    const report = (mode) => {
+      const t = results[mode].tests;
+      const count = (s) => [...t.values()].filter((v) => v === s).length;
+      console.log(`activation-suites: ${mode}: ${count("passed")} passed, ${count("failed")} failed, ${count("skipped") + count("pending")} skipped (${results[mode].seconds.toFixed(0)} s; served natively: ${results[mode].served.length} modules)`);
+    };
+    const queue = [...args.modes];
+    const parallel = Number(process.env.ACTIVATION_SUITES_PARALLEL ?? 2);
+    await Promise.all(Array.from({ length: Math.max(1, parallel) }, async () => {
+      while (queue.length) {
+        const mode = queue.shift();
+        results[mode] = await runMode(pkgDir, suites, mode, scratch);
+        report(mode);
+      }
+    }));
+    // A timing-sensitive test can pass in one run and fail in the next on a loaded machine:
+    // the suite files where a baseline and its activated mode differ run once more in every
+    // mode, one run at a time, and a test counts as passing in a mode if either attempt
+    // passed it (the same rule for the baselines and the activated modes).
+    const differing = new Set();
+    for (const mode of args.modes.filter((m) => BASELINE[m])) {
+      const base = results[BASELINE[mode]].tests;
+      const act = results[mode].tests;
+      for (const name of new Set([...base.keys(), ...act.keys()])) {
+        if ((base.get(name) === "passed") !== (act.get(name) === "passed")) differing.add(name.split(" › ")[0]);
+      }
+    }
+    if (differing.size > 0) {
+      const files = [...differing].sort();
+      console.log(`activation-suites: re-running ${files.length} suite file(s) with differences, in every mode: ${files.join(", ")}`);
+      for (const mode of args.modes) {
+        const again = await runMode(pkgDir, files, mode, scratch);
+        for (const [name, status] of again.tests) if (status === "passed") results[mode].tests.set(name, "passed");
+        results[mode].served = [...new Set([...results[mode].served, ...again.served])].sort();
+        results[mode].skips.push(...again.skips);
+      }
+    }
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+  const passing = (mode) => [...results[mode].tests].filter(([, s]) => s === "passed").map(([n]) => n);
+  const summary = { activation: true, package: args.pkg, suites: suites.length, modes: {}, regressions: [], skipped: [], inactive: [] };
+  let passed = 0;
+  let failed = 0;
+  for (const mode of args.modes) {
+    const r = results[mode];
+    const count = (s) => [...r.tests.values()].filter((v) => v === s).length;
+    summary.modes[mode] = { passed: count("passed"), failed: count("failed"), seconds: r.seconds, served: r.served };
+    for (const line of r.skips) summary.skipped.push(`${mode}: ${line}`);
+    if (!BASELINE[mode]) {
+      if (r.served.length > 0) summary.inactive.push(`${mode}: served natively without activation`);
+      continue;
+    }
+    const basePassing = passing(BASELINE[mode]);
+    const regressions = basePassing.filter((n) => r.tests.get(n) !== "passed");
+    for (const n of regressions) summary.regressions.push(`${mode}: ${n} -> ${r.tests.get(n) ?? "missing"}`);
+    if (r.served.length === 0) summary.inactive.push(`${mode}: no module was served natively`);
+    // Identical pass counts, not only no regression: a test that passes only with the
+    // activation is a difference too.
+    const gained = [...r.tests].filter(([n, st]) => st === "passed" && results[BASELINE[mode]].tests.get(n) !== "passed").map(([n]) => n);
+    for (const n of gained) summary.regressions.push(`${mode}: ${n} passes only with activation`);
+    passed += basePassing.length - regressions.length;
+    failed += regressions.length + gained.length;
+  }
+  failed += summary.skipped.length + summary.inactive.length;
+  summary.checks = { passed, failed };
+  for (const mode of args.modes.filter((m) => !BASELINE[m])) {
+    const failing = [...results[mode].tests].filter(([, s]) => s === "failed").map(([n]) => n);
+    for (const n of failing) console.log(`activation-suites: fails without activation too (${mode}; not counted): ${n}`);
+  }
+  for (const line of summary.regressions) console.log(`activation-suites: DIFFERENCE: ${line}`);
+  for (const line of summary.skipped) console.log(`activation-suites: SKIPPED (counts as failed): ${line}`);
+  for (const line of summary.inactive) console.log(`activation-suites: NOT ACTIVE (counts as failed): ${line}`);
+  if (args.json) writeFileSync(args.json, JSON.stringify(summary, null, 2));
+  console.log(`activation-suites: ${args.pkg}: ${passed} passed, ${failed} failed`);
+  process.exitCode = failed === 0 && passed > 0 ? 0 : 1;
+}
+
+main().catch((error) => {
+  console.error(`activation-suites: ${error.stack ?? error}`);
+  process.exitCode = 2;
+});
