@@ -2,7 +2,8 @@
 // own): prepareCommandManagedRuntime for a plain workspace through a local spawn runner
 // (the "sandbox" is a directory on this host; commands run with sh), then
 // restoreWorkspace(). Prints one JSON line:
-//   { prepareMs, restoreMs, ms, rssMb, hostTar, hostGit, children }
+//   { prepareMs, restoreMs, ms, rssMb, hostTar, hostGit, children, spans }
+// (`spans`: each runtimeSpan's name and milliseconds, the outermost first to finish last)
 // where hostTar / hostGit count this process's own `tar` / `git` children (the sandbox's
 // commands are grandchildren, under sh) sampled from /proc.
 // Usage: node bench/sandbox-worker.mjs <ours|upstream> <chunked|single|duplex> <workspace> <remoteDir>
@@ -70,6 +71,15 @@ const sampler = (async () => {
     await new Promise((r) => setTimeout(r, 5));
   }
 })();
+const spans = [];
+const runtimeSpan = async (name, work) => {
+  const began = process.hrtime.bigint();
+  try {
+    return await work();
+  } finally {
+    spans.push([name, Math.round(Number(process.hrtime.bigint() - began) / 1e6)]);
+  }
+};
 const start = process.hrtime.bigint();
 const prepared = await mod.prepareCommandManagedRuntime({
   runner,
@@ -77,6 +87,7 @@ const prepared = await mod.prepareCommandManagedRuntime({
   adapterKey: "bench",
   workspaceLocalDir: workspace,
   onProgress: () => {},
+  runtimeSpan,
 });
 const mid = process.hrtime.bigint();
 await prepared.restoreWorkspace(() => {});
@@ -92,4 +103,5 @@ console.log(JSON.stringify({
   hostTar: names.filter((n) => n === "tar").length,
   hostGit: names.filter((n) => n === "git").length,
   children: names.length,
+  spans,
 }));

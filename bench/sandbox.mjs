@@ -7,9 +7,12 @@
 // The sandbox directory is on tmpfs (/dev/shm) unless BENCH_SCRATCH says otherwise; the
 // workspace is a copy of the corpus on tmpfs (default) or on disk (`--workspace disk`, in
 // os.tmpdir()).
-// Usage: node bench/sandbox.mjs [a,b] [--runs N] [--modes chunked,duplex] [--workspace tmpfs|disk]
+// With `--git`, the workspace is a git repository (node_modules ignored, everything else
+// committed, one file modified after the commit), so the git-backed path runs (the shallow
+// HEAD export, the delta bundle); each worker then also prints its runtimeSpan durations.
+// Usage: node bench/sandbox.mjs [a,b] [--runs N] [--modes chunked,duplex] [--workspace tmpfs|disk] [--git 1]
 import { spawnSync } from "node:child_process";
-import { accessSync, constants, cpSync, mkdtempSync, rmSync, statSync } from "node:fs";
+import { accessSync, appendFileSync, constants, cpSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -29,6 +32,7 @@ const ourModes = (flags.get("--modes") ?? "chunked,duplex").split(",");
 // The workspace must not lie inside a git work tree (the corpus under .bench/ does: it would
 // be one wholly ignored directory of this repository), so it is a copy: on tmpfs or on disk.
 const workspaceOn = flags.get("--workspace") ?? "tmpfs";
+const gitBacked = flags.has("--git");
 
 function isWritableDir(dir) {
   try {
@@ -53,6 +57,19 @@ function measure(impl, mode, workspace) {
   }
 }
 
+/** Turns the workspace copy into a repository: node_modules ignored, the rest committed, one change after. */
+function makeGitWorkspace(dir) {
+  writeFileSync(path.join(dir, ".gitignore"), "node_modules/\n");
+  const git = (...gitArgs) => {
+    const out = spawnSync("git", ["-C", dir, "-c", "user.name=bench", "-c", "user.email=bench@example.com", "-c", "init.defaultBranch=main", ...gitArgs], { encoding: "utf8", maxBuffer: 1 << 26 });
+    if (out.status !== 0) throw new Error(`git ${gitArgs.join(" ")}: ${out.stderr}`);
+  };
+  git("init", "-q");
+  git("add", "-A");
+  git("commit", "-q", "-m", "bench");
+  appendFileSync(path.join(dir, ".gitignore"), "*.log\n");
+}
+
 const median = (xs) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const cleanups = [];
 const variants = [["upstream", "chunked"], ...ourModes.map((mode) => ["ours", mode])];
@@ -63,6 +80,7 @@ try {
     const workspace = path.join(workspaceParent, `workspace-${name}`);
     cpSync(source.dir, workspace, { recursive: true, verbatimSymlinks: true });
     cleanups.push(workspaceParent);
+    if (gitBacked) makeGitWorkspace(workspace);
     const results = new Map(variants.map((v) => [v.join(" "), []]));
     for (let run = 0; run < runs; run += 1) {
       for (const [impl, mode] of variants) {
@@ -71,7 +89,7 @@ try {
         console.error(`${name} run ${run + 1} ${impl} ${mode}: ${JSON.stringify(r)}`);
       }
     }
-    console.log(`\ncorpus ${name} (${source.describe}); workspace on ${workspaceOn === "disk" ? `disk (${os.tmpdir()})` : "tmpfs"}, sandbox on ${scratchParent}; ${runs} interleaved runs, medians`);
+    console.log(`\ncorpus ${name} (${source.describe}); workspace on ${workspaceOn === "disk" ? `disk (${os.tmpdir()})` : "tmpfs"}, sandbox on ${scratchParent}; ${gitBacked ? "git-backed; " : ""}${runs} interleaved runs, medians`);
     console.log("| implementation | prepare s | restore s | total s | peak RSS MB | host tar children | host git children |");
     console.log("|---|---|---|---|---|---|---|");
     const base = results.get("upstream chunked").filter((r) => !r.failed);

@@ -3,6 +3,7 @@
 // branch, and the index reset after a restore. Local `git` runs as a child process with
 // upstream's commands and limits (the remote keeps upstream's scripts), so the resulting
 // repositories are upstream's: same refs, branch, origin, shallow boundary.
+import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { promises as fs } from "node:fs";
 import os from "node:os";
@@ -25,29 +26,76 @@ async function originUrl(localDir) {
   }
 }
 
+/** Starts `git -C dir …args` with the given stdin and stdout ("ignore", "pipe" or a piped stream of another stage); `done` settles when it has exited (rejects with its stderr on a non-zero exit). */
+function gitStage(dir, args, stdin, stdout) {
+  const child = spawn("git", ["-C", dir, ...args], { stdio: [stdin, stdout, "pipe"] });
+  // The child holds its own copy of a piped-in stream's descriptor: this process's goes.
+  if (typeof stdin === "object") stdin.destroy();
+  let stderr = "";
+  child.stderr.setEncoding("utf8");
+  child.stderr.on("data", (d) => { stderr = (stderr + d).slice(-16 * 1024); });
+  // Settled once the process has exited and its stderr is read to the end.
+  const exited = new Promise((resolve, reject) => {
+    child.on("error", reject);
+    child.on("exit", (code, signal) => resolve({ code, signal }));
+  });
+  const drained = new Promise((resolve) => child.stderr.on("close", resolve));
+  const done = Promise.all([exited, drained]).then(([{ code, signal }]) => {
+    if (code !== 0) throw Object.assign(new Error(`Command failed: git -C ${dir} ${args.join(" ")}\n${stderr}`), { code, signal, stderr });
+  });
+  return { child, done };
+}
+
+/**
+ * Copies the objects of one commit (the commit, its tree, every blob and subtree; no
+ * parents) from `localDir` into the fresh repository `cloneDir` and marks the commit as its
+ * shallow boundary: what `git fetch --depth=1` leaves behind, without its work. The fetch's
+ * `pack-objects` searches deltas among every object and ships a thin pack its receiving
+ * `index-pack` must then resolve; a depth-1 history has no older versions to delta
+ * against, so the pack is written without the search (`--window=0`) and indexed as is.
+ * Three processes in one pipe: `rev-list --objects --no-walk` | `pack-objects` | `index-pack`.
+ */
+async function copyCommitObjects(localDir, cloneDir, commit) {
+  const list = gitStage(localDir, ["rev-list", "--objects", "--no-walk", commit], "ignore", "pipe");
+  const pack = gitStage(localDir, ["pack-objects", "--window=0", "--depth=0", "--stdout", "-q"], list.child.stdout, "pipe");
+  const index = gitStage(cloneDir, ["index-pack", "--stdin"], pack.child.stdout, "ignore");
+  const timer = setTimeout(() => { for (const { child } of [list, pack, index]) child.kill("SIGTERM"); }, SLOW.timeout);
+  try {
+    await Promise.all([list.done, pack.done, index.done]);
+  } catch (error) {
+    for (const { child } of [list, pack, index]) child.kill("SIGTERM");
+    throw error;
+  } finally {
+    clearTimeout(timer);
+  }
+  await fs.writeFile(path.join(cloneDir, ".git", "shallow"), `${commit}\n`);
+}
+
 /**
  * Runs `fn(cloneDir)` with a depth-1 clone of the snapshot's HEAD checked out (on its
  * branch, or detached), `origin` carried over without credentials, and every nested
  * project repository cloned the same way into its path (then excluded in the parent's
- * `.git/info/exclude`). The clone and the temporary ref in `localDir` are removed after.
+ * `.git/info/exclude`). The clone's refs, branch, origin and shallow boundary are those a
+ * `git fetch --depth=1` clone has; its objects come over without a delta search (see
+ * `copyCommitObjects`). The clone is removed after; `localDir` gets no ref or object.
  */
 export async function withShallowHeadClone(localDir, snapshot, fn) {
   const cloneDir = await fs.mkdtemp(path.join(os.tmpdir(), "paperclip-git-workspace-"));
-  const ref = `refs/paperclip/git-sync/import/${randomUUID()}`;
   try {
-    // The three are independent: run them at once.
+    // The two are independent: run them at once.
     const [origin] = await Promise.all([
       originUrl(localDir),
-      runLocalGit(localDir, ["update-ref", ref, snapshot.headCommit], QUICK),
       runLocalGit(cloneDir, ["init"], { timeout: 10_000, maxBuffer: 64 * 1024 }),
     ]);
-    if (origin) await runLocalGit(cloneDir, ["remote", "add", "origin", origin], QUICK).catch(() => undefined);
-    await runLocalGit(cloneDir, ["fetch", "--depth=1", localDir, ref], SLOW);
-    // FETCH_HEAD is the snapshot's HEAD, so after this checkout the index and the tree
-    // already are that commit's (upstream's further `reset --hard` to it changes nothing).
+    await Promise.all([
+      origin ? runLocalGit(cloneDir, ["remote", "add", "origin", origin], QUICK).catch(() => undefined) : undefined,
+      copyCommitObjects(localDir, cloneDir, snapshot.headCommit),
+    ]);
+    // The index and the tree become that commit's (upstream's further `reset --hard` to
+    // the same commit changes nothing).
     const checkout = snapshot.branchName
-      ? ["checkout", "--force", "-B", snapshot.branchName, "FETCH_HEAD"]
-      : ["checkout", "--force", "--detach", "FETCH_HEAD"];
+      ? ["checkout", "--force", "-B", snapshot.branchName, snapshot.headCommit]
+      : ["checkout", "--force", "--detach", snapshot.headCommit];
     await runLocalGit(cloneDir, checkout, SLOW);
     for (const repository of snapshot.repositories ?? []) {
       await withShallowHeadClone(path.join(localDir, repository.path), repository.snapshot, async (nested) => {
@@ -59,7 +107,6 @@ export async function withShallowHeadClone(localDir, snapshot, fn) {
     }
     return await fn(cloneDir);
   } finally {
-    await runLocalGit(localDir, ["update-ref", "-d", ref], QUICK).catch(() => undefined);
     await fs.rm(cloneDir, { recursive: true, force: true }).catch(() => undefined);
   }
 }
@@ -69,9 +116,25 @@ export const newImportedRef = () => `refs/paperclip/git-sync/imported/sandbox/${
 /** A fresh remote ref the sandbox exports its head under. */
 export const newExportRef = () => `refs/paperclip/git-sync/export/sandbox/${randomUUID()}`;
 
-/** Deletes a local ref (best effort). */
+/**
+ * Deletes a local ref (best effort) and the directories under `.git/refs/paperclip/` it
+ * leaves empty, so a restore that fails after fetching its bundle leaves `.git` as it was.
+ */
 export async function deleteRef(localDir, ref) {
   await runLocalGit(localDir, ["update-ref", "-d", ref], QUICK).catch(() => undefined);
+  if (!ref.startsWith("refs/paperclip/")) return;
+  try {
+    const common = (await runLocalGit(localDir, ["rev-parse", "--git-common-dir"], QUICK)).stdout.trim();
+    const gitDir = path.resolve(localDir, common);
+    const parts = ref.split("/").slice(0, -1);
+    // Innermost first (git itself may have removed some already); stops at the first
+    // directory that is not empty.
+    for (let depth = parts.length; depth >= 2; depth -= 1) {
+      await fs.rmdir(path.join(gitDir, ...parts.slice(0, depth))).catch((error) => { if (error?.code !== "ENOENT") throw error; });
+    }
+  } catch {
+    // best effort, as the delete itself
+  }
 }
 
 /**

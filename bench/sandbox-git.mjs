@@ -1,0 +1,66 @@
+// The sandbox lane's shallow HEAD export alone: upstream's sequence (git init, a temp ref,
+// `fetch --depth=1`, `checkout -B`, `reset --hard`, the ref deleted) against ours
+// (lib/sandbox/git-history.js withShallowHeadClone: the commit's objects copied by
+// rev-list | pack-objects --window=0 | index-pack, then the checkout), each followed by the
+// clone's removal, on a git repository made from a corpus of bench/corpus.mjs (node_modules
+// ignored, the rest committed). Interleaved runs, medians. The clone goes to os.tmpdir()
+// (set TMPDIR=/dev/shm for tmpfs); the repository is on tmpfs unless `--repo disk`.
+// Usage: [TMPDIR=…] node bench/sandbox-git.mjs [c] [--runs N] [--repo tmpfs|disk]
+import { execFileSync } from "node:child_process";
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { promises as fs } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { corpus } from "./corpus.mjs";
+import { withShallowHeadClone } from "../lib/sandbox/git-history.js";
+
+const args = process.argv.slice(2);
+const name = args[0] && !args[0].startsWith("--") ? args[0] : "c";
+const flag = (key, fallback) => (args.includes(key) ? args[args.indexOf(key) + 1] : fallback);
+const runs = Number(flag("--runs", "5"));
+const repoOn = flag("--repo", "tmpfs");
+
+const parent = mkdtempSync(path.join(repoOn === "disk" ? "/var/tmp" : "/dev/shm", "pc-bench-git-"));
+const repo = path.join(parent, "ws");
+try {
+  cpSync(corpus(name).dir, repo, { recursive: true, verbatimSymlinks: true });
+  writeFileSync(path.join(repo, ".gitignore"), "node_modules/\n");
+  const git = (dir, ...gitArgs) => execFileSync("git", ["-C", dir, "-c", "user.name=b", "-c", "user.email=b@b", "-c", "init.defaultBranch=main", ...gitArgs], { encoding: "utf8", maxBuffer: 1 << 26 });
+  git(repo, "init", "-q");
+  git(repo, "add", "-A");
+  git(repo, "commit", "-q", "-m", "bench");
+  const head = git(repo, "rev-parse", "HEAD").trim();
+  const files = git(repo, "ls-files").split("\n").filter(Boolean).length;
+
+  const upstream = async () => {
+    const clone = await fs.mkdtemp(path.join(os.tmpdir(), "paperclip-git-workspace-"));
+    const ref = `refs/paperclip/git-sync/import/bench-${process.pid}`;
+    try {
+      git(repo, "update-ref", ref, head);
+      git(clone, "init", "-q");
+      git(clone, "fetch", "-q", "--depth=1", repo, ref);
+      git(clone, "checkout", "-q", "--force", "-B", "main", "FETCH_HEAD");
+      git(clone, "reset", "-q", "--hard", head);
+    } finally {
+      git(repo, "update-ref", "-d", ref);
+      await fs.rm(clone, { recursive: true, force: true });
+    }
+  };
+  const ours = () => withShallowHeadClone(repo, { headCommit: head, branchName: "main", repositories: [] }, async () => {});
+
+  const times = { upstream: [], ours: [] };
+  for (let run = 0; run < runs; run += 1) {
+    for (const [label, fn] of [["upstream", upstream], ["ours", ours]]) {
+      const start = process.hrtime.bigint();
+      await fn();
+      times[label].push(Number(process.hrtime.bigint() - start) / 1e6);
+    }
+  }
+  const median = (xs) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  const up = median(times.upstream);
+  const me = median(times.ours);
+  console.log(`corpus ${name}: ${files} tracked files; repository on ${repoOn}, clone in ${os.tmpdir()}; ${runs} interleaved runs, medians`);
+  console.log(`| upstream's clone | ours | upstream / ours |\n|---|---|---|\n| ${(up / 1000).toFixed(2)} s | ${(me / 1000).toFixed(2)} s | ${(up / me).toFixed(1)}x |`);
+} finally {
+  rmSync(parent, { recursive: true, force: true });
+}
