@@ -12,7 +12,8 @@ import { randomUUID } from "node:crypto";
 import { promises as fs } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { GIT_SYNC_COMMIT_IDENTITY_ARGS, runLocalGit } from "./local-git.js";
+import { INTEGRATION_LABELS, integrateImportedHead as integrateInto } from "./git-integration.js";
+import { runLocalGit } from "./local-git.js";
 import { abortError, native } from "./native.js";
 import { runTransfer, shellQuote, sshTarget, transferProgress, transferTarget } from "./ssh-common.js";
 import { runSshCommand, syncDirectoryFromSsh, syncDirectoryToSsh } from "./ssh.js";
@@ -28,8 +29,6 @@ const QUICK = { timeout: 10_000, maxBuffer: 16 * 1024 };
 const SLOW = { timeout: 60_000, maxBuffer: 1024 * 1024 };
 /** Upstream's limits for its remote clean-up scripts. */
 const REMOTE_SCRIPT = { timeoutMs: 30_000, maxBuffer: 256 * 1024 };
-/** How often a head update that lost a race with another writer is tried again. */
-const INTEGRATE_ATTEMPTS = 5;
 /** An scp-like remote (`user@host:path`), which `new URL` cannot parse. */
 const SCP_LIKE_REMOTE = /^[^@:/\s]+@[^@:/\s]+:\S+$/;
 
@@ -201,69 +200,9 @@ async function pullGitHistory({ spec, localDir, remoteDir, ref, reset, onProgres
   }
 }
 
-/**
- * The commit the local head should move to so that it contains `imported`, or `null` when
- * it already does: `imported` itself (fast-forward), a graft of its tree onto `current`
- * (unrelated histories), or a merge commit of the two (`git merge-tree`; a conflict fails).
- */
-async function integratedCommit(localDir, current, imported) {
-  const short = (commit) => commit.slice(0, 12);
-  let base = "";
-  let unrelated = false;
-  try {
-    base = (await runLocalGit(localDir, ["merge-base", current, imported], QUICK)).stdout.trim();
-  } catch (error) {
-    // Exit 1 is git's "no common ancestor"; any other failure must not rewrite the head,
-    // so it falls through to merge-tree, which fails with it.
-    unrelated = error?.code === 1;
-  }
-  if (base === imported) return null;
-  if (base === current) return imported;
-  if (unrelated) {
-    const tree = (await runLocalGit(localDir, ["rev-parse", `${imported}^{tree}`], QUICK)).stdout.trim();
-    const subject = (await runLocalGit(localDir, ["log", "-1", "--format=%B", imported], { timeout: 10_000, maxBuffer: 256 * 1024 })).stdout.trim();
-    const message = `${subject}\n\n(Paperclip SSH sync graft ${short(imported)}: imported history shares no ancestor with ${short(current)})`;
-    const graft = await runLocalGit(localDir, [...GIT_SYNC_COMMIT_IDENTITY_ARGS, "commit-tree", tree, "-p", current, "-m", message], { timeout: 60_000, maxBuffer: 64 * 1024 });
-    return graft.stdout.trim();
-  }
-  let merged;
-  try {
-    merged = await runLocalGit(localDir, ["merge-tree", "--write-tree", current, imported], { timeout: 60_000, maxBuffer: 256 * 1024 });
-  } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
-    throw new Error(`Failed to merge concurrent SSH git histories for ${short(current)} and ${short(imported)}: ${reason}`);
-  }
-  const tree = merged.stdout.trim().split("\n")[0]?.trim() ?? "";
-  if (tree === "") throw new Error("Failed to compute a merged git tree for SSH workspace restore.");
-  const commit = await runLocalGit(localDir, [
-    ...GIT_SYNC_COMMIT_IDENTITY_ARGS, "commit-tree", tree, "-p", current, "-p", imported,
-    "-m", `Paperclip SSH sync merge ${short(imported)}`,
-  ], { timeout: 60_000, maxBuffer: 64 * 1024 });
-  return commit.stdout.trim();
-}
-
-/**
- * Moves the local branch (or detached HEAD) so it contains `imported`, with a
- * compare-and-swap ref update; a concurrent writer that moved the head first makes it start
- * over from the new head (up to `INTEGRATE_ATTEMPTS` times).
- */
-async function integrateImportedHead(localDir, imported) {
-  for (let attempt = 1; ; attempt += 1) {
-    const state = await readLocalGitState(localDir);
-    if (!state || state.headCommit === "" || state.headCommit === imported) return;
-    const current = state.headCommit;
-    const next = await integratedCommit(localDir, current, imported);
-    if (next === null) return;
-    const headRef = state.branchName ? `refs/heads/${state.branchName}` : "HEAD";
-    try {
-      await runLocalGit(localDir, ["update-ref", headRef, next, current], QUICK);
-      return;
-    } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
-      const lostRace = message.includes("cannot lock ref") && message.includes("expected");
-      if (!lostRace || attempt >= INTEGRATE_ATTEMPTS) throw error;
-    }
-  }
+/** Moves the local head so it contains `imported` (see lib/git-integration.js). */
+function integrateImportedHead(localDir, imported) {
+  return integrateInto(localDir, imported, { readHead: readLocalGitState, labels: INTEGRATION_LABELS.ssh });
 }
 
 /**

@@ -9,13 +9,13 @@ import { promises as fs } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { PROJECT_REPOSITORIES_DIR, readGitWorkspaceSnapshot } from "../git-workspace-sync.js";
-import { GIT_SYNC_COMMIT_IDENTITY_ARGS, runLocalGit } from "../local-git.js";
+import { INTEGRATION_LABELS, integrateImportedHead as integrateInto } from "../git-integration.js";
+import { runLocalGit } from "../local-git.js";
 import { credentialFreeRemoteUrl } from "../ssh-workspace.js";
 import { shellQuote } from "./shell.js";
 
 const QUICK = { timeout: 10_000, maxBuffer: 16 * 1024 };
 const SLOW = { timeout: 60_000, maxBuffer: 1024 * 1024 };
-const INTEGRATE_ATTEMPTS = 5;
 
 /** `origin`'s credential-free URL, or `null`. */
 async function originUrl(localDir) {
@@ -230,62 +230,13 @@ async function readHead(localDir) {
   return { headCommit, branchName: branch && branch !== "HEAD" ? branch : null };
 }
 
-/** The commit the head moves to so it contains `imported`; `null` when it already does. */
-async function integratedCommit(localDir, current, imported) {
-  const short = (commit) => commit.slice(0, 12);
-  let base = "";
-  let unrelated = false;
-  try {
-    base = (await runLocalGit(localDir, ["merge-base", current, imported], QUICK)).stdout.trim();
-  } catch (error) {
-    unrelated = error?.code === 1;
-  }
-  if (base === imported) return null;
-  if (base === current) return imported;
-  if (unrelated) {
-    const tree = (await runLocalGit(localDir, ["rev-parse", `${imported}^{tree}`], QUICK)).stdout.trim();
-    const body = (await runLocalGit(localDir, ["log", "-1", "--format=%B", imported], { timeout: 10_000, maxBuffer: 256 * 1024 })).stdout.trim();
-    const message = `${body}\n\n(Paperclip remote git sync graft ${short(imported)}: imported history shares no ancestor with ${short(current)})`;
-    return (await runLocalGit(localDir, [...GIT_SYNC_COMMIT_IDENTITY_ARGS, "commit-tree", tree, "-p", current, "-m", message], { timeout: 60_000, maxBuffer: 64 * 1024 })).stdout.trim();
-  }
-  let merged;
-  try {
-    merged = await runLocalGit(localDir, ["merge-tree", "--write-tree", current, imported], { timeout: 60_000, maxBuffer: 256 * 1024 });
-  } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
-    throw new Error(`Failed to merge concurrent remote git histories for ${short(current)} and ${short(imported)}: ${reason}`);
-  }
-  const tree = merged.stdout.trim().split("\n")[0]?.trim() ?? "";
-  if (tree === "") throw new Error("Failed to compute a merged git tree for workspace restore.");
-  return (await runLocalGit(localDir, [
-    ...GIT_SYNC_COMMIT_IDENTITY_ARGS, "commit-tree", tree, "-p", current, "-p", imported,
-    "-m", `Paperclip remote git sync merge ${short(imported)}`,
-  ], { timeout: 60_000, maxBuffer: 64 * 1024 })).stdout.trim();
-}
-
 /**
  * Moves the local branch (or detached HEAD) so it contains `imported` (fast-forward, graft
  * of unrelated history, or a merge commit), by compare-and-swap; a lost race starts over
  * from the new head, up to five attempts.
  */
-export async function integrateImportedHead(localDir, imported) {
-  for (let attempt = 1; attempt <= INTEGRATE_ATTEMPTS; attempt += 1) {
-    const snapshot = await readHead(localDir);
-    if (!snapshot) return;
-    const current = snapshot.headCommit;
-    if (!current || current === imported) return;
-    const next = await integratedCommit(localDir, current, imported);
-    if (next === null) return;
-    const headRef = snapshot.branchName ? `refs/heads/${snapshot.branchName}` : "HEAD";
-    try {
-      await runLocalGit(localDir, ["update-ref", headRef, next, current], QUICK);
-      return;
-    } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
-      if (!(message.includes("cannot lock ref") && message.includes("expected")) || attempt >= INTEGRATE_ATTEMPTS) throw error;
-    }
-  }
-  throw new Error(`Failed to integrate concurrent remote git history for ${imported.slice(0, 12)} after multiple retries.`);
+export function integrateImportedHead(localDir, imported) {
+  return integrateInto(localDir, imported, { readHead, labels: INTEGRATION_LABELS.sandbox });
 }
 
 /**
