@@ -18,6 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRandom, runSeed } from "./helpers/random.js";
 import { writeSwappedUpstream } from "./helpers/swapped-upstream.js";
 import { treeState } from "./helpers/tar.js";
+import { repositoryState, treeWithoutGit } from "./helpers/git-state.js";
 
 const seed = runSeed();
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -147,34 +148,9 @@ function writeWorkspace(rng, root) {
   writeFileSync(path.join(root, "debug.log"), "ignored\n");
 }
 
-/** The tree without mtimes and without the innards of `.git`. */
-function tree(root) {
-  const out = {};
-  for (const [key, value] of Object.entries(treeState(root))) {
-    if (/(^|\/)\.git\//.test(key)) continue;
-    out[key] = { ...value, mtime: undefined };
-  }
-  return out;
-}
+const tree = treeWithoutGit;
 
-function gitState(dir) {
-  const safe = (args) => {
-    try {
-      return git(dir, args).trim();
-    } catch (error) {
-      return `exit ${error.status}`;
-    }
-  };
-  return {
-    head: safe(["rev-parse", "HEAD"]),
-    branch: safe(["symbolic-ref", "-q", "HEAD"]),
-    refs: safe(["for-each-ref", "--format=%(refname) %(objectname)"]),
-    remotes: safe(["remote", "-v"]),
-    shallow: existsSync(path.join(dir, ".git", "shallow")) ? readFileSync(path.join(dir, ".git", "shallow"), "utf8") : null,
-    status: safe(["status", "--porcelain=v1", "--untracked-files=all"]),
-    fsck: safe(["fsck", "--no-progress"]),
-  };
-}
+const gitState = (dir) => repositoryState(dir);
 
 function agentWork(remote) {
   writeFileSync(path.join(remote, "main.js"), "console.log(3);\n");

@@ -12,6 +12,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { withShallowHeadClone } from "../lib/sandbox/git-history.js";
 import { createRandom, runSeed } from "./helpers/random.js";
 import { treeState } from "./helpers/tar.js";
+import { repositoryState } from "./helpers/git-state.js";
 
 const seed = runSeed();
 const scratch = mkdtempSync(path.join(os.tmpdir(), "pc-sandbox-git-history-"));
@@ -69,26 +70,7 @@ function upstreamClone(localDir, clone, head, branch) {
   git(localDir, ["update-ref", "-d", ref]);
 }
 
-function gitState(dir) {
-  const safe = (args) => {
-    try {
-      return git(dir, args).trim();
-    } catch (error) {
-      return `exit ${error.status}`;
-    }
-  };
-  return {
-    head: safe(["rev-parse", "HEAD"]),
-    branch: safe(["symbolic-ref", "-q", "HEAD"]),
-    refs: safe(["for-each-ref", "--format=%(refname) %(objectname)"]),
-    remotes: safe(["remote", "-v"]),
-    shallow: existsSync(path.join(dir, ".git", "shallow")) ? readFileSync(path.join(dir, ".git", "shallow"), "utf8") : null,
-    history: safe(["rev-list", "HEAD"]),
-    status: safe(["status", "--porcelain=v1", "--untracked-files=all"]),
-    fsck: safe(["fsck", "--no-progress", "--strict"]),
-    objects: safe(["cat-file", "--batch-all-objects", "--batch-check=%(objectname) %(objecttype)"]).split("\n").sort().join("\n"),
-  };
-}
+const gitState = (dir) => repositoryState(dir, { objects: true });
 
 const workTree = (root) => Object.fromEntries(Object.entries(treeState(root))
   .filter(([key]) => key !== ".git" && !key.startsWith(".git/"))

@@ -16,6 +16,7 @@ import * as ours from "../lib/command-managed-runtime.js";
 import { createRandom, runSeed } from "./helpers/random.js";
 import { nativeSyncRunner, spawnRunner } from "./helpers/sandbox-runner.js";
 import { RawArchive, treeState } from "./helpers/tar.js";
+import { repositoryState, treeWithoutGit } from "./helpers/git-state.js";
 
 const seed = runSeed();
 const scratch = mkdtempSync(path.join(os.tmpdir(), "pc-sandbox-diff-"));
@@ -107,35 +108,9 @@ function agentWork(remote, { gitBacked, nested }) {
   if (nested) writeFileSync(path.join(remote, ".paperclip-repositories", "proj", "README.md"), "nested changed\n");
 }
 
-/** The tree without mtimes and without the innards of `.git` directories. */
-function tree(root) {
-  const out = {};
-  for (const [key, value] of Object.entries(treeState(root))) {
-    if (/(^|\/)\.git\//.test(key)) continue;
-    out[key] = { ...value, mtime: undefined };
-  }
-  return out;
-}
+const tree = treeWithoutGit;
 
-/** What matters of a repository: head, branch, refs, origin, shallow boundary, status, fsck. */
-function gitState(dir) {
-  const safe = (args) => {
-    try {
-      return git(dir, args).trim();
-    } catch (error) {
-      return `exit ${error.status}`;
-    }
-  };
-  return {
-    head: safe(["rev-parse", "HEAD"]),
-    branch: safe(["symbolic-ref", "-q", "HEAD"]),
-    refs: safe(["for-each-ref", "--format=%(refname) %(objectname)"]),
-    remotes: safe(["remote", "-v"]),
-    shallow: existsSync(path.join(dir, ".git", "shallow")) ? readFileSync(path.join(dir, ".git", "shallow"), "utf8") : null,
-    status: safe(["status", "--porcelain=v1", "--untracked-files=all"]),
-    fsck: safe(["fsck", "--no-progress"]),
-  };
-}
+const gitState = (dir) => repositoryState(dir);
 
 const normalize = (line) => line.replace(/\d+(\.\d+)?/g, "N");
 /**

@@ -20,17 +20,16 @@
 //
 // Usage: node scripts/upstream-swap.mjs [--suites a,b] [--exclude-suites a,b] [--json out.json]
 import { spawn } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { mkdtempSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
-// The covered modules and the shim's source are shared with the activation (the `--import`
-// hook and the vitest plugin compose the same modules at load time).
-import { boundSource, coveredModules, isBoundModule, shimSource } from "../lib/activation/coverage.js";
+import { fileURLToPath } from "node:url";
+// The copy and the composition (shared with the activation's coverage list) live in
+// scripts/swapped-upstream.mjs, which the tests use too.
+import { copyUpstream, swapIn, upstreamDir } from "./swapped-upstream.mjs";
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-const upstreamDir = path.join(repo, "node_modules", "@paperclipai", "adapter-utils");
 const swapRoot = path.join(repo, ".swap");
 
 // The upstream suites that exercise the modules we cover (directly or through the upstream
@@ -67,49 +66,7 @@ function parseArgs(argv) {
 function prepareCopy(variant) {
   const dir = path.join(swapRoot, variant);
   rmSync(dir, { recursive: true, force: true });
-  mkdirSync(dir, { recursive: true });
-  cpSync(path.join(upstreamDir, "dist"), path.join(dir, "dist"), { recursive: true });
-  cpSync(path.join(upstreamDir, "package.json"), path.join(dir, "package.json"));
-  // The bundled dependencies (acpx, …) resolve through the upstream package's own folder.
-  symlinkSync(path.join(upstreamDir, "node_modules"), path.join(dir, "node_modules"), "dir");
-  return dir;
-}
-
-async function swapIn(dir) {
-  const modules = [];
-  const covered = coveredModules();
-  const coveredNames = new Set(covered.map((entry) => entry.module));
-  for (const { module, file } of covered) {
-    const upstreamFile = path.join(dir, "dist", `${module}.js`);
-    if (!existsSync(upstreamFile)) throw new Error(`upstream has no module ${module}`);
-    const ours = await import(pathToFileURL(file).href);
-    const theirs = await import(pathToFileURL(path.join(upstreamDir, "dist", `${module}.js`)).href);
-    const names = Object.keys(ours).sort();
-    const foreign = names.filter((name) => !(name in theirs));
-    if (foreign.length > 0) throw new Error(`lib/${module}.js exports names upstream's ${module} lacks: ${foreign.join(", ")}`);
-    const base = path.basename(module);
-    renameSync(upstreamFile, path.join(dir, "dist", `${module}.orig.js`));
-    // A bound drop-in (an orchestrator of other drop-ins) sits beside upstream's module as
-    // `<module>.native.js`, calling upstream's (swapped) siblings, as the activation serves it.
-    let oursSpecifier = pathToFileURL(file).href;
-    if (isBoundModule(module)) {
-      writeFileSync(path.join(dir, "dist", `${module}.native.js`), boundSource({ module, file }, coveredNames));
-      oursSpecifier = `./${base}.native.js`;
-    }
-    writeFileSync(upstreamFile, shimSource({ originalSpecifier: `./${base}.orig.js`, ours: oursSpecifier, names }));
-    modules.push({ module, upstreamFile, ours: isBoundModule(module) ? await import(pathToFileURL(path.join(dir, "dist", `${module}.native.js`)).href) : ours, names });
-  }
-  // Prove every shim took effect (only once all are written: upstream modules import each
-  // other): the swapped module hands out our very functions.
-  const swapped = [];
-  for (const { module, upstreamFile, ours, names } of modules) {
-    const shim = await import(pathToFileURL(upstreamFile).href);
-    for (const name of names) {
-      if (typeof ours[name] === "function" && shim[name] !== ours[name]) throw new Error(`swap of ${module}.${name} did not take effect`);
-      swapped.push(`${module}.${name}`);
-    }
-  }
-  return swapped;
+  return copyUpstream(dir);
 }
 
 async function runSuites(dir, suites, label) {

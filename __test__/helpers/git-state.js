@@ -1,0 +1,47 @@
+// What the sandbox-lane tests compare of a repository and a work tree, in one place.
+import { execFileSync } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import path from "node:path";
+import { treeState } from "./tar.js";
+
+const read = (dir, args) => execFileSync("git", ["-C", dir, ...args], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+
+/**
+ * What matters of a repository: head, branch, refs, remotes, shallow boundary, status and
+ * `git fsck` (a failing command reads as `exit N`). With `objects`, also the history, every
+ * object and a strict fsck.
+ */
+export function repositoryState(dir, { objects = false } = {}) {
+  const safe = (args) => {
+    try {
+      return read(dir, args).trim();
+    } catch (error) {
+      return `exit ${error.status}`;
+    }
+  };
+  const shallowFile = path.join(dir, ".git", "shallow");
+  const state = {
+    head: safe(["rev-parse", "HEAD"]),
+    branch: safe(["symbolic-ref", "-q", "HEAD"]),
+    refs: safe(["for-each-ref", "--format=%(refname) %(objectname)"]),
+    remotes: safe(["remote", "-v"]),
+    shallow: existsSync(shallowFile) ? readFileSync(shallowFile, "utf8") : null,
+    status: safe(["status", "--porcelain=v1", "--untracked-files=all"]),
+    fsck: safe(["fsck", "--no-progress", ...(objects ? ["--strict"] : [])]),
+  };
+  if (objects) {
+    state.history = safe(["rev-list", "HEAD"]);
+    state.objects = safe(["cat-file", "--batch-all-objects", "--batch-check=%(objectname) %(objecttype)"]).split("\n").sort().join("\n");
+  }
+  return state;
+}
+
+/** `treeState(root)` without mtimes and without the insides of `.git` directories. */
+export function treeWithoutGit(root) {
+  const out = {};
+  for (const [key, value] of Object.entries(treeState(root))) {
+    if (/(^|\/)\.git\//.test(key)) continue;
+    out[key] = { ...value, mtime: undefined };
+  }
+  return out;
+}
