@@ -151,15 +151,16 @@ async function main() {
   const scratch = mkdtempSync(path.join(os.tmpdir(), "pc-activation-"));
   const results = {};
   try {
-    // Two runs at a time (each baseline with its first activated mode, as the swap runner
-    // runs its two copies): the suites mostly wait on timers and child processes.
+    // Every mode at once by default (ACTIVATION_SUITES_PARALLEL sets fewer): the suites
+    // mostly wait on timers and child processes (a mode of upstream's suites takes ~10 min
+    // of wall time at well under one core).
     const report = (mode) => {
       const t = results[mode].tests;
       const count = (s) => [...t.values()].filter((v) => v === s).length;
       console.log(`activation-suites: ${mode}: ${count("passed")} passed, ${count("failed")} failed, ${count("skipped") + count("pending")} skipped (${results[mode].seconds.toFixed(0)} s; served natively: ${results[mode].served.length} modules)`);
     };
     const queue = [...args.modes];
-    const parallel = Number(process.env.ACTIVATION_SUITES_PARALLEL ?? 2);
+    const parallel = Number(process.env.ACTIVATION_SUITES_PARALLEL ?? args.modes.length);
     await Promise.all(Array.from({ length: Math.max(1, parallel) }, async () => {
       while (queue.length) {
         const mode = queue.shift();

@@ -91,10 +91,18 @@ if $as_root; then
   (cd "$copy" && runuser -u "$ssh_user" -- node scripts/upstream-swap.mjs --suites ssh-fixture --json "$copy/ssh-swap.json")
   ssh_swap_status=$?
   step "activation suites as $ssh_user (upstream's and two consumers' compiled suites, with and without activation)"
+  # The three packages at once (their suites mostly wait); each prints to its own log,
+  # shown when all are done.
   activation_status=0
+  pids=()
   for pkg in adapter-utils adapter-claude-local adapter-codex-local; do
     (cd "$copy" && runuser -u "$ssh_user" -- node scripts/activation-suites.mjs --package "@paperclipai/$pkg" \
-        --modes "$activation_modes" --json "$copy/activation-$pkg.json") || activation_status=1
+        --modes "$activation_modes" --json "$copy/activation-$pkg.json") > "$results/activation-$pkg.log" 2>&1 &
+    pids+=($!)
+  done
+  for pid in "${pids[@]}"; do wait "$pid" || activation_status=1; done
+  for pkg in adapter-utils adapter-claude-local adapter-codex-local; do
+    cat "$results/activation-$pkg.log"
     cp "$copy/activation-$pkg.json" "$results/activation-$pkg.json" 2>/dev/null
   done
   cp "$copy/ssh-vitest.json" "$results/ssh-vitest.json" 2>/dev/null
@@ -110,10 +118,14 @@ else
   ssh_swap_status=0
   step "activation suites (upstream's and two consumers' compiled suites, with and without activation)"
   activation_status=0
+  pids=()
   for pkg in adapter-utils adapter-claude-local adapter-codex-local; do
     node scripts/activation-suites.mjs --package "@paperclipai/$pkg" --modes "$activation_modes" \
-        --json "$results/activation-$pkg.json" || activation_status=1
+        --json "$results/activation-$pkg.json" > "$results/activation-$pkg.log" 2>&1 &
+    pids+=($!)
   done
+  for pid in "${pids[@]}"; do wait "$pid" || activation_status=1; done
+  for pkg in adapter-utils adapter-claude-local adapter-codex-local; do cat "$results/activation-$pkg.log"; done
 fi
 set -e
 
