@@ -7,21 +7,18 @@
 // or reports it with ERR_PAPERCLIP_NATIVE_INTERRUPTED_RESTORE (merge; after the marker it
 // names is removed, a rerun completes). An SSH pull interrupted mid-replace is simulated
 // (its staging directory with a journal, as a kill leaves it) and completed by the next pull.
-import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { extractTarballToDirectory, packDirectoryToFile } from "../index.js";
 import { syncDirectoryFromSsh } from "../lib/ssh.js";
 import { captureDirectorySnapshot, mergeDirectoryWithBaseline, serializeDirectorySnapshot } from "../lib/workspace-restore-merge.js";
 import { createRandom, runSeed } from "./helpers/random.js";
 import { treeState } from "./helpers/tar.js";
+import { runAndKill, STAGING, stagingLeft, writeFiles as writeTree } from "./helpers/kill-points.js";
 
 const seed = runSeed();
-const CHILD = path.join(path.dirname(fileURLToPath(import.meta.url)), "helpers", "crash-child.mjs");
-const STAGING = /^\.paperclip-(extract|merge|ssh-sync-back)-/;
 const ROUNDS = Number(process.env.CRASH_ROUNDS ?? 8);
 const DIRS = 30;
 const PER_DIR = 100;
@@ -33,58 +30,13 @@ beforeAll(() => {
 });
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
-/** Every staging name under `root`, at any depth. */
-function stagingLeft(root) {
-  return readdirSync(root, { recursive: true }).map(String).filter((rel) => rel.split("/").some((part) => STAGING.test(part)));
-}
 
 /** Files `d<i>/f<j>` with `content(i, j)`. */
-function writeFiles(root, content, { dirs = DIRS, perDir = PER_DIR } = {}) {
-  for (let i = 0; i < dirs; i += 1) {
-    mkdirSync(path.join(root, `d${i}`), { recursive: true });
-    for (let j = 0; j < perDir; j += 1) writeFileSync(path.join(root, `d${i}`, `f${j}`), content(i, j));
-  }
-}
+const writeFiles = (root, content, { dirs = DIRS, perDir = PER_DIR } = {}) => writeTree(root, content, { dirs, perDir });
 
 const oldContent = (i, j) => `old ${i}/${j}\n`.repeat(40);
 const newContent = (i, j) => `new ${i}/${j}\n`.repeat(50);
 
-/**
- * Runs the child and SIGKILLs it at the seeded point: `{ after: ms }` after it started, or
- * `{ journal: root, after: ms }` that long after a journal appeared in a staging directory
- * of `root` (during the moves). Resolves with how it ended.
- */
-function runAndKill(args, point) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CHILD, ...args], { stdio: ["ignore", "pipe", "pipe"] });
-    let out = "";
-    let err = "";
-    let timer;
-    const kill = () => child.kill("SIGKILL");
-    child.stdout.on("data", (chunk) => {
-      out += chunk;
-      if (!out.startsWith("started") || timer !== undefined) return;
-      if (point.journal === undefined) {
-        timer = setTimeout(kill, point.after);
-        return;
-      }
-      timer = setInterval(() => {
-        const journalled = readdirSync(point.journal).some((name) => STAGING.test(name) && existsSync(path.join(point.journal, name, "journal")));
-        if (journalled) {
-          clearInterval(timer);
-          timer = setTimeout(kill, point.after);
-        }
-      }, 1);
-    });
-    child.stderr.on("data", (chunk) => { err += chunk; });
-    child.on("error", reject);
-    child.on("exit", (code, signal) => {
-      clearTimeout(timer);
-      clearInterval(timer);
-      resolve({ code, signal, out, err });
-    });
-  });
-}
 
 /** The seeded kill point of round `round`. */
 function killPoint(rng, round, root, early = 400) {

@@ -5,21 +5,18 @@
 // every file is its old or its new version or (being replaced) absent, never torn, and the
 // next pull leaves no staging directory and exactly the remote tree. Limits: a pull refused
 // by maxEntries and by maxFileBytes leaves the destination unchanged.
-import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { syncDirectoryFromSsh } from "../lib/ssh.js";
 import { captureDirectorySnapshot } from "../lib/workspace-restore-merge.js";
 import { createRandom, runSeed } from "./helpers/random.js";
 import { startSshd } from "./helpers/sshd.js";
 import { treeState } from "./helpers/tar.js";
+import { runAndKill, STAGING, stagingLeft, writeFiles as writeTree } from "./helpers/kill-points.js";
 
 const seed = runSeed();
-const CHILD = path.join(path.dirname(fileURLToPath(import.meta.url)), "helpers", "crash-child.mjs");
-const STAGING = /^\.paperclip-(extract|merge|ssh-sync-back)-/;
 const DIRS = 15;
 const PER_DIR = 100;
 let server;
@@ -38,48 +35,9 @@ afterAll(async () => {
 const oldContent = (i, j) => `old ${i}/${j}\n`.repeat(40);
 const newContent = (i, j) => `new ${i}/${j}\n`.repeat(50);
 
-function writeFiles(root, content) {
-  for (let i = 0; i < DIRS; i += 1) {
-    mkdirSync(path.join(root, `d${i}`), { recursive: true });
-    for (let j = 0; j < PER_DIR; j += 1) writeFileSync(path.join(root, `d${i}`, `f${j}`), content(i, j));
-  }
-}
+const writeFiles = (root, content) => writeTree(root, content, { dirs: DIRS, perDir: PER_DIR });
 
-function stagingLeft(root) {
-  return readdirSync(root, { recursive: true }).map(String).filter((rel) => rel.split("/").some((part) => STAGING.test(part)));
-}
 
-function runAndKill(args, point) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CHILD, ...args], { stdio: ["ignore", "pipe", "pipe"] });
-    let out = "";
-    let err = "";
-    let timer;
-    const kill = () => child.kill("SIGKILL");
-    child.stdout.on("data", (chunk) => {
-      out += chunk;
-      if (!out.startsWith("started") || timer !== undefined) return;
-      if (point.journal === undefined) {
-        timer = setTimeout(kill, point.after);
-        return;
-      }
-      timer = setInterval(() => {
-        const journalled = readdirSync(point.journal).some((name) => STAGING.test(name) && existsSync(path.join(point.journal, name, "journal")));
-        if (journalled) {
-          clearInterval(timer);
-          timer = setTimeout(kill, point.after);
-        }
-      }, 1);
-    });
-    child.stderr.on("data", (chunk) => { err += chunk; });
-    child.on("error", reject);
-    child.on("exit", (code, signal) => {
-      clearTimeout(timer);
-      clearInterval(timer);
-      resolve({ code, signal, err });
-    });
-  });
-}
 
 describe(`SSH pull under kill -9 (seed ${seed})`, () => {
   it("leaves every file old, new or absent, and the next pull completes to the remote tree", async () => {
