@@ -3,7 +3,7 @@
 // tests that must pass with our exports swapped in, and the bounded fuzz runs of the tar
 // extractor and the tar packer (one check each).
 //
-// Usage: node scripts/summary.mjs <report.json>… — each report is a vitest JSON report, an
+// Usage: node scripts/summary.mjs <report>… — each report is a cargo test log (`.log`), a vitest JSON report, an
 // upstream-swap summary, a scripts/activation-suites.mjs summary or a scripts/fuzz.sh report (told apart by content); a report that
 // is missing (its run did not finish) counts as one failure.
 import { existsSync, readFileSync } from "node:fs";
@@ -17,6 +17,24 @@ for (const file of process.argv.slice(2)) {
   if (!existsSync(file)) {
     failed += 1;
     console.log(`${name}: no report (the run did not finish)`);
+    continue;
+  }
+  if (file.endsWith(".log")) {
+    // A cargo test log: its `test result:` lines, and the exit status written beside it
+    // (`<name>.status`); a run that did not exit 0 with no failed test counts as one failure.
+    const log = readFileSync(file, "utf8");
+    let ok = 0;
+    let bad = 0;
+    for (const [, p, f] of log.matchAll(/^test result: \w+\. (\d+) passed; (\d+) failed/gm)) {
+      ok += Number(p);
+      bad += Number(f);
+    }
+    const statusFile = file.replace(/\.log$/, ".status");
+    const status = existsSync(statusFile) ? readFileSync(statusFile, "utf8").trim() : "missing";
+    if (status !== "0" && bad === 0) bad = 1;
+    passed += ok;
+    failed += bad;
+    console.log(`${name}: ${ok} passed, ${bad} failed (exit status ${status})`);
     continue;
   }
   const report = JSON.parse(readFileSync(file, "utf8"));

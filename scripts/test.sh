@@ -13,6 +13,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
 results="$repo/.test-results"
+started=$(date +%s)
 rm -rf "$results" && mkdir -p "$results"
 
 step() { printf '\n==> %s\n' "$*"; }
@@ -46,19 +47,37 @@ fi
 source scripts/setup.sh
 host=$(rustc -vV | sed -n 's/host: //p')
 
-# 4. Rust unit tests (shares napi's target dir through --target).
+# Every step runs under a deadline (`bounded <seconds> <command>…`): its own budget, cut to
+# what is left of the whole run's ($TEST_BUDGET_SECONDS from the start, 5100 s by default,
+# under CI's 5400 s) minus a minute for the closing line. A step that hangs is killed and
+# counted as failed instead of running into CI's limit with no closing line.
+deadline=$((started + ${TEST_BUDGET_SECONDS:-5100}))
+bounded() {
+  local seconds=$1
+  shift
+  local left=$((deadline - $(date +%s) - 60))
+  [ "$left" -lt "$seconds" ] && seconds=$left
+  [ "$seconds" -lt 1 ] && seconds=1
+  timeout --kill-after=30 "$seconds" "$@"
+}
+
+# 4. Rust unit tests (shares napi's target dir through --target). Their `test result:`
+#    lines are counted in the closing line (scripts/summary.mjs reads the log).
 step "cargo test"
-cargo test --workspace --target "$host"
+set +e
+bounded 1200 cargo test --workspace --target "$host" 2>&1 | tee "$results/cargo-test.log"
+echo "${PIPESTATUS[0]}" > "$results/cargo-test.status"
+set -e
 
 # 4b. The cargo-fuzz target `extract` for $FUZZ_SECONDS (60 s by default); cargo-fuzz is
 #     installed when missing. A crash fails the run but not this script yet: it is counted.
 step "fuzz (tar extractor, ${FUZZ_SECONDS:-60} s)"
 fuzz_status=0
-bash scripts/fuzz.sh "$results/fuzz-extract.json" || fuzz_status=$?
+bounded 1200 bash scripts/fuzz.sh "$results/fuzz-extract.json" || fuzz_status=$?
 # 4c. The cargo-fuzz target `pack` (packed random trees against our extractor and GNU tar)
 #     for $FUZZ_PACK_SECONDS (30 s by default), counted as its own check.
 step "fuzz (tar packer, ${FUZZ_PACK_SECONDS:-30} s)"
-bash scripts/fuzz.sh "$results/fuzz-pack.json" pack || fuzz_status=$?
+bounded 900 bash scripts/fuzz.sh "$results/fuzz-pack.json" pack || fuzz_status=$?
 
 # The activation suite runs (scripts/activation-suites.mjs): every compiled suite of upstream
 # and of two real consumers, without activation and through the --import hook and the vitest
@@ -69,10 +88,10 @@ activation_modes=${ACTIVATION_MODES:-hook,plugin-inline}
 step "vitest"
 set +e
 if $as_root; then
-  node node_modules/vitest/vitest.mjs run --exclude '__test__/ssh*.test.js' --reporter=default --reporter=json --outputFile.json="$results/vitest.json"
+  bounded 1500 node node_modules/vitest/vitest.mjs run --exclude '__test__/ssh*.test.js' --reporter=default --reporter=json --outputFile.json="$results/vitest.json"
   vitest_status=$?
   step "upstream-swap"
-  node scripts/upstream-swap.mjs --exclude-suites ssh-fixture --json "$results/upstream-swap.json"
+  bounded 1200 node scripts/upstream-swap.mjs --exclude-suites ssh-fixture --json "$results/upstream-swap.json"
   swap_status=$?
 
   # 6. The SSH suites as $ssh_user, from a copy of the repository (without the build
@@ -84,11 +103,11 @@ if $as_root; then
       --exclude=./.test-results --exclude=./.bench --exclude=./fuzz -cf - . | tar -xf - -C "$copy"
   chown -R "$ssh_user:" "$copy"
   chmod 755 "$copy"
-  (cd "$copy" && runuser -u "$ssh_user" -- node node_modules/vitest/vitest.mjs run __test__/ssh \
+  (cd "$copy" && bounded 900 runuser -u "$ssh_user" -- node node_modules/vitest/vitest.mjs run __test__/ssh \
       --reporter=default --reporter=json --outputFile.json="$copy/ssh-vitest.json")
   ssh_status=$?
   step "upstream-swap (ssh-fixture) as $ssh_user"
-  (cd "$copy" && runuser -u "$ssh_user" -- node scripts/upstream-swap.mjs --suites ssh-fixture --json "$copy/ssh-swap.json")
+  (cd "$copy" && bounded 600 runuser -u "$ssh_user" -- node scripts/upstream-swap.mjs --suites ssh-fixture --json "$copy/ssh-swap.json")
   ssh_swap_status=$?
   step "activation suites as $ssh_user (upstream's and two consumers' compiled suites, with and without activation)"
   # The three packages at once (their suites mostly wait); each prints to its own log,
@@ -96,7 +115,7 @@ if $as_root; then
   activation_status=0
   pids=()
   for pkg in adapter-utils adapter-claude-local adapter-codex-local; do
-    (cd "$copy" && runuser -u "$ssh_user" -- node scripts/activation-suites.mjs --package "@paperclipai/$pkg" \
+    (cd "$copy" && bounded 2400 runuser -u "$ssh_user" -- node scripts/activation-suites.mjs --package "@paperclipai/$pkg" \
         --modes "$activation_modes" --json "$copy/activation-$pkg.json") > "$results/activation-$pkg.log" 2>&1 &
     pids+=($!)
   done
@@ -109,10 +128,10 @@ if $as_root; then
   cp "$copy/ssh-swap.json" "$results/upstream-swap-ssh.json" 2>/dev/null
   rm -rf "$copy"
 else
-  node node_modules/vitest/vitest.mjs run --reporter=default --reporter=json --outputFile.json="$results/vitest.json"
+  bounded 1500 node node_modules/vitest/vitest.mjs run --reporter=default --reporter=json --outputFile.json="$results/vitest.json"
   vitest_status=$?
   step "upstream-swap"
-  node scripts/upstream-swap.mjs --json "$results/upstream-swap.json"
+  bounded 1200 node scripts/upstream-swap.mjs --json "$results/upstream-swap.json"
   swap_status=$?
   ssh_status=0
   ssh_swap_status=0
@@ -120,7 +139,7 @@ else
   activation_status=0
   pids=()
   for pkg in adapter-utils adapter-claude-local adapter-codex-local; do
-    node scripts/activation-suites.mjs --package "@paperclipai/$pkg" --modes "$activation_modes" \
+    bounded 2400 node scripts/activation-suites.mjs --package "@paperclipai/$pkg" --modes "$activation_modes" \
         --json "$results/activation-$pkg.json" > "$results/activation-$pkg.log" 2>&1 &
     pids+=($!)
   done
@@ -129,10 +148,10 @@ else
 fi
 set -e
 
-reports=("$results/vitest.json" "$results/upstream-swap.json")
+reports=("$results/cargo-test.log" "$results/vitest.json" "$results/upstream-swap.json")
 $as_root && reports+=("$results/ssh-vitest.json" "$results/upstream-swap-ssh.json")
 reports+=("$results/activation-adapter-utils.json" "$results/activation-adapter-claude-local.json" "$results/activation-adapter-codex-local.json")
 reports+=("$results/fuzz-extract.json" "$results/fuzz-pack.json")
 node scripts/summary.mjs "${reports[@]}"
-[ $vitest_status -eq 0 ] && [ $swap_status -eq 0 ] && [ $ssh_status -eq 0 ] && [ $ssh_swap_status -eq 0 ] \
+[ "$(cat "$results/cargo-test.status")" = 0 ] && [ $vitest_status -eq 0 ] && [ $swap_status -eq 0 ] && [ $ssh_status -eq 0 ] && [ $ssh_swap_status -eq 0 ] \
   && [ $fuzz_status -eq 0 ] && [ $activation_status -eq 0 ]

@@ -36,10 +36,7 @@ pub fn to_napi(err: CoreError) -> napi::Error {
 
 /// The napi error for a failed join of a blocking task (a panic in native code).
 pub fn join_error(err: tokio::task::JoinError) -> napi::Error {
-    to_napi(CoreError::new(
-        paperclip_sync_core::error::codes::INTERNAL,
-        format!("native task failed: {err}"),
-    ))
+    to_napi(CoreError::new(paperclip_sync_core::error::codes::INTERNAL, format!("native task failed: {err}")))
 }
 
 /// Runs blocking core work on the runtime's bounded blocking pool.

@@ -38,9 +38,7 @@ pub fn escape_tar_exclude_literal(entry: Utf16String) -> Utf16String {
 /// groups skipped, duplicates removed with the first occurrence kept.
 #[napi]
 pub fn merge_exclude_groups(groups: Vec<Option<Vec<Utf16String>>>) -> Vec<Utf16String> {
-    let groups: Vec<Option<Vec<Vec<u16>>>> = groups
-        .into_iter()
-        .map(|g| g.map(|g| g.into_iter().map(|s| s.to_vec()).collect()))
-        .collect();
+    let groups: Vec<Option<Vec<Vec<u16>>>> =
+        groups.into_iter().map(|g| g.map(|g| g.into_iter().map(|s| s.to_vec()).collect())).collect();
     exclude::merge_excludes(&groups).into_iter().map(Utf16String::from).collect()
 }

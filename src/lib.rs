@@ -16,6 +16,6 @@ mod ignore;
 mod merge;
 mod runtime;
 mod snapshot;
-mod staging;
 mod ssh;
+mod staging;
 mod tar;

@@ -37,7 +37,11 @@ impl MergeSource {
 
 /// Captures the merge source (internal; upstream step 1 of `mergeDirectoryWithBaseline`).
 #[napi]
-pub async fn merge_capture_source(source_dir: String, exclude: Vec<String>, cancel_id: Option<u32>) -> napi::Result<MergeSource> {
+pub async fn merge_capture_source(
+    source_dir: String,
+    exclude: Vec<String>,
+    cancel_id: Option<u32>,
+) -> napi::Result<MergeSource> {
     let cancel = cancel::flag(cancel_id);
     run_blocking(move || {
         let root = PathBuf::from(source_dir);

@@ -155,9 +155,12 @@ pub async fn snapshot_read_entry(root: String, relative: String) -> napi::Result
     run_blocking(move || {
         Ok(snapshot::read_entry(&PathBuf::from(root), &relative)?.map(|entry| match entry {
             Entry::Dir => SnapshotEntryTransfer { kind: "dir".into(), mode: None, hash: None, target: None },
-            Entry::File { mode, hash } => {
-                SnapshotEntryTransfer { kind: "file".into(), mode: Some(mode), hash: Some(snapshot::hex(&hash)), target: None }
-            }
+            Entry::File { mode, hash } => SnapshotEntryTransfer {
+                kind: "file".into(),
+                mode: Some(mode),
+                hash: Some(snapshot::hex(&hash)),
+                target: None,
+            },
             Entry::Symlink { target } => {
                 SnapshotEntryTransfer { kind: "symlink".into(), mode: None, hash: None, target: Some(target) }
             }
@@ -168,7 +171,12 @@ pub async fn snapshot_read_entry(root: String, relative: String) -> napi::Result
 
 /// The content signature of a tree (internal; see `referencedSourceContentSignature`).
 #[napi]
-pub async fn content_signature(root: String, ignored_paths: Vec<String>, cancel_id: Option<u32>) -> napi::Result<String> {
+pub async fn content_signature(
+    root: String,
+    ignored_paths: Vec<String>,
+    cancel_id: Option<u32>,
+) -> napi::Result<String> {
     let cancel = cancel::flag(cancel_id);
-    run_blocking(move || snapshot::content_signature(&PathBuf::from(root), &ignored_paths, worker_threads(), &cancel)).await
+    run_blocking(move || snapshot::content_signature(&PathBuf::from(root), &ignored_paths, worker_threads(), &cancel))
+        .await
 }

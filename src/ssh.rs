@@ -16,9 +16,7 @@ use std::time::{Duration, Instant};
 use napi::bindgen_prelude::Buffer;
 use napi_derive::napi;
 use paperclip_sync_core::error::{codes, Error as CoreError};
-use paperclip_sync_core::ssh::{
-    self, Input, Output, SshTarget, StderrLimit, TransferSummary, DEFAULT_CONNECT_TIMEOUT,
-};
+use paperclip_sync_core::ssh::{self, Input, Output, SshTarget, StderrLimit, TransferSummary, DEFAULT_CONNECT_TIMEOUT};
 use paperclip_sync_core::tar::PackOptions;
 
 use crate::cancel;
@@ -45,15 +43,9 @@ impl TryFrom<SshTargetInput> for SshTarget {
     type Error = napi::Error;
 
     fn try_from(input: SshTargetInput) -> napi::Result<SshTarget> {
-        let port = u16::try_from(input.port)
-            .ok()
-            .filter(|p| *p > 0)
-            .ok_or_else(|| {
-                to_napi(CoreError::new(
-                    codes::INVALID_ARGUMENT,
-                    format!("port {} is out of range 1-65535", input.port),
-                ))
-            })?;
+        let port = u16::try_from(input.port).ok().filter(|p| *p > 0).ok_or_else(|| {
+            to_napi(CoreError::new(codes::INVALID_ARGUMENT, format!("port {} is out of range 1-65535", input.port)))
+        })?;
         Ok(SshTarget {
             host: input.host,
             port,
@@ -69,8 +61,7 @@ impl TryFrom<SshTargetInput> for SshTarget {
 
 /// A positive finite number of milliseconds as a duration.
 fn millis(ms: Option<f64>) -> Option<Duration> {
-    ms.filter(|ms| ms.is_finite() && *ms > 0.0)
-        .map(|ms| Duration::from_micros((ms * 1000.0) as u64))
+    ms.filter(|ms| ms.is_finite() && *ms > 0.0).map(|ms| Duration::from_micros((ms * 1000.0) as u64))
 }
 
 /// What a remote command left (internal; see `runSshCommand`).
@@ -95,10 +86,7 @@ pub struct SshTransferSummary {
 
 impl From<TransferSummary> for SshTransferSummary {
     fn from(summary: TransferSummary) -> Self {
-        SshTransferSummary {
-            bytes: summary.bytes as f64,
-            entries: summary.entries as f64,
-        }
+        SshTransferSummary { bytes: summary.bytes as f64, entries: summary.entries as f64 }
     }
 }
 
@@ -118,9 +106,7 @@ pub async fn ssh_exec(
     let target = SshTarget::try_from(target)?;
     let cancel = cancel::flag(cancel_id);
     let stdin: Option<Vec<u8>> = stdin.map(|b| b.to_vec());
-    let limit = max_buffer
-        .filter(|n| n.is_finite() && *n >= 0.0)
-        .map_or(128 * 1024, |n| n as usize);
+    let limit = max_buffer.filter(|n| n.is_finite() && *n >= 0.0).map_or(128 * 1024, |n| n as usize);
     let deadline = millis(timeout_ms).map(|t| Instant::now() + t);
     let outcome = run_dedicated("paperclip-ssh-exec", move || {
         let mut conn = ssh::Connection::open(&target, cancel, deadline)?;
@@ -128,13 +114,7 @@ pub async fn ssh_exec(
             Some(bytes) => Input::Bytes(bytes),
             None => Input::Empty,
         };
-        conn.exec(
-            &command,
-            input,
-            Output::Collect(limit),
-            StderrLimit::Fail(limit),
-            |_, _| {},
-        )
+        conn.exec(&command, input, Output::Collect(limit), StderrLimit::Fail(limit), |_, _| {})
     })
     .await?;
     Ok(SshExecResult {
@@ -173,9 +153,7 @@ pub async fn ssh_upload_tar(
     command: String,
     pack: TarPackInput,
     cancel_id: Option<u32>,
-    #[napi(ts_arg_type = "((bytes: number) => void) | undefined | null")] on_progress: Option<
-        ProgressCallback,
-    >,
+    #[napi(ts_arg_type = "((bytes: number) => void) | undefined | null")] on_progress: Option<ProgressCallback>,
 ) -> napi::Result<SshTransferSummary> {
     let pack = PackOptions::from(pack);
     transfer("paperclip-ssh-upload", target, cancel_id, on_progress, move |target, cancel, progress| {
@@ -192,9 +170,7 @@ pub async fn ssh_download_tar(
     command: String,
     dest: String,
     cancel_id: Option<u32>,
-    #[napi(ts_arg_type = "((bytes: number) => void) | undefined | null")] on_progress: Option<
-        ProgressCallback,
-    >,
+    #[napi(ts_arg_type = "((bytes: number) => void) | undefined | null")] on_progress: Option<ProgressCallback>,
     limits: Option<crate::tar::ExtractLimitsInput>,
 ) -> napi::Result<SshTransferSummary> {
     transfer("paperclip-ssh-download", target, cancel_id, on_progress, move |target, cancel, progress| {
@@ -211,9 +187,7 @@ pub async fn ssh_upload_file(
     command: String,
     path: String,
     cancel_id: Option<u32>,
-    #[napi(ts_arg_type = "((bytes: number) => void) | undefined | null")] on_progress: Option<
-        ProgressCallback,
-    >,
+    #[napi(ts_arg_type = "((bytes: number) => void) | undefined | null")] on_progress: Option<ProgressCallback>,
 ) -> napi::Result<SshTransferSummary> {
     transfer("paperclip-ssh-upload", target, cancel_id, on_progress, move |target, cancel, progress| {
         ssh::upload_file(target, &command, Path::new(&path), cancel, progress)
@@ -229,9 +203,7 @@ pub async fn ssh_download_file(
     command: String,
     path: String,
     cancel_id: Option<u32>,
-    #[napi(ts_arg_type = "((bytes: number) => void) | undefined | null")] on_progress: Option<
-        ProgressCallback,
-    >,
+    #[napi(ts_arg_type = "((bytes: number) => void) | undefined | null")] on_progress: Option<ProgressCallback>,
 ) -> napi::Result<SshTransferSummary> {
     transfer("paperclip-ssh-download", target, cancel_id, on_progress, move |target, cancel, progress| {
         ssh::download_file(target, &command, Path::new(&path), cancel, progress)

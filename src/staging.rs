@@ -30,7 +30,10 @@ pub fn staging_name(kind: String) -> napi::Result<String> {
         "merge" => staging::Kind::Merge,
         "restore" => staging::Kind::Restore,
         other => {
-            return Err(crate::error::to_napi(CoreError::new(codes::INVALID_ARGUMENT, format!("unknown staging kind '{other}'"))))
+            return Err(crate::error::to_napi(CoreError::new(
+                codes::INVALID_ARGUMENT,
+                format!("unknown staging kind '{other}'"),
+            )))
         }
     };
     Ok(staging::unique_name(kind.prefix()).to_string_lossy().into_owned())
@@ -53,7 +56,9 @@ pub async fn staging_sweep(dir: String) -> napi::Result<Vec<StagingPendingPull>>
         let path = PathBuf::from(dir);
         let root = match Dir::open_nofollow(&path) {
             Ok(root) => root,
-            Err(e) if matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory) => return Ok(Vec::new()),
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory) => {
+                return Ok(Vec::new())
+            }
             Err(e) => return Err(CoreError::io(e, "open", &path)),
         };
         let swept = staging::sweep(&root, &path, true)?;

@@ -129,10 +129,11 @@ impl Progress {
         }
         self.last = Some(now);
         let queued = Arc::clone(&self.queued);
-        let status = callback.call_with_return_value(bytes as f64, ThreadsafeFunctionCallMode::NonBlocking, move |_, _| {
-            queued.store(false, Ordering::Release);
-            Ok(())
-        });
+        let status =
+            callback.call_with_return_value(bytes as f64, ThreadsafeFunctionCallMode::NonBlocking, move |_, _| {
+                queued.store(false, Ordering::Release);
+                Ok(())
+            });
         if status != Status::Ok {
             self.queued.store(false, Ordering::Release);
         }
@@ -473,9 +474,10 @@ impl TarPackStream {
         }
         let Some(receiver) = rx.as_mut() else { return Ok(None) };
         match receiver.recv().await {
-            Some(PackMessage::Chunk(data, tar_bytes)) => {
-                Ok(Some(TarPackChunk { data: PooledChunk { data, pool: Arc::clone(&state.pool) }, tar_bytes: tar_bytes as f64 }))
-            }
+            Some(PackMessage::Chunk(data, tar_bytes)) => Ok(Some(TarPackChunk {
+                data: PooledChunk { data, pool: Arc::clone(&state.pool) },
+                tar_bytes: tar_bytes as f64,
+            })),
             Some(PackMessage::Done(summary)) => {
                 *rx = None;
                 *lock(&state.summary) = Some(summary);
@@ -588,7 +590,11 @@ pub struct TarExtractSink {
 
 /// Creates an extract sink into `dest` (internal).
 #[napi]
-pub fn tar_extract_stream(dest: String, preserve_mtime: bool, limits: Option<ExtractLimitsInput>) -> napi::Result<TarExtractSink> {
+pub fn tar_extract_stream(
+    dest: String,
+    preserve_mtime: bool,
+    limits: Option<ExtractLimitsInput>,
+) -> napi::Result<TarExtractSink> {
     let (tx, rx) = mpsc::channel(EXTRACT_QUEUE_CHUNKS);
     let (outcome_tx, outcome_rx) = watch::channel(None);
     let cancel = Arc::new(AtomicBool::new(false));

@@ -92,7 +92,8 @@ fn run(data: &[u8]) {
     let before = sandbox.outside_state();
     let root_before = sandbox.root_state();
     // No free-space floor: declared sizes far beyond the disk must reach the parser's checks.
-    let opts = ExtractOptions { preserve_mtime: flags & NO_MTIME == 0, min_free_bytes: Some(0), ..ExtractOptions::default() };
+    let opts =
+        ExtractOptions { preserve_mtime: flags & NO_MTIME == 0, min_free_bytes: Some(0), ..ExtractOptions::default() };
     // A relative path resolved against the working directory by mistake lands in `cwd`.
     // (libFuzzer's own relative paths need the real one back.)
     let home = std::env::current_dir().unwrap();
@@ -101,11 +102,9 @@ fn run(data: &[u8]) {
     std::env::set_current_dir(home).unwrap();
 
     match &result {
-        Ok(summary) => assert_eq!(
-            summary.bytes_read,
-            input.len() as u64,
-            "a successful extraction reads its whole input"
-        ),
+        Ok(summary) => {
+            assert_eq!(summary.bytes_read, input.len() as u64, "a successful extraction reads its whole input")
+        }
         Err(err) => {
             check_error(err);
             // Atomic: a failed extraction leaves the root exactly as it was.
@@ -142,8 +141,7 @@ fn check_error(err: &Error) {
 fn base() -> &'static Path {
     static BASE: OnceLock<PathBuf> = OnceLock::new();
     BASE.get_or_init(|| {
-        let path =
-            std::env::temp_dir().join(format!("paperclip-fuzz-extract-{}", std::process::id()));
+        let path = std::env::temp_dir().join(format!("paperclip-fuzz-extract-{}", std::process::id()));
         fs::create_dir_all(&path).unwrap();
         path
     })
@@ -185,8 +183,7 @@ impl Sandbox {
         ];
         fs::create_dir(root.join("pre")).unwrap();
         for (name, target) in &mut links {
-            std::os::unix::fs::symlink(std::ffi::OsStr::from_bytes(target), root.join(&*name))
-                .unwrap();
+            std::os::unix::fs::symlink(std::ffi::OsStr::from_bytes(target), root.join(&*name)).unwrap();
         }
         fs::hard_link(outside.join("linked"), root.join("hl")).unwrap();
         links
@@ -225,11 +222,8 @@ impl Sandbox {
 
     /// Links in the root resolve inside it; no file in it is an outside file.
     fn check_root(&self, planted: &[(String, Vec<u8>)], outside: &BTreeMap<String, Entry>) {
-        let outside_inodes: HashSet<(u64, u64)> = outside
-            .values()
-            .filter(|e| e.mode & libc::S_IFMT == libc::S_IFREG)
-            .map(|e| e.ino)
-            .collect();
+        let outside_inodes: HashSet<(u64, u64)> =
+            outside.values().filter(|e| e.mode & libc::S_IFMT == libc::S_IFREG).map(|e| e.ino).collect();
         walk(&self.root(), "", &mut |rel, path, meta| {
             open_up(path, meta);
             if meta.file_type().is_symlink() {
@@ -243,10 +237,7 @@ impl Sandbox {
                     );
                 }
             } else if meta.is_file() && outside_inodes.contains(&(meta.dev(), meta.ino())) {
-                assert!(
-                    !planted.is_empty() && rel == "hl",
-                    "'{rel}' in the root is a file outside it"
-                );
+                assert!(!planted.is_empty() && rel == "hl", "'{rel}' in the root is a file outside it");
             }
             true
         });
@@ -348,9 +339,7 @@ fn compare(before: &BTreeMap<String, Entry>, after: &BTreeMap<String, Entry>) {
     for (rel, entry) in before {
         match after.get(rel) {
             None => problems.push(format!("removed: {rel}")),
-            Some(now) if now != entry => {
-                problems.push(format!("changed: {rel}: {entry:?} -> {now:?}"))
-            }
+            Some(now) if now != entry => problems.push(format!("changed: {rel}: {entry:?} -> {now:?}")),
             Some(_) => {}
         }
     }

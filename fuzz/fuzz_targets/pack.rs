@@ -36,8 +36,8 @@ use paperclip_sync_core::tar::{extract, pack, precompute_size, ExtractOptions, P
 
 /// Byte lengths at and around every place a tar length field changes shape.
 const BOUNDARIES: &[usize] = &[
-    99, 100, 101, 154, 155, 156, 255, 256, 257, 510, 511, 512, 513, 514, 1022, 1023, 1024,
-    1025, 1026, 1534, 1535, 1536, 1537, 1538, 2047, 2048, 2049,
+    99, 100, 101, 154, 155, 156, 255, 256, 257, 510, 511, 512, 513, 514, 1022, 1023, 1024, 1025, 1026, 1534, 1535,
+    1536, 1537, 1538, 2047, 2048, 2049,
 ];
 /// Longest member path built (the sandbox path must stay under `PATH_MAX` for the checks).
 const MAX_PATH: usize = 3000;
@@ -47,13 +47,8 @@ const MAX_TARGET: usize = 4000;
 const MAX_ENTRIES: usize = 32;
 /// Fill alphabets: 1- to 4-byte characters; the last one mixes characters taken from the
 /// input (never `/`, NUL or `.`, so no component is `.` or `..`).
-const FILLS: &[&[char]] = &[
-    &['a'],
-    &['é'],
-    &['€'],
-    &['😀'],
-    &['x', 'é', '€', '😀', ' ', '\\', '*', '[', '-', '\n', 'Ω', '中'],
-];
+const FILLS: &[&[char]] =
+    &[&['a'], &['é'], &['€'], &['😀'], &['x', 'é', '€', '😀', ' ', '\\', '*', '[', '-', '\n', 'Ω', '中']];
 const FILE_MODES: &[u32] = &[0o644, 0o755, 0o600, 0o640, 0o444];
 const DIR_MODES: &[u32] = &[0o755, 0o700, 0o750, 0o775];
 
@@ -76,8 +71,8 @@ fn run(data: &[u8]) {
     };
     let never = AtomicBool::new(false);
     let mut archive = Vec::new();
-    let summary = pack(&opts, &mut archive, |_| {}, &never)
-        .unwrap_or_else(|e| panic!("pack failed: {}: {}", e.code, e.message));
+    let summary =
+        pack(&opts, &mut archive, |_| {}, &never).unwrap_or_else(|e| panic!("pack failed: {}: {}", e.code, e.message));
     let plain = if opts.gzip.is_some() { gunzip(&archive) } else { archive.clone() };
     assert_eq!(summary.tar_bytes, plain.len() as u64, "the pack reports its tar bytes");
 
@@ -221,8 +216,7 @@ fn build_tree(input: &mut Input<'_>, root: &Path) {
                 if fs::create_dir(&path).is_err() {
                     continue;
                 }
-                fs::set_permissions(&path, fs::Permissions::from_mode(*input.pick(DIR_MODES)))
-                    .unwrap();
+                fs::set_permissions(&path, fs::Permissions::from_mode(*input.pick(DIR_MODES))).unwrap();
                 dirs.push(rel);
             }
             2 => {
@@ -245,8 +239,7 @@ fn build_tree(input: &mut Input<'_>, root: &Path) {
                     _ => planted_tar(input),
                 };
                 fs::write(&path, content).unwrap();
-                fs::set_permissions(&path, fs::Permissions::from_mode(*input.pick(FILE_MODES)))
-                    .unwrap();
+                fs::set_permissions(&path, fs::Permissions::from_mode(*input.pick(FILE_MODES))).unwrap();
                 let mtime = 1_000_000_000 + i64::from(input.byte()) * 1_000_003;
                 times.push((path, mtime));
             }

@@ -32,11 +32,52 @@ fn random_bytes(len: usize, seed: u64) -> Vec<u8> {
 /// indentation. gzip -1 makes ~3-4x of it, like real source.
 fn source_like(len: usize, seed: u64) -> Vec<u8> {
     const WORDS: &[&str] = &[
-        "const", "let", "return", "function", "async", "await", "import", "export", "from",
-        "if", "else", "for", "of", "new", "this", "null", "undefined", "true", "false", "type",
-        "interface", "string", "number", "Promise", "options", "value", "result", "error",
-        "path", "buffer", "length", "index", "config", "request", "response", "handler",
-        "items", "map", "filter", "push", "get", "set", "state", "props", "data", "name",
+        "const",
+        "let",
+        "return",
+        "function",
+        "async",
+        "await",
+        "import",
+        "export",
+        "from",
+        "if",
+        "else",
+        "for",
+        "of",
+        "new",
+        "this",
+        "null",
+        "undefined",
+        "true",
+        "false",
+        "type",
+        "interface",
+        "string",
+        "number",
+        "Promise",
+        "options",
+        "value",
+        "result",
+        "error",
+        "path",
+        "buffer",
+        "length",
+        "index",
+        "config",
+        "request",
+        "response",
+        "handler",
+        "items",
+        "map",
+        "filter",
+        "push",
+        "get",
+        "set",
+        "state",
+        "props",
+        "data",
+        "name",
     ];
     let noise = random_bytes(len / 4 + 64, seed);
     let mut n = 0usize;
@@ -89,12 +130,8 @@ fn zlib_rs_config(data: &[u8], level: i32, strategy: zlib_rs::Strategy) -> (f64,
     let mut out = vec![0u8; data.len() + data.len() / 8 + 4096];
     let mut produced = 0;
     let secs = time(|| {
-        let mut deflate = Deflate::new_with_config(DeflateConfig {
-            level,
-            window_bits: -15,
-            strategy,
-            ..DeflateConfig::default()
-        });
+        let mut deflate =
+            Deflate::new_with_config(DeflateConfig { level, window_bits: -15, strategy, ..DeflateConfig::default() });
         let mut at = 0;
         for (i, piece) in data.chunks(1 << 16).enumerate() {
             let last = (i + 1) * (1 << 16) >= data.len();
@@ -158,11 +195,7 @@ fn raw(mb: usize, files: &[String]) {
                 }
                 enc.finish().unwrap();
             });
-            println!(
-                "{label:12} GzEncoder -1, {:>7}-byte writes {:6.0} MB/s",
-                piece_size,
-                mbps(len, gz)
-            );
+            println!("{label:12} GzEncoder -1, {:>7}-byte writes {:6.0} MB/s", piece_size, mbps(len, gz));
         }
     }
 }

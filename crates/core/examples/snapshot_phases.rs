@@ -28,8 +28,21 @@ fn main() {
         .expect("walk");
         let walk_ms = t.elapsed().as_secs_f64() * 1e3;
         let t = Instant::now();
-        let snap = capture(&CaptureOptions { root, exclude: &[], threads, previous: None, hash_only: None, readdir_errors: ReaddirErrors::TreatAsEmpty, cancel: &cancel }).expect("capture");
+        let snap = capture(&CaptureOptions {
+            root,
+            exclude: &[],
+            threads,
+            previous: None,
+            hash_only: None,
+            readdir_errors: ReaddirErrors::TreatAsEmpty,
+            cancel: &cancel,
+        })
+        .expect("capture");
         let capture_ms = t.elapsed().as_secs_f64() * 1e3;
-        println!("nodes {} walk {walk_ms:.0} ms, capture {capture_ms:.0} ms ({} entries)", tree.nodes.len(), snap.entries.len());
+        println!(
+            "nodes {} walk {walk_ms:.0} ms, capture {capture_ms:.0} ms ({} entries)",
+            tree.nodes.len(),
+            snap.entries.len()
+        );
     }
 }

@@ -59,9 +59,9 @@ fn ends_with_slash_then<U: Unit>(haystack: &[U], suffix: &[U]) -> bool {
 fn contains_slash_delimited<U: Unit>(haystack: &[U], needle: &[U]) -> bool {
     let window = needle.len() + 2;
     haystack.len() >= window
-        && haystack.windows(window).any(|w| {
-            w[0] == U::SLASH && w[window - 1] == U::SLASH && &w[1..window - 1] == needle
-        })
+        && haystack
+            .windows(window)
+            .any(|w| w[0] == U::SLASH && w[window - 1] == U::SLASH && &w[1..window - 1] == needle)
 }
 
 /// True when `relative` is `segment`, starts with `segment/`, ends with `/segment` or
@@ -79,9 +79,8 @@ fn contains_segment_or_descendant<U: Unit>(relative: &[U], segment: &[U]) -> boo
 /// characters are literal.
 pub fn exclude_pattern_matches<U: Unit>(relative: &[U], pattern: &[U]) -> bool {
     let star_slash = pattern.len() >= 2 && pattern[0] == U::STAR && pattern[1] == U::SLASH;
-    let slash_star = pattern.len() >= 2
-        && pattern[pattern.len() - 2] == U::SLASH
-        && pattern[pattern.len() - 1] == U::STAR;
+    let slash_star =
+        pattern.len() >= 2 && pattern[pattern.len() - 2] == U::SLASH && pattern[pattern.len() - 1] == U::STAR;
     if star_slash && slash_star {
         // JS `slice(2, -2)`: empty when the pattern is shorter than four units.
         let segment: &[U] = if pattern.len() >= 4 { &pattern[2..pattern.len() - 2] } else { &[] };
@@ -97,10 +96,7 @@ pub fn exclude_pattern_matches<U: Unit>(relative: &[U], pattern: &[U]) -> bool {
 }
 
 /// Upstream `shouldExcludePath(relative, exclude)`: true when any entry matches.
-pub fn should_exclude_path<'p, U: Unit + 'p>(
-    relative: &[U],
-    exclude: impl IntoIterator<Item = &'p [U]>,
-) -> bool {
+pub fn should_exclude_path<'p, U: Unit + 'p>(relative: &[U], exclude: impl IntoIterator<Item = &'p [U]>) -> bool {
     exclude.into_iter().any(|pattern| exclude_pattern_matches(relative, pattern))
 }
 
@@ -198,12 +194,7 @@ mod tests {
         assert_eq!(e("a\\b"), "a\\\\b");
         assert_eq!(e("a\\*"), "a\\\\\\*");
         assert_eq!(e("^x$]{}-"), "^x$]{}-");
-        let merged = merge_excludes(&[
-            Some(vec!["a", "b"]),
-            None,
-            Some(vec!["b", "c", "a"]),
-            Some(vec![]),
-        ]);
+        let merged = merge_excludes(&[Some(vec!["a", "b"]), None, Some(vec!["b", "c", "a"]), Some(vec![])]);
         assert_eq!(merged, vec!["a", "b", "c"]);
     }
 }

@@ -106,7 +106,11 @@ impl Dir {
         let c = name.c_name()?;
         // SAFETY: valid descriptor and string; the result is checked.
         let fd = unsafe {
-            libc::openat(self.fd.as_raw_fd(), c.as_ptr(), libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            libc::openat(
+                self.fd.as_raw_fd(),
+                c.as_ptr(),
+                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            )
         };
         if fd < 0 {
             return Err(io::Error::last_os_error());
@@ -208,7 +212,9 @@ impl Dir {
     pub fn open_file_nofollow(&self, name: &(impl AtName + ?Sized)) -> io::Result<File> {
         let c = name.c_name()?;
         // SAFETY: valid descriptor and string; the result is checked.
-        let fd = unsafe { libc::openat(self.fd.as_raw_fd(), c.as_ptr(), libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC) };
+        let fd = unsafe {
+            libc::openat(self.fd.as_raw_fd(), c.as_ptr(), libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        };
         if fd < 0 {
             return Err(io::Error::last_os_error());
         }
@@ -307,7 +313,8 @@ impl Dir {
     pub fn rename(&self, from: &(impl AtName + ?Sized), to_dir: &Dir, to: &(impl AtName + ?Sized)) -> io::Result<()> {
         let (f, t) = (from.c_name()?, to.c_name()?);
         // SAFETY: valid descriptors and strings.
-        retry(|| unsafe { libc::renameat(self.fd.as_raw_fd(), f.as_ptr(), to_dir.fd.as_raw_fd(), t.as_ptr()) }).map(drop)
+        retry(|| unsafe { libc::renameat(self.fd.as_raw_fd(), f.as_ptr(), to_dir.fd.as_raw_fd(), t.as_ptr()) })
+            .map(drop)
     }
 
     /// `rm -rf` of the child `name`: a file or symlink is unlinked, a directory is emptied
@@ -378,7 +385,12 @@ impl Dir {
     }
 
     /// Creates `name` as a hard link to `from_name` in `from` (a symlink is not followed).
-    pub fn hard_link(&self, from: &Dir, from_name: &(impl AtName + ?Sized), name: &(impl AtName + ?Sized)) -> io::Result<()> {
+    pub fn hard_link(
+        &self,
+        from: &Dir,
+        from_name: &(impl AtName + ?Sized),
+        name: &(impl AtName + ?Sized),
+    ) -> io::Result<()> {
         let (f, n) = (from_name.c_name()?, name.c_name()?);
         // SAFETY: valid descriptors and strings.
         retry(|| unsafe { libc::linkat(from.fd.as_raw_fd(), f.as_ptr(), self.fd.as_raw_fd(), n.as_ptr(), 0) }).map(drop)

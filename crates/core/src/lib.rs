@@ -14,8 +14,8 @@ pub mod fsat;
 pub mod ignore_scan;
 pub mod merge;
 pub mod snapshot;
-pub mod staging;
 #[cfg(feature = "ssh")]
 pub mod ssh;
+pub mod staging;
 pub mod tar;
 pub mod walk;

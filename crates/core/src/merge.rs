@@ -55,8 +55,13 @@ pub const STAGING_PREFIX: &str = crate::staging::MERGE_PREFIX;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BaselineEntry {
     Dir,
-    File { mode: u32, hash: Hash },
-    Symlink { target: String },
+    File {
+        mode: u32,
+        hash: Hash,
+    },
+    Symlink {
+        target: String,
+    },
     /// A non-directory entry that no file system entry can equal (a malformed entry in a
     /// caller-built snapshot: unknown kind, mode out of range, hash not lowercase hex).
     /// Upstream's `entriesMatch` is false for it, so it is never deleted and never
@@ -77,10 +82,7 @@ impl Baseline {
     /// A baseline from `(path, entry)` pairs; a repeated path keeps its first entry.
     pub fn new(entries: impl IntoIterator<Item = (String, BaselineEntry)>) -> Baseline {
         let mut seen = HashSet::new();
-        let entries = entries
-            .into_iter()
-            .filter(|(rel, _)| is_walk_path(rel) && seen.insert(rel.clone()))
-            .collect();
+        let entries = entries.into_iter().filter(|(rel, _)| is_walk_path(rel) && seen.insert(rel.clone())).collect();
         Baseline { entries }
     }
 
@@ -104,7 +106,9 @@ pub fn is_walk_path(rel: &str) -> bool {
 fn matches(base: Option<&BaselineEntry>, entry: Option<&Entry>) -> bool {
     match (base, entry) {
         (Some(BaselineEntry::Dir), Some(Entry::Dir)) => true,
-        (Some(BaselineEntry::File { mode: bm, hash: bh }), Some(Entry::File { mode, hash })) => bm == mode && bh == hash,
+        (Some(BaselineEntry::File { mode: bm, hash: bh }), Some(Entry::File { mode, hash })) => {
+            bm == mode && bh == hash
+        }
         (Some(BaselineEntry::Symlink { target: bt }), Some(Entry::Symlink { target })) => bt == target,
         _ => false,
     }
@@ -156,7 +160,12 @@ impl<'a> Indexed<'a> {
     /// Entries in walk order (not sorted).
     fn iter(&self) -> impl Iterator<Item = (&'a str, &'a Entry)> + '_ {
         let snapshot = self.snapshot;
-        snapshot.tree.nodes.iter().zip(&snapshot.entries).filter_map(|(node, entry)| entry.as_ref().map(|e| (node.rel.as_str(), e)))
+        snapshot
+            .tree
+            .nodes
+            .iter()
+            .zip(&snapshot.entries)
+            .filter_map(|(node, entry)| entry.as_ref().map(|e| (node.rel.as_str(), e)))
     }
 }
 
@@ -168,7 +177,12 @@ struct Plan<'a> {
     apply_leaves: Vec<(&'a str, &'a Entry)>,
 }
 
-fn plan<'a>(baseline: &'a Baseline, base: &HashMap<&'a str, &'a BaselineEntry>, source: &Indexed<'a>, current: &Indexed<'a>) -> Plan<'a> {
+fn plan<'a>(
+    baseline: &'a Baseline,
+    base: &HashMap<&'a str, &'a BaselineEntry>,
+    source: &Indexed<'a>,
+    current: &Indexed<'a>,
+) -> Plan<'a> {
     // Longest first by UTF-16 length, as upstream's stable sort (ties keep baseline order).
     let by_length_desc = |list: &mut Vec<&'a str>| {
         let mut keyed: Vec<(usize, &'a str)> = list.iter().map(|rel| (rel.encode_utf16().count(), *rel)).collect();
@@ -225,7 +239,9 @@ fn conflicts<'a>(plan: &Plan<'a>, base: &HashMap<&'a str, &'a BaselineEntry>, cu
         if *entry != Entry::Dir && host == Some(&Entry::Dir) {
             below.clear();
             current.descendants(rel, &mut below);
-            out.extend(below.iter().filter(|d| !unchanged(base.get(**d).copied(), current.get(d))).map(|d| d.to_string()));
+            out.extend(
+                below.iter().filter(|d| !unchanged(base.get(**d).copied(), current.get(d))).map(|d| d.to_string()),
+            );
         }
     }
     out.sort_unstable();
@@ -287,7 +303,10 @@ pub enum Outcome {
     /// Some changed entries could not be applied (the others were): each failing path
     /// with its Node-shaped error. The caller reports the one upstream would have met
     /// first (the least path in `localeCompare` order).
-    Failed { stats: MergeStats, failures: Vec<(String, Error)> },
+    Failed {
+        stats: MergeStats,
+        failures: Vec<(String, Error)>,
+    },
 }
 
 /// Options of [`merge`].
@@ -535,7 +554,11 @@ fn is_dir(st: &fsat::RawStat) -> bool {
 fn symlinked_ancestor_error(path: std::path::PathBuf) -> Error {
     let mut e = Error::new(
         codes::SYMLINKED_ANCESTOR,
-        format!("{}: refusing to write through the symlinked directory '{}'", codes::SYMLINKED_ANCESTOR, path.display()),
+        format!(
+            "{}: refusing to write through the symlinked directory '{}'",
+            codes::SYMLINKED_ANCESTOR,
+            path.display()
+        ),
     );
     e.path = Some(path);
     e
@@ -555,7 +578,8 @@ fn open_below(root: &Dir, root_path: &Path, rel: &str, create: bool, requested: 
         return Ok(dir);
     }
     let syscall = if create { "mkdir" } else { "open" };
-    let fail = |errno: i32| Error::io(io::Error::from_raw_os_error(errno), syscall, &join_like_node(root_path, requested));
+    let fail =
+        |errno: i32| Error::io(io::Error::from_raw_os_error(errno), syscall, &join_like_node(root_path, requested));
     let mut walked = 0;
     for name in rel.split('/') {
         walked += name.len() + usize::from(walked > 0);
@@ -630,7 +654,12 @@ impl Targets<'_> {
         }
         match dir.mkdir(name, 0o777) {
             Ok(()) => Ok(()),
-            Err(e) if e.raw_os_error() == Some(libc::EEXIST) && dir.lstat(name).is_ok_and(|st| st.0.st_mode & libc::S_IFMT == libc::S_IFDIR) => Ok(()),
+            Err(e)
+                if e.raw_os_error() == Some(libc::EEXIST)
+                    && dir.lstat(name).is_ok_and(|st| st.0.st_mode & libc::S_IFMT == libc::S_IFDIR) =>
+            {
+                Ok(())
+            }
             Err(e) => Err(Error::io(e, "mkdir", &join_like_node(self.path, rel))),
         }
     }
@@ -639,16 +668,28 @@ impl Targets<'_> {
     fn apply_symlink(&self, dir: &Dir, parent: &str, name: &str, link: &str) -> Result<()> {
         let name = OsStr::new(name);
         let _ = dir.remove_tree(name);
-        dir.symlink(OsStr::new(link), name).map_err(|e| Error::io(e, "symlink", &self.full(parent, name.to_str().unwrap_or_default())))
+        dir.symlink(OsStr::new(link), name)
+            .map_err(|e| Error::io(e, "symlink", &self.full(parent, name.to_str().unwrap_or_default())))
     }
 
     /// Upstream's file step, staged: copy (reflink where possible) to a new sibling, apply
     /// the mode, then rename it over the target (a directory there is removed first). On
     /// failure the staged copy is removed and the host's entry is left as it was.
     #[allow(clippy::too_many_arguments)]
-    fn apply_file(&self, from: &Dir, sources: &Sources<'_>, stage: &Dir, dir: &Dir, parent: &str, name: &str, mode: u32) -> Result<()> {
+    fn apply_file(
+        &self,
+        from: &Dir,
+        sources: &Sources<'_>,
+        stage: &Dir,
+        dir: &Dir,
+        parent: &str,
+        name: &str,
+        mode: u32,
+    ) -> Result<()> {
         let os_name = OsStr::new(name);
-        let mut input = from.open_file_nofollow(os_name).map_err(|e| Error::io(e, "copyfile", &join_like_node(sources.path, &join_rel(parent, name))))?;
+        let mut input = from
+            .open_file_nofollow(os_name)
+            .map_err(|e| Error::io(e, "copyfile", &join_like_node(sources.path, &join_rel(parent, name))))?;
         let (staged, mut output) = loop {
             let staged = fsat::unique_name(STAGING_PREFIX);
             match stage.create_new_file(&staged, 0o600) {
@@ -697,7 +738,16 @@ mod tests {
     }
 
     fn capture(root: &Path) -> Snapshot {
-        snapshot::capture(&CaptureOptions { root, exclude: &[], threads: 2, previous: None, hash_only: None, readdir_errors: ReaddirErrors::Propagate, cancel: &AtomicBool::new(false) }).unwrap()
+        snapshot::capture(&CaptureOptions {
+            root,
+            exclude: &[],
+            threads: 2,
+            previous: None,
+            hash_only: None,
+            readdir_errors: ReaddirErrors::Propagate,
+            cancel: &AtomicBool::new(false),
+        })
+        .unwrap()
     }
 
     fn baseline_of(snap: &Snapshot) -> Baseline {
@@ -773,7 +823,11 @@ mod tests {
         assert_eq!(fs::read_to_string(dst.join("local-only")).unwrap(), "mine");
         assert!(!dst.join("gone.txt").exists());
         assert!(!dst.join("empty").exists());
-        let leftovers: Vec<_> = fs::read_dir(dst.join("d")).unwrap().map(|e| e.unwrap().file_name()).filter(|n| n.to_string_lossy().starts_with(STAGING_PREFIX)).collect();
+        let leftovers: Vec<_> = fs::read_dir(dst.join("d"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .filter(|n| n.to_string_lossy().starts_with(STAGING_PREFIX))
+            .collect();
         assert!(leftovers.is_empty());
         fs::remove_dir_all(root).unwrap();
     }

@@ -180,7 +180,13 @@ pub fn capture(opts: &CaptureOptions<'_>) -> Result<Snapshot> {
 
 /// Hashes the given nodes' files on `threads` workers; largest files are started first so
 /// one big file does not finish last on an otherwise idle pool.
-fn hash_files(root: &Path, nodes: &[Node], indices: &[usize], threads: usize, cancel: &AtomicBool) -> Result<Vec<(usize, Hash)>> {
+fn hash_files(
+    root: &Path,
+    nodes: &[Node],
+    indices: &[usize],
+    threads: usize,
+    cancel: &AtomicBool,
+) -> Result<Vec<(usize, Hash)>> {
     let mut order = indices.to_vec();
     order.sort_by(|a, b| nodes[*b].stat.size.cmp(&nodes[*a].stat.size));
     let next = AtomicUsize::new(0);
@@ -249,7 +255,13 @@ fn hash_reader(file: File, buffer: &mut [u8], cancel: &AtomicBool, path: impl Fn
 }
 
 /// Feeds everything `file` yields until EOF into `hasher`, through `buffer`.
-fn feed_reader(mut file: File, hasher: &mut Sha256, buffer: &mut [u8], cancel: &AtomicBool, path: impl Fn() -> PathBuf) -> Result<()> {
+fn feed_reader(
+    mut file: File,
+    hasher: &mut Sha256,
+    buffer: &mut [u8],
+    cancel: &AtomicBool,
+    path: impl Fn() -> PathBuf,
+) -> Result<()> {
     loop {
         if cancel.load(Ordering::Relaxed) {
             return Err(Error::aborted());
@@ -277,7 +289,9 @@ pub fn read_entry(root: &Path, rel: &str) -> Result<Option<Entry>> {
     if ft.is_symlink() {
         let target = std::fs::read_link(&path).map_err(|err| Error::io(err, "readlink", &path))?;
         use std::os::unix::ffi::OsStrExt;
-        return Ok(Some(Entry::Symlink { target: String::from_utf8_lossy(target.as_os_str().as_bytes()).into_owned() }));
+        return Ok(Some(Entry::Symlink {
+            target: String::from_utf8_lossy(target.as_os_str().as_bytes()).into_owned(),
+        }));
     }
     if !ft.is_file() {
         return Ok(None);
@@ -298,9 +312,7 @@ pub const SIGNATURE_SKIP_DIRS: [&str; 10] =
 /// Errors are returned as they happened; the caller renders `unreadable:<error>`.
 pub fn content_signature(root: &Path, ignored: &[String], threads: usize, cancel: &AtomicBool) -> Result<String> {
     let ignored: Vec<&[u8]> = ignored.iter().map(|p| p.as_bytes()).collect();
-    let skip = |rel: &str| {
-        ignored.iter().any(|p| crate::exclude::is_relative_path_or_descendant(rel.as_bytes(), p))
-    };
+    let skip = |rel: &str| ignored.iter().any(|p| crate::exclude::is_relative_path_or_descendant(rel.as_bytes(), p));
     let descend = |node: &Node| !SIGNATURE_SKIP_DIRS.contains(&node.name.as_str());
     let tree = walk::walk(&WalkOptions {
         root,
@@ -383,7 +395,15 @@ mod tests {
     }
 
     fn capture_at(root: &Path, exclude: &[String], previous: Option<&PreviousHashes>) -> Result<Snapshot> {
-        capture(&CaptureOptions { root, exclude, threads: 2, previous, hash_only: None, readdir_errors: ReaddirErrors::TreatAsEmpty, cancel: &AtomicBool::new(false) })
+        capture(&CaptureOptions {
+            root,
+            exclude,
+            threads: 2,
+            previous,
+            hash_only: None,
+            readdir_errors: ReaddirErrors::TreatAsEmpty,
+            cancel: &AtomicBool::new(false),
+        })
     }
 
     fn find<'a>(snap: &'a Snapshot, rel: &str) -> Option<&'a Entry> {

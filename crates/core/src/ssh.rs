@@ -31,9 +31,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TryRecvError
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ssh2::{
-    BlockDirections, Channel, CheckResult, ErrorCode, KnownHostFileKind, MethodType, Session,
-};
+use ssh2::{BlockDirections, Channel, CheckResult, ErrorCode, KnownHostFileKind, MethodType, Session};
 
 use crate::error::{codes, errno_name, Error, Result};
 use crate::tar::{self, ExtractOptions, ExtractSummary, PackOptions, PackSummary};
@@ -201,27 +199,16 @@ impl Connection {
     /// Connects, verifies the host key (strict mode) and authenticates. Nothing runs on the
     /// remote before this returns. `deadline` bounds the whole life of the connection
     /// (connect, commands and transfers): past it, calls fail with [`codes::SSH_TIMEOUT`].
-    pub fn open(
-        target: &SshTarget,
-        cancel: Arc<AtomicBool>,
-        deadline: Option<Instant>,
-    ) -> Result<Connection> {
+    pub fn open(target: &SshTarget, cancel: Arc<AtomicBool>, deadline: Option<Instant>) -> Result<Connection> {
         check_stop(&cancel)?;
         let socket = connect_tcp(target, deadline)?;
         let _ = socket.set_nodelay(true);
-        let mut session =
-            Session::new().map_err(|e| protocol(target, "cannot create an SSH session", &e))?;
+        let mut session = Session::new().map_err(|e| protocol(target, "cannot create an SSH session", &e))?;
         session.set_tcp_stream(socket.try_clone().map_err(|e| io_failure(target, e))?);
         session.set_blocking(false);
         let _ = session.set_compress(false);
-        let mut conn = Connection {
-            session,
-            socket,
-            target: target.clone(),
-            cancel,
-            deadline,
-            last_activity: Instant::now(),
-        };
+        let mut conn =
+            Connection { session, socket, target: target.clone(), cancel, deadline, last_activity: Instant::now() };
         conn.prefer_methods()?;
         // `handshake` wants `&mut Session`; a clone shares the same libssh2 session.
         let mut handshake = conn.session.clone();
@@ -243,32 +230,18 @@ impl Connection {
     fn prefer_methods(&mut self) -> Result<()> {
         if self.target.strict_host_key_checking {
             let content = known_hosts_content(&self.target);
-            let types =
-                known_key_types(&self.session, &content, &self.target.host, self.target.port);
+            let types = known_key_types(&self.session, &content, &self.target.host, self.target.port);
             if !types.is_empty() {
-                let supported = self
-                    .session
-                    .supported_algs(MethodType::HostKey)
-                    .unwrap_or_default();
-                let wanted: Vec<&str> = types
-                    .iter()
-                    .map(String::as_str)
-                    .filter(|t| supported.contains(t))
-                    .collect();
+                let supported = self.session.supported_algs(MethodType::HostKey).unwrap_or_default();
+                let wanted: Vec<&str> = types.iter().map(String::as_str).filter(|t| supported.contains(t)).collect();
                 if !wanted.is_empty() {
-                    let _ = self
-                        .session
-                        .method_pref(MethodType::HostKey, &wanted.join(","));
+                    let _ = self.session.method_pref(MethodType::HostKey, &wanted.join(","));
                 }
             }
         }
         for kind in [MethodType::CryptCs, MethodType::CryptSc] {
             let supported = self.session.supported_algs(kind).unwrap_or_default();
-            let mut prefs: Vec<&str> = CIPHER_PREFERENCE
-                .iter()
-                .copied()
-                .filter(|c| supported.contains(c))
-                .collect();
+            let mut prefs: Vec<&str> = CIPHER_PREFERENCE.iter().copied().filter(|c| supported.contains(c)).collect();
             for alg in supported {
                 if !prefs.contains(&alg) {
                     prefs.push(alg);
@@ -288,10 +261,7 @@ impl Connection {
             .host_key()
             .ok_or_else(|| Error::new(codes::SSH_PROTOCOL, "the server presented no host key"))?;
         let content = known_hosts_content(&self.target);
-        let mut known = self
-            .session
-            .known_hosts()
-            .map_err(|e| protocol(&self.target, "known hosts", &e))?;
+        let mut known = self.session.known_hosts().map_err(|e| protocol(&self.target, "known hosts", &e))?;
         for line in known_hosts_lines(&content) {
             let _ = known.read_str(line, KnownHostFileKind::OpenSSH);
         }
@@ -327,18 +297,13 @@ impl Connection {
     fn authenticate(&mut self) -> Result<()> {
         let user = self.target.username.clone();
         if let Some(key) = self.target.private_key.clone() {
-            let key = if key.ends_with('\n') {
-                key
-            } else {
-                format!("{key}\n")
-            };
+            let key = if key.ends_with('\n') { key } else { format!("{key}\n") };
             match self.call(|s| s.userauth_pubkey_memory(&user, None, &key, None)) {
                 Ok(()) => {}
                 // libssh2 could not use the key from memory (a format it only reads from a
                 // file): retry through a 0600 file in a private directory removed at once.
                 Err(Stop::Ssh(e)) if key_unreadable(&e) => {
-                    let file =
-                        PrivateKeyFile::write(&key).map_err(|e| io_failure(&self.target, e))?;
+                    let file = PrivateKeyFile::write(&key).map_err(|e| io_failure(&self.target, e))?;
                     let path = file.path.clone();
                     let result = self.call(|s| s.userauth_pubkey_file(&user, None, &path, None));
                     drop(file);
@@ -374,11 +339,7 @@ impl Connection {
         if let Some(home) = std::env::var_os("HOME") {
             for name in ["id_ed25519", "id_ecdsa", "id_rsa"] {
                 let path = Path::new(&home).join(".ssh").join(name);
-                if path.is_file()
-                    && self
-                        .call(|s| s.userauth_pubkey_file(&user, None, &path, None))
-                        .is_ok()
-                {
+                if path.is_file() && self.call(|s| s.userauth_pubkey_file(&user, None, &path, None)).is_ok() {
                     return Ok(());
                 }
                 check_stop(&self.cancel)?;
@@ -390,10 +351,7 @@ impl Connection {
     fn denied(&self) -> Error {
         Error::new(
             codes::SSH_AUTH_FAILED,
-            format!(
-                "{}@{}: Permission denied (publickey).",
-                self.target.username, self.target.host
-            ),
+            format!("{}@{}: Permission denied (publickey).", self.target.username, self.target.host),
         )
     }
 
@@ -422,11 +380,8 @@ impl Connection {
         stderr_limit: StderrLimit,
         mut on_bytes: impl FnMut(u64, u64),
     ) -> Result<ExecOutcome> {
-        let mut channel = self
-            .call(|s| s.channel_session())
-            .map_err(|e| self.ssh_error(e, "cannot open a channel"))?;
-        self.call(|_| channel.exec(command))
-            .map_err(|e| self.ssh_error(e, "the server refused the command"))?;
+        let mut channel = self.call(|s| s.channel_session()).map_err(|e| self.ssh_error(e, "cannot open a channel"))?;
+        self.call(|_| channel.exec(command)).map_err(|e| self.ssh_error(e, "the server refused the command"))?;
         let mut out = ExecOutcome::default();
         let mut buf = vec![0u8; 64 * 1024];
         let mut pending: Vec<u8> = Vec::new();
@@ -434,8 +389,7 @@ impl Connection {
         let mut bytes_used = false; // `Input::Bytes` handed over
         let mut input_open = !matches!(input, Input::Empty);
         if !input_open {
-            self.call(|_| channel.send_eof())
-                .map_err(|e| self.ssh_error(e, "cannot close the command's input"))?;
+            self.call(|_| channel.send_eof()).map_err(|e| self.ssh_error(e, "cannot close the command's input"))?;
             out.input_complete = true;
         }
         loop {
@@ -454,20 +408,13 @@ impl Connection {
                             match self.call(|_| channel.send_eof()) {
                                 Ok(()) => {}
                                 Err(Stop::Ssh(e)) if closed(&e) => {}
-                                Err(e) => {
-                                    return Err(
-                                        self.ssh_error(e, "cannot close the command's input")
-                                    )
-                                }
+                                Err(e) => return Err(self.ssh_error(e, "cannot close the command's input")),
                             }
                             input_open = false;
                             moved = true;
                         }
                         InputState::Failed => {
-                            return Err(Error::new(
-                                codes::INTERNAL,
-                                "the input of the remote command failed",
-                            ));
+                            return Err(Error::new(codes::INTERNAL, "the input of the remote command failed"));
                         }
                     }
                 }
@@ -499,22 +446,8 @@ impl Connection {
             // A data packet half written must be completed before anything else is sent
             // (reading may send window adjustments), so reads wait for it.
             if !outbound_pending {
-                moved |= self.drain(
-                    &mut channel,
-                    0,
-                    &mut buf,
-                    &mut stdout,
-                    &mut out,
-                    stderr_limit,
-                )?;
-                moved |= self.drain(
-                    &mut channel,
-                    1,
-                    &mut buf,
-                    &mut stdout,
-                    &mut out,
-                    stderr_limit,
-                )?;
+                moved |= self.drain(&mut channel, 0, &mut buf, &mut stdout, &mut out, stderr_limit)?;
+                moved |= self.drain(&mut channel, 1, &mut buf, &mut stdout, &mut out, stderr_limit)?;
                 if channel.eof() {
                     // The command closed its output (it exited): input not yet written
                     // never will be.
@@ -535,20 +468,10 @@ impl Connection {
                 if let Input::Chunks(rx) = &input {
                     self.check()?;
                     match rx.recv_timeout(POLL_INTERVAL) {
-                        Ok(piece) => push_piece(
-                            piece,
-                            &mut pending,
-                            &mut input_open,
-                            &mut out,
-                            self,
-                            &mut channel,
-                        )?,
+                        Ok(piece) => push_piece(piece, &mut pending, &mut input_open, &mut out, self, &mut channel)?,
                         Err(RecvTimeoutError::Timeout) => {}
                         Err(RecvTimeoutError::Disconnected) => {
-                            return Err(Error::new(
-                                codes::INTERNAL,
-                                "the input of the remote command failed",
-                            ));
+                            return Err(Error::new(codes::INTERNAL, "the input of the remote command failed"));
                         }
                     }
                     // Inactivity counts from the last byte on the wire, but a slow local
@@ -559,14 +482,9 @@ impl Connection {
             }
             self.wait()?;
         }
-        self.call(|_| channel.wait_close())
-            .map_err(|e| self.ssh_error(e, "the connection failed"))?;
+        self.call(|_| channel.wait_close()).map_err(|e| self.ssh_error(e, "the connection failed"))?;
         out.exit_status = channel.exit_status().unwrap_or(0);
-        out.exit_signal = channel
-            .exit_signal()
-            .ok()
-            .and_then(|s| s.exit_signal)
-            .filter(|s| !s.is_empty());
+        out.exit_signal = channel.exit_signal().ok().and_then(|s| s.exit_signal).filter(|s| !s.is_empty());
         // Dropping `stdout` (a pipeline's sender) tells its consumer the stream ended.
         Ok(out)
     }
@@ -588,11 +506,7 @@ impl Connection {
                 Ok(0) => break,
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(_) => {
-                    return Err(
-                        self.ssh_error(Stop::Ssh(self.last_error()), "the connection failed")
-                    )
-                }
+                Err(_) => return Err(self.ssh_error(Stop::Ssh(self.last_error()), "the connection failed")),
             };
             moved = true;
             let data = &buf[..n];
@@ -604,10 +518,7 @@ impl Connection {
                     }
                     StderrLimit::Fail(limit) => {
                         if out.stderr.len() + n > limit {
-                            return Err(Error::new(
-                                codes::MAX_BUFFER,
-                                "stderr maxBuffer length exceeded",
-                            ));
+                            return Err(Error::new(codes::MAX_BUFFER, "stderr maxBuffer length exceeded"));
                         }
                         out.stderr.extend_from_slice(data);
                     }
@@ -619,23 +530,15 @@ impl Connection {
                 Output::Discard => {}
                 Output::Collect(limit) => {
                     if out.stdout.len() + n > *limit {
-                        return Err(Error::new(
-                            codes::MAX_BUFFER,
-                            "stdout maxBuffer length exceeded",
-                        ));
+                        return Err(Error::new(codes::MAX_BUFFER, "stdout maxBuffer length exceeded"));
                     }
                     out.stdout.extend_from_slice(data);
                 }
-                Output::Writer(writer) => {
-                    writer.write_all(data).map_err(|e| Error::os(e, "write"))?
-                }
+                Output::Writer(writer) => writer.write_all(data).map_err(|e| Error::os(e, "write"))?,
                 Output::Chunks(tx) => {
                     // Blocks while the consumer is behind: the remote waits on its window.
                     if tx.send(data.to_vec()).is_err() {
-                        return Err(Error::new(
-                            codes::INTERNAL,
-                            "the consumer of the remote output failed",
-                        ));
+                        return Err(Error::new(codes::INTERNAL, "the consumer of the remote output failed"));
                     }
                 }
             }
@@ -653,10 +556,7 @@ impl Connection {
     fn check(&self) -> Result<()> {
         check_stop(&self.cancel)?;
         if self.deadline.is_some_and(|d| Instant::now() >= d) {
-            return Err(Error::new(
-                codes::SSH_TIMEOUT,
-                format!("ssh to {} timed out", self.target.display()),
-            ));
+            return Err(Error::new(codes::SSH_TIMEOUT, format!("ssh to {} timed out", self.target.display())));
         }
         if let Some(limit) = self.target.inactivity_timeout {
             if self.last_activity.elapsed() >= limit {
@@ -682,11 +582,7 @@ impl Connection {
             BlockDirections::Both => libc::POLLIN | libc::POLLOUT,
             _ => libc::POLLIN,
         };
-        let mut fd = libc::pollfd {
-            fd: self.socket.as_raw_fd(),
-            events,
-            revents: 0,
-        };
+        let mut fd = libc::pollfd { fd: self.socket.as_raw_fd(), events, revents: 0 };
         // SAFETY: one valid pollfd for the duration of the call.
         unsafe { libc::poll(&mut fd, 1, POLL_INTERVAL.as_millis() as libc::c_int) };
         Ok(())
@@ -713,11 +609,7 @@ impl Connection {
             Stop::Ssh(e) => match e.code() {
                 ErrorCode::Session(-7 | -13 | -43 | -45 | -30) => Error::new(
                     codes::SSH_CONNECTION_LOST,
-                    format!(
-                        "ssh connection to {} lost: {}",
-                        self.target.display(),
-                        e.message()
-                    ),
+                    format!("ssh connection to {} lost: {}", self.target.display(), e.message()),
                 ),
                 _ => protocol(&self.target, what, &e),
             },
@@ -849,10 +741,7 @@ fn check_stop(cancel: &AtomicBool) -> Result<()> {
 }
 
 fn protocol(target: &SshTarget, what: &str, e: &ssh2::Error) -> Error {
-    Error::new(
-        codes::SSH_PROTOCOL,
-        format!("ssh to {}: {what}: {}", target.display(), e.message()),
-    )
+    Error::new(codes::SSH_PROTOCOL, format!("ssh to {}: {what}: {}", target.display(), e.message()))
 }
 
 /// A connection-level OS failure, with Node's code.
@@ -865,20 +754,13 @@ fn io_failure(target: &SshTarget, e: io::Error) -> Error {
             Error {
                 errno: Some(-raw),
                 syscall: Some("connect"),
-                ..Error::new(
-                    code,
-                    format!("ssh: connect to host {host} port {port}: {description}"),
-                )
+                ..Error::new(code, format!("ssh: connect to host {host} port {port}: {description}"))
             }
         }
-        None if e.kind() == io::ErrorKind::TimedOut => Error::new(
-            "ETIMEDOUT",
-            format!("ssh: connect to host {host} port {port}: Connection timed out"),
-        ),
-        None => Error::new(
-            codes::SSH_PROTOCOL,
-            format!("ssh: connect to host {host} port {port}: {e}"),
-        ),
+        None if e.kind() == io::ErrorKind::TimedOut => {
+            Error::new("ETIMEDOUT", format!("ssh: connect to host {host} port {port}: Connection timed out"))
+        }
+        None => Error::new(codes::SSH_PROTOCOL, format!("ssh: connect to host {host} port {port}: {e}")),
     }
 }
 
@@ -886,12 +768,7 @@ fn io_failure(target: &SshTarget, e: io::Error) -> Error {
 fn connect_tcp(target: &SshTarget, deadline: Option<Instant>) -> Result<TcpStream> {
     let addrs: Vec<SocketAddr> = (target.host.as_str(), target.port)
         .to_socket_addrs()
-        .map_err(|e| {
-            Error::new(
-                "ENOTFOUND",
-                format!("ssh: Could not resolve hostname {}: {e}", target.host),
-            )
-        })?
+        .map_err(|e| Error::new("ENOTFOUND", format!("ssh: Could not resolve hostname {}: {e}", target.host)))?
         .collect();
     let mut last = None;
     for addr in addrs {
@@ -908,10 +785,7 @@ fn connect_tcp(target: &SshTarget, deadline: Option<Instant>) -> Result<TcpStrea
             Err(e) => last = Some(e),
         }
     }
-    Err(io_failure(
-        target,
-        last.unwrap_or_else(|| io::Error::from(io::ErrorKind::NotFound)),
-    ))
+    Err(io_failure(target, last.unwrap_or_else(|| io::Error::from(io::ErrorKind::NotFound))))
 }
 
 /// The `known_hosts` content to check against: the configured one, or OpenSSH's defaults.
@@ -936,10 +810,7 @@ fn known_hosts_content(target: &SshTarget) -> String {
 /// The entry lines of `known_hosts` content (no blank lines, comments or `@` markers,
 /// which libssh2 does not read).
 fn known_hosts_lines(content: &str) -> impl Iterator<Item = &str> {
-    content
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with('@'))
+    content.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#') && !l.starts_with('@'))
 }
 
 /// True when a `@revoked` line holds `key`.
@@ -966,10 +837,7 @@ fn known_key_types(session: &Session, content: &str, host: &str, port: u16) -> V
         if one.read_str(line, KnownHostFileKind::OpenSSH).is_err() {
             continue;
         }
-        if !matches!(
-            one.check_port(host, port, b"\0paperclip-probe"),
-            CheckResult::Mismatch
-        ) {
+        if !matches!(one.check_port(host, port, b"\0paperclip-probe"), CheckResult::Mismatch) {
             continue;
         }
         let algs: &[&str] = match kind {
@@ -989,9 +857,7 @@ fn key_type_name(kind: ssh2::HostKeyType) -> &'static str {
     match kind {
         ssh2::HostKeyType::Rsa => "RSA",
         ssh2::HostKeyType::Dss => "DSA",
-        ssh2::HostKeyType::Ecdsa256 | ssh2::HostKeyType::Ecdsa384 | ssh2::HostKeyType::Ecdsa521 => {
-            "ECDSA"
-        }
+        ssh2::HostKeyType::Ecdsa256 | ssh2::HostKeyType::Ecdsa384 | ssh2::HostKeyType::Ecdsa521 => "ECDSA",
         ssh2::HostKeyType::Ed25519 => "ED25519",
         _ => "unknown-type",
     }
@@ -1009,11 +875,7 @@ fn base64(data: &[u8]) -> String {
     const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
     let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
     for chunk in data.chunks(3) {
-        let b = [
-            chunk[0],
-            *chunk.get(1).unwrap_or(&0),
-            *chunk.get(2).unwrap_or(&0),
-        ];
+        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
         let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
         for i in 0..4 {
             if i <= chunk.len() {
@@ -1041,10 +903,7 @@ impl PrivateKeyFile {
                 .duration_since(std::time::UNIX_EPOCH)
                 .map(|d| d.subsec_nanos())
                 .unwrap_or(0);
-            let dir = base.join(format!(
-                "paperclip-ssh-key-{}-{nonce:08x}-{attempt}",
-                std::process::id()
-            ));
+            let dir = base.join(format!("paperclip-ssh-key-{}-{nonce:08x}-{attempt}", std::process::id()));
             match fs::DirBuilder::new().mode(0o700).create(&dir) {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
@@ -1052,11 +911,7 @@ impl PrivateKeyFile {
             }
             let path = dir.join("payload");
             let file = PrivateKeyFile { dir, path };
-            let mut out = fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(&file.path)?;
+            let mut out = fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&file.path)?;
             out.write_all(key.as_bytes())?;
             return Ok(file);
         }
@@ -1084,19 +939,11 @@ pub struct TransferSummary {
 }
 
 /// Runs `command` with `input`, failing unless it succeeded; its stdout is discarded.
-fn run_upload(
-    conn: &mut Connection,
-    command: &str,
-    input: Input<'_>,
-    progress: &mut impl FnMut(u64),
-) -> Result<u64> {
-    let outcome = conn.exec(
-        command,
-        input,
-        Output::Discard,
-        StderrLimit::Truncate(TRANSFER_STDERR_LIMIT),
-        |sent, _| progress(sent),
-    )?;
+fn run_upload(conn: &mut Connection, command: &str, input: Input<'_>, progress: &mut impl FnMut(u64)) -> Result<u64> {
+    let outcome =
+        conn.exec(command, input, Output::Discard, StderrLimit::Truncate(TRANSFER_STDERR_LIMIT), |sent, _| {
+            progress(sent)
+        })?;
     if outcome.succeeded() {
         Ok(outcome.bytes_sent)
     } else {
@@ -1118,10 +965,7 @@ pub fn upload_tar(
     let mut conn = Connection::open(target, Arc::clone(&cancel), None)?;
     let (tx, rx) = mpsc::sync_channel::<Piece>(PIPELINE_DEPTH);
     let packer = Worker::spawn("pack", &cancel, move |cancel| {
-        let mut writer = PieceWriter {
-            tx: &tx,
-            chunk: Vec::with_capacity(CHUNK),
-        };
+        let mut writer = PieceWriter { tx: &tx, chunk: Vec::with_capacity(CHUNK) };
         let summary = tar::pack(&pack, &mut writer, |_| {}, cancel)?;
         writer.flush_chunk().map_err(|_| Error::aborted())?;
         tx.send(Piece::End).map_err(|_| Error::aborted())?;
@@ -1133,14 +977,9 @@ pub fn upload_tar(
     }
     let packed: Result<PackSummary> = packer.join();
     match (sent, packed) {
-        (Ok(bytes), Ok(summary)) => Ok(TransferSummary {
-            bytes,
-            entries: summary.entries,
-        }),
+        (Ok(bytes), Ok(summary)) => Ok(TransferSummary { bytes, entries: summary.entries }),
         // The packer's own failure explains a broken input; otherwise the transfer's.
-        (Err(e), Err(pack_err)) if !pack_err.is_aborted() && e.code == codes::INTERNAL => {
-            Err(pack_err)
-        }
+        (Err(e), Err(pack_err)) if !pack_err.is_aborted() && e.code == codes::INTERNAL => Err(pack_err),
         (Err(e), _) => Err(e),
         (Ok(_), Err(e)) => Err(e),
     }
@@ -1161,11 +1000,7 @@ pub fn download_tar(
     let (tx, rx) = mpsc::sync_channel::<Vec<u8>>(PIPELINE_DEPTH);
     let dest = dest.to_path_buf();
     let extractor = Worker::spawn("extract", &cancel, move |cancel| {
-        let reader = ChunkReader {
-            rx,
-            current: Vec::new(),
-            offset: 0,
-        };
+        let reader = ChunkReader { rx, current: Vec::new(), offset: 0 };
         tar::extract(reader, &dest, &opts, |_| {}, cancel)
     })?;
     let outcome = conn.exec(
@@ -1190,10 +1025,7 @@ pub fn download_tar(
         return Err(outcome.failure());
     }
     let summary = extracted?;
-    Ok(TransferSummary {
-        bytes: outcome.bytes_received,
-        entries: summary.entries,
-    })
+    Ok(TransferSummary { bytes: outcome.bytes_received, entries: summary.entries })
 }
 
 /// Streams the file `path` into the stdin of `command` (upstream's bundle upload,
@@ -1229,25 +1061,11 @@ pub fn download_file(
         .open(path)
         .map_err(|e| Error::io(e, "open", path))?;
     let result = conn
-        .exec(
-            command,
-            Input::Empty,
-            Output::Writer(&mut file),
-            StderrLimit::Truncate(TRANSFER_STDERR_LIMIT),
-            |_, r| progress(r),
-        )
-        .and_then(|outcome| {
-            if outcome.succeeded() {
-                Ok(outcome.bytes_received)
-            } else {
-                Err(outcome.failure())
-            }
+        .exec(command, Input::Empty, Output::Writer(&mut file), StderrLimit::Truncate(TRANSFER_STDERR_LIMIT), |_, r| {
+            progress(r)
         })
-        .and_then(|bytes| {
-            file.sync_all()
-                .map(|()| bytes)
-                .map_err(|e| Error::io(e, "fsync", path))
-        });
+        .and_then(|outcome| if outcome.succeeded() { Ok(outcome.bytes_received) } else { Err(outcome.failure()) })
+        .and_then(|bytes| file.sync_all().map(|()| bytes).map_err(|e| Error::io(e, "fsync", path)));
     match result {
         Ok(bytes) => Ok(TransferSummary { bytes, entries: 0 }),
         Err(e) => {
@@ -1291,9 +1109,7 @@ impl<T: Send + 'static> Worker<T> {
     /// The work's result (a panic is an internal error).
     fn join(self) -> Result<T> {
         let what = self.what;
-        self.thread
-            .join()
-            .unwrap_or_else(|_| Err(Error::new(codes::INTERNAL, format!("the {what} thread panicked"))))
+        self.thread.join().unwrap_or_else(|_| Err(Error::new(codes::INTERNAL, format!("the {what} thread panicked"))))
     }
 }
 
@@ -1338,9 +1154,7 @@ impl PieceWriter<'_> {
             return Ok(());
         }
         let data = std::mem::replace(&mut self.chunk, Vec::with_capacity(CHUNK));
-        self.tx
-            .send(Piece::Data(data))
-            .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "the SSH channel closed"))
+        self.tx.send(Piece::Data(data)).map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "the SSH channel closed"))
     }
 }
 
@@ -1433,25 +1247,14 @@ mod tests {
 
     #[test]
     fn failure_messages_follow_upstream() {
-        let mut out = ExecOutcome {
-            exit_status: 2,
-            input_complete: true,
-            ..Default::default()
-        };
+        let mut out = ExecOutcome { exit_status: 2, input_complete: true, ..Default::default() };
         assert_eq!(out.failure().message, "ssh exited with code 2");
         out.stderr = b"  tar: boom\n".to_vec();
         assert_eq!(out.failure().message, "tar: boom");
         assert_eq!(out.failure().code, codes::SSH_REMOTE_FAILED);
-        let early = ExecOutcome {
-            exit_status: 0,
-            input_complete: false,
-            ..Default::default()
-        };
+        let early = ExecOutcome { exit_status: 0, input_complete: false, ..Default::default() };
         assert!(!early.succeeded());
-        assert!(early
-            .failure()
-            .message
-            .contains("before the remote command read all of its input"));
+        assert!(early.failure().message.contains("before the remote command read all of its input"));
     }
 
     #[test]
@@ -1459,12 +1262,8 @@ mod tests {
         let session = Session::new().unwrap();
         // Two real-format lines for different hosts (the key blobs need only parse).
         let ed = "AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl";
-        let content =
-            format!("[127.0.0.1]:2222 ssh-ed25519 {ed}\nother.example ssh-ed25519 {ed}\n");
-        assert_eq!(
-            known_key_types(&session, &content, "127.0.0.1", 2222),
-            ["ssh-ed25519"]
-        );
+        let content = format!("[127.0.0.1]:2222 ssh-ed25519 {ed}\nother.example ssh-ed25519 {ed}\n");
+        assert_eq!(known_key_types(&session, &content, "127.0.0.1", 2222), ["ssh-ed25519"]);
         assert!(known_key_types(&session, &content, "127.0.0.1", 22).is_empty());
     }
 
@@ -1485,15 +1284,9 @@ mod tests {
             connect_timeout: Duration::from_secs(2),
             inactivity_timeout: None,
         };
-        let err = Connection::open(&target, Arc::new(AtomicBool::new(false)), None)
-            .err()
-            .unwrap();
+        let err = Connection::open(&target, Arc::new(AtomicBool::new(false)), None).err().unwrap();
         assert_eq!(err.code, "ECONNREFUSED");
-        assert!(
-            err.message.contains(&format!("port {port}")),
-            "{}",
-            err.message
-        );
+        assert!(err.message.contains(&format!("port {port}")), "{}", err.message);
     }
 
     #[test]
@@ -1508,9 +1301,7 @@ mod tests {
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             inactivity_timeout: None,
         };
-        let err = Connection::open(&target, Arc::new(AtomicBool::new(true)), None)
-            .err()
-            .unwrap();
+        let err = Connection::open(&target, Arc::new(AtomicBool::new(true)), None).err().unwrap();
         assert!(err.is_aborted());
     }
 }

@@ -423,7 +423,8 @@ mod tests {
         fs::write(root_path.join(".paperclip-merge-notes"), b"mine").unwrap();
         let swept = sweep(&root, &root_path, true).unwrap();
         assert_eq!(swept, Swept { removed: 4, completed: 0, pulls: vec![] });
-        let mut left: Vec<String> = fs::read_dir(&root_path).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        let mut left: Vec<String> =
+            fs::read_dir(&root_path).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
         left.sort();
         let mut expected = vec![".paperclip-merge-notes".to_string(), live.name.to_string_lossy().into_owned()];
         expected.sort();

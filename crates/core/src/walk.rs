@@ -158,7 +158,11 @@ pub fn name_to_string(name: OsString, parent_rel: &str, root: &Path) -> Result<S
         let rel = if parent_rel.is_empty() { lossy } else { format!("{parent_rel}/{lossy}") };
         let mut err = Error::new(
             codes::NON_UTF8_NAME,
-            format!("{}: file name is not valid UTF-8, lstat '{}'", codes::NON_UTF8_NAME, join_like_node(root, &rel).display()),
+            format!(
+                "{}: file name is not valid UTF-8, lstat '{}'",
+                codes::NON_UTF8_NAME,
+                join_like_node(root, &rel).display()
+            ),
         );
         err.syscall = Some("lstat");
         err
@@ -279,7 +283,9 @@ fn read_directory(opts: &WalkOptions<'_>, rel: &str) -> Result<Vec<Node>> {
     let (dir, mut names) = match listed {
         Ok(listed) => listed,
         // A path too long to open is never read as empty: that would drop the subtree.
-        Err(err) if opts.readdir_errors == ReaddirErrors::TreatAsEmpty && err.raw_os_error() != Some(libc::ENAMETOOLONG) => {
+        Err(err)
+            if opts.readdir_errors == ReaddirErrors::TreatAsEmpty && err.raw_os_error() != Some(libc::ENAMETOOLONG) =>
+        {
             return Ok(Vec::new())
         }
         Err(err) => return Err(Error::io(err, "scandir", &path)),
@@ -302,10 +308,12 @@ fn read_directory(opts: &WalkOptions<'_>, rel: &str) -> Result<Vec<Node>> {
         if opts.readdir_errors == ReaddirErrors::TreatAsEmpty {
             check_path_length(opts.root, &child_rel)?;
         }
-        let raw_stat = dir.lstat(&raw).map_err(|err| Error::io(err, "lstat", &join_like_node(opts.root, &child_rel)))?;
+        let raw_stat =
+            dir.lstat(&raw).map_err(|err| Error::io(err, "lstat", &join_like_node(opts.root, &child_rel)))?;
         let stat = Stat::from_raw(&raw_stat);
         let link_target = if stat.kind == Kind::Symlink && opts.read_link_targets {
-            let target = dir.readlink(&raw).map_err(|err| Error::io(err, "readlink", &join_like_node(opts.root, &child_rel)))?;
+            let target =
+                dir.readlink(&raw).map_err(|err| Error::io(err, "readlink", &join_like_node(opts.root, &child_rel)))?;
             Some(String::from_utf8_lossy(target.as_bytes()).into_owned())
         } else {
             None

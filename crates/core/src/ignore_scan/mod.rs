@@ -141,7 +141,11 @@ impl From<ScanError> for Error {
 ///
 /// `Ok(None)`: not inside a git work tree (git's "not a git repository"; upstream's
 /// `{ kind: "other" }`).
-pub fn scan_ignored_paths(local_dir: &Path, limits: Limits, cancel: &AtomicBool) -> Result<Option<IgnoreScan>, ScanError> {
+pub fn scan_ignored_paths(
+    local_dir: &Path,
+    limits: Limits,
+    cancel: &AtomicBool,
+) -> Result<Option<IgnoreScan>, ScanError> {
     scan_ignored_paths_with_env(local_dir, limits, &UserEnv::from_process(), cancel)
 }
 
@@ -240,8 +244,16 @@ fn scan_on_this_thread(
         }
     }
 
-    let walker =
-        Walker::new(&top, &repository, &index, settings.ignore_case, file_lists, prefix, limits.max_output_bytes, cancel);
+    let walker = Walker::new(
+        &top,
+        &repository,
+        &index,
+        settings.ignore_case,
+        file_lists,
+        prefix,
+        limits.max_output_bytes,
+        cancel,
+    );
     let collected = walker.run()?;
 
     let ignored_paths = apply_bounds(collected.sorted(), limits)?;
@@ -260,7 +272,10 @@ fn apply_bounds<'a>(records: impl Iterator<Item = &'a [u8]>, limits: Limits) -> 
         }
         if accepted.len() + 1 > limits.max_entries {
             return Err(ScanError::LimitExceeded {
-                message: format!("referenced project ignore scan found more than {} ignored entries", limits.max_entries),
+                message: format!(
+                    "referenced project ignore scan found more than {} ignored entries",
+                    limits.max_entries
+                ),
             });
         }
         let entry = utf8(entry)?;
@@ -313,8 +328,8 @@ fn js_trim(s: &str) -> &str {
     fn js_space(c: char) -> bool {
         matches!(
             c,
-            '\u{9}' | '\u{A}' | '\u{B}' | '\u{C}' | '\u{D}' | ' ' | '\u{A0}' | '\u{1680}' | '\u{2000}'..='\u{200A}'
-                | '\u{2028}' | '\u{2029}' | '\u{202F}' | '\u{205F}' | '\u{3000}' | '\u{FEFF}'
+            '\u{9}' | '\u{A}' | '\u{B}' | '\u{C}' | '\u{D}' | ' ' | '\u{A0}' | '\u{1680}' | '\u{2000}'
+                ..='\u{200A}' | '\u{2028}' | '\u{2029}' | '\u{202F}' | '\u{205F}' | '\u{3000}' | '\u{FEFF}'
         )
     }
     s.trim_matches(js_space)
@@ -374,7 +389,11 @@ pub fn physical_path(p: &str) -> String {
 /// [`NotDescendant`]. With an empty offset the list is returned as is; otherwise only
 /// entries under `offset/` are kept, with that prefix removed. An entry equal to the offset
 /// itself (the whole local directory ignored) is dropped, as upstream does (hazard H13).
-pub fn re_relativize(toplevel_physical: &str, local_physical: &str, paths: &[String]) -> Result<Vec<String>, NotDescendant> {
+pub fn re_relativize(
+    toplevel_physical: &str,
+    local_physical: &str,
+    paths: &[String],
+) -> Result<Vec<String>, NotDescendant> {
     let from = resolve_lexically(toplevel_physical);
     let to = resolve_lexically(local_physical);
     let offset = if from == to {
@@ -398,4 +417,3 @@ pub fn re_relativize(toplevel_physical: &str, local_physical: &str, paths: &[Str
         .map(str::to_string)
         .collect())
 }
-

@@ -204,7 +204,8 @@ mod tests {
 
     #[test]
     fn parsing_rules() {
-        let l = PatternList::parse(b"", b"\xEF\xBB\xBF*.log\r\n!keep.log\n# c\n\\#hash\ntrail   \nesc\\ \n/anch\ndir/\n");
+        let l =
+            PatternList::parse(b"", b"\xEF\xBB\xBF*.log\r\n!keep.log\n# c\n\\#hash\ntrail   \nesc\\ \n/anch\ndir/\n");
         assert_eq!(m(&l, "a.log", Kind::NotDir), Some(true));
         assert_eq!(m(&l, "x/keep.log", Kind::NotDir), Some(false));
         assert_eq!(m(&l, "#hash", Kind::NotDir), Some(true));

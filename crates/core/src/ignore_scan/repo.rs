@@ -130,11 +130,8 @@ fn read_gitfile(path: &Path) -> Gitfile {
         return Gitfile::Broken(format!("no path in gitfile: {}", path.display()));
     }
     let target = Path::new(OsStr::from_bytes(rest));
-    let target = if target.is_absolute() {
-        target.to_path_buf()
-    } else {
-        path.parent().unwrap_or(Path::new("/")).join(target)
-    };
+    let target =
+        if target.is_absolute() { target.to_path_buf() } else { path.parent().unwrap_or(Path::new("/")).join(target) };
     if is_git_directory(&target) {
         Gitfile::Valid
     } else {
@@ -377,7 +374,10 @@ pub struct Settings {
 
 impl Settings {
     pub fn read(repo: &Repository, top: &Path, env: &UserEnv) -> Result<Settings, ScanError> {
-        let config = repo.config().and_then(|mut c| c.snapshot()).map_err(|e| ScanError::failed(format!("cannot read the repository configuration: {}", e.message())))?;
+        let config = repo
+            .config()
+            .and_then(|mut c| c.snapshot())
+            .map_err(|e| ScanError::failed(format!("cannot read the repository configuration: {}", e.message())))?;
         let ignore_case = match config.get_bool("core.ignorecase") {
             Ok(v) => v,
             Err(e) if e.code() == git2::ErrorCode::NotFound => false,

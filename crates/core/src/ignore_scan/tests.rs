@@ -80,7 +80,16 @@ fn git(dir: &Path, home: &Path) -> Command {
 
 fn run_git(dir: &Path, home: &Path, args: &[&str]) {
     let out = git(dir, home)
-        .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main", "-c", "protocol.file.allow=always"])
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "init.defaultBranch=main",
+            "-c",
+            "protocol.file.allow=always",
+        ])
         .args(args)
         .output()
         .unwrap();
@@ -111,7 +120,10 @@ fn git_add(dir: &Path, home: &Path, paths: &[Vec<u8>]) {
 /// The oracle: upstream's command, parsed like upstream (NUL split, trailing `/` stripped,
 /// empty records skipped), in git's order. `None` when git fails.
 fn oracle(local: &Path, home: &Path) -> Option<(String, Vec<String>)> {
-    let top = git(local, home).args(["-c", "core.fsmonitor=false", "--no-optional-locks", "rev-parse", "--show-toplevel"]).output().unwrap();
+    let top = git(local, home)
+        .args(["-c", "core.fsmonitor=false", "--no-optional-locks", "rev-parse", "--show-toplevel"])
+        .output()
+        .unwrap();
     if !top.status.success() {
         return None;
     }
@@ -166,15 +178,80 @@ fn assert_same(local: &Path, home: &Path, context: &str) {
 }
 
 const NAMES: &[&str] = &[
-    "a", "b", "build", "node_modules", "dist", "src", "keep.log", "x.log", "y.tmp", "name with space", "ünï", "#hash",
-    "!bang", "trail ", " lead", "日本", "z.txt", "Foo", "deep", "sub", "important", "d1", "out", "c",
+    "a",
+    "b",
+    "build",
+    "node_modules",
+    "dist",
+    "src",
+    "keep.log",
+    "x.log",
+    "y.tmp",
+    "name with space",
+    "ünï",
+    "#hash",
+    "!bang",
+    "trail ",
+    " lead",
+    "日本",
+    "z.txt",
+    "Foo",
+    "deep",
+    "sub",
+    "important",
+    "d1",
+    "out",
+    "c",
 ];
 
 const PATTERNS: &[&str] = &[
-    "*.log", "!keep.log", "build/", "/dist", "**/deep", "a/**/b", "\\#hash", "trail\\ ", "trail ", "node_modules", "*.tmp",
-    "!*.tmp", "src/*.txt", "?oo", "[a-c]", "**/x.log", "d*/", "!important/", "name with space", "\\!bang", "*", "!*/", "sub/",
-    "ünï", "/a/b", "#comment", "", "**", "a/**", "**/b/**", "!a", "out", "/out/", "important", "!d1", "*.txt", " lead",
-    "日本/", "!/build", "**/*.log", "c/", "!c", "deep/", "[!a-m]*", "x.l?g", "!x.log\r", "b\\",
+    "*.log",
+    "!keep.log",
+    "build/",
+    "/dist",
+    "**/deep",
+    "a/**/b",
+    "\\#hash",
+    "trail\\ ",
+    "trail ",
+    "node_modules",
+    "*.tmp",
+    "!*.tmp",
+    "src/*.txt",
+    "?oo",
+    "[a-c]",
+    "**/x.log",
+    "d*/",
+    "!important/",
+    "name with space",
+    "\\!bang",
+    "*",
+    "!*/",
+    "sub/",
+    "ünï",
+    "/a/b",
+    "#comment",
+    "",
+    "**",
+    "a/**",
+    "**/b/**",
+    "!a",
+    "out",
+    "/out/",
+    "important",
+    "!d1",
+    "*.txt",
+    " lead",
+    "日本/",
+    "!/build",
+    "**/*.log",
+    "c/",
+    "!c",
+    "deep/",
+    "[!a-m]*",
+    "x.l?g",
+    "!x.log\r",
+    "b\\",
 ];
 
 fn random_patterns(rng: &mut Rng) -> String {
@@ -493,13 +570,24 @@ fn bounds_apply_in_upstream_order() {
     let (repo, home) = fresh_repo(&tmp);
     write(&repo.join(".gitignore"), "*.log\n");
     many_files(&repo, 20, 12);
-    let limits = |entries, bytes, output| Limits { max_entries: entries, max_total_bytes: bytes, max_output_bytes: output };
+    let limits =
+        |entries, bytes, output| Limits { max_entries: entries, max_total_bytes: bytes, max_output_bytes: output };
     // Both bounds breached: the byte bound fires first when it is reached before entry 11.
     let err = scan_with(&repo, &home, limits(10, 50, 1 << 20)).unwrap_err();
-    assert_eq!(err, ScanError::LimitExceeded { message: "referenced project ignore scan exceeded 50 UTF-8 bytes of ignored paths".into() });
+    assert_eq!(
+        err,
+        ScanError::LimitExceeded {
+            message: "referenced project ignore scan exceeded 50 UTF-8 bytes of ignored paths".into()
+        }
+    );
     // Otherwise the count bound fires at entry 11.
     let err = scan_with(&repo, &home, limits(10, 1000, 1 << 20)).unwrap_err();
-    assert_eq!(err, ScanError::LimitExceeded { message: "referenced project ignore scan found more than 10 ignored entries".into() });
+    assert_eq!(
+        err,
+        ScanError::LimitExceeded {
+            message: "referenced project ignore scan found more than 10 ignored entries".into()
+        }
+    );
     // Output over the allowance is a plain failure and wins (upstream never parses it).
     assert!(matches!(scan_with(&repo, &home, limits(10, 50, 100)), Err(ScanError::Failed(_))));
     // Exactly at every bound is fine.
@@ -534,7 +622,10 @@ fn failures_and_non_repositories() {
     fs::write(repo.join(".git/index"), b"DIRC\0\0\0\x02garbage").unwrap();
     assert_same(&repo, &home, "corrupt index");
     let err = scan(&repo, &home).unwrap_err();
-    assert!(matches!(err, ScanError::Failed(ref e) if e.code == crate::error::codes::GIT_IGNORE_SCAN_FAILED), "{err:?}");
+    assert!(
+        matches!(err, ScanError::Failed(ref e) if e.code == crate::error::codes::GIT_IGNORE_SCAN_FAILED),
+        "{err:?}"
+    );
     // A gitfile pointing nowhere is "not a git repository" for git.
     let broken = tmp.path().join("broken");
     write(&broken.join(".git"), "gitdir: /nonexistent/path\n");
@@ -549,7 +640,10 @@ fn cancellation_aborts() {
     write(&repo.join(".gitignore"), "*.log\n");
     many_files(&repo, 600, 10);
     let cancel = AtomicBool::new(true);
-    assert_eq!(scan_ignored_paths_with_env(&repo, Limits::UPSTREAM, &user_env(&home), &cancel), Err(ScanError::Aborted));
+    assert_eq!(
+        scan_ignored_paths_with_env(&repo, Limits::UPSTREAM, &user_env(&home), &cancel),
+        Err(ScanError::Aborted)
+    );
 }
 
 #[test]
@@ -566,10 +660,11 @@ fn toplevel_is_trimmed_like_upstream() {
 
 #[test]
 fn re_relativize_follows_upstream_steps_4_and_5() {
-    let list: Vec<String> = ["build", "packages/app", "packages/app/dist", "packages/app/.env", "packages/apple/x", "z"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let list: Vec<String> =
+        ["build", "packages/app", "packages/app/dist", "packages/app/.env", "packages/apple/x", "z"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
     assert_eq!(re_relativize("/r", "/r", &list).unwrap(), list);
     assert_eq!(re_relativize("/r/", "/r/./", &list).unwrap(), list);
     assert_eq!(re_relativize("/r", "/r/packages/app", &list).unwrap(), ["dist", ".env"]);

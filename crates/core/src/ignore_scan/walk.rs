@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use git2::Repository;
 
 use super::patterns::{Kind, PatternList, PATTERN_MAX_FILE_SIZE};
-use super::repo::{is_nonbare_repository_dir, IndexFacts, InIndex};
+use super::repo::{is_nonbare_repository_dir, InIndex, IndexFacts};
 use super::ScanError;
 
 /// git's `path_treatment`, ordered by significance.

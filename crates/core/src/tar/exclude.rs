@@ -176,8 +176,7 @@ impl Glob {
             return false;
         }
         self.chars.matches(name.chars())
-            || (!(self.ascii && name.is_ascii())
-                && self.bytes.matches(name.bytes().map(char::from)))
+            || (!(self.ascii && name.is_ascii()) && self.bytes.matches(name.bytes().map(char::from)))
     }
 }
 
@@ -702,8 +701,7 @@ mod tests {
     #[test]
     fn the_heavy_directory_quartet() {
         let quartet = ["node_modules", "node_modules/*", "*/node_modules", "*/node_modules/*"];
-        for member in ["node_modules", "node_modules/a", "pkg/node_modules", "pkg/node_modules/a/b"]
-        {
+        for member in ["node_modules", "node_modules/a", "pkg/node_modules", "pkg/node_modules/a/b"] {
             assert!(ex(&quartet, member), "{member}");
         }
         assert!(!ex(&quartet, "pkg/node_modules_old"));
@@ -820,11 +818,7 @@ mod tests {
     }
 
     /// `tar -c` of named members with exactly these excludes (no implicit `._*`).
-    fn gnu_tar_create_plain(
-        root: &std::path::Path,
-        excludes: &[String],
-        names: &[String],
-    ) -> Vec<u8> {
+    fn gnu_tar_create_plain(root: &std::path::Path, excludes: &[String], names: &[String]) -> Vec<u8> {
         use crate::tar::testutil::*;
         let mut command = tar_command("tar");
         command.args(["-c", "--no-xattrs", "--no-unquote", "-f", "-", "-C"]).arg(root);
@@ -835,12 +829,7 @@ mod tests {
         run_with_input(command, b"")
     }
 
-    fn walk_expected(
-        set: &TarExcludeSet,
-        root: &std::path::Path,
-        member: &str,
-        out: &mut Vec<String>,
-    ) {
+    fn walk_expected(set: &TarExcludeSet, root: &std::path::Path, member: &str, out: &mut Vec<String>) {
         if set.excludes(member) {
             return;
         }

@@ -61,8 +61,7 @@ fn pack_tree(root: &Path, gzip: Option<u32>) -> Vec<u8> {
 #[test]
 #[ignore = "writes the fuzz seeds; run by scripts/fuzz.sh with PAPERCLIP_FUZZ_SEEDS set"]
 fn write_fuzz_seeds() {
-    let dir =
-        std::env::var_os("PAPERCLIP_FUZZ_SEEDS").expect("PAPERCLIP_FUZZ_SEEDS: the seed directory");
+    let dir = std::env::var_os("PAPERCLIP_FUZZ_SEEDS").expect("PAPERCLIP_FUZZ_SEEDS: the seed directory");
     let dir = Path::new(&dir);
     fs::create_dir_all(dir).unwrap();
     let mut seeds = Seeds { dir, count: 0 };
@@ -71,12 +70,8 @@ fn write_fuzz_seeds() {
     for case in 0..6u64 {
         let mut rng = Rng::new(0xf022_0000 + case);
         let src = TempDir::new("fuzz-seed-pack");
-        let options = TreeOptions {
-            long_names: case % 2 == 0,
-            modes_and_times: true,
-            inside_links: true,
-            ..Default::default()
-        };
+        let options =
+            TreeOptions { long_names: case % 2 == 0, modes_and_times: true, inside_links: true, ..Default::default() };
         build_tree(&mut rng, src.path(), &options);
         seeds.plain(&format!("pack{case}"), &pack_tree(src.path(), None));
         seeds.write(&format!("pack{case}-gz"), AS_IS, &pack_tree(src.path(), Some(1)));
@@ -151,10 +146,7 @@ fn hostile_seeds(seeds: &mut Seeds<'_>) {
         seeds.write(&name, AFTER_PREFIX | FIX_CHECKSUMS | PLANT, &archive);
     }
     let archives: Vec<(&str, Vec<u8>)> = vec![
-        (
-            "hard-good",
-            RawArchive::new().file("a", b"data").hard_link("h", "a").hard_link("a", "a").finish(),
-        ),
+        ("hard-good", RawArchive::new().file("a", b"data").hard_link("h", "a").hard_link("a", "a").finish()),
         ("chr", RawArchive::new().entry(b'3', b"tty", b"", 0o666, b"").finish()),
         ("blk", RawArchive::new().entry(b'4', b"disk", b"", 0o666, b"").finish()),
         ("fifo", RawArchive::new().entry(b'6', b"fifo", b"", 0o666, b"").finish()),
@@ -163,10 +155,7 @@ fn hostile_seeds(seeds: &mut Seeds<'_>) {
         ("contiguous", RawArchive::new().entry(b'7', b"c", b"", 0o644, b"data").finish()),
         (
             "old-regular",
-            RawArchive::new()
-                .entry(0, b"old", b"", 0o644, b"data")
-                .entry(0, b"olddir/", b"", 0o755, b"")
-                .finish(),
+            RawArchive::new().entry(0, b"old", b"", 0o644, b"data").entry(0, b"olddir/", b"", 0o755, b"").finish(),
         ),
         ("non-utf8", RawArchive::new().entry(b'0', b"bad\xff", b"", 0o644, b"").finish()),
         ("non-utf8-link", RawArchive::new().entry(b'2', b"l", b"t\xfe", 0o777, b"").finish()),
@@ -208,10 +197,7 @@ fn hostile_seeds(seeds: &mut Seeds<'_>) {
         (
             "pax",
             RawArchive::new()
-                .pax(&[
-                    ("path", format!("{long}/pax-file").as_bytes()),
-                    ("mtime", b"1700000000.25"),
-                ])
+                .pax(&[("path", format!("{long}/pax-file").as_bytes()), ("mtime", b"1700000000.25")])
                 .file("short", b"pax")
                 .pax(&[("linkpath", b"short"), ("size", b"0")])
                 .symlink("pax-link", "ignored")
@@ -229,28 +215,10 @@ fn hostile_seeds(seeds: &mut Seeds<'_>) {
                 .finish(),
         ),
         ("pax-nul", RawArchive::new().pax(&[("path", b"nul\0byte")]).file("x", b"").finish()),
-        (
-            "pax-sparse",
-            RawArchive::new().pax(&[("GNU.sparse.major", b"1")]).file("x", b"").finish(),
-        ),
-        (
-            "pax-global",
-            RawArchive::new()
-                .entry(b'g', b"global", b"", 0o644, b"12 path=x/y\n")
-                .file("z", b"")
-                .finish(),
-        ),
-        (
-            "pax-bad",
-            RawArchive::new()
-                .entry(b'x', b"PaxHeader", b"", 0o644, b"99 path=x\n")
-                .file("x", b"")
-                .finish(),
-        ),
-        (
-            "volume",
-            RawArchive::new().entry(b'V', b"label", b"", 0o644, b"").file("x", b"").finish(),
-        ),
+        ("pax-sparse", RawArchive::new().pax(&[("GNU.sparse.major", b"1")]).file("x", b"").finish()),
+        ("pax-global", RawArchive::new().entry(b'g', b"global", b"", 0o644, b"12 path=x/y\n").file("z", b"").finish()),
+        ("pax-bad", RawArchive::new().entry(b'x', b"PaxHeader", b"", 0o644, b"99 path=x\n").file("x", b"").finish()),
+        ("volume", RawArchive::new().entry(b'V', b"label", b"", 0o644, b"").file("x", b"").finish()),
         ("truncated", {
             let good = RawArchive::new().file("a", &[7u8; 3000]).file("b", b"bee").finish();
             good[..1000].to_vec()

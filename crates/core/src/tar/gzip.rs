@@ -100,19 +100,14 @@ impl<W: Write> GzipWriter<W> {
                 self.drain()?;
             }
             let (in_before, out_before) = (self.deflate.total_in(), self.out.len());
-            let status = self
-                .deflate
-                .compress_vec(input, &mut self.out, flush)
-                .map_err(io::Error::other)?;
+            let status = self.deflate.compress_vec(input, &mut self.out, flush).map_err(io::Error::other)?;
             input = &input[(self.deflate.total_in() - in_before) as usize..];
             let room_left = self.out.len() < self.out.capacity();
             match status {
                 Status::StreamEnd => return Ok(()),
                 // All input taken and, for a flush, all output out (zlib's rule: the flush is
                 // complete once it returns with room to spare).
-                _ if input.is_empty() && (room_left || flush == FlushCompress::None) => {
-                    return Ok(())
-                }
+                _ if input.is_empty() && (room_left || flush == FlushCompress::None) => return Ok(()),
                 Status::BufError if self.out.len() == out_before => {
                     return Err(io::Error::other("the deflate stream made no progress"))
                 }
@@ -213,9 +208,8 @@ fn spread_evenly(piece: &[u8]) -> bool {
         }
     }
     let n = piece.len().min(sample_len) as u64;
-    let squares: u64 = (0..256)
-        .map(|value| u64::from(counts.iter().map(|table| table[value]).sum::<u32>()).pow(2))
-        .sum();
+    let squares: u64 =
+        (0..256).map(|value| u64::from(counts.iter().map(|table| table[value]).sum::<u32>()).pow(2)).sum();
     // −log2(Σ c² / n²) ≥ STORE_ENTROPY  ⇔  Σ c² · 2^STORE_ENTROPY ≤ n²
     squares as f64 * STORE_ENTROPY.exp2() <= (n * n) as f64
 }

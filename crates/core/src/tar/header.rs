@@ -170,11 +170,7 @@ fn put_base256(field: &mut [u8], bytes: [u8; 8], fill: u8) {
 
 /// The unsigned header checksum, counting the checksum field as spaces.
 fn checksum(block: &[u8; BLOCK]) -> u32 {
-    block
-        .iter()
-        .enumerate()
-        .map(|(i, &b)| if CHECKSUM.contains(&i) { u32::from(b' ') } else { u32::from(b) })
-        .sum()
+    block.iter().enumerate().map(|(i, &b)| if CHECKSUM.contains(&i) { u32::from(b' ') } else { u32::from(b) }).sum()
 }
 
 /// The same sum over signed bytes, which some historic tars wrote.

@@ -41,8 +41,6 @@ mod testutil;
 mod walk;
 
 pub use exclude::TarExcludeSet;
-pub use extract::{default_min_free_bytes, extract, ExtractLimits, ExtractOptions, ExtractSummary};
 pub(crate) use extract::roll_forward;
-pub use pack::{
-    pack, pack_to_file, precompute_size, PackOptions, PackSummary, APPLE_DOUBLE_EXCLUDE,
-};
+pub use extract::{default_min_free_bytes, extract, ExtractLimits, ExtractOptions, ExtractSummary};
+pub use pack::{pack, pack_to_file, precompute_size, PackOptions, PackSummary, APPLE_DOUBLE_EXCLUDE};

@@ -11,9 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use super::exclude::TarExcludeSet;
 use super::gzip::GzipWriter;
-use super::header::{
-    self, kind, long_entry, long_entry_cost, padded, HeaderSpec, BLOCK, NAME_FIELD,
-};
+use super::header::{self, kind, long_entry, long_entry_cost, padded, HeaderSpec, BLOCK, NAME_FIELD};
 use super::stream::{stream_error, CountingWriter, WriteFailure, COPY_BUFFER};
 use super::walk::{self, EntryKind, Walk, WalkEntry};
 use crate::error::{codes, Error, Result};
@@ -169,12 +167,7 @@ impl Plan {
         Ok(Plan { excludes, top_level, prefix })
     }
 
-    fn walk<'a>(
-        &'a self,
-        opts: &'a PackOptions,
-        skip: &'a [(u64, u64)],
-        cancel: &'a AtomicBool,
-    ) -> Walk<'a> {
+    fn walk<'a>(&'a self, opts: &'a PackOptions, skip: &'a [(u64, u64)], cancel: &'a AtomicBool) -> Walk<'a> {
         Walk {
             root: &opts.root,
             excludes: &self.excludes,
@@ -323,10 +316,7 @@ impl<W: Write, P: FnMut(u64)> TarOut<'_, W, P> {
                     Ok(0) => {
                         return Err(Error::new(
                             codes::FILE_CHANGED,
-                            format!(
-                                "'{}' shrank by {remaining} bytes while it was being archived",
-                                entry.member
-                            ),
+                            format!("'{}' shrank by {remaining} bytes while it was being archived", entry.member),
                         ))
                     }
                     Ok(n) => n,
@@ -347,16 +337,11 @@ impl<W: Write, P: FnMut(u64)> TarOut<'_, W, P> {
 /// without following a symlink swapped in since (unless links are followed) and without
 /// blocking on a FIFO swapped in; returns it with its current size.
 fn open_regular(entry: &WalkEntry<'_>, follow_symlinks: bool) -> Result<(File, u64)> {
-    let file = entry
-        .dir
-        .open_file_for_reading(entry.name, follow_symlinks)
-        .map_err(|e| Error::io(e, "open", entry.path))?;
+    let file =
+        entry.dir.open_file_for_reading(entry.name, follow_symlinks).map_err(|e| Error::io(e, "open", entry.path))?;
     let meta = file.metadata().map_err(|e| Error::io(e, "fstat", entry.path))?;
     if !meta.is_file() {
-        return Err(Error::new(
-            codes::FILE_CHANGED,
-            format!("'{}' is no longer a regular file", entry.member),
-        ));
+        return Err(Error::new(codes::FILE_CHANGED, format!("'{}' is no longer a regular file", entry.member)));
     }
     Ok((file, meta.len()))
 }
@@ -380,10 +365,7 @@ fn pack_to<W: Write>(
         None => Sink::Plain(BufWriter::with_capacity(COPY_BUFFER, writer)),
         Some(level @ 0..=9) => Sink::Gzip(Box::new(GzipWriter::new(writer, level))),
         Some(level) => {
-            return Err(Error::new(
-                codes::INVALID_ARGUMENT,
-                format!("gzip level {level} is out of range 0-9"),
-            ))
+            return Err(Error::new(codes::INVALID_ARGUMENT, format!("gzip level {level} is out of range 0-9")))
         }
     };
     let plan = Plan::new(opts)?;
@@ -425,9 +407,7 @@ impl OwnerNames {
 }
 
 /// Calls a `get*_r` function with a growing buffer; the name, or empty when there is none.
-fn lookup_name(
-    mut call: impl FnMut(&mut [libc::c_char]) -> (libc::c_int, Option<*const libc::c_char>),
-) -> Vec<u8> {
+fn lookup_name(mut call: impl FnMut(&mut [libc::c_char]) -> (libc::c_int, Option<*const libc::c_char>)) -> Vec<u8> {
     let mut buffer: Vec<libc::c_char> = vec![0; 1024];
     loop {
         let (rc, name) = call(&mut buffer);
@@ -437,9 +417,7 @@ fn lookup_name(
         }
         return match name {
             // SAFETY: on success the name points into `buffer`, NUL-terminated.
-            Some(ptr) if rc == 0 && !ptr.is_null() => {
-                unsafe { CStr::from_ptr(ptr) }.to_bytes().to_vec()
-            }
+            Some(ptr) if rc == 0 && !ptr.is_null() => unsafe { CStr::from_ptr(ptr) }.to_bytes().to_vec(),
             _ => Vec::new(),
         };
     }
@@ -450,9 +428,7 @@ fn lookup_user(uid: u32) -> Vec<u8> {
         // SAFETY: `passwd` is plain data; getpwuid_r writes it and points `result` at it.
         let mut entry: libc::passwd = unsafe { std::mem::zeroed() };
         let mut result: *mut libc::passwd = std::ptr::null_mut();
-        let rc = unsafe {
-            libc::getpwuid_r(uid, &mut entry, buffer.as_mut_ptr(), buffer.len(), &mut result)
-        };
+        let rc = unsafe { libc::getpwuid_r(uid, &mut entry, buffer.as_mut_ptr(), buffer.len(), &mut result) };
         (rc, (!result.is_null()).then_some(entry.pw_name as *const libc::c_char))
     })
 }
@@ -462,9 +438,7 @@ fn lookup_group(gid: u32) -> Vec<u8> {
         // SAFETY: as for `lookup_user`, with getgrgid_r.
         let mut entry: libc::group = unsafe { std::mem::zeroed() };
         let mut result: *mut libc::group = std::ptr::null_mut();
-        let rc = unsafe {
-            libc::getgrgid_r(gid, &mut entry, buffer.as_mut_ptr(), buffer.len(), &mut result)
-        };
+        let rc = unsafe { libc::getgrgid_r(gid, &mut entry, buffer.as_mut_ptr(), buffer.len(), &mut result) };
         (rc, (!result.is_null()).then_some(entry.gr_name as *const libc::c_char))
     })
 }
@@ -480,10 +454,7 @@ impl TempFile {
     fn create_beside(target: &Path) -> Result<TempFile> {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let name = target.file_name().ok_or_else(|| {
-            Error::new(
-                codes::INVALID_ARGUMENT,
-                format!("archive path '{}' does not name a file", target.display()),
-            )
+            Error::new(codes::INVALID_ARGUMENT, format!("archive path '{}' does not name a file", target.display()))
         })?;
         let dir = target.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
         for _ in 0..16 {
@@ -500,10 +471,7 @@ impl TempFile {
                 Err(e) => return Err(Error::io(e, "open", &path)),
             }
         }
-        Err(Error::new(
-            codes::INTERNAL,
-            format!("could not create a temporary file in '{}'", dir.display()),
-        ))
+        Err(Error::new(codes::INTERNAL, format!("could not create a temporary file in '{}'", dir.display())))
     }
 
     fn persist(mut self, target: &Path) -> Result<()> {
@@ -553,8 +521,7 @@ mod tests {
 
     /// The source snapshot restricted to the members of an archive listing.
     fn filtered(root: &Path, members: &[String]) -> BTreeMap<String, Snap> {
-        let keep: std::collections::HashSet<&str> =
-            members.iter().map(|m| m.trim_end_matches('/')).collect();
+        let keep: std::collections::HashSet<&str> = members.iter().map(|m| m.trim_end_matches('/')).collect();
         snapshot(root, true).into_iter().filter(|(path, _)| keep.contains(path.as_str())).collect()
     }
 
@@ -583,20 +550,14 @@ mod tests {
         if !have_gnu_tar("member_sets_and_content_match_gnu_tar") {
             return;
         }
-        let options = TreeOptions {
-            long_names: true,
-            big_files: true,
-            modes_and_times: true,
-            ..Default::default()
-        };
+        let options = TreeOptions { long_names: true, big_files: true, modes_and_times: true, ..Default::default() };
         for case in 0..case_count(60) {
             let seed = 0xbac0_0000 + case;
             let mut rng = Rng::new(seed);
             let src = TempDir::new("pack-src");
             fs::write(src.join("a\\b"), b"backslash").unwrap();
             let paths = build_tree(&mut rng, src.path(), &options);
-            let excludes =
-                if rng.chance(25) { Vec::new() } else { random_excludes(&mut rng, &paths) };
+            let excludes = if rng.chance(25) { Vec::new() } else { random_excludes(&mut rng, &paths) };
             let opts = PackOptions { exclude: excludes.clone(), ..opts(src.path()) };
             let ours = pack_bytes(&opts).unwrap();
             assert_eq!(precompute_size(&opts, &never()).unwrap(), ours.len() as u64, "seed {seed}");
@@ -607,11 +568,7 @@ mod tests {
             assert!(members.iter().all(|m| !m.starts_with("./")));
             let out = TempDir::new("pack-out");
             system_extract(&["tar", "-x", "-f", "-"], &ours, out.path());
-            assert_same_tree(
-                &snapshot(out.path(), true),
-                &filtered(src.path(), &members),
-                &format!("seed {seed}"),
-            );
+            assert_same_tree(&snapshot(out.path(), true), &filtered(src.path(), &members), &format!("seed {seed}"));
         }
     }
 
@@ -634,7 +591,9 @@ mod tests {
             if rng.chance(50) {
                 let top = paths.first().cloned().unwrap_or_default();
                 let name = top.split('/').next().unwrap_or_default().to_string();
-                excludes.push(rng.pick(&[format!("*/{name}"), "*/*".to_string(), format!("./{name}"), ".".to_string()]).clone());
+                excludes.push(
+                    rng.pick(&[format!("*/{name}"), "*/*".to_string(), format!("./{name}"), ".".to_string()]).clone(),
+                );
             }
             let opts = PackOptions { exclude: excludes.clone(), dot_members: true, ..opts(src.path()) };
             let ours = pack_bytes(&opts).unwrap();
@@ -720,14 +679,8 @@ mod tests {
         }
         for (archive, what) in [(&ours, "ours"), (&gnu, "GNU tar's")] {
             let out = TempDir::new("pack-boundary-ours");
-            crate::tar::extract(
-                &archive[..],
-                out.path(),
-                &crate::tar::ExtractOptions::default(),
-                |_| {},
-                &never(),
-            )
-            .unwrap_or_else(|e| panic!("our extractor on {what} archive: {e}"));
+            crate::tar::extract(&archive[..], out.path(), &crate::tar::ExtractOptions::default(), |_| {}, &never())
+                .unwrap_or_else(|e| panic!("our extractor on {what} archive: {e}"));
             assert_same_tree(&snapshot(out.path(), true), &expected, what);
         }
         // The SSH upload's `./`-prefixed names are two bytes longer: other boundaries.
@@ -798,7 +751,10 @@ mod tests {
         assert_eq!(precompute_size(&opts(dir.path()), &never()).unwrap(), ours.len() as u64);
         let names = crate::walk::sorted_names(dir.path()).unwrap();
         let listed = gnu_list(&ours);
-        assert!(listed.contains(&format!("{d511}/")) && listed.contains(&f1024) && listed.contains(&"zz-last".to_string()), "{listed:?}");
+        assert!(
+            listed.contains(&format!("{d511}/")) && listed.contains(&f1024) && listed.contains(&"zz-last".to_string()),
+            "{listed:?}"
+        );
         assert_eq!(listed, gnu_list(&gnu_tar_create(dir.path(), &[], &names, false)));
     }
 
@@ -853,9 +809,7 @@ mod tests {
             fs::write(dir.join(name), name).unwrap();
         }
         let order: Vec<String> = ["é", "b", "C", "a"].iter().map(|s| s.to_string()).collect();
-        let ours =
-            pack_bytes(&PackOptions { top_level_order: Some(order.clone()), ..opts(dir.path()) })
-                .unwrap();
+        let ours = pack_bytes(&PackOptions { top_level_order: Some(order.clone()), ..opts(dir.path()) }).unwrap();
         let mut command = tar_command("tar");
         command.args(["-t", "--quoting-style=literal", "-f", "-"]);
         let listed = String::from_utf8(run_with_input(command, &ours)).unwrap();
@@ -868,8 +822,7 @@ mod tests {
         assert_eq!(listed.lines().collect::<Vec<_>>(), ["C", "a", "b", "é"]);
         for bad in [vec!["a/b"], vec![".."], vec![""], vec!["a", "a"]] {
             let names = bad.iter().map(|s| s.to_string()).collect();
-            let err = pack_bytes(&PackOptions { top_level_order: Some(names), ..opts(dir.path()) })
-                .unwrap_err();
+            let err = pack_bytes(&PackOptions { top_level_order: Some(names), ..opts(dir.path()) }).unwrap_err();
             assert_eq!(err.code, codes::INVALID_ARGUMENT, "{bad:?}");
         }
         let missing = PackOptions { top_level_order: Some(vec!["zz".into()]), ..opts(dir.path()) };
@@ -884,8 +837,7 @@ mod tests {
         let dir = TempDir::new("pack-special");
         fs::write(dir.join("file"), b"shared").unwrap();
         fs::hard_link(dir.join("file"), dir.join("hard")).unwrap();
-        let fifo =
-            std::ffi::CString::new(dir.join("fifo").into_os_string().into_encoded_bytes()).unwrap();
+        let fifo = std::ffi::CString::new(dir.join("fifo").into_os_string().into_encoded_bytes()).unwrap();
         // SAFETY: a valid path.
         assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
         let _socket = std::os::unix::net::UnixListener::bind(dir.join("socket")).unwrap();
@@ -925,8 +877,7 @@ mod tests {
         }
         let mut seen = Vec::new();
         let mut out = Vec::new();
-        let summary =
-            pack(&opts(dir.path()), &mut out, |n| seen.push(n), &AtomicBool::new(false)).unwrap();
+        let summary = pack(&opts(dir.path()), &mut out, |n| seen.push(n), &AtomicBool::new(false)).unwrap();
         assert!(seen.windows(2).all(|w| w[0] < w[1]));
         assert_eq!(*seen.last().unwrap(), summary.tar_bytes);
         assert_eq!(summary.entries, 20);
@@ -989,9 +940,7 @@ mod tests {
 
         // Cancelled: the previous file is untouched and no temporary file is left.
         let cancel = AtomicBool::new(false);
-        let err =
-            pack_to_file(&opts(&src), &target, |_| cancel.store(true, Ordering::Relaxed), &cancel)
-                .unwrap_err();
+        let err = pack_to_file(&opts(&src), &target, |_| cancel.store(true, Ordering::Relaxed), &cancel).unwrap_err();
         assert!(err.is_aborted());
         assert_eq!(fs::read(&target).unwrap(), b"previous");
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 2);
@@ -1011,10 +960,7 @@ mod tests {
 
         // Errors leave nothing behind either.
         let missing = opts(&dir.join("missing"));
-        assert_eq!(
-            pack_to_file(&missing, &target, |_| {}, &AtomicBool::new(false)).unwrap_err().code,
-            "ENOENT"
-        );
+        assert_eq!(pack_to_file(&missing, &target, |_| {}, &AtomicBool::new(false)).unwrap_err().code, "ENOENT");
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 2);
     }
 
@@ -1069,27 +1015,12 @@ mod tests {
         if !have_gnu_tar("other_tars_read_our_archives") {
             return;
         }
-        let options = TreeOptions {
-            long_names: true,
-            big_files: true,
-            modes_and_times: true,
-            ..Default::default()
-        };
+        let options = TreeOptions { long_names: true, big_files: true, modes_and_times: true, ..Default::default() };
         /// Program, probe arguments, list command, extract command.
         type Reader<'a> = (&'a str, &'a [&'a str], &'a [&'a str], &'a [&'a str]);
         let readers: [Reader<'_>; 2] = [
-            (
-                "bsdtar",
-                &["--version"],
-                &["bsdtar", "-t", "-f", "-"],
-                &["bsdtar", "-x", "-p", "-P", "-f", "-"],
-            ),
-            (
-                "busybox",
-                &["tar", "--help"],
-                &["busybox", "tar", "-t", "-f", "-"],
-                &["busybox", "tar", "-x", "-f", "-"],
-            ),
+            ("bsdtar", &["--version"], &["bsdtar", "-t", "-f", "-"], &["bsdtar", "-x", "-p", "-P", "-f", "-"]),
+            ("busybox", &["tar", "--help"], &["busybox", "tar", "-t", "-f", "-"], &["busybox", "tar", "-x", "-f", "-"]),
         ];
         for (program, probe, list, extract) in readers {
             if !have_tool(program, probe, "other_tars_read_our_archives") {

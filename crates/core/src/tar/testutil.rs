@@ -127,12 +127,7 @@ pub fn tar_command(program: &str) -> Command {
 
 /// Runs `command` with `input` on stdin; panics with its stderr on failure.
 pub fn run_with_input(mut command: Command, input: &[u8]) -> Vec<u8> {
-    let mut child = command
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
+    let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn");
     let mut stdin = child.stdin.take().unwrap();
     let input = input.to_vec();
     let writer = std::thread::spawn(move || {
@@ -166,8 +161,7 @@ pub fn list_members(program: &[&str], archive: &[u8]) -> Vec<String> {
     let mut command = tar_command(program[0]);
     command.args(&program[1..]);
     let out = run_with_input(command, archive);
-    let mut names: Vec<String> =
-        String::from_utf8(out).unwrap().lines().map(str::to_owned).collect();
+    let mut names: Vec<String> = String::from_utf8(out).unwrap().lines().map(str::to_owned).collect();
     names.sort();
     names
 }
@@ -359,11 +353,7 @@ fn populate(
             dirs.push(rel.clone());
             populate(rng, root, &rel, depth + 1, options, paths, dirs);
         } else if !options.followable_links && rng.chance(12) {
-            let climb = if options.inside_links {
-                "../".repeat(rng.below(depth + 1))
-            } else {
-                "../".into()
-            };
+            let climb = if options.inside_links { "../".repeat(rng.below(depth + 1)) } else { "../".into() };
             let target = if options.long_names && rng.chance(30) {
                 format!("{climb}{}", "far/away/".repeat(14))
             } else if rng.chance(50) {
@@ -395,9 +385,7 @@ pub fn set_mtime(path: &Path, mtime: i64) {
         libc::timespec { tv_sec: mtime as libc::time_t, tv_nsec: 0 },
     ];
     // SAFETY: valid path and two timespecs.
-    let rc = unsafe {
-        libc::utimensat(libc::AT_FDCWD, c_path.as_ptr(), times.as_ptr(), libc::AT_SYMLINK_NOFOLLOW)
-    };
+    let rc = unsafe { libc::utimensat(libc::AT_FDCWD, c_path.as_ptr(), times.as_ptr(), libc::AT_SYMLINK_NOFOLLOW) };
     assert_eq!(rc, 0, "utimensat {}", path.display());
 }
 
@@ -416,11 +404,8 @@ pub fn random_excludes(rng: &mut Rng, paths: &[String]) -> Vec<String> {
         } else {
             random_name(rng)
         };
-        let base = if rng.chance(50) {
-            String::from_utf8(escape_tar_exclude_literal(base.as_bytes())).unwrap()
-        } else {
-            base
-        };
+        let base =
+            if rng.chance(50) { String::from_utf8(escape_tar_exclude_literal(base.as_bytes())).unwrap() } else { base };
         let pattern = match rng.below(9) {
             0 => format!("{base}/*"),
             1 => format!("*/{base}"),
@@ -477,26 +462,16 @@ fn put_wildcard(rng: &mut Rng, base: &str) -> String {
     let chars: Vec<char> = base.chars().collect();
     let at = rng.below(chars.len().max(1));
     let replacement = *rng.pick(&["?", "*", "[", "[!a]"]);
-    chars
-        .iter()
-        .enumerate()
-        .map(|(i, c)| if i == at { replacement.to_owned() } else { c.to_string() })
-        .collect()
+    chars.iter().enumerate().map(|(i, c)| if i == at { replacement.to_owned() } else { c.to_string() }).collect()
 }
 
 /// Asserts two snapshots are equal, listing only the differences.
-pub fn assert_same_tree(
-    left: &BTreeMap<String, Snap>,
-    right: &BTreeMap<String, Snap>,
-    context: &str,
-) {
+pub fn assert_same_tree(left: &BTreeMap<String, Snap>, right: &BTreeMap<String, Snap>, context: &str) {
     let mut problems = Vec::new();
     for (path, snap) in left {
         match right.get(path) {
             None => problems.push(format!("only on the left: {path:?} {snap:?}")),
-            Some(other) if other != snap => {
-                problems.push(format!("{path:?}: {snap:?} != {other:?}"))
-            }
+            Some(other) if other != snap => problems.push(format!("{path:?}: {snap:?} != {other:?}")),
             Some(_) => {}
         }
     }
@@ -520,14 +495,7 @@ impl RawArchive {
     }
 
     /// One member; GNU long-name entries are added for names and targets over 100 bytes.
-    pub fn entry(
-        &mut self,
-        typeflag: u8,
-        name: &[u8],
-        link: &[u8],
-        mode: u32,
-        data: &[u8],
-    ) -> &mut Self {
+    pub fn entry(&mut self, typeflag: u8, name: &[u8], link: &[u8], mode: u32, data: &[u8]) -> &mut Self {
         use super::header::{encode, long_entry, HeaderSpec, NAME_FIELD};
         for (kind, value) in [(b'L', name), (b'K', link)] {
             if value.len() > NAME_FIELD {
@@ -627,10 +595,7 @@ pub fn escaping_names(outside: &str) -> Vec<(String, Vec<u8>)> {
     .map(|(name, what)| (what.to_owned(), RawArchive::new().file(name, b"evil").finish()))
     .collect();
     cases.push(("absolute path".into(), RawArchive::new().file(&format!("{outside}/x"), b"evil").finish()));
-    cases.push((
-        "absolute /etc".into(),
-        RawArchive::new().file("/etc/paperclip-native-test", b"evil").finish(),
-    ));
+    cases.push(("absolute /etc".into(), RawArchive::new().file("/etc/paperclip-native-test", b"evil").finish()));
     cases
 }
 
@@ -661,10 +626,7 @@ pub fn escaping_symlinks(outside: &str) -> Vec<(String, Vec<u8>)> {
 pub fn bad_links_and_special_files(outside: &str) -> Vec<(String, Vec<u8>)> {
     vec![
         ("hard link to /etc/passwd".into(), RawArchive::new().hard_link("h", "/etc/passwd").finish()),
-        (
-            "absolute hard link".into(),
-            RawArchive::new().hard_link("h", &format!("{outside}/sentinel")).finish(),
-        ),
+        ("absolute hard link".into(), RawArchive::new().hard_link("h", &format!("{outside}/sentinel")).finish()),
         ("hard link up".into(), RawArchive::new().hard_link("h", "../outside/sentinel").finish()),
         ("missing target".into(), RawArchive::new().hard_link("h", "missing").finish()),
         ("hard link to a directory".into(), RawArchive::new().dir("d/", 0o755).hard_link("h", "d").finish()),
@@ -678,10 +640,7 @@ pub fn bad_links_and_special_files(outside: &str) -> Vec<(String, Vec<u8>)> {
         ("FIFO".into(), RawArchive::new().entry(b'6', b"fifo", b"", 0o666, b"").finish()),
         ("GNU sparse".into(), RawArchive::new().entry(b'S', b"sparse", b"", 0o644, b"").finish()),
         ("unknown type".into(), RawArchive::new().entry(b'Z', b"odd", b"", 0o644, b"").finish()),
-        (
-            "NUL in a pax path".into(),
-            RawArchive::new().pax(&[("path", b"nul\0byte")]).file("x", b"").finish(),
-        ),
+        ("NUL in a pax path".into(), RawArchive::new().pax(&[("path", b"nul\0byte")]).file("x", b"").finish()),
     ]
 }
 
@@ -689,8 +648,8 @@ pub fn bad_links_and_special_files(outside: &str) -> Vec<(String, Vec<u8>)> {
 /// and link fields, the 155-byte ustar prefix, the 255/256 boundaries, and whole multiples of
 /// the 512-byte block that a GNU long-name record's value plus its NUL may fill exactly.
 pub const BOUNDARY_LENGTHS: &[usize] = &[
-    99, 100, 101, 154, 155, 156, 255, 256, 257, 510, 511, 512, 513, 514, 1022, 1023, 1024,
-    1025, 1026, 1534, 1535, 1536, 1537, 1538,
+    99, 100, 101, 154, 155, 156, 255, 256, 257, 510, 511, 512, 513, 514, 1022, 1023, 1024, 1025, 1026, 1534, 1535,
+    1536, 1537, 1538,
 ];
 
 /// Component lengths at and around the name fields, up to the 255-byte `NAME_MAX`.
@@ -748,8 +707,7 @@ pub fn planted_tar(tag: &str) -> Vec<u8> {
 /// and 4-byte UTF-8 (shifted so that a character straddles byte 100 and byte 155). Every
 /// file's content is a [`planted_tar`]; the one at `after.txt` is what the planted link names.
 pub fn build_boundary_tree(root: &Path) {
-    let fills: &[(char, bool)] =
-        &[('a', false), ('é', false), ('€', false), ('€', true), ('😀', true)];
+    let fills: &[(char, bool)] = &[('a', false), ('é', false), ('€', false), ('€', true), ('😀', true)];
     let mut count = 0;
     let mut file = |rel: &str| {
         count += 1;

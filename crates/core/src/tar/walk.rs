@@ -135,10 +135,7 @@ pub(crate) fn check_top_level(names: &[String]) -> Result<()> {
             ));
         }
         if !seen.insert(name.as_str()) {
-            return Err(Error::new(
-                codes::INVALID_ARGUMENT,
-                format!("top-level entry {name:?} is listed twice"),
-            ));
+            return Err(Error::new(codes::INVALID_ARGUMENT, format!("top-level entry {name:?} is listed twice")));
         }
     }
     Ok(())
