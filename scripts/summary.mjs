@@ -3,7 +3,7 @@
 // tests that must pass with our exports swapped in, and the bounded fuzz runs of the tar
 // extractor and the tar packer (one check each).
 //
-// Usage: node scripts/summary.mjs <report>… — each report is a cargo test log (`.log`), a vitest JSON report, an
+// Usage: node scripts/summary.mjs <report>… — each report is a cargo test log (`.log`), a scripts/lint.sh report, a vitest JSON report, an
 // upstream-swap summary, a scripts/activation-suites.mjs summary or a scripts/fuzz.sh report (told apart by content); a report that
 // is missing (its run did not finish) counts as one failure.
 import { existsSync, readFileSync } from "node:fs";
@@ -38,7 +38,14 @@ for (const file of process.argv.slice(2)) {
     continue;
   }
   const report = JSON.parse(readFileSync(file, "utf8"));
-  if (report.fuzz) {
+  if (report.lint) {
+    for (const lint of report.lint) {
+      if (lint.passed) passed += 1;
+      else failed += 1;
+    }
+    const bad = report.lint.filter((lint) => !lint.passed).map((lint) => lint.name);
+    console.log(`${name}: ${report.lint.length - bad.length} passed, ${bad.length} failed${bad.length ? ` (${bad.join(", ")})` : ""}`);
+  } else if (report.fuzz) {
     const f = report.fuzz;
     if (f.passed) passed += 1;
     else failed += 1;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The test command (README): installs what is missing, builds the addon, runs cargo test,
+# The test command (README): installs what is missing, builds the addon, runs cargo test, the lints (scripts/lint.sh),
 # a bounded fuzz run of the tar extractor (scripts/fuzz.sh), our vitest suites, the
 # upstream-swap runner and the activation suite runs, and closes with `N passed, N failed` for our suites, the upstream
 # tests that must pass swapped, and the fuzz run (one check).
@@ -68,6 +68,11 @@ set +e
 bounded 1200 cargo test --workspace --target "$host" 2>&1 | tee "$results/cargo-test.log"
 echo "${PIPESTATUS[0]}" > "$results/cargo-test.status"
 set -e
+
+# 4a. The lints (scripts/lint.sh: rustfmt, clippy, the JS linter), one check each.
+step "lint"
+lint_status=0
+bounded 900 bash scripts/lint.sh "$results/lint.json" || lint_status=$?
 
 # 4b. The cargo-fuzz target `extract` for $FUZZ_SECONDS (60 s by default); cargo-fuzz is
 #     installed when missing. A crash fails the run but not this script yet: it is counted.
@@ -148,10 +153,10 @@ else
 fi
 set -e
 
-reports=("$results/cargo-test.log" "$results/vitest.json" "$results/upstream-swap.json")
+reports=("$results/cargo-test.log" "$results/lint.json" "$results/vitest.json" "$results/upstream-swap.json")
 $as_root && reports+=("$results/ssh-vitest.json" "$results/upstream-swap-ssh.json")
 reports+=("$results/activation-adapter-utils.json" "$results/activation-adapter-claude-local.json" "$results/activation-adapter-codex-local.json")
 reports+=("$results/fuzz-extract.json" "$results/fuzz-pack.json")
 node scripts/summary.mjs "${reports[@]}"
-[ "$(cat "$results/cargo-test.status")" = 0 ] && [ $vitest_status -eq 0 ] && [ $swap_status -eq 0 ] && [ $ssh_status -eq 0 ] && [ $ssh_swap_status -eq 0 ] \
+[ "$(cat "$results/cargo-test.status")" = 0 ] && [ $lint_status -eq 0 ] && [ $vitest_status -eq 0 ] && [ $swap_status -eq 0 ] && [ $ssh_status -eq 0 ] && [ $ssh_swap_status -eq 0 ] \
   && [ $fuzz_status -eq 0 ] && [ $activation_status -eq 0 ]

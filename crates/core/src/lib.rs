@@ -7,6 +7,10 @@
 //! Features (both default): `git` for `ignore_scan` (libgit2) and `ssh` for `ssh`
 //! (libssh2, OpenSSL); without them the crate builds in seconds (the fuzz crate does).
 
+// `libc::stat`'s field types differ by platform (`st_dev` is `u64` on Linux, `i32` on
+// darwin; `st_mode` `u32` and `u16`): the casts that are no-ops on one are needed on another.
+#![allow(clippy::unnecessary_cast)]
+
 pub mod error;
 pub mod exclude;
 pub mod fsat;

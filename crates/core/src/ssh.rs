@@ -206,7 +206,7 @@ impl Connection {
         let mut session = Session::new().map_err(|e| protocol(target, "cannot create an SSH session", &e))?;
         session.set_tcp_stream(socket.try_clone().map_err(|e| io_failure(target, e))?);
         session.set_blocking(false);
-        let _ = session.set_compress(false);
+        session.set_compress(false);
         let mut conn =
             Connection { session, socket, target: target.clone(), cancel, deadline, last_activity: Instant::now() };
         conn.prefer_methods()?;

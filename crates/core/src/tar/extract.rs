@@ -1106,11 +1106,11 @@ impl Extractor<'_> {
             (Some(Node::Directory), Some(_)) if !is_explicit() => {
                 return Err(Error::io(io::Error::from_raw_os_error(libc::ENOTDIR), "mkdir", &path));
             }
-            (Some(staged_kind), Some(Node::Directory)) if staged_kind != Node::Directory => {
-                if !self.staged_names(&open(dest)?, at)?.is_empty() {
-                    let err = io::Error::from_raw_os_error(libc::ENOTEMPTY);
-                    return Err(Error::io(err, "rmdir", &path));
-                }
+            (Some(staged_kind), Some(Node::Directory))
+                if staged_kind != Node::Directory && !self.staged_names(&open(dest)?, at)?.is_empty() =>
+            {
+                let err = io::Error::from_raw_os_error(libc::ENOTEMPTY);
+                return Err(Error::io(err, "rmdir", &path));
             }
             _ => {}
         }

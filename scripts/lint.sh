@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The lints of the test command and the pull-request workflow: `cargo fmt --check`
+# (rustfmt.toml), `cargo clippy --all-targets -- -D warnings` on the workspace, and the
+# same two on the fuzz crate (a workspace of its own).
+#
+# Usage: scripts/lint.sh [report.json] — with a report, writes the one scripts/summary.mjs
+# reads (one check per lint); exits non-zero when any lint fails.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+report=${1:-}
+host=$(rustc -vV | sed -n 's/host: //p')
+names=()
+statuses=()
+
+lint() {
+  local name=$1
+  shift
+  printf '\n--> %s\n' "$name"
+  "$@"
+  local status=$?
+  names+=("$name")
+  statuses+=("$status")
+  [ "$status" = 0 ] && echo "$name: clean" || echo "$name: FAILED (exit status $status)"
+}
+
+lint "cargo fmt --check" cargo fmt --all -- --check
+lint "cargo clippy -D warnings" cargo clippy --workspace --all-targets --target "$host" --quiet -- -D warnings
+lint "cargo fmt --check (fuzz)" bash -c 'cd fuzz && cargo fmt --all -- --check'
+
+failed=0
+json='{"lint":['
+for i in "${!names[@]}"; do
+  [ "${statuses[$i]}" = 0 ] || failed=1
+  [ "$i" -gt 0 ] && json+=','
+  json+="{\"name\":\"${names[$i]}\",\"passed\":$([ "${statuses[$i]}" = 0 ] && echo true || echo false)}"
+done
+json+=']}'
+[ -n "$report" ] && printf '%s\n' "$json" > "$report"
+exit $failed
