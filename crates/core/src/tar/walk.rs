@@ -97,7 +97,7 @@ impl Walk<'_> {
                 dir: found.dir,
                 name: found.name,
                 kind,
-                mode: st.st_mode & 0o7777,
+                mode: st.st_mode as u32 & 0o7777, // `mode_t` is u16 on darwin
                 uid: st.st_uid,
                 gid: st.st_gid,
                 mtime: st.st_mtime,
