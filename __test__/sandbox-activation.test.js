@@ -10,14 +10,13 @@
 // and a `tar` shim first on this process's PATH that logs each call (the helper process gets
 // the PATH without it). Rerun a failure with DIFF_SEED=<seed>.
 import { execFileSync, spawn } from "node:child_process";
-import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRandom, runSeed } from "./helpers/random.js";
 import { writeSwappedUpstream } from "./helpers/swapped-upstream.js";
-import { treeState } from "./helpers/tar.js";
 import { repositoryState, treeWithoutGit } from "./helpers/git-state.js";
 
 const seed = runSeed();

@@ -5,7 +5,7 @@
 // tree, refs, branch, origin, shallow boundary, one-commit history, clean status and fsck,
 // and the workspace's own repository left exactly as it was. Rerun with DIFF_SEED=<seed>.
 import { execFileSync } from "node:child_process";
-import { chmodSync, cpSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, cpSync, lstatSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";

@@ -183,7 +183,7 @@ describe("a runner that fails or times out mid-transfer", () => {
     const execute = made.runner.execute;
     let slices = 0;
     made.runner.execute = async (input) => {
-      if (/^base64 -d >> /.test(input.args?.[1] ?? "") && (slices += 1) === 2) {
+      if ((input.args?.[1] ?? "").startsWith("base64 -d >> ") && (slices += 1) === 2) {
         return { exitCode: null, signal: "SIGTERM", timedOut: true, stdout: "", stderr: "", pid: null, startedAt: null };
       }
       return execute(input);
@@ -215,7 +215,7 @@ describe("signal (our addition)", () => {
     const execute = made.runner.execute;
     let slices = 0;
     made.runner.execute = async (input) => {
-      if (/^base64 -d >> /.test(input.args?.[1] ?? "") && (slices += 1) === 2) controller.abort();
+      if ((input.args?.[1] ?? "").startsWith("base64 -d >> ") && (slices += 1) === 2) controller.abort();
       return execute(input);
     };
     await expect(prepareCommandManagedRuntime({ runner: made.runner, spec: { remoteCwd: remote, timeoutMs: 30_000 }, adapterKey: "t", workspaceLocalDir: local, signal: controller.signal }))

@@ -7,7 +7,7 @@
 // remote trees, remote git state, restored workspaces, local git state, progress lines and
 // status updates must agree. Rerun a failure with DIFF_SEED=<seed>.
 import { execFileSync } from "node:child_process";
-import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, cpSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -15,7 +15,6 @@ import * as upstream from "@paperclipai/adapter-utils/command-managed-runtime";
 import * as ours from "../lib/command-managed-runtime.js";
 import { createRandom, runSeed } from "./helpers/random.js";
 import { nativeSyncRunner, spawnRunner } from "./helpers/sandbox-runner.js";
-import { RawArchive, treeState } from "./helpers/tar.js";
 import { repositoryState, treeWithoutGit } from "./helpers/git-state.js";
 
 const seed = runSeed();

@@ -10,7 +10,7 @@
 // checked equal. Prints medians and ratios.
 // Usage: node bench/activation.mjs [a|c] [--runs N] [--no-git]   (BENCH_SCRATCH: where the copies go; /dev/shm by default)
 import { execFileSync, spawnSync } from "node:child_process";
-import { accessSync, constants, cpSync, existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { accessSync, constants, cpSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";

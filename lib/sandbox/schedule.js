@@ -6,7 +6,7 @@ export const SYNC_CONCURRENCY = 4;
 
 /** Runs `tasks` (thunks) and resolves their settled results in input order. */
 export async function scheduleSyncOperations(tasks, concurrent, bound = SYNC_CONCURRENCY) {
-  const results = new Array(tasks.length);
+  const results = Array.from({ length: tasks.length });
   const limit = concurrent && Number.isFinite(Math.floor(bound)) && Math.floor(bound) >= 1 ? Math.floor(bound) : 1;
   let next = 0;
   const worker = async () => {
