@@ -16,7 +16,6 @@ import { INTEGRATION_LABELS, integrateImportedHead as integrateInto } from "./gi
 import { runLocalGit } from "./local-git.js";
 import { abortError, native } from "./native.js";
 import { runTransfer, shellQuote, sshTarget, transferProgress, transferTarget } from "./ssh-common.js";
-import { runSshCommand, syncDirectoryFromSsh, syncDirectoryToSsh } from "./ssh.js";
 import { archiveLimits, checkSignal, invalidArgument } from "./tar-common.js";
 import { mergeDirectoryWithBaseline } from "./workspace-restore-merge.js";
 
@@ -212,8 +211,11 @@ function integrateImportedHead(localDir, imported) {
  * (excluding `.git` and `.paperclip-runtime`) and the locally deleted tracked files are
  * removed remotely; resolves `{ gitBacked: true }`. Otherwise the remote directory is
  * cleared (sparing `.paperclip-runtime`) and the tree pushed; `{ gitBacked: false }`.
+ * `transfers` holds ssh.js's `runSshCommand`, `syncDirectoryToSsh` and `syncDirectoryFromSsh`
+ * (ssh.js passes them in, so this module does not import it back).
  */
-export async function prepareWorkspaceForSshExecution(input) {
+export async function prepareWorkspaceOverSsh(input, transfers) {
+  const { runSshCommand, syncDirectoryToSsh } = transfers;
   const { remoteDir, signal, limits } = lifecycleInput(input);
   const { spec, localDir, onProgress } = input;
   const state = await readLocalGitState(localDir);
@@ -254,8 +256,10 @@ export async function prepareWorkspaceForSshExecution(input) {
  *   history, or a merge commit; a conflicting merge fails).
  * - Without: a git work tree gets the remote HEAD (reset to it) and then the remote tree
  *   (`.git` kept); anything else just the remote tree, replacing its contents.
+ * `transfers` as for {@link prepareWorkspaceOverSsh}.
  */
-export async function restoreWorkspaceFromSshExecution(input) {
+export async function restoreWorkspaceOverSsh(input, transfers) {
+  const { syncDirectoryFromSsh } = transfers;
   const { remoteDir, signal, limits } = lifecycleInput(input);
   const { spec, localDir, onProgress, baselineSnapshot } = input;
   // Ours: the extraction's bounds, checked before any work and passed to every pull.

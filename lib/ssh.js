@@ -8,6 +8,7 @@ import { promises as fs } from "node:fs";
 import path from "node:path";
 import { abortError, native, runCancellable, toJsError } from "./native.js";
 import { runTransfer, shellQuote, sshTarget, transferProgress, transferTarget } from "./ssh-common.js";
+import { prepareWorkspaceOverSsh, restoreWorkspaceOverSsh } from "./ssh-workspace.js";
 import { archiveLimits, checkSignal, invalidArgument, packInput } from "./tar-common.js";
 
 /** Upstream's default `timeoutMs` and `maxBuffer` for `runSshCommand`. */
@@ -280,6 +281,23 @@ export async function syncDirectoryFromSsh(input) {
   }
 }
 
-// The workspace lifecycle on top of these transfers (its own module; the bundles use the
-// same channel code).
-export { prepareWorkspaceForSshExecution, restoreWorkspaceFromSshExecution } from "./ssh-workspace.js";
+// The workspace lifecycle on top of these transfers lives in ./ssh-workspace.js (the bundles
+// use the same channel code); it is handed the three transfers above rather than importing
+// this module back.
+const TRANSFERS = { runSshCommand, syncDirectoryToSsh, syncDirectoryFromSsh };
+
+/**
+ * Stages a local workspace on the SSH host before a run, as upstream does (see ssh.d.ts and
+ * ssh-workspace.js).
+ */
+export function prepareWorkspaceForSshExecution(input) {
+  return prepareWorkspaceOverSsh(input, TRANSFERS);
+}
+
+/**
+ * Brings a run's work back from the SSH host into the local workspace, as upstream does (see
+ * ssh.d.ts and ssh-workspace.js).
+ */
+export function restoreWorkspaceFromSshExecution(input) {
+  return restoreWorkspaceOverSsh(input, TRANSFERS);
+}
