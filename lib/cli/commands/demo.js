@@ -1,0 +1,274 @@
+// `paperclip-sync demo`: the staging cycle on a generated workspace, each step timed natively
+// next to upstream's TypeScript (when @paperclipai/adapter-utils, a devDependency, is
+// installed: without it only native timings are printed) and checked for the same result;
+// last, upstream's own SSH execution-target code with and without the activation.
+import { execFileSync } from "node:child_process";
+import { appendFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import {
+  captureDirectorySnapshot,
+  directorySnapshotSha256,
+  mergeDirectoryWithBaseline,
+  mergeExcludes,
+  packDirectoryToFile,
+  referencedSourceContentSignature,
+  referencedSourceIgnoreExcludeEntries,
+  resolveReferencedSourceIgnore,
+  snapshotReusedHashCount,
+} from "../../../index.js";
+import { UsageError } from "../args.js";
+import { formatBytes, progressReporter, table, timed } from "../output.js";
+import { diffSnapshots } from "../snapshots.js";
+
+/** The command's help. */
+export const help = `Usage: paperclip-sync demo [--files N] [--keep] [--json]
+
+Generates a realistic workspace (a git repository with sources and an ignored dependency
+tree), then runs the staging cycle: ignore resolution, baseline snapshot, content
+signature, a simulated remote edit and the re-snapshot, timing each step natively next to
+the upstream TypeScript (when @paperclipai/adapter-utils is installed) and checking that
+both give the same result.
+  --files N  source files to generate (default 4000; dependencies get twice as many)
+  --keep     keep the generated workspace and print where it is
+
+Last, when sshd is installed, upstream's own prepareAdapterExecutionTargetRuntime (unmodified)
+stages and restores a copy of the workspace over SSH twice, with and without
+--import @paperclipai/adapter-utils-native/register, timed, checking equal results.
+  --no-ssh   skip that step`;
+
+/** The command's options (node:util.parseArgs). */
+export const options = {
+  files: { type: "string" },
+  keep: { type: "boolean" },
+  json: { type: "boolean" },
+  "no-ssh": { type: "boolean" },
+};
+
+const HEAVY = ["node_modules", "vendor", "dist", "build", "out", "coverage", ".next", ".turbo", ".cache"];
+const HEAVY_EXCLUDES = HEAVY.flatMap((n) => [n, `${n}/*`, `*/${n}`, `*/${n}/*`]);
+
+function generateWorkspace(root, files) {
+  let seed = 12345;
+  const rand = () => {
+    seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+    return seed / 4294967296;
+  };
+  const text = (n) => {
+    let s = "";
+    while (s.length < n) s += `export const v${Math.floor(rand() * 1e6)} = ${Math.floor(rand() * 1e9)};\n`;
+    return s.slice(0, n);
+  };
+  const write = (rel, body) => {
+    mkdirSync(path.dirname(path.join(root, rel)), { recursive: true });
+    writeFileSync(path.join(root, rel), body);
+  };
+  for (let i = 0; i < files; i += 1) write(`src/mod${i % 40}/sub${i % 7}/file${i}.ts`, text(200 + Math.floor(rand() * 6000)));
+  for (let i = 0; i < files * 2; i += 1) write(`node_modules/pkg${i % 150}/lib/f${i}.js`, text(100 + Math.floor(rand() * 3000)));
+  write(".gitignore", "node_modules/\n*.log\n.env\n");
+  write(".env", "SECRET=do-not-ship\n");
+  write("debug.log", "noise\n");
+  write("README.md", "# demo workspace\n");
+}
+
+function git(dir, ...args) {
+  return execFileSync("git", ["-C", dir, "-c", "user.name=demo", "-c", "user.email=demo@example.invalid", ...args], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+}
+
+async function loadUpstream() {
+  try {
+    return {
+      merge: await import("@paperclipai/adapter-utils/workspace-restore-merge"),
+      sandbox: await import("@paperclipai/adapter-utils/sandbox-managed-runtime"),
+      execute: await import("@paperclipai/adapter-utils/acpx-engine/execute"),
+    };
+  } catch {
+    return null;
+  }
+}
+
+// git's racy-clean window, plus a margin: see `captureDirectorySnapshot({ previous })`.
+const RACY_WINDOW_MS = 2100;
+
+/**
+ * The demo's last step: upstream's `prepareAdapterExecutionTargetRuntime` + `restoreWorkspace()`
+ * for an SSH target (a throwaway sshd on 127.0.0.1) on two copies of the workspace, run by
+ * scripts/execution-target-probe.mjs with and without `--import …/register`; records the
+ * timings, whether the remote trees and restored workspaces are equal, and the host `ssh`/`tar`
+ * processes each run started.
+ */
+async function demoExecutionTarget(work, workspace, record, log) {
+  const repoRoot = new URL("../../../", import.meta.url);
+  const probe = new URL("scripts/execution-target-probe.mjs", repoRoot);
+  const helper = new URL("__test__/helpers/sshd.js", repoRoot);
+  if (!existsSync(probe) || !existsSync(helper) || !["/usr/sbin/sshd", "/usr/local/sbin/sshd"].some((f) => existsSync(f))) {
+    record("execution target over SSH (upstream code)", null, null, null, "skipped: needs sshd and a checkout of this repository");
+    return;
+  }
+  const { startSshd } = await import(helper.href);
+  let server;
+  try {
+    server = await startSshd(path.join(work, "sshd"));
+  } catch (error) {
+    record("execution target over SSH (upstream code)", null, null, null, `skipped: sshd did not start (${String(error.message).split("\n")[0]})`);
+    return;
+  }
+  try {
+    log("  (upstream's prepareAdapterExecutionTargetRuntime over SSH, with and without --import …/register)");
+    const specFile = path.join(work, "ssh-spec.json");
+    writeFileSync(specFile, JSON.stringify(server.spec));
+    const pinned = { GIT_AUTHOR_DATE: "2026-01-02T03:04:05Z", GIT_COMMITTER_DATE: "2026-01-02T03:04:05Z" };
+    const runs = {};
+    for (const [name, activated] of [["plain", false], ["native", true]]) {
+      const dir = path.join(work, `target-${name}`);
+      cpSync(workspace, dir, { recursive: true, verbatimSymlinks: true });
+      const args = [...(activated ? ["--import", new URL("lib/activation/register.js", repoRoot).href] : []), probe.pathname, specFile, dir, `demo-${name}`, "--agent"];
+      const out = execFileSync(process.execPath, args, { encoding: "utf8", env: { ...process.env, ...pinned, NODE_OPTIONS: "" }, maxBuffer: 1 << 26 });
+      runs[name] = JSON.parse(out.trim().split("\n").pop());
+    }
+    const { plain, native } = runs;
+    const same = JSON.stringify([plain.remote, plain.local]) === JSON.stringify([native.remote, native.local]);
+    const hostTools = (r) => ["ssh", "tar"].map((t) => `${t} ${(r.prepare.children[t] ?? 0) + (r.restore.children[t] ?? 0)}`).join(", ");
+    record("execution target over SSH (upstream code)", native.prepare.ms + native.restore.ms, plain.prepare.ms + plain.restore.ms, same && native.activation.active,
+      `prepare ${native.prepare.ms.toFixed(0)} vs ${plain.prepare.ms.toFixed(0)} ms, restore ${native.restore.ms.toFixed(0)} vs ${plain.restore.ms.toFixed(0)} ms; host children: activated ${hostTools(native)}, plain ${hostTools(plain)}`);
+  } finally {
+    await server.stop();
+  }
+}
+
+/** Runs the command on its parsed arguments. */
+export async function run({ values: opts }) {
+  const files = opts.files === undefined ? 4000 : Number(opts.files);
+  if (!Number.isInteger(files) || files < 1) throw new UsageError("--files takes a whole number >= 1");
+  const log = (line) => { if (!opts.json) console.log(line); };
+  const upstream = await loadUpstream();
+  const work = mkdtempSync(path.join(os.tmpdir(), "paperclip-sync-demo-"));
+  const workspace = path.join(work, "workspace");
+  const remote = path.join(work, "remote");
+  const rows = [];
+  const record = (step, native, theirs, same, note = "") => {
+    rows.push({
+      step,
+      "native ms": native === null ? "-" : native.toFixed(0),
+      "upstream ms": theirs === null ? "-" : theirs.toFixed(0),
+      speedup: native !== null && theirs !== null ? `${(theirs / Math.max(native, 0.01)).toFixed(1)}x` : "-",
+      "same result": same === null ? "-" : same ? "yes" : "NO",
+      note,
+    });
+    const parts = [];
+    if (native !== null) parts.push(`native ${native.toFixed(0)} ms`);
+    if (theirs !== null) parts.push(`upstream ${theirs.toFixed(0)} ms`);
+    if (note) parts.push(note);
+    log(`  ${step}: ${parts.join(", ")}`);
+  };
+  try {
+    log(`Generating a workspace in ${workspace}: ${files} source files, ${files * 2} ignored dependency files …`);
+    generateWorkspace(workspace, files);
+    git(workspace, "init", "-q", "-b", "main");
+    git(workspace, "add", "-A");
+    git(workspace, "commit", "-q", "-m", "initial");
+    // Wait out the racy-timestamp window (a file modified within 2 s before a capture is
+    // always re-read), so the incremental re-snapshot below measures reuse, as on a real host.
+    await new Promise((resolve) => setTimeout(resolve, RACY_WINDOW_MS));
+    log("Running the staging cycle:");
+
+    // 1. Ignore resolution: in-process, read-only (upstream spawns git twice).
+    const resolved = await timed(() => resolveReferencedSourceIgnore(workspace));
+    if (resolved.value.kind !== "git") throw new Error(`ignore resolution gave ${JSON.stringify(resolved.value)}`);
+    const ignored = resolved.value.ignoredPaths;
+    const note = `${ignored.length} ignored: ${ignored.join(", ")}`;
+    if (upstream) {
+      const theirs = await timed(() => upstream.sandbox.resolveReferencedSourceIgnore(workspace));
+      record("resolve ignored paths", resolved.ms, theirs.ms, JSON.stringify(theirs.value) === JSON.stringify(resolved.value), note);
+    } else record("resolve ignored paths", resolved.ms, null, null, note);
+    const exclude = mergeExcludes(HEAVY_EXCLUDES, [".git", ".git/*"], ignored);
+
+    // 2. Baseline snapshot.
+    const ours = await timed(() => captureDirectorySnapshot(workspace, { exclude, incremental: true }));
+    const digest = directorySnapshotSha256(ours.value);
+    if (upstream) {
+      const theirs = await timed(() => upstream.merge.captureDirectorySnapshot(workspace, { exclude }));
+      record("baseline snapshot", ours.ms, theirs.ms, upstream.merge.directorySnapshotSha256(theirs.value) === digest, `${ours.value.entries.size} entries`);
+    } else record("baseline snapshot", ours.ms, null, null, `${ours.value.entries.size} entries`);
+
+    // 3. Content signature of the workspace as a referenced project.
+    const resolution = { kind: "git", ignoredPaths: ignored };
+    const sig = await timed(() => referencedSourceContentSignature(workspace, resolution));
+    if (upstream) {
+      const theirs = await timed(() => upstream.execute.referencedSourceContentSignature(workspace, resolution));
+      record("content signature", sig.ms, theirs.ms, theirs.value === sig.value, sig.value);
+    } else record("content signature", sig.ms, null, null, sig.value);
+
+    // 4. Pack the workspace for the sandbox (upstream runs tar; we archive in-process).
+    const archives = path.join(work, "archives");
+    mkdirSync(archives);
+    // The sandbox lane's excludes: heavy directories, .git, and the escaped ignored paths.
+    const tarExclude = mergeExcludes(HEAVY_EXCLUDES, [".git"], referencedSourceIgnoreExcludeEntries(resolved.value));
+    const ourTar = path.join(archives, "ours.tar");
+    const packed = await timed(() => packDirectoryToFile({ localDir: workspace, archivePath: ourTar, exclude: tarExclude, progress: opts.json ? undefined : progressReporter("workspace") }));
+    if (upstream) {
+      const theirTar = path.join(archives, "upstream.tar");
+      const theirs = await timed(() => upstream.sandbox.createTarballFromDirectory({ localDir: workspace, archivePath: theirTar, exclude: tarExclude }));
+      const members = (file) => execFileSync("tar", ["-tf", file], { encoding: "utf8", maxBuffer: 1 << 28 }).split("\n").filter(Boolean).sort().join("\n");
+      record("pack workspace (tar)", packed.ms, theirs.ms, members(ourTar) === members(theirTar), `${packed.value.entries} members, ${formatBytes(packed.value.tarBytes)}`);
+    } else record("pack workspace (tar)", packed.ms, null, null, `${packed.value.entries} members, ${formatBytes(packed.value.tarBytes)}`);
+
+    // 5. The "remote" edits a copy: modifies, adds and deletes files. (The host as it was
+    //    is kept aside, so upstream can merge into an identical copy.)
+    if (upstream) cpSync(workspace, path.join(work, "workspace-before-merge"), { recursive: true, verbatimSymlinks: true });
+    cpSync(workspace, remote, { recursive: true, filter: (src) => !src.includes(`${path.sep}node_modules`) });
+    let edits = 0;
+    for (const [rel, entry] of ours.value.entries) {
+      if (entry.kind !== "file" || !rel.startsWith("src/")) continue;
+      edits += 1;
+      if (edits % 100 === 0) appendFileSync(path.join(remote, rel), "\n// edited remotely\n");
+      else if (edits % 173 === 0) rmSync(path.join(remote, rel));
+    }
+    writeFileSync(path.join(remote, "src", "added-remotely.ts"), "export const added = true;\n");
+    record("simulate remote edit", null, null, null, "copy without dependencies; edit 1%, delete ~0.6%, add 1");
+
+    // 6. Re-snapshot of the remote result, and an incremental re-snapshot of the unchanged host.
+    const remoteSnap = await timed(() => captureDirectorySnapshot(remote, { exclude }));
+    if (upstream) {
+      const theirs = await timed(() => upstream.merge.captureDirectorySnapshot(remote, { exclude }));
+      record("snapshot remote result", remoteSnap.ms, theirs.ms, upstream.merge.directorySnapshotSha256(theirs.value) === directorySnapshotSha256(remoteSnap.value));
+    } else record("snapshot remote result", remoteSnap.ms, null, null);
+    const again = await timed(() => captureDirectorySnapshot(workspace, { exclude, previous: ours.value }));
+    record("incremental host re-snapshot", again.ms, null, directorySnapshotSha256(again.value) === digest, `${snapshotReusedHashCount(again.value)} hashes reused`);
+
+    const changes = diffSnapshots(ours.value, remoteSnap.value);
+    record("diff baseline -> remote", null, null, null, `${changes.length} changes`);
+
+    // 7. Merge back: natively into the workspace, upstream into a copy of it; both must
+    //    end equal to the remote result (the excluded dependency tree kept).
+    const merged = await timed(() => mergeDirectoryWithBaseline({ baseline: ours.value, sourceDir: remote, targetDir: workspace }));
+    const after = directorySnapshotSha256(await captureDirectorySnapshot(workspace, { exclude }));
+    const matchesRemote = after === directorySnapshotSha256(remoteSnap.value);
+    if (upstream) {
+      const hostCopy = path.join(work, "workspace-upstream");
+      cpSync(path.join(work, "workspace-before-merge"), hostCopy, { recursive: true, verbatimSymlinks: true });
+      const theirs = await timed(() => upstream.merge.mergeDirectoryWithBaseline({ baseline: ours.value, sourceDir: remote, targetDir: hostCopy }));
+      const full = async (dir) => directorySnapshotSha256(await captureDirectorySnapshot(dir));
+      const same = matchesRemote && (await full(hostCopy)) === (await full(workspace));
+      record("merge remote result back", merged.ms, theirs.ms, same, "whole trees equal, node_modules kept");
+    } else record("merge remote result back", merged.ms, null, matchesRemote);
+
+    // 8. Upstream's own execution-target code, unmodified, with and without the activation.
+    if (!opts["no-ssh"]) await demoExecutionTarget(work, workspace, record, log);
+
+    if (opts.json) {
+      console.log(JSON.stringify({ workspace: opts.keep ? workspace : null, steps: rows }));
+    } else {
+      console.log(`\n${table(rows, ["step", "native ms", "upstream ms", "speedup", "same result", "note"])}`);
+      if (!upstream) console.log("\n(upstream @paperclipai/adapter-utils is not installed: native timings only)");
+      if (opts.keep) console.log(`\nworkspace kept in ${work}`);
+    }
+    if (rows.some((r) => r["same result"] === "NO")) {
+      const error = new Error("a native step gave a different result than upstream");
+      error.code = "ERR_PAPERCLIP_NATIVE_DEMO_MISMATCH";
+      throw error;
+    }
+  } finally {
+    if (!opts.keep) rmSync(work, { recursive: true, force: true });
+  }
+}
