@@ -151,7 +151,7 @@ describe("in-process scan", () => {
     expect(theirs).toEqual(mine);
   });
 
-  it("drops the entry equal to a wholly ignored project directory (H13), as upstream", async () => {
+  it("drops the entry equal to a wholly ignored project directory, as upstream", async () => {
     const repo = makeRepo({ ".gitignore": "vendor/\n", "a.txt": "a" });
     mkdirSync(path.join(repo, "vendor", "lib"), { recursive: true });
     writeFileSync(path.join(repo, "vendor", "lib", "x.js"), "x");

@@ -71,7 +71,7 @@ function offsetUnderToplevel(toplevel, localPath) {
 }
 
 /**
- * Resolves a referenced project's git-ignored paths once, for every staging site (U§4.5):
+ * Resolves a referenced project's git-ignored paths once, for every staging site:
  * `{ kind: "git", ignoredPaths }` relative to `localPath` (sorted), `{ kind: "other" }`
  * outside a git work tree, or `{ kind: "failed", reason }` with one of
  * {@link REFERENCED_SOURCE_IGNORE_FAILURE_REASONS} — never a message, path or pid.
@@ -154,7 +154,8 @@ async function mirrorEntry(sourceDir, targetDir, relative, hasChildren) {
   const stats = await fs.lstat(sourcePath);
   if (stats.isDirectory()) {
     // `mkdir -p` accepts a symlink to a directory and the children would then be written
-    // through it, outside the target: refuse that one case (SPEC §5).
+    // through it, outside the target: refuse that one case (README "Restore merge and the merge lock",
+    // "Always on").
     if (hasChildren) {
       const existing = await fs.lstat(targetPath).catch(() => null);
       if (existing?.isSymbolicLink() && (await fs.stat(targetPath).catch(() => null))?.isDirectory()) {

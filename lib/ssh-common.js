@@ -1,5 +1,5 @@
 // What the SSH modules share: upstream's shell quoting, the native connection target of an
-// upstream `SshConnectionConfig`, and upstream's transfer progress (U§7.5) on top of the
+// upstream `SshConnectionConfig`, and upstream's transfer progress on top of the
 // shared reporter. Internal: not part of the package's exports.
 import { runCancellable } from "./native.js";
 import { createRuntimeProgressReporter } from "./runtime-progress.js";
@@ -43,7 +43,7 @@ function positive(value, name) {
 }
 
 /**
- * Upstream's transfer progress (U§7.5 `createTransferProgress`) on top of the shared
+ * Upstream's transfer progress (its `createTransferProgress`) on top of the shared
  * reporter: byte counts capped at 99% of the total until `finish()`, a total that may arrive
  * while the transfer runs, the terminal line on success and the `failed at …` line on
  * failure. `null` without a sink.

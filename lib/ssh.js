@@ -1,4 +1,4 @@
-// Drop-in for the transport part of `@paperclipai/adapter-utils/ssh` (U§7.5, U§10):
+// Drop-in for the transport part of `@paperclipai/adapter-utils/ssh` (README "SSH"):
 // `runSshCommand`, `syncDirectoryToSsh` and `syncDirectoryFromSsh` over one in-process SSH
 // session each (libssh2, src/ssh.rs). The host spawns nothing: no `ssh`, no `tar`. The
 // archive goes from our packer straight into the channel, or from the channel into our safe

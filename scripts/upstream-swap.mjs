@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The upstream-swap runner (SPEC §6.3).
+// The upstream-swap runner (README "How we prove parity").
 //
 // Copies the installed upstream package (@paperclipai/adapter-utils) twice under `.swap/`:
 // `plain` as published, and `swapped`, where each upstream module we cover is replaced by
@@ -84,7 +84,7 @@ async function runSuites(dir, suites, label) {
     "};",
     "",
   ].join("\n"));
-  // Upstream's own runner isolates every project run with these (U§1.3).
+  // Upstream's own test runner isolates every project run with these (its vitest setup).
   const scratch = mkdtempSync(path.join(os.tmpdir(), `pc-swap-${label}-`));
   mkdirSync(path.join(scratch, "h"));
   mkdirSync(path.join(scratch, "t"));

@@ -1,4 +1,5 @@
-//! Hot path 3: the three-way restore merge (upstream `mergeDirectoryWithBaseline`, U§6.2).
+//! Hot path 3: the three-way restore merge (upstream `mergeDirectoryWithBaseline`; README
+//! "Restore merge and the merge lock").
 //!
 //! Given the host's `baseline` snapshot (taken before the remote run), the remote result
 //! `source` and the host tree as it is now (`current`, captured here, inside the caller's
