@@ -19,7 +19,7 @@ import {
 import { OUR_CLIENT, PACKED_SOURCE } from "./sandbox/client-features.js";
 import { assertPostUploadCommandsConfined } from "./sandbox/confinement.js";
 import { readThroughDuplexChannel, writeThroughDuplexChannel } from "./sandbox/duplex-transfer.js";
-import { prepareSandboxManagedRuntime } from "./sandbox/prepare.js";
+import { prepareSandboxManagedRuntime } from "./sandbox-managed-runtime.js";
 import { requireSuccess, sandboxShell, shellQuote } from "./sandbox/shell.js";
 
 export { assertPostUploadCommandsConfined };

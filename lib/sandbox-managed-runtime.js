@@ -13,9 +13,9 @@ import {
 } from "./git-workspace-sync.js";
 import { abortError, native, runCancellable } from "./native.js";
 import { checkSignal, packInput, requireString } from "./tar-common.js";
+import { prepareSandbox } from "./sandbox/prepare.js";
 
 export { assertSyncOperationsConfined } from "./sandbox/confinement.js";
-export { prepareSandboxManagedRuntime } from "./sandbox/prepare.js";
 
 export const REFERENCED_SOURCE_IGNORE_FAILURE_REASONS = {
   scanFailed: "git-ignore-scan-failed",
@@ -208,4 +208,16 @@ export async function mirrorDirectory(sourceDir, targetDir, options = {}) {
   for (const relative of [...source.keys()].sort(compare)) {
     await mirrorEntry(sourceDir, targetDir, relative, source.get(relative) === LIST_DIR && parents.has(relative));
   }
+}
+
+// The sandbox lane lives in ./sandbox/prepare.js; it is handed the drop-ins above rather
+// than importing this module back.
+const SOURCES = { createTarballFromDirectory, mergeExcludes, referencedSourceIgnoreExcludeEntries, resolveReferencedSourceIgnore };
+
+/**
+ * Stages a workspace, runtime assets and referenced projects into a sandbox through the
+ * client's `syncIn`, as upstream does; see sandbox-managed-runtime.d.ts.
+ */
+export function prepareSandboxManagedRuntime(input) {
+  return prepareSandbox(input, SOURCES);
 }

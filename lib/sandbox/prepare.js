@@ -13,12 +13,6 @@ import path from "node:path";
 import { shouldExcludePath } from "../exclude-patterns.js";
 import { GIT_ARCHIVE_EXCLUDES, readGitWorkspaceSnapshot } from "../git-workspace-sync.js";
 import { createRuntimeProgressReporter } from "../runtime-progress.js";
-import {
-  createTarballFromDirectory,
-  mergeExcludes,
-  referencedSourceIgnoreExcludeEntries,
-  resolveReferencedSourceIgnore,
-} from "../sandbox-managed-runtime.js";
 import { abortError, native } from "../native.js";
 import { archiveLimits, checkSignal } from "../tar-common.js";
 import { extractTarballToDirectory } from "../tar-stream.js";
@@ -187,9 +181,13 @@ async function copyOverlay(sourceDir, targetDir, relativePaths, exclude) {
 }
 
 /**
- * Drop-in for upstream's `prepareSandboxManagedRuntime`; see sandbox-managed-runtime.d.ts.
+ * Upstream's `prepareSandboxManagedRuntime` (see sandbox-managed-runtime.d.ts). `sources`
+ * holds sandbox-managed-runtime.js's `createTarballFromDirectory`, `mergeExcludes`,
+ * `referencedSourceIgnoreExcludeEntries` and `resolveReferencedSourceIgnore` (that module
+ * passes them in, so this one does not import it back).
  */
-export async function prepareSandboxManagedRuntime(input) {
+export async function prepareSandbox(input, sources) {
+  const { createTarballFromDirectory, mergeExcludes, referencedSourceIgnoreExcludeEntries, resolveReferencedSourceIgnore } = sources;
   // Our addition: `signal` stops the work between steps and inside every pack and extraction
   // (a remote command already running is left to its own timeout).
   const signal = checkSignal(input.signal);
@@ -440,7 +438,7 @@ export async function prepareSandboxManagedRuntime(input) {
       }
       const nestedExclude = mergeExcludes(repository.snapshot.ignoredPaths, baseline.exclude.flatMap((entry) =>
         entry.startsWith(prefix) ? [entry.slice(prefix.length)] : entry.startsWith("*/") ? [entry] : []));
-      const nested = await prepareSandboxManagedRuntime({
+      const nested = await prepareSandbox({
         spec: { ...input.spec, remoteCwd: path.posix.join(workspaceRemoteDir, repository.path) },
         client: input.client,
         adapterKey: input.adapterKey,
@@ -455,7 +453,7 @@ export async function prepareSandboxManagedRuntime(input) {
         onRuntimeProgress: input.onRuntimeProgress,
         signal,
         limits,
-      });
+      }, sources);
       await nested.restoreWorkspace(sink);
     }
     await withTempDir("paperclip-sandbox-restore-", async (tempDir) => {
