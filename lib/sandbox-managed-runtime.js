@@ -11,7 +11,7 @@ import {
   ReferencedSourceIgnoreScanLimitExceededError,
   WORKSPACE_GIT_SCAN_SATURATED_CODE,
 } from "./git-workspace-sync.js";
-import { abortError, native, runCancellable } from "./native.js";
+import { abortError, codes, native, runCancellable } from "./native.js";
 import { checkSignal, packInput, requireString } from "./tar-common.js";
 
 export { assertSyncOperationsConfined } from "./sandbox/confinement.js";
@@ -71,7 +71,7 @@ function offsetUnderToplevel(toplevel, localPath) {
 }
 
 /**
- * Resolves a referenced project's git-ignored paths once, for every staging site (U§4.5):
+ * Resolves a referenced project's git-ignored paths once, for every staging site (upstream's `resolveReferencedSourceIgnore`):
  * `{ kind: "git", ignoredPaths }` relative to `localPath` (sorted), `{ kind: "other" }`
  * outside a git work tree, or `{ kind: "failed", reason }` with one of
  * {@link REFERENCED_SOURCE_IGNORE_FAILURE_REASONS} — never a message, path or pid.
@@ -136,8 +136,8 @@ async function listTree(root) {
 const LIST_DIR = 1;
 
 function symlinkedAncestorError(targetPath) {
-  const error = new Error(`ERR_PAPERCLIP_NATIVE_SYMLINKED_ANCESTOR: refusing to write through the symlinked directory '${targetPath}'`);
-  error.code = "ERR_PAPERCLIP_NATIVE_SYMLINKED_ANCESTOR";
+  const error = new Error(`${codes.SYMLINKED_ANCESTOR}: refusing to write through the symlinked directory '${targetPath}'`);
+  error.code = codes.SYMLINKED_ANCESTOR;
   error.path = targetPath;
   return error;
 }
@@ -154,7 +154,8 @@ async function mirrorEntry(sourceDir, targetDir, relative, hasChildren) {
   const stats = await fs.lstat(sourcePath);
   if (stats.isDirectory()) {
     // `mkdir -p` accepts a symlink to a directory and the children would then be written
-    // through it, outside the target: refuse that one case (SPEC §5).
+    // through it, outside the target: refuse that one case (README "Restore merge and the
+    // merge lock": never write through a symlinked directory of the target).
     if (hasChildren) {
       const existing = await fs.lstat(targetPath).catch(() => null);
       if (existing?.isSymbolicLink() && (await fs.stat(targetPath).catch(() => null))?.isDirectory()) {

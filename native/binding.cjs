@@ -843,6 +843,7 @@ module.exports.cancelTokenAbort = nativeBinding.cancelTokenAbort
 module.exports.cancelTokenCreate = nativeBinding.cancelTokenCreate
 module.exports.cancelTokenRelease = nativeBinding.cancelTokenRelease
 module.exports.contentSignature = nativeBinding.contentSignature
+module.exports.errorCodes = nativeBinding.errorCodes
 module.exports.escapeTarExcludeLiteral = nativeBinding.escapeTarExcludeLiteral
 module.exports.excludePatternMatches = nativeBinding.excludePatternMatches
 module.exports.ignoreScanList = nativeBinding.ignoreScanList

@@ -69,6 +69,12 @@ export declare function cancelTokenRelease(id: number): void
 export declare function contentSignature(root: string, ignoredPaths: Array<string>, cancelId?: number | undefined | null): Promise<string>
 
 /**
+ * Our stable error codes by name (`{ INVALID_ARGUMENT: "ERR_PAPERCLIP_NATIVE_INVALID_ARGUMENT",
+ * … }`): the core crate's table, which the JS layer reads instead of repeating the strings.
+ */
+export declare function errorCodes(): Record<string, string>
+
+/**
  * Upstream `escapeTarExcludeLiteral`: doubles each backslash, then escapes `*`, `?` and `[`
  * so that tar reads the entry as a literal name.
  */

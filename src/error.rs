@@ -1,18 +1,32 @@
 //! Core errors → JS errors with stable codes.
 //!
-//! A native rejection carries the code as napi's status and the details (message, errno,
-//! syscall, path) as JSON in the reason; `lib/native.js` turns that into a JS `Error` shaped
-//! like Node's own (`error.code`, `error.errno`, `error.syscall`, `error.path`), or into an
-//! `AbortError` for a cancelled call. The JSON never holds more than the core error did.
+//! A native rejection carries its details (code, message, errno, syscall, path, and for a
+//! breached archive limit the limit's name and value) as JSON in the reason, behind a prefix;
+//! `lib/native.js` turns that into a JS `Error` shaped like Node's own (`error.code`,
+//! `error.errno`, `error.syscall`, `error.path`), or into an `AbortError` for a cancelled call.
+//! napi's own rejection of an async call carries only a status and a message, hence the
+//! payload. The JSON never holds more than the core error did.
 
-use paperclip_sync_core::error::Error as CoreError;
+use std::collections::HashMap;
+
+use napi_derive::napi;
+use paperclip_sync_core::error::{codes, Error as CoreError};
 use serde::Serialize;
+
+/// Our stable error codes by name (`{ INVALID_ARGUMENT: "ERR_PAPERCLIP_NATIVE_INVALID_ARGUMENT",
+/// … }`): the core crate's table, which the JS layer reads instead of repeating the strings.
+#[napi]
+pub fn error_codes() -> HashMap<&'static str, &'static str> {
+    codes::ALL.iter().copied().collect()
+}
 
 /// Marks a reason as structured, so the JS layer only parses what we produced.
 pub const STRUCTURED_PREFIX: &str = "\u{0}paperclip-native:";
 
+/// What crosses to JS for one core error.
 #[derive(Serialize)]
-struct Details<'a> {
+struct Payload<'a> {
+    code: &'a str,
     message: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     errno: Option<i32>,
@@ -20,23 +34,31 @@ struct Details<'a> {
     syscall: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     path: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    limit: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    value: Option<u64>,
 }
 
 /// The napi error for a core error.
 pub fn to_napi(err: CoreError) -> napi::Error {
-    let details = Details {
+    let payload = Payload {
+        code: &err.code,
         message: &err.message,
         errno: err.errno,
         syscall: err.syscall,
         path: err.path.as_ref().map(|p| p.to_string_lossy().into_owned()),
+        limit: err.limit.map(|(name, _)| name),
+        value: err.limit.map(|(_, value)| value),
     };
-    let json = serde_json::to_string(&details).unwrap_or_else(|_| "{}".to_string());
-    napi::Error::new(napi::Status::GenericFailure, format!("{STRUCTURED_PREFIX}{}\u{0}{json}", err.code))
+    // Serializing strings and integers cannot fail; `lib/native.js` reads `{}` as internal.
+    let json = serde_json::to_string(&payload).unwrap_or_else(|_| "{}".to_string());
+    napi::Error::new(napi::Status::GenericFailure, format!("{STRUCTURED_PREFIX}{json}"))
 }
 
 /// The napi error for a failed join of a blocking task (a panic in native code).
 pub fn join_error(err: tokio::task::JoinError) -> napi::Error {
-    to_napi(CoreError::new(paperclip_sync_core::error::codes::INTERNAL, format!("native task failed: {err}")))
+    to_napi(CoreError::new(codes::INTERNAL, format!("native task failed: {err}")))
 }
 
 /// Runs blocking core work on the runtime's bounded blocking pool.

@@ -130,8 +130,9 @@ impl Budget {
     /// Charges one member of `size` data bytes; refuses it when it breaches a limit or the
     /// free-space floor.
     fn charge(&mut self, member: &str, size: u64, dest_root: &Dir, dest: &Path) -> Result<()> {
-        let exceeded = |limit: &str, bound: u64, what: String| {
+        let exceeded = |limit: &'static str, bound: u64, what: String| {
             Error::new(codes::ARCHIVE_LIMIT_EXCEEDED, format!("archive limit exceeded: {limit} is {bound} ({what})"))
+                .with_limit(limit, bound)
         };
         if let Some(max) = self.limits.max_entries {
             if self.entries >= max {
