@@ -1,5 +1,5 @@
 // Drop-in for the ignore-resolution part of `@paperclipai/adapter-utils/git-workspace-sync`
-// (U§4): the referenced-project ignore scan, the host's git executor seam, and the anchor
+// (README "Ignore resolution: the trust model"): the referenced-project ignore scan, the host's git executor seam, and the anchor
 // workspace's git snapshot.
 //
 // Where upstream spawns git for a referenced project's ignore scan, we scan in-process
@@ -236,7 +236,7 @@ async function readProjectRepositories(localDir) {
 }
 
 /**
- * The anchor workspace's git state (U§4.6): `HEAD`, branch, overlay (changed and untracked),
+ * The anchor workspace's git state (upstream's `readGitWorkspaceSnapshot`): `HEAD`, branch, overlay (changed and untracked),
  * deleted and ignored paths, plus the managed repositories under
  * `.paperclip-repositories` when `includeRepositories` (default `true`). `null` when
  * `localDir` is not a git work tree or not its top level.

@@ -1,6 +1,6 @@
-// Internal: the directory-merge lock, with upstream's exact on-disk protocol (U§6.1) so a
-// holder in this package and a holder in `@paperclipai/adapter-utils` exclude each other,
-// in one process or across processes:
+// Internal: the directory-merge lock, with upstream's exact on-disk protocol (README "Lock
+// interoperability") so a holder in this package and a holder in
+// `@paperclipai/adapter-utils` exclude each other, in one process or across processes:
 //
 //   <instance root>/locks/directory-merge/            mode 0700, must be a plain directory
 //   <instance root>/locks/directory-merge/<sha256(realpath(target))>.lock/owner.json

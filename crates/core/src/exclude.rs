@@ -143,7 +143,7 @@ mod tests {
 
     #[test]
     fn upstream_verified_cases() {
-        // The cases U§3.1 verified against the published code.
+        // Cases checked against upstream's published `exclude-patterns` code.
         assert!(!m("src/build", "build"));
         assert!(m("build/x", "build"));
         assert!(m("node_modules/x", "*/node_modules"));

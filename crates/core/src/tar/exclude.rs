@@ -3,7 +3,7 @@
 //!
 //! This is *not* the upstream JavaScript matcher ([`crate::exclude`]): that one is literal and
 //! root-anchored, while tar treats every value as an `fnmatch(3)` wildcard pattern, unanchored
-//! at both ends (U§3.5). The rules reproduced here, verified against GNU tar 1.34 on glibc:
+//! at both ends. The rules reproduced here, verified against GNU tar 1.34 on glibc:
 //!
 //! * A pattern is tried against the member name (`src/build/x`, never a `./` prefix) and
 //!   against every suffix that starts after a `/`, so `build` also matches `src/build`.
@@ -651,7 +651,8 @@ mod tests {
         TarExcludeSet::new(patterns).excludes(member)
     }
 
-    /// U§3.5, GNU tar column, for named members (and for `./` names where the row says so).
+    /// The GNU tar column of upstream's exclude table, for named members (and for `./`
+    /// names where the row says so).
     #[test]
     fn upstream_table_gnu_rows() {
         // `--exclude build`: unanchored, the whole subtree.

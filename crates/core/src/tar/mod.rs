@@ -1,9 +1,9 @@
 //! Hot path 4: tar archives written and read in-process.
 //!
-//! * [`TarExcludeSet`]: GNU tar's default `--exclude` semantics (U§3.5).
+//! * [`TarExcludeSet`]: GNU tar's default `--exclude` semantics.
 //! * [`pack`], [`precompute_size`], [`pack_to_file`]: a directory as a tar stream with exactly
 //!   the members `tar -c --no-xattrs [-h] -C root --exclude ._* --exclude … -- <names>`
-//!   archives (U§7.1), GNU-format headers, optional gzip.
+//!   archives (upstream's `createTarballFromDirectory`), GNU-format headers, optional gzip.
 //! * [`extract`]: a tar or tar.gz stream into a directory, refusing every member that would
 //!   land or point outside it.
 //!
