@@ -2,7 +2,8 @@
 // (`errorCodes()`), and the frozen copy used where no binary loads (lib/error-codes.js) is the
 // same table; a native error's structured payload reaches JS with every field (code, message,
 // errno, syscall, path, and a breached limit's name and value), and a copy of lib/ with no
-// binary still imports and raises its codes.
+// binary still imports and raises its codes. The same for the constants shared with the core
+// (`sharedConstants()`, lib/shared-constants.js).
 import { execFileSync } from "node:child_process";
 import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
@@ -11,7 +12,9 @@ import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { extractTarballToDirectory } from "../index.js";
 import { FALLBACK_ERROR_CODES } from "../lib/error-codes.js";
-import { codes, native, nativeLoadError } from "../lib/native.js";
+import { GIT_ARCHIVE_EXCLUDES, REFERENCED_SOURCE_IGNORE_MAX_TOTAL_BYTES } from "../lib/git-workspace-sync.js";
+import { codes, constants, native, nativeLoadError } from "../lib/native.js";
+import { FALLBACK_CONSTANTS } from "../lib/shared-constants.js";
 import { RawArchive } from "./helpers/tar.js";
 
 const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
@@ -31,6 +34,16 @@ describe("error codes", () => {
     expect({ ...FALLBACK_ERROR_CODES }).toEqual(fromBinding);
     expect(Object.isFrozen(codes)).toBe(true);
     expect(new Set(Object.values(fromBinding)).size).toBe(Object.keys(fromBinding).length);
+  });
+
+  it("shared constants come from the binding, and the no-binary copy is the same", () => {
+    const fromBinding = native.sharedConstants();
+    expect(Object.keys(fromBinding).sort()).toEqual(Object.keys(FALLBACK_CONSTANTS).sort());
+    expect(fromBinding).toEqual(JSON.parse(JSON.stringify(FALLBACK_CONSTANTS)));
+    expect(constants).toEqual(fromBinding);
+    expect(Object.isFrozen(constants) && Object.isFrozen(constants.gitArchiveExcludes)).toBe(true);
+    expect(GIT_ARCHIVE_EXCLUDES).toEqual(fromBinding.gitArchiveExcludes);
+    expect(REFERENCED_SOURCE_IGNORE_MAX_TOTAL_BYTES).toBe(fromBinding.ignoreScanMaxTotalBytes);
   });
 
   it("a native error arrives with its structured fields", async () => {
@@ -70,13 +83,18 @@ describe("error codes", () => {
       'import { codes, nativeLoadError } from "./lib/native.js";',
       'import { FALLBACK_ERROR_CODES } from "./lib/error-codes.js";',
       'import { INVALID_ARGUMENT } from "./lib/tar-common.js";',
-      "console.log(JSON.stringify({ same: codes === FALLBACK_ERROR_CODES, load: nativeLoadError?.code, INVALID_ARGUMENT }));",
+      'import { constants } from "./lib/native.js";',
+      'import { FALLBACK_CONSTANTS } from "./lib/shared-constants.js";',
+      'import { GIT_ARCHIVE_EXCLUDES } from "./lib/git-workspace-sync.js";',
+      "const same = codes === FALLBACK_ERROR_CODES && constants === FALLBACK_CONSTANTS;",
+      "console.log(JSON.stringify({ same, load: nativeLoadError?.code, INVALID_ARGUMENT, GIT_ARCHIVE_EXCLUDES }));",
     ].join("\n");
     const out = execFileSync(process.execPath, ["--input-type=module", "-e", script], { cwd: copy, encoding: "utf8" });
     expect(JSON.parse(out)).toEqual({
       same: true,
       load: FALLBACK_ERROR_CODES.UNSUPPORTED_PLATFORM,
       INVALID_ARGUMENT: FALLBACK_ERROR_CODES.INVALID_ARGUMENT,
+      GIT_ARCHIVE_EXCLUDES: [".git", ".git/*"],
     });
   });
 });

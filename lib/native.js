@@ -4,6 +4,7 @@
 // `@paperclipai/adapter-utils-native-<platform>`; its error names the platform it looked for.
 import { createRequire } from "node:module";
 import { FALLBACK_ERROR_CODES } from "./error-codes.js";
+import { FALLBACK_CONSTANTS } from "./shared-constants.js";
 
 const require = createRequire(import.meta.url);
 
@@ -20,6 +21,18 @@ try {
  * binding's table, or its frozen copy where no binary loads.
  */
 export const codes = binding ? Object.freeze({ ...binding.errorCodes() }) : FALLBACK_ERROR_CODES;
+
+/**
+ * The constants shared with the core crate (`constants.appleDoubleExclude`,
+ * `constants.gitArchiveExcludes`, the ignore scan's bounds): the binding's values, or their
+ * frozen copy where no binary loads.
+ */
+export const constants = binding ? deepFreeze(binding.sharedConstants()) : FALLBACK_CONSTANTS;
+
+function deepFreeze(object) {
+  for (const value of Object.values(object)) if (typeof value === "object" && value !== null) Object.freeze(value);
+  return Object.freeze(object);
+}
 
 /** The platform the loader looked for, e.g. `linux-x64-gnu` (for messages). */
 export function nativePlatform() {

@@ -6,7 +6,7 @@
 // command lines with upstream's quoting.
 import { promises as fs } from "node:fs";
 import path from "node:path";
-import { abortError, codes, native, runCancellable, toJsError } from "./native.js";
+import { abortError, codes, constants, native, runCancellable, toJsError } from "./native.js";
 import { runTransfer, shellQuote, sshTarget, transferProgress, transferTarget } from "./ssh-common.js";
 import { archiveLimits, checkSignal, invalidArgument, packInput } from "./tar-common.js";
 
@@ -17,7 +17,7 @@ const DEFAULT_MAX_BUFFER = 128 * 1024;
 const PROBE_TIMEOUT_MS = 15_000;
 const PROBE_MAX_BUFFER = 16 * 1024;
 /** The exclude every upstream tar invocation starts with (macOS AppleDouble files). */
-const APPLE_DOUBLE = "._*";
+const APPLE_DOUBLE = constants.appleDoubleExclude;
 
 const TIMEOUT_CODE = codes.SSH_TIMEOUT;
 const MAX_BUFFER_CODE = codes.MAX_BUFFER;

@@ -853,6 +853,7 @@ module.exports.listTree = nativeBinding.listTree
 module.exports.mergeApply = nativeBinding.mergeApply
 module.exports.mergeCaptureSource = nativeBinding.mergeCaptureSource
 module.exports.mergeExcludeGroups = nativeBinding.mergeExcludeGroups
+module.exports.sharedConstants = nativeBinding.sharedConstants
 module.exports.shouldExcludePath = nativeBinding.shouldExcludePath
 module.exports.snapshotCapture = nativeBinding.snapshotCapture
 module.exports.snapshotReadEntry = nativeBinding.snapshotReadEntry

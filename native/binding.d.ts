@@ -189,6 +189,23 @@ export interface MergeOutcomeTransfer {
   failedErrors: Array<string>
 }
 
+/** The core's constants that JS also uses (internal; see `constants` in `lib/native.js`). */
+export declare function sharedConstants(): SharedConstants
+
+/** The core's constants that JS also uses. */
+export interface SharedConstants {
+  /** The exclude every upstream tar invocation starts with (`._*`, macOS AppleDouble files). */
+  appleDoubleExclude: string
+  /** Upstream's `GIT_ARCHIVE_EXCLUDES`: the entries that keep `.git` out of an archive. */
+  gitArchiveExcludes: Array<string>
+  /** Upstream's `REFERENCED_SOURCE_IGNORE_MAX_ENTRY_COUNT`. */
+  ignoreScanMaxEntryCount: number
+  /** Upstream's `REFERENCED_SOURCE_IGNORE_MAX_TOTAL_BYTES`. */
+  ignoreScanMaxTotalBytes: number
+  /** Upstream's raw listing allowance of an ignore scan (its `maxBuffer`). */
+  ignoreScanMaxOutputBytes: number
+}
+
 /** Upstream `shouldExcludePath`: true when any entry of `exclude` matches `relative`. */
 export declare function shouldExcludePath(relative: string, exclude: Array<string>): boolean
 
