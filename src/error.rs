@@ -98,3 +98,45 @@ where
         ))),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The payload `lib/native.js` parses: the prefix, then one JSON object with only the
+    /// fields the core error has.
+    #[test]
+    fn the_payload_carries_every_field_and_nothing_more() {
+        let io = std::io::Error::from_raw_os_error(libc_enoent());
+        let err = to_napi(CoreError::io(io, "open", std::path::Path::new("/x/\"q\"")));
+        let json: serde_json::Value =
+            serde_json::from_str(err.reason.strip_prefix(STRUCTURED_PREFIX).unwrap()).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({
+                "code": "ENOENT",
+                "message": "ENOENT: no such file or directory, open '/x/\"q\"'",
+                "errno": -libc_enoent(),
+                "syscall": "open",
+                "path": "/x/\"q\"",
+            })
+        );
+        let limited = CoreError::new(codes::ARCHIVE_LIMIT_EXCEEDED, "archive limit exceeded").with_limit("maxBytes", 7);
+        let json: serde_json::Value =
+            serde_json::from_str(to_napi(limited).reason.strip_prefix(STRUCTURED_PREFIX).unwrap()).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({
+                "code": codes::ARCHIVE_LIMIT_EXCEEDED,
+                "message": "archive limit exceeded",
+                "limit": "maxBytes",
+                "value": 7,
+            })
+        );
+    }
+
+    /// `ENOENT` (2 on Linux and macOS; the binding does not depend on `libc`).
+    fn libc_enoent() -> i32 {
+        2
+    }
+}
