@@ -5,7 +5,7 @@
 // binary still imports and raises its codes. The same for the constants shared with the core
 // (`sharedConstants()`, lib/shared-constants.js).
 import { execFileSync } from "node:child_process";
-import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -34,6 +34,15 @@ describe("error codes", () => {
     expect({ ...FALLBACK_ERROR_CODES }).toEqual(fromBinding);
     expect(Object.isFrozen(codes)).toBe(true);
     expect(new Set(Object.values(fromBinding)).size).toBe(Object.keys(fromBinding).length);
+  });
+
+  it("every code is in the README's error-code table", () => {
+    const readme = readFileSync(path.join(root, "README.md"), "utf8");
+    const table = readme.slice(readme.indexOf("## Error codes"), readme.indexOf("\n## ", readme.indexOf("## Error codes") + 1));
+    const missing = Object.values(native.errorCodes()).filter(
+      (code) => !table.includes(`\`${code}\``) && !table.includes(`\`…_${code.replace(/^ERR_PAPERCLIP_NATIVE_/, "")}\``),
+    );
+    expect(missing).toEqual([]);
   });
 
   it("shared constants come from the binding, and the no-binary copy is the same", () => {
