@@ -4,8 +4,8 @@
 //! breached archive limit the limit's name and value) as JSON in the reason, behind a prefix;
 //! `lib/native.js` turns that into a JS `Error` shaped like Node's own (`error.code`,
 //! `error.errno`, `error.syscall`, `error.path`), or into an `AbortError` for a cancelled call.
-//! napi's own rejection of an async call carries only a status and a message, hence the
-//! payload. The JSON never holds more than the core error did.
+//! napi's own `Error` reaches JS with only a `code` (its status), a message and a `cause`,
+//! hence the payload. The JSON never holds more than the core error did.
 
 use std::collections::HashMap;
 
