@@ -12,10 +12,10 @@ import { promises as fs } from "node:fs";
 import path from "node:path";
 import { runLocalGit } from "./local-git.js";
 import { scanIgnoredRecords, scanToplevel, UPSTREAM_DEADLINES } from "./ignore-scan.js";
-import { abortError } from "./native.js";
+import { abortError, constants } from "./native.js";
 
 /** The exclude entries that keep a `.git` directory (and its contents) out of an archive. */
-export const GIT_ARCHIVE_EXCLUDES = [".git", ".git/*"];
+export const GIT_ARCHIVE_EXCLUDES = [...constants.gitArchiveExcludes];
 
 /** The directory of a task workspace that holds its managed project repositories. */
 export const PROJECT_REPOSITORIES_DIR = ".paperclip-repositories";
@@ -24,13 +24,13 @@ export const PROJECT_REPOSITORIES_DIR = ".paperclip-repositories";
 export const WORKSPACE_GIT_SCAN_SATURATED_CODE = "workspace_git_scan_saturated";
 
 /** Bound on the number of ignored entries a referenced-project scan accepts. */
-export const REFERENCED_SOURCE_IGNORE_MAX_ENTRY_COUNT = 10_000;
+export const REFERENCED_SOURCE_IGNORE_MAX_ENTRY_COUNT = constants.ignoreScanMaxEntryCount;
 
 /** Bound on the summed UTF-8 byte length of the ignored paths a referenced-project scan accepts. */
-export const REFERENCED_SOURCE_IGNORE_MAX_TOTAL_BYTES = 2 * 1024 * 1024;
+export const REFERENCED_SOURCE_IGNORE_MAX_TOTAL_BYTES = constants.ignoreScanMaxTotalBytes;
 
 /** The raw listing allowance (upstream's `maxBuffer` for the scan): twice the byte bound. */
-const REFERENCED_SOURCE_IGNORE_MAX_RAW_BUFFER = 2 * REFERENCED_SOURCE_IGNORE_MAX_TOTAL_BYTES;
+const REFERENCED_SOURCE_IGNORE_MAX_RAW_BUFFER = constants.ignoreScanMaxOutputBytes;
 
 /** Upstream's output allowance for the toplevel probe. */
 const TOPLEVEL_MAX_BUFFER = 64 * 1024;
@@ -236,7 +236,7 @@ async function readProjectRepositories(localDir) {
 }
 
 /**
- * The anchor workspace's git state: `HEAD`, branch, overlay (changed and untracked),
+ * The anchor workspace's git state (upstream's `readGitWorkspaceSnapshot`): `HEAD`, branch, overlay (changed and untracked),
  * deleted and ignored paths, plus the managed repositories under
  * `.paperclip-repositories` when `includeRepositories` (default `true`). `null` when
  * `localDir` is not a git work tree or not its top level.

@@ -1,7 +1,7 @@
 // The in-process ignore scan behind `readReferencedSourceGitIgnoredPaths` (internal): the two
 // native steps that stand in for upstream's two git commands, each under upstream's deadline,
 // at most four scans at a time in this process.
-import { createSlots, native, runBounded } from "./native.js";
+import { codes, createSlots, native, runBounded } from "./native.js";
 
 /** Upstream's git timeouts for the two steps (milliseconds). */
 export const UPSTREAM_DEADLINES = Object.freeze({ toplevel: 15_000, list: 60_000 });
@@ -13,9 +13,9 @@ export const scanDeadlines = { ...UPSTREAM_DEADLINES };
 export const nativeScanSlots = createSlots(4);
 
 /** `code` of a step that missed its deadline (upstream's git timeout has no code of its own). */
-export const SCAN_TIMEOUT_CODE = "ERR_PAPERCLIP_NATIVE_GIT_IGNORE_SCAN_TIMEOUT";
+export const SCAN_TIMEOUT_CODE = codes.GIT_IGNORE_SCAN_TIMEOUT;
 /** `code` of a listing that found the directory outside any work tree after the toplevel step. */
-export const SCAN_FAILED_CODE = "ERR_PAPERCLIP_NATIVE_GIT_IGNORE_SCAN_FAILED";
+export const SCAN_FAILED_CODE = codes.GIT_IGNORE_SCAN_FAILED;
 
 function step(name, signal, start) {
   const timeoutMs = scanDeadlines[name];

@@ -3,6 +3,8 @@
 // in a checkout, otherwise the per-platform package
 // `@paperclipai/adapter-utils-native-<platform>`; its error names the platform it looked for.
 import { createRequire } from "node:module";
+import { FALLBACK_ERROR_CODES } from "./error-codes.js";
+import { FALLBACK_CONSTANTS } from "./shared-constants.js";
 
 const require = createRequire(import.meta.url);
 
@@ -12,6 +14,24 @@ try {
   binding = require("../native/binding.cjs");
 } catch (error) {
   loadError = error;
+}
+
+/**
+ * Our stable error codes by the core crate's names (`codes.INVALID_ARGUMENT`, …): the
+ * binding's table, or its frozen copy where no binary loads.
+ */
+export const codes = binding ? Object.freeze({ ...binding.errorCodes() }) : FALLBACK_ERROR_CODES;
+
+/**
+ * The constants shared with the core crate (`constants.appleDoubleExclude`,
+ * `constants.gitArchiveExcludes`, the ignore scan's bounds): the binding's values, or their
+ * frozen copy where no binary loads.
+ */
+export const constants = binding ? deepFreeze(binding.sharedConstants()) : FALLBACK_CONSTANTS;
+
+function deepFreeze(object) {
+  for (const value of Object.values(object)) if (typeof value === "object" && value !== null) Object.freeze(value);
+  return Object.freeze(object);
 }
 
 /** The platform the loader looked for, e.g. `linux-x64-gnu` (for messages). */
@@ -30,7 +50,7 @@ export const nativeLoadError = loadError ? unsupportedPlatformError() : null;
 function unsupportedPlatformError() {
   const first = String(loadError?.message ?? loadError).split("\n")[0];
   const error = new Error(`@paperclipai/adapter-utils-native has no native binary that loads on ${nativePlatform()} (${first}); use @paperclipai/adapter-utils, or the activation, which leaves it in place here`);
-  error.code = "ERR_PAPERCLIP_NATIVE_UNSUPPORTED_PLATFORM";
+  error.code = codes.UNSUPPORTED_PLATFORM;
   return error;
 }
 
@@ -57,21 +77,16 @@ const STRUCTURED_PREFIX = "\u0000paperclip-native:";
 export function toJsError(error, signal) {
   const message = typeof error?.message === "string" ? error.message : "";
   if (!message.startsWith(STRUCTURED_PREFIX)) return error;
-  const rest = message.slice(STRUCTURED_PREFIX.length);
-  const split = rest.indexOf("\u0000");
-  const code = rest.slice(0, split);
-  const details = JSON.parse(rest.slice(split + 1));
-  if (code === "ABORT_ERR") return abortError(signal);
-  const out = new Error(details.message);
+  const details = JSON.parse(message.slice(STRUCTURED_PREFIX.length));
+  const code = details.code ?? codes.INTERNAL;
+  if (code === codes.ABORTED) return abortError(signal);
+  const out = new Error(details.message ?? "");
   if (details.errno !== undefined) out.errno = details.errno;
   out.code = code;
   if (details.syscall !== undefined) out.syscall = details.syscall;
   if (details.path !== undefined) out.path = details.path;
-  if (code === "ERR_PAPERCLIP_NATIVE_ARCHIVE_LIMIT_EXCEEDED") {
-    // "archive limit exceeded: <limit> is <value> (…)": the breached limit and its value.
-    const match = /^archive limit exceeded: (\w+) is (\d+)/.exec(details.message);
-    if (match) Object.assign(out, { limit: match[1], value: Number(match[2]) });
-  }
+  // A breached archive limit: its option name and value.
+  if (details.limit !== undefined) Object.assign(out, { limit: details.limit, value: details.value });
   return out;
 }
 
@@ -79,7 +94,7 @@ export function toJsError(error, signal) {
 export function abortError(signal) {
   const error = new Error("The operation was aborted", signal ? { cause: signal.reason } : undefined);
   error.name = "AbortError";
-  error.code = "ABORT_ERR";
+  error.code = codes.ABORTED;
   return error;
 }
 

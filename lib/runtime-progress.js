@@ -1,6 +1,5 @@
 // Drop-in for `@paperclipai/adapter-utils/runtime-progress`: the throttled progress
-// reporter whose lines transports write to a `RuntimeProgressSink`, byte for byte upstream's
-// (callers' tests match the lines exactly).
+// reporter whose lines transports write to a `RuntimeProgressSink`.
 // Pure JS on purpose: a native call per report would cost more than the work, and the line
 // format depends on JS number formatting (`toFixed` rounds exact ties up, `Math.round`
 // rounds .5 up), which is simplest to match by using it.

@@ -11,7 +11,7 @@ import {
   ReferencedSourceIgnoreScanLimitExceededError,
   WORKSPACE_GIT_SCAN_SATURATED_CODE,
 } from "./git-workspace-sync.js";
-import { abortError, native, runCancellable } from "./native.js";
+import { abortError, codes, native, runCancellable } from "./native.js";
 import { checkSignal, packInput, requireString } from "./tar-common.js";
 import { prepareSandbox } from "./sandbox/prepare.js";
 
@@ -71,7 +71,11 @@ function offsetUnderToplevel(toplevel, localPath) {
 }
 
 /**
+<<<<<<< ours
  * Resolves a referenced project's git-ignored paths once, for every staging site:
+=======
+ * Resolves a referenced project's git-ignored paths once, for every staging site (upstream's `resolveReferencedSourceIgnore`):
+>>>>>>> theirs
  * `{ kind: "git", ignoredPaths }` relative to `localPath` (sorted), `{ kind: "other" }`
  * outside a git work tree, or `{ kind: "failed", reason }` with one of
  * {@link REFERENCED_SOURCE_IGNORE_FAILURE_REASONS} — never a message, path or pid.
@@ -136,8 +140,8 @@ async function listTree(root) {
 const LIST_DIR = 1;
 
 function symlinkedAncestorError(targetPath) {
-  const error = new Error(`ERR_PAPERCLIP_NATIVE_SYMLINKED_ANCESTOR: refusing to write through the symlinked directory '${targetPath}'`);
-  error.code = "ERR_PAPERCLIP_NATIVE_SYMLINKED_ANCESTOR";
+  const error = new Error(`${codes.SYMLINKED_ANCESTOR}: refusing to write through the symlinked directory '${targetPath}'`);
+  error.code = codes.SYMLINKED_ANCESTOR;
   error.path = targetPath;
   return error;
 }
@@ -155,7 +159,11 @@ async function mirrorEntry(sourceDir, targetDir, relative, hasChildren) {
   if (stats.isDirectory()) {
     // `mkdir -p` accepts a symlink to a directory and the children would then be written
     // through it, outside the target: refuse that one case (README "Restore merge and the
+<<<<<<< ours
     // merge lock", "Always on").
+=======
+    // merge lock": never write through a symlinked directory of the target).
+>>>>>>> theirs
     if (hasChildren) {
       const existing = await fs.lstat(targetPath).catch(() => null);
       if (existing?.isSymbolicLink() && (await fs.stat(targetPath).catch(() => null))?.isDirectory()) {

@@ -6,7 +6,7 @@
 // command lines with upstream's quoting.
 import { promises as fs } from "node:fs";
 import path from "node:path";
-import { abortError, native, runCancellable, toJsError } from "./native.js";
+import { abortError, codes, constants, native, runCancellable, toJsError } from "./native.js";
 import { runTransfer, shellQuote, sshTarget, transferProgress, transferTarget } from "./ssh-common.js";
 import { prepareWorkspaceOverSsh, restoreWorkspaceOverSsh } from "./ssh-workspace.js";
 import { archiveLimits, checkSignal, invalidArgument, packInput } from "./tar-common.js";
@@ -18,10 +18,10 @@ const DEFAULT_MAX_BUFFER = 128 * 1024;
 const PROBE_TIMEOUT_MS = 15_000;
 const PROBE_MAX_BUFFER = 16 * 1024;
 /** The exclude every upstream tar invocation starts with (macOS AppleDouble files). */
-const APPLE_DOUBLE = "._*";
+const APPLE_DOUBLE = constants.appleDoubleExclude;
 
-const TIMEOUT_CODE = "ERR_PAPERCLIP_NATIVE_SSH_TIMEOUT";
-const MAX_BUFFER_CODE = "ERR_CHILD_PROCESS_STDIO_MAXBUFFER";
+const TIMEOUT_CODE = codes.SSH_TIMEOUT;
+const MAX_BUFFER_CODE = codes.MAX_BUFFER;
 
 /** Upstream's environment-key rule. */
 function isValidShellEnvKey(value) {

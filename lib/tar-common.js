@@ -2,12 +2,12 @@
 // upstream's order, and the bridge from native byte counts to a progress reporter.
 import fs from "node:fs/promises";
 import path from "node:path";
-import { native } from "./native.js";
+import { codes, native } from "./native.js";
 
-/** Our code for a rejected argument (the same as the core's). */
-export const INVALID_ARGUMENT = "ERR_PAPERCLIP_NATIVE_INVALID_ARGUMENT";
-/** Our code for a file name that is not UTF-8 (the same as the core's). */
-const NON_UTF8_NAME = "ERR_PAPERCLIP_NATIVE_NON_UTF8_NAME";
+/** Our code for a rejected argument. */
+export const INVALID_ARGUMENT = codes.INVALID_ARGUMENT;
+/** Our code for a file name that is not UTF-8. */
+const NON_UTF8_NAME = codes.NON_UTF8_NAME;
 /** gzip level used for `gzip: true` (zlib's default). */
 export const DEFAULT_GZIP_LEVEL = 6;
 

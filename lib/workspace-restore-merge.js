@@ -6,7 +6,7 @@
 import { createHash } from "node:crypto";
 import path from "node:path";
 import { WORKSPACE_RESTORE_LOCK_TIMEOUT_CODE, withDirectoryMergeLock } from "./merge-lock.js";
-import { native, runCancellable, toJsError } from "./native.js";
+import { codes, native, runCancellable, toJsError } from "./native.js";
 import { statCaches } from "./snapshot-cache.js";
 import { entriesFromTransfer } from "./snapshot-transfer.js";
 
@@ -102,7 +102,7 @@ export { WORKSPACE_RESTORE_LOCK_TIMEOUT_CODE, withDirectoryMergeLock };
 /** The code of a merge refused by `conflictPolicy: "reject"` (upstream vNext's). */
 const DIRECTORY_MERGE_CONFLICT_CODE = "DIRECTORY_MERGE_CONFLICT";
 /** The code of a merge refused by `refuseEmptySource: true`. */
-const EMPTY_SOURCE_CODE = "ERR_PAPERCLIP_NATIVE_EMPTY_SOURCE";
+const EMPTY_SOURCE_CODE = codes.EMPTY_SOURCE;
 
 const BASELINE_UNMATCHABLE = 0;
 const BASELINE_DIR = 1;

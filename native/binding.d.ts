@@ -69,6 +69,12 @@ export declare function cancelTokenRelease(id: number): void
 export declare function contentSignature(root: string, ignoredPaths: Array<string>, cancelId?: number | undefined | null): Promise<string>
 
 /**
+ * Our stable error codes by name (`{ INVALID_ARGUMENT: "ERR_PAPERCLIP_NATIVE_INVALID_ARGUMENT",
+ * … }`): the core crate's table, which the JS layer reads instead of repeating the strings.
+ */
+export declare function errorCodes(): Record<string, string>
+
+/**
  * Upstream `escapeTarExcludeLiteral`: doubles each backslash, then escapes `*`, `?` and `[`
  * so that tar reads the entry as a literal name.
  */
@@ -181,6 +187,23 @@ export interface MergeOutcomeTransfer {
    */
   failedPaths: Array<string>
   failedErrors: Array<string>
+}
+
+/** The core's constants that JS also uses (internal; see `constants` in `lib/native.js`). */
+export declare function sharedConstants(): SharedConstants
+
+/** The core's constants that JS also uses. */
+export interface SharedConstants {
+  /** The exclude every upstream tar invocation starts with (`._*`, macOS AppleDouble files). */
+  appleDoubleExclude: string
+  /** Upstream's `GIT_ARCHIVE_EXCLUDES`: the entries that keep `.git` out of an archive. */
+  gitArchiveExcludes: Array<string>
+  /** Upstream's `REFERENCED_SOURCE_IGNORE_MAX_ENTRY_COUNT`. */
+  ignoreScanMaxEntryCount: number
+  /** Upstream's `REFERENCED_SOURCE_IGNORE_MAX_TOTAL_BYTES`. */
+  ignoreScanMaxTotalBytes: number
+  /** Upstream's raw listing allowance of an ignore scan (its `maxBuffer`). */
+  ignoreScanMaxOutputBytes: number
 }
 
 /** Upstream `shouldExcludePath`: true when any entry of `exclude` matches `relative`. */

@@ -10,6 +10,7 @@
 #![cfg_attr(test, allow(dead_code))]
 
 mod cancel;
+mod constants;
 mod error;
 mod exclude;
 mod ignore;

@@ -57,6 +57,41 @@ pub mod codes {
     pub const UNSUPPORTED_PLATFORM: &str = "ERR_PAPERCLIP_NATIVE_UNSUPPORTED_PLATFORM";
     /// Anything else (a bug or an unexpected state); the message says what.
     pub const INTERNAL: &str = "ERR_PAPERCLIP_NATIVE_INTERNAL";
+    /// A step of an ignore scan missed upstream's deadline (raised by lib/ignore-scan.js).
+    pub const GIT_IGNORE_SCAN_TIMEOUT: &str = "ERR_PAPERCLIP_NATIVE_GIT_IGNORE_SCAN_TIMEOUT";
+    /// `refuseEmptySource` and the merge source is empty while the baseline is not (raised by
+    /// lib/workspace-restore-merge.js).
+    pub const EMPTY_SOURCE: &str = "ERR_PAPERCLIP_NATIVE_EMPTY_SOURCE";
+
+    /// Every code above by its constant's name: the binding exports this table, and the JS
+    /// layer reads its codes from it instead of repeating them.
+    pub const ALL: &[(&str, &str)] = &[
+        ("ABORTED", ABORTED),
+        ("INVALID_ARGUMENT", INVALID_ARGUMENT),
+        ("NON_UTF8_NAME", NON_UTF8_NAME),
+        ("UNSAFE_ARCHIVE_ENTRY", UNSAFE_ARCHIVE_ENTRY),
+        ("BAD_ARCHIVE", BAD_ARCHIVE),
+        ("SYMLINK_LOOP", SYMLINK_LOOP),
+        ("FILE_CHANGED", FILE_CHANGED),
+        ("SYMLINKED_ANCESTOR", SYMLINKED_ANCESTOR),
+        ("GIT_IGNORE_SCAN_FAILED", GIT_IGNORE_SCAN_FAILED),
+        ("GIT_IGNORE_SCAN_LIMIT_EXCEEDED", GIT_IGNORE_SCAN_LIMIT_EXCEEDED),
+        ("SSH_HOST_KEY_UNKNOWN", SSH_HOST_KEY_UNKNOWN),
+        ("SSH_HOST_KEY_CHANGED", SSH_HOST_KEY_CHANGED),
+        ("SSH_AUTH_FAILED", SSH_AUTH_FAILED),
+        ("SSH_PROTOCOL", SSH_PROTOCOL),
+        ("SSH_CONNECTION_LOST", SSH_CONNECTION_LOST),
+        ("SSH_TIMEOUT", SSH_TIMEOUT),
+        ("SSH_REMOTE_FAILED", SSH_REMOTE_FAILED),
+        ("MAX_BUFFER", MAX_BUFFER),
+        ("ARCHIVE_LIMIT_EXCEEDED", ARCHIVE_LIMIT_EXCEEDED),
+        ("INSUFFICIENT_SPACE", INSUFFICIENT_SPACE),
+        ("INTERRUPTED_RESTORE", INTERRUPTED_RESTORE),
+        ("UNSUPPORTED_PLATFORM", UNSUPPORTED_PLATFORM),
+        ("INTERNAL", INTERNAL),
+        ("GIT_IGNORE_SCAN_TIMEOUT", GIT_IGNORE_SCAN_TIMEOUT),
+        ("EMPTY_SOURCE", EMPTY_SOURCE),
+    ];
 }
 
 /// A failure with a stable `code`.
@@ -72,6 +107,9 @@ pub struct Error {
     pub syscall: Option<&'static str>,
     /// The path the call failed on.
     pub path: Option<PathBuf>,
+    /// For `ARCHIVE_LIMIT_EXCEEDED`: the breached limit's option name and its value (JS
+    /// `error.limit`, `error.value`).
+    pub limit: Option<(&'static str, u64)>,
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -79,7 +117,12 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 impl Error {
     /// An error with our own code.
     pub fn new(code: impl Into<Cow<'static, str>>, message: impl Into<String>) -> Self {
-        Error { code: code.into(), message: message.into(), errno: None, syscall: None, path: None }
+        Error { code: code.into(), message: message.into(), errno: None, syscall: None, path: None, limit: None }
+    }
+
+    /// The same error naming the breached limit and its value.
+    pub fn with_limit(self, name: &'static str, value: u64) -> Self {
+        Error { limit: Some((name, value)), ..self }
     }
 
     /// The cancellation error.
@@ -117,6 +160,7 @@ impl Error {
                 errno: None,
                 syscall: Some(syscall),
                 path: Some(path.to_path_buf()),
+                limit: None,
             };
         };
         let (code, description) = errno_name(raw);
@@ -126,6 +170,7 @@ impl Error {
             errno: Some(-raw),
             syscall: Some(syscall),
             path: Some(path.to_path_buf()),
+            limit: None,
         }
     }
 }
@@ -176,6 +221,27 @@ pub fn errno_name(raw: i32) -> (&'static str, &'static str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_code_table_lists_every_code_once() {
+        // Every `pub const … : &str` of `codes`, read from this file, must be in `ALL` under
+        // its own name, and `ALL` must hold nothing else.
+        let source = include_str!("error.rs");
+        let body = &source[source.find("pub mod codes {").unwrap()..source.find("pub const ALL").unwrap()];
+        let mut declared: Vec<&str> = body
+            .lines()
+            .filter_map(|line| line.trim().strip_prefix("pub const "))
+            .map(|rest| rest.split(':').next().unwrap())
+            .collect();
+        let mut listed: Vec<&str> = codes::ALL.iter().map(|(name, _)| *name).collect();
+        declared.sort_unstable();
+        listed.sort_unstable();
+        assert_eq!(listed, declared);
+        let mut values: Vec<&str> = codes::ALL.iter().map(|(_, code)| *code).collect();
+        values.sort_unstable();
+        values.dedup();
+        assert_eq!(values.len(), codes::ALL.len(), "two names share a code");
+    }
 
     #[test]
     fn io_errors_look_like_node() {

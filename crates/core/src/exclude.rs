@@ -143,7 +143,7 @@ mod tests {
 
     #[test]
     fn upstream_verified_cases() {
-        // Cases checked against upstream's published matcher: root-anchored, literal brackets.
+        // Cases checked against upstream's published `exclude-patterns` code.
         assert!(!m("src/build", "build"));
         assert!(m("build/x", "build"));
         assert!(m("node_modules/x", "*/node_modules"));

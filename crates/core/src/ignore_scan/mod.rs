@@ -1,5 +1,6 @@
-//! Hot path 1, ignore resolution (U§4.4, U§4.5): the ignored paths of a referenced
-//! project's directory, computed in-process instead of by spawning
+//! Hot path 1, ignore resolution (upstream's `readReferencedSourceGitIgnoredPaths` and
+//! `resolveReferencedSourceIgnore`; README "Ignore resolution: the trust model"): the
+//! ignored paths of a referenced project's directory, computed in-process instead of by spawning
 //! `git ls-files --others --ignored --exclude-standard --directory --full-name -z`.
 //!
 //! [`scan_ignored_paths`] produces exactly the records that command prints when run in
@@ -260,7 +261,8 @@ fn scan_on_this_thread(
     Ok(Some(IgnoreScan { toplevel, ignored_paths }))
 }
 
-/// Upstream's streaming parse (U§4.4 step 3) over git's records in output order.
+/// Upstream's streaming parse of the listing (each record checked against the entry and
+/// byte bounds as it arrives) over git's records in output order.
 fn apply_bounds<'a>(records: impl Iterator<Item = &'a [u8]>, limits: Limits) -> Result<Vec<String>, ScanError> {
     let mut accepted: Vec<String> = Vec::new();
     let mut total_bytes = 0usize;
@@ -382,7 +384,8 @@ pub fn physical_path(p: &str) -> String {
     }
 }
 
-/// U§4.5 steps 4–5: re-relativise toplevel-relative `paths` to the local directory, given
+/// The last steps of upstream's `resolveReferencedSourceIgnore`: re-relativise
+/// toplevel-relative `paths` to the local directory, given
 /// the physical forms of the toplevel and of the local directory (see [`physical_path`]).
 ///
 /// The offset is `path.relative(toplevel, local)`; an offset leaving the toplevel is

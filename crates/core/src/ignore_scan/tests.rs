@@ -741,3 +741,23 @@ fn a_work_tree_deeper_than_path_max_fails_the_scan_instead_of_listing_less() {
     }
     Dir::open(&repo).unwrap().remove_tree(OsStr::new("d")).unwrap();
 }
+
+/// The patterns `ignore::gitignore::Gitignore` (ignore 0.4.35) reads differently from git,
+/// the reason this module keeps git's own `wildmatch` (README "Dependencies"): an escaped `]`
+/// in a bracket, an escaped `-` in a bracket (a literal, not a range), an unterminated `[`,
+/// an empty range and trailing backslashes. Each, alone and together, against the git CLI.
+#[test]
+fn patterns_the_ignore_crate_reads_differently_match_git() {
+    let patterns = ["[\\]]x", "[a\\-z]", "a[", "[z-a]", "\\", "x\\", "[\\]]x\n[a\\-z]\na[\n[z-a]\n\\\nx\\"];
+    let names = ["]x", "-", "m", "a", "z", "a[", "x", "x\\", "\\", "ax", "keep"];
+    for (i, pattern) in patterns.iter().enumerate() {
+        let tmp = TempDir::new(&format!("crate-diff-{i}"));
+        let (repo, home) = fresh_repo(&tmp);
+        for name in names {
+            write(&repo.join(name), "x");
+            write(&repo.join("sub").join(name), "x");
+        }
+        write(&repo.join(".gitignore"), &format!("{pattern}\n"));
+        assert_same(&repo, &home, &format!("pattern {pattern:?}"));
+    }
+}

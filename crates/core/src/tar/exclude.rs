@@ -651,8 +651,8 @@ mod tests {
         TarExcludeSet::new(patterns).excludes(member)
     }
 
-    /// GNU tar 1.34's verdict for each exclude shape, for named members (and for `./` names where
-    /// a case says so).
+    /// The GNU tar column of upstream's exclude table, for named members (and for `./`
+    /// names where the row says so).
     #[test]
     fn upstream_table_gnu_rows() {
         // `--exclude build`: unanchored, the whole subtree.

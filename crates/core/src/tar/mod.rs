@@ -1,6 +1,6 @@
 //! Hot path 4: tar archives written and read in-process.
 //!
-//! * [`TarExcludeSet`]: GNU tar's default `--exclude` semantics (unanchored `fnmatch`).
+//! * [`TarExcludeSet`]: GNU tar's default `--exclude` semantics.
 //! * [`pack`], [`precompute_size`], [`pack_to_file`]: a directory as a tar stream with exactly
 //!   the members `tar -c --no-xattrs [-h] -C root --exclude ._* --exclude … -- <names>`
 //!   archives (upstream's `createTarballFromDirectory`), GNU-format headers, optional gzip.
