@@ -71,11 +71,7 @@ function offsetUnderToplevel(toplevel, localPath) {
 }
 
 /**
-<<<<<<< ours
  * Resolves a referenced project's git-ignored paths once, for every staging site:
-=======
- * Resolves a referenced project's git-ignored paths once, for every staging site (upstream's `resolveReferencedSourceIgnore`):
->>>>>>> theirs
  * `{ kind: "git", ignoredPaths }` relative to `localPath` (sorted), `{ kind: "other" }`
  * outside a git work tree, or `{ kind: "failed", reason }` with one of
  * {@link REFERENCED_SOURCE_IGNORE_FAILURE_REASONS} — never a message, path or pid.
@@ -159,11 +155,7 @@ async function mirrorEntry(sourceDir, targetDir, relative, hasChildren) {
   if (stats.isDirectory()) {
     // `mkdir -p` accepts a symlink to a directory and the children would then be written
     // through it, outside the target: refuse that one case (README "Restore merge and the
-<<<<<<< ours
     // merge lock", "Always on").
-=======
-    // merge lock": never write through a symlinked directory of the target).
->>>>>>> theirs
     if (hasChildren) {
       const existing = await fs.lstat(targetPath).catch(() => null);
       if (existing?.isSymbolicLink() && (await fs.stat(targetPath).catch(() => null))?.isDirectory()) {
