@@ -1,0 +1,287 @@
+//! Streamed transfers: a directory packed into a remote command's stdin, a remote
+//! command's stdout extracted into a directory, and whole files either way.
+
+use std::fs;
+use std::io::{self, Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, SyncSender};
+use std::sync::Arc;
+
+use super::{
+    Connection, Input, Output, Piece, SshTarget, StderrLimit, CHUNK, PIPELINE_DEPTH, POLL_INTERVAL,
+    TRANSFER_STDERR_LIMIT,
+};
+use crate::error::{codes, Error, Result};
+use crate::tar::{self, ExtractOptions, ExtractSummary, PackOptions, PackSummary};
+
+/// What a transfer moved.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TransferSummary {
+    /// Bytes sent to the remote command's stdin (uploads) or read from its stdout (downloads).
+    pub bytes: u64,
+    /// Archive members packed or extracted (0 for a plain file).
+    pub entries: u64,
+}
+
+/// Runs `command` with `input`, failing unless it succeeded; its stdout is discarded.
+fn run_upload(conn: &mut Connection, command: &str, input: Input<'_>, progress: &mut impl FnMut(u64)) -> Result<u64> {
+    let outcome =
+        conn.exec(command, input, Output::Discard, StderrLimit::Truncate(TRANSFER_STDERR_LIMIT), |sent, _| {
+            progress(sent)
+        })?;
+    if outcome.succeeded() {
+        Ok(outcome.bytes_sent)
+    } else {
+        Err(outcome.failure())
+    }
+}
+
+/// Packs `pack` (on a thread of its own) into the stdin of `command` on a new session:
+/// upstream's `tar -cf - … | ssh host "sh -c 'mkdir -p dir && tar -xf - -C dir'"`, in
+/// process. `progress` receives the bytes the channel accepted. Fails unless the whole
+/// archive reached the command and it exited with status 0.
+pub fn upload_tar(
+    target: &SshTarget,
+    command: &str,
+    pack: PackOptions,
+    cancel: Arc<AtomicBool>,
+    mut progress: impl FnMut(u64),
+) -> Result<TransferSummary> {
+    let mut conn = Connection::open(target, Arc::clone(&cancel), None)?;
+    let (tx, rx) = mpsc::sync_channel::<Piece>(PIPELINE_DEPTH);
+    let packer = Worker::spawn("pack", &cancel, move |cancel| {
+        let mut writer = PieceWriter { tx: &tx, chunk: Vec::with_capacity(CHUNK) };
+        let summary = tar::pack(&pack, &mut writer, |_| {}, cancel)?;
+        writer.flush_chunk().map_err(|_| Error::aborted())?;
+        tx.send(Piece::End).map_err(|_| Error::aborted())?;
+        Ok(summary)
+    })?;
+    let sent = run_upload(&mut conn, command, Input::Chunks(rx), &mut progress);
+    if sent.is_err() {
+        packer.stop();
+    }
+    let packed: Result<PackSummary> = packer.join();
+    match (sent, packed) {
+        (Ok(bytes), Ok(summary)) => Ok(TransferSummary { bytes, entries: summary.entries }),
+        // The packer's own failure explains a broken input; otherwise the transfer's.
+        (Err(e), Err(pack_err)) if !pack_err.is_aborted() && e.code == codes::INTERNAL => Err(pack_err),
+        (Err(e), _) => Err(e),
+        (Ok(_), Err(e)) => Err(e),
+    }
+}
+
+/// Streams the stdout of `command` (upstream's remote `tar -cf - .`) into a safe extraction
+/// of `dest` on a thread of its own. `progress` receives the bytes read from the channel.
+/// Fails unless the command exited with status 0 and the archive extracted completely.
+pub fn download_tar(
+    target: &SshTarget,
+    command: &str,
+    dest: &Path,
+    opts: ExtractOptions,
+    cancel: Arc<AtomicBool>,
+    mut progress: impl FnMut(u64),
+) -> Result<TransferSummary> {
+    let mut conn = Connection::open(target, Arc::clone(&cancel), None)?;
+    let (tx, rx) = mpsc::sync_channel::<Vec<u8>>(PIPELINE_DEPTH);
+    let dest = dest.to_path_buf();
+    let extractor = Worker::spawn("extract", &cancel, move |cancel| {
+        let reader = ChunkReader { rx, current: Vec::new(), offset: 0 };
+        tar::extract(reader, &dest, &opts, |_| {}, cancel)
+    })?;
+    let outcome = conn.exec(
+        command,
+        Input::Empty,
+        Output::Chunks(tx),
+        StderrLimit::Truncate(TRANSFER_STDERR_LIMIT),
+        |_, received| progress(received),
+    );
+    // `tx` went with the exec: the extraction sees the end of its input now.
+    if outcome.is_err() {
+        extractor.stop();
+    }
+    let extracted: Result<ExtractSummary> = extractor.join();
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        // The extraction's own failure explains a consumer that went away.
+        Err(e) if e.code == codes::INTERNAL => return Err(extracted.err().unwrap_or(e)),
+        Err(e) => return Err(e),
+    };
+    if !outcome.succeeded() {
+        return Err(outcome.failure());
+    }
+    let summary = extracted?;
+    Ok(TransferSummary { bytes: outcome.bytes_received, entries: summary.entries })
+}
+
+/// Streams the file `path` into the stdin of `command` (upstream's bundle upload,
+/// `streamLocalFileToSsh`). Fails unless all of it was read by a command that exited 0.
+pub fn upload_file(
+    target: &SshTarget,
+    command: &str,
+    path: &Path,
+    cancel: Arc<AtomicBool>,
+    mut progress: impl FnMut(u64),
+) -> Result<TransferSummary> {
+    let mut file = fs::File::open(path).map_err(|e| Error::io(e, "open", path))?;
+    let mut conn = Connection::open(target, cancel, None)?;
+    let bytes = run_upload(&mut conn, command, Input::Reader(&mut file), &mut progress)?;
+    Ok(TransferSummary { bytes, entries: 0 })
+}
+
+/// Writes the stdout of `command` to a new file `path` (mode 0600; upstream's bundle
+/// download, `streamSshToLocalFile`). On failure the file is removed.
+pub fn download_file(
+    target: &SshTarget,
+    command: &str,
+    path: &Path,
+    cancel: Arc<AtomicBool>,
+    mut progress: impl FnMut(u64),
+) -> Result<TransferSummary> {
+    let mut conn = Connection::open(target, cancel, None)?;
+    let mut file = fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| Error::io(e, "open", path))?;
+    let result = conn
+        .exec(command, Input::Empty, Output::Writer(&mut file), StderrLimit::Truncate(TRANSFER_STDERR_LIMIT), |_, r| {
+            progress(r)
+        })
+        .and_then(|outcome| if outcome.succeeded() { Ok(outcome.bytes_received) } else { Err(outcome.failure()) })
+        .and_then(|bytes| file.sync_all().map(|()| bytes).map_err(|e| Error::io(e, "fsync", path)));
+    match result {
+        Ok(bytes) => Ok(TransferSummary { bytes, entries: 0 }),
+        Err(e) => {
+            drop(file);
+            let _ = fs::remove_file(path);
+            Err(e)
+        }
+    }
+}
+
+/// The second thread of a transfer (the packer or the extractor): its work runs with a
+/// cancellation flag that follows the caller's and [`Worker::stop`] (the channel side
+/// failed).
+struct Worker<T> {
+    stop: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<Result<T>>,
+    what: &'static str,
+}
+
+impl<T: Send + 'static> Worker<T> {
+    /// Starts `work` on a thread named `paperclip-ssh-<what>`.
+    fn spawn(
+        what: &'static str,
+        cancel: &Arc<AtomicBool>,
+        work: impl FnOnce(&AtomicBool) -> Result<T> + Send + 'static,
+    ) -> Result<Worker<T>> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (own, outer) = (Arc::clone(&stop), Arc::clone(cancel));
+        let thread = std::thread::Builder::new()
+            .name(format!("paperclip-ssh-{what}"))
+            .spawn(move || CancelEither { a: &own, b: &outer }.with(work))
+            .map_err(|e| Error::new(codes::INTERNAL, format!("cannot start the {what} thread: {e}")))?;
+        Ok(Worker { stop, thread, what })
+    }
+
+    /// Makes the work stop: the other side of the pipeline failed.
+    fn stop(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+
+    /// The work's result (a panic is an internal error).
+    fn join(self) -> Result<T> {
+        let what = self.what;
+        self.thread.join().unwrap_or_else(|_| Err(Error::new(codes::INTERNAL, format!("the {what} thread panicked"))))
+    }
+}
+
+/// A cancellation flag set when either of two flags is (the caller's, or the pipeline's
+/// own stop when the other side failed), polled by a helper thread.
+struct CancelEither<'a> {
+    a: &'a AtomicBool,
+    b: &'a AtomicBool,
+}
+
+impl CancelEither<'_> {
+    /// Runs `work` with one flag that follows both.
+    fn with<T>(&self, work: impl FnOnce(&AtomicBool) -> T) -> T {
+        let merged = AtomicBool::new(false);
+        let done = AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                while !done.load(Ordering::Relaxed) {
+                    if self.a.load(Ordering::Relaxed) || self.b.load(Ordering::Relaxed) {
+                        merged.store(true, Ordering::Relaxed);
+                        break;
+                    }
+                    std::thread::sleep(POLL_INTERVAL);
+                }
+            });
+            let result = work(&merged);
+            done.store(true, Ordering::Relaxed);
+            result
+        })
+    }
+}
+
+/// The pack thread's writer: [`CHUNK`]-sized pieces into the pipeline.
+struct PieceWriter<'a> {
+    tx: &'a SyncSender<Piece>,
+    chunk: Vec<u8>,
+}
+
+impl PieceWriter<'_> {
+    fn flush_chunk(&mut self) -> io::Result<()> {
+        if self.chunk.is_empty() {
+            return Ok(());
+        }
+        let data = std::mem::replace(&mut self.chunk, Vec::with_capacity(CHUNK));
+        self.tx.send(Piece::Data(data)).map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "the SSH channel closed"))
+    }
+}
+
+impl Write for PieceWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let take = (CHUNK - self.chunk.len()).min(buf.len());
+        self.chunk.extend_from_slice(&buf[..take]);
+        if self.chunk.len() == CHUNK {
+            self.flush_chunk()?;
+        }
+        Ok(take)
+    }
+
+    /// Pieces are handed over full, or at the end ([`PieceWriter::flush_chunk`]).
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The extract thread's reader: the chunks the channel delivered, EOF when it ended.
+struct ChunkReader {
+    rx: Receiver<Vec<u8>>,
+    current: Vec<u8>,
+    offset: usize,
+}
+
+impl Read for ChunkReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        while self.offset == self.current.len() {
+            match self.rx.recv() {
+                Ok(chunk) => {
+                    self.current = chunk;
+                    self.offset = 0;
+                }
+                Err(_) => return Ok(0),
+            }
+        }
+        let n = buf.len().min(self.current.len() - self.offset);
+        buf[..n].copy_from_slice(&self.current[self.offset..self.offset + n]);
+        self.offset += n;
+        Ok(n)
+    }
+}
