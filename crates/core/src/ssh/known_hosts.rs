@@ -4,6 +4,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD};
+use base64::Engine as _;
 use ssh2::{CheckResult, KnownHostFileKind, Session};
 
 use super::SshTarget;
@@ -87,25 +89,12 @@ pub(super) fn key_type_name(kind: ssh2::HostKeyType) -> &'static str {
 pub(super) fn fingerprint(key: &[u8]) -> String {
     use sha2::{Digest, Sha256};
     let digest = Sha256::digest(key);
-    format!("SHA256:{}", base64(&digest).trim_end_matches('='))
+    format!("SHA256:{}", STANDARD_NO_PAD.encode(digest))
 }
 
-/// Standard base64 with padding.
+/// Standard base64 with padding, as `known_hosts` records keys.
 pub(super) fn base64(data: &[u8]) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(data.len().div_ceil(3) * 4);
-    for chunk in data.chunks(3) {
-        let b = [chunk[0], *chunk.get(1).unwrap_or(&0), *chunk.get(2).unwrap_or(&0)];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
+    STANDARD.encode(data)
 }
 
 #[cfg(test)]
@@ -120,6 +109,13 @@ mod tests {
         assert_eq!(base64(b"foo"), "Zm9v");
         assert_eq!(base64(b"foobar"), "Zm9vYmFy");
         assert_eq!(base64(&[0xfb, 0xff]), "+/8=");
+    }
+
+    #[test]
+    fn fingerprints_match_ssh_keygen() {
+        // `ssh-keygen -lf` of a known_hosts line holding this key prints this fingerprint.
+        let key = STANDARD.decode("AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl").unwrap();
+        assert_eq!(fingerprint(&key), "SHA256:+DiY3wvvV6TuJJhbpZisF/zLDA0zPMSvHdkr4UvCOqU");
     }
 
     #[test]
