@@ -15,7 +15,7 @@
 //! each runs on a thread of its own: they never hold one of the bounded pool's threads, and
 //! never a libuv thread, while they wait. Every JS-facing wait is a Promise.
 
-use std::io::{self, Read, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -26,6 +26,7 @@ use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
 use napi::{Env, Status};
 use napi_derive::napi;
 use paperclip_sync_core::error::{codes, Error as CoreError};
+use paperclip_sync_core::pipe::{ChunkReader, ChunkSink, ChunkWriter};
 use paperclip_sync_core::tar::{self, ExtractLimits, ExtractOptions, ExtractSummary, PackOptions, PackSummary};
 use tokio::sync::{mpsc, watch};
 
@@ -327,50 +328,32 @@ pub struct TarPackChunk {
     pub tar_bytes: f64,
 }
 
-/// The pack thread's writer: fills chunks (from the pool) of exactly `chunk_size` bytes and
-/// hands each to the bounded channel, blocking while it is full (the consumer's backpressure).
-struct ChunkWriter<'a> {
+/// The pack thread's sink: hands each chunk, with its tar byte count, to the bounded
+/// channel, blocking while it is full (the consumer's backpressure), and takes the buffers
+/// of the next chunks from the pool.
+struct PackSink<'a> {
     tx: &'a mpsc::Sender<PackMessage>,
     pool: &'a ChunkPool,
-    chunk: Vec<u8>,
-    chunk_size: usize,
     /// Bytes handed over so far (for a plain stream, the tar byte count).
     sent: u64,
     /// The packer's running count of uncompressed bytes (for a gzip stream).
     uncompressed: Option<&'a std::cell::Cell<u64>>,
+    /// The final tar byte count, carried by the last chunk (set once the pack succeeded).
+    total: Option<u64>,
 }
 
-impl ChunkWriter<'_> {
-    /// Hands the current chunk over; `last` carries the final tar byte count, and no new
-    /// chunk is taken from the pool after it.
-    fn send(&mut self, last: Option<u64>) -> io::Result<()> {
-        let next = if last.is_some() { Vec::new() } else { self.pool.take(self.chunk_size) };
-        let data = std::mem::replace(&mut self.chunk, next);
+impl ChunkSink for PackSink<'_> {
+    fn send(&mut self, data: Vec<u8>, last: bool) -> io::Result<()> {
         self.sent += data.len() as u64;
-        let marker = last.unwrap_or_else(|| self.uncompressed.map_or(self.sent, |count| count.get()));
+        let counted = self.uncompressed.map_or(self.sent, |count| count.get());
+        let marker = if last { self.total.unwrap_or(counted) } else { counted };
         self.tx
             .blocking_send(PackMessage::Chunk(data, marker))
             .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "the pack stream was closed"))
     }
-}
 
-impl Write for ChunkWriter<'_> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let mut rest = buf;
-        while !rest.is_empty() {
-            let take = (self.chunk_size - self.chunk.len()).min(rest.len());
-            self.chunk.extend_from_slice(&rest[..take]);
-            rest = &rest[take..];
-            if self.chunk.len() == self.chunk_size {
-                self.send(None)?;
-            }
-        }
-        Ok(buf.len())
-    }
-
-    /// Chunks are only ever handed over full (or at the end), so there is nothing to flush.
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
+    fn buffer(&mut self, capacity: usize) -> Vec<u8> {
+        self.pool.take(capacity)
     }
 }
 
@@ -383,18 +366,17 @@ fn produce(
     cancel: Arc<AtomicBool>,
 ) {
     let uncompressed = std::cell::Cell::new(0u64);
-    let mut writer = ChunkWriter {
+    let sink = PackSink {
         tx: &tx,
         pool: &pool,
-        chunk: pool.take(chunk_size),
-        chunk_size,
         sent: 0,
         uncompressed: opts.gzip.is_some().then_some(&uncompressed),
+        total: None,
     };
+    let mut writer = ChunkWriter::new(chunk_size, sink);
     let result = tar::pack(&opts, &mut writer, |n| uncompressed.set(n), &cancel).and_then(|summary| {
-        if !writer.chunk.is_empty() {
-            writer.send(Some(summary.tar_bytes)).map_err(|_| CoreError::aborted())?;
-        }
+        writer.sink_mut().total = Some(summary.tar_bytes);
+        writer.finish().map_err(|_| CoreError::aborted())?;
         Ok(summary)
     });
     let message = match settle(result, &cancel) {
@@ -524,34 +506,6 @@ impl TarPackStream {
 // ---------------------------------------------------------------------------------------
 // Extract sink
 
-/// The extraction thread's reader: the chunks JS pushed, in order; end of input when the
-/// sink is finished (or aborted: then an error, so the result is the cancellation).
-struct ChannelReader {
-    rx: mpsc::Receiver<Vec<u8>>,
-    current: Vec<u8>,
-    offset: usize,
-    cancel: Arc<AtomicBool>,
-}
-
-impl Read for ChannelReader {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        while self.offset == self.current.len() {
-            match self.rx.blocking_recv() {
-                Some(chunk) => {
-                    self.current = chunk;
-                    self.offset = 0;
-                }
-                None if self.cancel.load(Ordering::Relaxed) => return Err(io::Error::other("aborted")),
-                None => return Ok(0),
-            }
-        }
-        let n = buf.len().min(self.current.len() - self.offset);
-        buf[..n].copy_from_slice(&self.current[self.offset..self.offset + n]);
-        self.offset += n;
-        Ok(n)
-    }
-}
-
 type ExtractOutcome = Option<Result<ExtractSummary, CoreError>>;
 
 /// State shared by an extract sink's handle and its pending writes.
@@ -598,7 +552,10 @@ pub fn tar_extract_stream(
     let (tx, rx) = mpsc::channel(EXTRACT_QUEUE_CHUNKS);
     let (outcome_tx, outcome_rx) = watch::channel(None);
     let cancel = Arc::new(AtomicBool::new(false));
-    let reader = ChannelReader { rx, current: Vec::new(), offset: 0, cancel: Arc::clone(&cancel) };
+    // The chunks JS pushed, in order; end of input when the sink is finished (or aborted:
+    // then an error, so the result is the cancellation).
+    let mut rx = rx;
+    let reader = ChunkReader::with_cancel(move || rx.blocking_recv(), Arc::clone(&cancel));
     let thread_cancel = Arc::clone(&cancel);
     spawn_worker("paperclip-tar-extract", move || {
         let opts = extract_options(preserve_mtime, limits);

@@ -17,6 +17,7 @@ pub mod fsat;
 #[cfg(feature = "git")]
 pub mod ignore_scan;
 pub mod merge;
+pub mod pipe;
 pub mod snapshot;
 #[cfg(feature = "ssh")]
 pub mod ssh;

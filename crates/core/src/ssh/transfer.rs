@@ -2,11 +2,11 @@
 //! command's stdout extracted into a directory, and whole files either way.
 
 use std::fs;
-use std::io::{self, Read, Write};
+use std::io;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, Receiver, SyncSender};
+use std::sync::mpsc::{self, SyncSender};
 use std::sync::Arc;
 
 use super::{
@@ -14,6 +14,7 @@ use super::{
     TRANSFER_STDERR_LIMIT,
 };
 use crate::error::{codes, Error, Result};
+use crate::pipe::{ChunkReader, ChunkSink, ChunkWriter};
 use crate::tar::{self, ExtractOptions, ExtractSummary, PackOptions, PackSummary};
 
 /// What a transfer moved.
@@ -52,9 +53,9 @@ pub fn upload_tar(
     let mut conn = Connection::open(target, Arc::clone(&cancel), None)?;
     let (tx, rx) = mpsc::sync_channel::<Piece>(PIPELINE_DEPTH);
     let packer = Worker::spawn("pack", &cancel, move |cancel| {
-        let mut writer = PieceWriter { tx: &tx, chunk: Vec::with_capacity(CHUNK) };
+        let mut writer = ChunkWriter::new(CHUNK, PieceSink(&tx));
         let summary = tar::pack(&pack, &mut writer, |_| {}, cancel)?;
-        writer.flush_chunk().map_err(|_| Error::aborted())?;
+        writer.finish().map_err(|_| Error::aborted())?;
         tx.send(Piece::End).map_err(|_| Error::aborted())?;
         Ok(summary)
     })?;
@@ -87,7 +88,7 @@ pub fn download_tar(
     let (tx, rx) = mpsc::sync_channel::<Vec<u8>>(PIPELINE_DEPTH);
     let dest = dest.to_path_buf();
     let extractor = Worker::spawn("extract", &cancel, move |cancel| {
-        let reader = ChunkReader { rx, current: Vec::new(), offset: 0 };
+        let reader = ChunkReader::new(rx);
         tar::extract(reader, &dest, &opts, |_| {}, cancel)
     })?;
     let outcome = conn.exec(
@@ -229,59 +230,12 @@ impl CancelEither<'_> {
     }
 }
 
-/// The pack thread's writer: [`CHUNK`]-sized pieces into the pipeline.
-struct PieceWriter<'a> {
-    tx: &'a SyncSender<Piece>,
-    chunk: Vec<u8>,
-}
+/// The pack thread's sink: each chunk as a [`Piece::Data`] into the pipeline (the
+/// [`Piece::End`] follows once the pack succeeded).
+struct PieceSink<'a>(&'a SyncSender<Piece>);
 
-impl PieceWriter<'_> {
-    fn flush_chunk(&mut self) -> io::Result<()> {
-        if self.chunk.is_empty() {
-            return Ok(());
-        }
-        let data = std::mem::replace(&mut self.chunk, Vec::with_capacity(CHUNK));
-        self.tx.send(Piece::Data(data)).map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "the SSH channel closed"))
-    }
-}
-
-impl Write for PieceWriter<'_> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let take = (CHUNK - self.chunk.len()).min(buf.len());
-        self.chunk.extend_from_slice(&buf[..take]);
-        if self.chunk.len() == CHUNK {
-            self.flush_chunk()?;
-        }
-        Ok(take)
-    }
-
-    /// Pieces are handed over full, or at the end ([`PieceWriter::flush_chunk`]).
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-/// The extract thread's reader: the chunks the channel delivered, EOF when it ended.
-struct ChunkReader {
-    rx: Receiver<Vec<u8>>,
-    current: Vec<u8>,
-    offset: usize,
-}
-
-impl Read for ChunkReader {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        while self.offset == self.current.len() {
-            match self.rx.recv() {
-                Ok(chunk) => {
-                    self.current = chunk;
-                    self.offset = 0;
-                }
-                Err(_) => return Ok(0),
-            }
-        }
-        let n = buf.len().min(self.current.len() - self.offset);
-        buf[..n].copy_from_slice(&self.current[self.offset..self.offset + n]);
-        self.offset += n;
-        Ok(n)
+impl ChunkSink for PieceSink<'_> {
+    fn send(&mut self, chunk: Vec<u8>, _last: bool) -> io::Result<()> {
+        self.0.send(Piece::Data(chunk)).map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "the SSH channel closed"))
     }
 }
