@@ -20,7 +20,8 @@ use paperclip_sync_core::ssh::{self, Input, Output, SshTarget, StderrLimit, Tran
 use paperclip_sync_core::tar::PackOptions;
 
 use crate::cancel;
-use crate::error::{run_dedicated, to_napi};
+use crate::error::to_napi;
+use crate::runtime::run_dedicated;
 use crate::tar::{Progress, ProgressCallback, TarPackInput};
 
 /// Where and how to connect (internal): upstream's `SshConnectionConfig` fields that matter

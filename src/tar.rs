@@ -28,6 +28,7 @@ use napi_derive::napi;
 use paperclip_sync_core::error::{codes, Error as CoreError};
 use paperclip_sync_core::pipe::{ChunkReader, ChunkSink, ChunkWriter};
 use paperclip_sync_core::tar::{self, ExtractLimits, ExtractOptions, ExtractSummary, PackOptions, PackSummary};
+use paperclip_sync_core::worker::Worker;
 use tokio::sync::{mpsc, watch};
 
 use crate::cancel;
@@ -167,15 +168,6 @@ fn invalid(message: impl Into<String>) -> CoreError {
 /// Locks a mutex whose data stays consistent even if a holder panicked.
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-/// Starts a named worker thread for a stream.
-fn spawn_worker(name: &str, work: impl FnOnce() + Send + 'static) -> Result<(), CoreError> {
-    std::thread::Builder::new()
-        .name(name.to_string())
-        .spawn(work)
-        .map(|_| ())
-        .map_err(|err| internal(format!("cannot start the {name} thread: {err}")))
 }
 
 /// Packs into the file `archive_path` through a temporary file renamed into place on success
@@ -363,7 +355,7 @@ fn produce(
     chunk_size: usize,
     tx: mpsc::Sender<PackMessage>,
     pool: Arc<ChunkPool>,
-    cancel: Arc<AtomicBool>,
+    cancel: &AtomicBool,
 ) {
     let uncompressed = std::cell::Cell::new(0u64);
     let sink = PackSink {
@@ -374,12 +366,12 @@ fn produce(
         total: None,
     };
     let mut writer = ChunkWriter::new(chunk_size, sink);
-    let result = tar::pack(&opts, &mut writer, |n| uncompressed.set(n), &cancel).and_then(|summary| {
+    let result = tar::pack(&opts, &mut writer, |n| uncompressed.set(n), cancel).and_then(|summary| {
         writer.sink_mut().total = Some(summary.tar_bytes);
         writer.finish().map_err(|_| CoreError::aborted())?;
         Ok(summary)
     });
-    let message = match settle(result, &cancel) {
+    let message = match settle(result, cancel) {
         Ok(summary) => PackMessage::Done(summary),
         Err(err) => PackMessage::Failed(err),
     };
@@ -403,7 +395,13 @@ impl PackStreamState {
         let Some((opts, chunk_size, tx)) = lock(&self.pending).take() else { return Ok(()) };
         let cancel = Arc::clone(&self.cancel);
         let pool = Arc::clone(&self.pool);
-        spawn_worker("paperclip-tar-pack", move || produce(opts, chunk_size, tx, pool, cancel))
+        let worker = Worker::with_flag("paperclip-tar-pack", cancel, move |cancel| {
+            produce(opts, chunk_size, tx, pool, cancel);
+            Ok(())
+        })?;
+        // The thread reports through the channel.
+        worker.detach();
+        Ok(())
     }
 }
 
@@ -556,13 +554,15 @@ pub fn tar_extract_stream(
     // then an error, so the result is the cancellation).
     let mut rx = rx;
     let reader = ChunkReader::with_cancel(move || rx.blocking_recv(), Arc::clone(&cancel));
-    let thread_cancel = Arc::clone(&cancel);
-    spawn_worker("paperclip-tar-extract", move || {
+    let worker = Worker::with_flag("paperclip-tar-extract", Arc::clone(&cancel), move |cancel| {
         let opts = extract_options(preserve_mtime, limits);
-        let result = tar::extract(reader, Path::new(&dest), &opts, |_| {}, &thread_cancel);
+        let result = tar::extract(reader, Path::new(&dest), &opts, |_| {}, cancel);
         let _ = outcome_tx.send(Some(result));
+        Ok(())
     })
     .map_err(to_napi)?;
+    // The thread reports through the watch channel.
+    worker.detach();
     Ok(TarExtractSink { state: Arc::new(ExtractState { tx: Mutex::new(Some(tx)), outcome: outcome_rx, cancel }) })
 }
 

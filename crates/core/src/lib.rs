@@ -24,3 +24,4 @@ pub mod ssh;
 pub mod staging;
 pub mod tar;
 pub mod walk;
+pub mod worker;

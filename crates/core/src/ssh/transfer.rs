@@ -5,17 +5,15 @@ use std::fs;
 use std::io;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::{self, SyncSender};
 use std::sync::Arc;
 
-use super::{
-    Connection, Input, Output, Piece, SshTarget, StderrLimit, CHUNK, PIPELINE_DEPTH, POLL_INTERVAL,
-    TRANSFER_STDERR_LIMIT,
-};
+use super::{Connection, Input, Output, Piece, SshTarget, StderrLimit, CHUNK, PIPELINE_DEPTH, TRANSFER_STDERR_LIMIT};
 use crate::error::{codes, Error, Result};
 use crate::pipe::{ChunkReader, ChunkSink, ChunkWriter};
 use crate::tar::{self, ExtractOptions, ExtractSummary, PackOptions, PackSummary};
+use crate::worker::Worker;
 
 /// What a transfer moved.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -52,7 +50,7 @@ pub fn upload_tar(
 ) -> Result<TransferSummary> {
     let mut conn = Connection::open(target, Arc::clone(&cancel), None)?;
     let (tx, rx) = mpsc::sync_channel::<Piece>(PIPELINE_DEPTH);
-    let packer = Worker::spawn("pack", &cancel, move |cancel| {
+    let packer = Worker::linked("paperclip-ssh-pack", &cancel, move |cancel| {
         let mut writer = ChunkWriter::new(CHUNK, PieceSink(&tx));
         let summary = tar::pack(&pack, &mut writer, |_| {}, cancel)?;
         writer.finish().map_err(|_| Error::aborted())?;
@@ -87,7 +85,7 @@ pub fn download_tar(
     let mut conn = Connection::open(target, Arc::clone(&cancel), None)?;
     let (tx, rx) = mpsc::sync_channel::<Vec<u8>>(PIPELINE_DEPTH);
     let dest = dest.to_path_buf();
-    let extractor = Worker::spawn("extract", &cancel, move |cancel| {
+    let extractor = Worker::linked("paperclip-ssh-extract", &cancel, move |cancel| {
         let reader = ChunkReader::new(rx);
         tar::extract(reader, &dest, &opts, |_| {}, cancel)
     })?;
@@ -161,72 +159,6 @@ pub fn download_file(
             let _ = fs::remove_file(path);
             Err(e)
         }
-    }
-}
-
-/// The second thread of a transfer (the packer or the extractor): its work runs with a
-/// cancellation flag that follows the caller's and [`Worker::stop`] (the channel side
-/// failed).
-struct Worker<T> {
-    stop: Arc<AtomicBool>,
-    thread: std::thread::JoinHandle<Result<T>>,
-    what: &'static str,
-}
-
-impl<T: Send + 'static> Worker<T> {
-    /// Starts `work` on a thread named `paperclip-ssh-<what>`.
-    fn spawn(
-        what: &'static str,
-        cancel: &Arc<AtomicBool>,
-        work: impl FnOnce(&AtomicBool) -> Result<T> + Send + 'static,
-    ) -> Result<Worker<T>> {
-        let stop = Arc::new(AtomicBool::new(false));
-        let (own, outer) = (Arc::clone(&stop), Arc::clone(cancel));
-        let thread = std::thread::Builder::new()
-            .name(format!("paperclip-ssh-{what}"))
-            .spawn(move || CancelEither { a: &own, b: &outer }.with(work))
-            .map_err(|e| Error::new(codes::INTERNAL, format!("cannot start the {what} thread: {e}")))?;
-        Ok(Worker { stop, thread, what })
-    }
-
-    /// Makes the work stop: the other side of the pipeline failed.
-    fn stop(&self) {
-        self.stop.store(true, Ordering::Relaxed);
-    }
-
-    /// The work's result (a panic is an internal error).
-    fn join(self) -> Result<T> {
-        let what = self.what;
-        self.thread.join().unwrap_or_else(|_| Err(Error::new(codes::INTERNAL, format!("the {what} thread panicked"))))
-    }
-}
-
-/// A cancellation flag set when either of two flags is (the caller's, or the pipeline's
-/// own stop when the other side failed), polled by a helper thread.
-struct CancelEither<'a> {
-    a: &'a AtomicBool,
-    b: &'a AtomicBool,
-}
-
-impl CancelEither<'_> {
-    /// Runs `work` with one flag that follows both.
-    fn with<T>(&self, work: impl FnOnce(&AtomicBool) -> T) -> T {
-        let merged = AtomicBool::new(false);
-        let done = AtomicBool::new(false);
-        std::thread::scope(|scope| {
-            scope.spawn(|| {
-                while !done.load(Ordering::Relaxed) {
-                    if self.a.load(Ordering::Relaxed) || self.b.load(Ordering::Relaxed) {
-                        merged.store(true, Ordering::Relaxed);
-                        break;
-                    }
-                    std::thread::sleep(POLL_INTERVAL);
-                }
-            });
-            let result = work(&merged);
-            done.store(true, Ordering::Relaxed);
-            result
-        })
     }
 }
 
