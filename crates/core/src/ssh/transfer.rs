@@ -64,8 +64,10 @@ pub fn upload_tar(
     let packed: Result<PackSummary> = packer.join();
     match (sent, packed) {
         (Ok(bytes), Ok(summary)) => Ok(TransferSummary { bytes, entries: summary.entries }),
-        // The packer's own failure explains a broken input; otherwise the transfer's.
-        (Err(e), Err(pack_err)) if !pack_err.is_aborted() && e.code == codes::INTERNAL => Err(pack_err),
+        // A broken input means the packer ended first: its error explains it, whether its own
+        // failure or the caller's cancellation (which the packer may notice before the
+        // channel side does; `stop` is only called after the exec returned).
+        (Err(e), Err(pack_err)) if e.code == codes::INTERNAL => Err(pack_err),
         (Err(e), _) => Err(e),
         (Ok(_), Err(e)) => Err(e),
     }
