@@ -14,6 +14,7 @@ mod error;
 mod exclude;
 mod ignore;
 mod merge;
+mod progress;
 mod runtime;
 mod snapshot;
 mod ssh;

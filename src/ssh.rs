@@ -6,7 +6,7 @@
 //! waiting for as long as it likes, so no call ever holds one of the bounded pool's threads
 //! or a libuv thread. Transfers add a second thread (the packer or the extractor), so
 //! packing and encryption overlap. Byte progress reaches JS through the coalescing
-//! [`Progress`] forwarder shared with the tar binding.
+//! [`Progress`] forwarder (`src/progress.rs`) shared with the tar binding.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -21,8 +21,9 @@ use paperclip_sync_core::tar::PackOptions;
 
 use crate::cancel;
 use crate::error::to_napi;
+use crate::progress::{Progress, ProgressCallback};
 use crate::runtime::run_dedicated;
-use crate::tar::{Progress, ProgressCallback, TarPackInput};
+use crate::tar::TarPackInput;
 
 /// Where and how to connect (internal): upstream's `SshConnectionConfig` fields that matter
 /// to the connection, plus our limits.

@@ -4,12 +4,12 @@
 //! Three shapes of call:
 //!
 //! * bounded work on the blocking pool ([`run_blocking`]): [`tar_pack_file`],
-//!   [`tar_precompute_size`], [`tar_extract_file`], reporting progress through a coalescing
-//!   threadsafe function (at most one call queued, at most one every [`PROGRESS_INTERVAL`]);
+//!   [`tar_precompute_size`], [`tar_extract_file`], reporting progress through the
+//!   coalescing [`Progress`] forwarder (`src/progress.rs`);
 //! * a pack stream ([`TarPackStream`]): a thread packs into a bounded channel of chunks
-//!   that JS pulls one at a time;
+//!   that JS pulls one at a time (the core's chunk writer, `paperclip_sync_core::pipe`);
 //! * an extract sink ([`TarExtractSink`]): JS pushes chunks into a bounded channel that a
-//!   thread extracts from.
+//!   thread extracts from (the core's chunk reader).
 //!
 //! The two streams wait on JS (a slow consumer, a slow source) for as long as JS likes, so
 //! each runs on a thread of its own: they never hold one of the bounded pool's threads, and
@@ -19,10 +19,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
 
-use napi::bindgen_prelude::{BufferSlice, PromiseRaw, Unknown};
-use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
+use napi::bindgen_prelude::{BufferSlice, PromiseRaw};
 use napi::{Env, Status};
 use napi_derive::napi;
 use paperclip_sync_core::error::{codes, Error as CoreError};
@@ -33,18 +31,14 @@ use tokio::sync::{mpsc, watch};
 
 use crate::cancel;
 use crate::error::{run_blocking, to_napi};
+use crate::progress::{Progress, ProgressCallback};
 
-/// Shortest time between two progress calls into JS.
-const PROGRESS_INTERVAL: Duration = Duration::from_millis(25);
 /// Chunks a pack stream may hold ready for its consumer, beyond the one being filled.
 const PACK_QUEUE_CHUNKS: usize = 2;
 /// Chunks an extract sink may hold for its thread, beyond the one being read.
 const EXTRACT_QUEUE_CHUNKS: usize = 4;
 /// Largest chunk a pack stream accepts to produce.
 const MAX_CHUNK_SIZE: u32 = 64 * 1024 * 1024;
-
-/// A progress callback: receives a running byte count.
-pub(crate) type ProgressCallback = ThreadsafeFunction<f64, Unknown<'static>, f64, Status, false>;
 
 /// What to archive (internal; see `createTarballFromDirectory` and the streaming pack).
 #[napi(object)]
@@ -103,42 +97,6 @@ pub struct TarExtractSummary {
 impl From<ExtractSummary> for TarExtractSummary {
     fn from(summary: ExtractSummary) -> Self {
         TarExtractSummary { entries: summary.entries as f64, bytes_read: summary.bytes_read as f64 }
-    }
-}
-
-/// Forwards a running byte count to a JS callback without flooding the JS thread: a call
-/// is made only when none is queued and [`PROGRESS_INTERVAL`] passed since the last one.
-/// The final count is not guaranteed to arrive; callers report it from the result.
-pub(crate) struct Progress {
-    callback: Option<ProgressCallback>,
-    queued: Arc<AtomicBool>,
-    last: Option<Instant>,
-}
-
-impl Progress {
-    pub(crate) fn new(callback: Option<ProgressCallback>) -> Self {
-        Progress { callback, queued: Arc::new(AtomicBool::new(false)), last: None }
-    }
-
-    pub(crate) fn update(&mut self, bytes: u64) {
-        let Some(callback) = &self.callback else { return };
-        let now = Instant::now();
-        if self.last.is_some_and(|last| now.duration_since(last) < PROGRESS_INTERVAL) {
-            return;
-        }
-        if self.queued.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        self.last = Some(now);
-        let queued = Arc::clone(&self.queued);
-        let status =
-            callback.call_with_return_value(bytes as f64, ThreadsafeFunctionCallMode::NonBlocking, move |_, _| {
-                queued.store(false, Ordering::Release);
-                Ok(())
-            });
-        if status != Status::Ok {
-            self.queued.store(false, Ordering::Release);
-        }
     }
 }
 
