@@ -12,7 +12,7 @@
 mod cancel;
 mod error;
 mod exclude;
-mod ignore;
+mod ignore_scan;
 mod merge;
 mod progress;
 mod runtime;
