@@ -1,5 +1,5 @@
-//! Hot path 4, SSH lane: remote commands and streamed transfers over one in-process SSH
-//! session each (the logic is `paperclip_sync_core::ssh`; this is conversion and
+//! The SSH lane (README, "SSH"): remote commands and streamed transfers over one in-process
+//! SSH session each (the logic is `paperclip_sync_core::ssh`; this is conversion and
 //! scheduling only).
 //!
 //! Every call runs on a thread of its own ([`run_dedicated`]): an SSH peer may keep a call

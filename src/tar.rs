@@ -1,5 +1,6 @@
-//! Hot path 4: tar archives written and read in-process (the logic is
-//! `paperclip_sync_core::tar`; this is scheduling and conversion only).
+//! Tar archives written and read in-process (README, "Tar archives, streaming and safe
+//! extraction"; the logic is `paperclip_sync_core::tar`; this is scheduling and conversion
+//! only).
 //!
 //! Three shapes of call:
 //!
