@@ -62,6 +62,12 @@ pub fn upload_tar(
         packer.stop();
     }
     let packed: Result<PackSummary> = packer.join();
+    upload_outcome(sent, packed)
+}
+
+/// The result of an upload from its two sides: the bytes the exec sent and the packer's
+/// summary.
+fn upload_outcome(sent: Result<u64>, packed: Result<PackSummary>) -> Result<TransferSummary> {
     match (sent, packed) {
         (Ok(bytes), Ok(summary)) => Ok(TransferSummary { bytes, entries: summary.entries }),
         // A broken input means the packer ended first: its error explains it, whether its own
@@ -171,5 +177,29 @@ struct PieceSink<'a>(&'a SyncSender<Piece>);
 impl ChunkSink for PieceSink<'_> {
     fn send(&mut self, chunk: Vec<u8>, _last: bool) -> io::Result<()> {
         self.0.send(Piece::Data(chunk)).map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "the SSH channel closed"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary() -> PackSummary {
+        PackSummary { entries: 3, tar_bytes: 3072 }
+    }
+
+    #[test]
+    fn an_upload_fails_with_the_side_that_explains_it() {
+        let broken_input = || Err(Error::new(codes::INTERNAL, "the input of the remote command failed"));
+        assert_eq!(upload_outcome(Ok(4096), Ok(summary())), Ok(TransferSummary { bytes: 4096, entries: 3 }));
+        // The packer ended first: its failure, or the cancellation it noticed first.
+        let failed = upload_outcome(broken_input(), Err(Error::new(codes::FILE_CHANGED, "shrank")));
+        assert_eq!(failed.unwrap_err().code, codes::FILE_CHANGED);
+        assert!(upload_outcome(broken_input(), Err(Error::aborted())).unwrap_err().is_aborted());
+        // The remote side failed first (the packer was stopped after it): the remote's error.
+        let remote = upload_outcome(Err(Error::new(codes::SSH_REMOTE_FAILED, "tar: boom")), Err(Error::aborted()));
+        assert_eq!(remote.unwrap_err().code, codes::SSH_REMOTE_FAILED);
+        let pack_only = upload_outcome(Ok(10), Err(Error::new(codes::FILE_CHANGED, "shrank")));
+        assert_eq!(pack_only.unwrap_err().code, codes::FILE_CHANGED);
     }
 }
