@@ -70,35 +70,6 @@ where
     tokio::task::spawn_blocking(work).await.map_err(join_error)?.map_err(to_napi)
 }
 
-/// Runs blocking core work on a new thread of its own (named `name`), for work that waits
-/// on the network for as long as the peer likes: it never holds one of the bounded pool's
-/// threads, nor a libuv thread. Resolves with the work's result.
-pub async fn run_dedicated<T, F>(name: &str, work: F) -> napi::Result<T>
-where
-    T: Send + 'static,
-    F: FnOnce() -> Result<T, CoreError> + Send + 'static,
-{
-    let (tx, rx) = tokio::sync::oneshot::channel();
-    std::thread::Builder::new()
-        .name(name.to_string())
-        .spawn(move || {
-            let _ = tx.send(work());
-        })
-        .map_err(|err| {
-            to_napi(CoreError::new(
-                paperclip_sync_core::error::codes::INTERNAL,
-                format!("cannot start the {name} thread: {err}"),
-            ))
-        })?;
-    match rx.await {
-        Ok(result) => result.map_err(to_napi),
-        Err(_) => Err(to_napi(CoreError::new(
-            paperclip_sync_core::error::codes::INTERNAL,
-            format!("the {name} thread ended without a result"),
-        ))),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,4 +1,4 @@
-//! Hot path 5: the upstream exclude matcher and tar-exclude escaping, synchronous.
+//! The upstream exclude matcher and tar-exclude escaping, synchronous.
 //!
 //! Strings cross as UTF-16 code units so that every JS string, ill-formed ones included,
 //! is matched exactly as the upstream JavaScript matches it.

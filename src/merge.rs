@@ -1,4 +1,5 @@
-//! Hot path 3: the restore merge and the listing under `mirrorDirectory`.
+//! The restore merge and the listing under `mirrorDirectory` (README, "Restore merge and the
+//! merge lock").
 //!
 //! `lib/workspace-restore-merge.js` drives the merge: it captures the source here (outside
 //! the lock), keeps it native as a [`MergeSource`], takes the lock in JS, awaits the

@@ -1,4 +1,4 @@
-//! Hot path 2: snapshot capture, entry reads and the content signature.
+//! Snapshot capture, entry reads and the content signature (README, "Snapshots").
 //!
 //! A capture crosses into JS as a compact transfer (typed arrays and a few joined strings)
 //! instead of one JS object per entry; `lib/workspace-restore-merge.js` builds upstream's

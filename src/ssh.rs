@@ -1,12 +1,12 @@
-//! Hot path 4, SSH lane: remote commands and streamed transfers over one in-process SSH
-//! session each (the logic is `paperclip_sync_core::ssh`; this is conversion and
+//! The SSH lane (README, "SSH"): remote commands and streamed transfers over one in-process
+//! SSH session each (the logic is `paperclip_sync_core::ssh`; this is conversion and
 //! scheduling only).
 //!
 //! Every call runs on a thread of its own ([`run_dedicated`]): an SSH peer may keep a call
 //! waiting for as long as it likes, so no call ever holds one of the bounded pool's threads
 //! or a libuv thread. Transfers add a second thread (the packer or the extractor), so
 //! packing and encryption overlap. Byte progress reaches JS through the coalescing
-//! [`Progress`] forwarder shared with the tar binding.
+//! [`Progress`] forwarder (`src/progress.rs`) shared with the tar binding.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -20,8 +20,10 @@ use paperclip_sync_core::ssh::{self, Input, Output, SshTarget, StderrLimit, Tran
 use paperclip_sync_core::tar::PackOptions;
 
 use crate::cancel;
-use crate::error::{run_dedicated, to_napi};
-use crate::tar::{Progress, ProgressCallback, TarPackInput};
+use crate::error::to_napi;
+use crate::progress::{Progress, ProgressCallback};
+use crate::runtime::run_dedicated;
+use crate::tar::TarPackInput;
 
 /// Where and how to connect (internal): upstream's `SshConnectionConfig` fields that matter
 /// to the connection, plus our limits.

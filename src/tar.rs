@@ -1,48 +1,45 @@
-//! Hot path 4: tar archives written and read in-process (the logic is
-//! `paperclip_sync_core::tar`; this is scheduling and conversion only).
+//! Tar archives written and read in-process (README, "Tar archives, streaming and safe
+//! extraction"; the logic is `paperclip_sync_core::tar`; this is scheduling and conversion
+//! only).
 //!
 //! Three shapes of call:
 //!
 //! * bounded work on the blocking pool ([`run_blocking`]): [`tar_pack_file`],
-//!   [`tar_precompute_size`], [`tar_extract_file`], reporting progress through a coalescing
-//!   threadsafe function (at most one call queued, at most one every [`PROGRESS_INTERVAL`]);
+//!   [`tar_precompute_size`], [`tar_extract_file`], reporting progress through the
+//!   coalescing [`Progress`] forwarder (`src/progress.rs`);
 //! * a pack stream ([`TarPackStream`]): a thread packs into a bounded channel of chunks
-//!   that JS pulls one at a time;
+//!   that JS pulls one at a time (the core's chunk writer, `paperclip_sync_core::pipe`);
 //! * an extract sink ([`TarExtractSink`]): JS pushes chunks into a bounded channel that a
-//!   thread extracts from.
+//!   thread extracts from (the core's chunk reader).
 //!
 //! The two streams wait on JS (a slow consumer, a slow source) for as long as JS likes, so
 //! each runs on a thread of its own: they never hold one of the bounded pool's threads, and
 //! never a libuv thread, while they wait. Every JS-facing wait is a Promise.
 
-use std::io::{self, Read, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
 
-use napi::bindgen_prelude::{BufferSlice, PromiseRaw, Unknown};
-use napi::threadsafe_function::{ThreadsafeFunction, ThreadsafeFunctionCallMode};
+use napi::bindgen_prelude::{BufferSlice, PromiseRaw};
 use napi::{Env, Status};
 use napi_derive::napi;
 use paperclip_sync_core::error::{codes, Error as CoreError};
+use paperclip_sync_core::pipe::{ChunkReader, ChunkSink, ChunkWriter};
 use paperclip_sync_core::tar::{self, ExtractLimits, ExtractOptions, ExtractSummary, PackOptions, PackSummary};
+use paperclip_sync_core::worker::Worker;
 use tokio::sync::{mpsc, watch};
 
 use crate::cancel;
 use crate::error::{run_blocking, to_napi};
+use crate::progress::{Progress, ProgressCallback};
 
-/// Shortest time between two progress calls into JS.
-const PROGRESS_INTERVAL: Duration = Duration::from_millis(25);
 /// Chunks a pack stream may hold ready for its consumer, beyond the one being filled.
 const PACK_QUEUE_CHUNKS: usize = 2;
 /// Chunks an extract sink may hold for its thread, beyond the one being read.
 const EXTRACT_QUEUE_CHUNKS: usize = 4;
 /// Largest chunk a pack stream accepts to produce.
 const MAX_CHUNK_SIZE: u32 = 64 * 1024 * 1024;
-
-/// A progress callback: receives a running byte count.
-pub(crate) type ProgressCallback = ThreadsafeFunction<f64, Unknown<'static>, f64, Status, false>;
 
 /// What to archive (internal; see `createTarballFromDirectory` and the streaming pack).
 #[napi(object)]
@@ -104,42 +101,6 @@ impl From<ExtractSummary> for TarExtractSummary {
     }
 }
 
-/// Forwards a running byte count to a JS callback without flooding the JS thread: a call
-/// is made only when none is queued and [`PROGRESS_INTERVAL`] passed since the last one.
-/// The final count is not guaranteed to arrive; callers report it from the result.
-pub(crate) struct Progress {
-    callback: Option<ProgressCallback>,
-    queued: Arc<AtomicBool>,
-    last: Option<Instant>,
-}
-
-impl Progress {
-    pub(crate) fn new(callback: Option<ProgressCallback>) -> Self {
-        Progress { callback, queued: Arc::new(AtomicBool::new(false)), last: None }
-    }
-
-    pub(crate) fn update(&mut self, bytes: u64) {
-        let Some(callback) = &self.callback else { return };
-        let now = Instant::now();
-        if self.last.is_some_and(|last| now.duration_since(last) < PROGRESS_INTERVAL) {
-            return;
-        }
-        if self.queued.swap(true, Ordering::AcqRel) {
-            return;
-        }
-        self.last = Some(now);
-        let queued = Arc::clone(&self.queued);
-        let status =
-            callback.call_with_return_value(bytes as f64, ThreadsafeFunctionCallMode::NonBlocking, move |_, _| {
-                queued.store(false, Ordering::Release);
-                Ok(())
-            });
-        if status != Status::Ok {
-            self.queued.store(false, Ordering::Release);
-        }
-    }
-}
-
 /// The error of a call whose cancel flag is set is the cancellation, whatever the failing
 /// layer made of it (a closed channel, a broken pipe).
 fn settle<T>(result: Result<T, CoreError>, cancel: &AtomicBool) -> Result<T, CoreError> {
@@ -166,15 +127,6 @@ fn invalid(message: impl Into<String>) -> CoreError {
 /// Locks a mutex whose data stays consistent even if a holder panicked.
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-/// Starts a named worker thread for a stream.
-fn spawn_worker(name: &str, work: impl FnOnce() + Send + 'static) -> Result<(), CoreError> {
-    std::thread::Builder::new()
-        .name(name.to_string())
-        .spawn(work)
-        .map(|_| ())
-        .map_err(|err| internal(format!("cannot start the {name} thread: {err}")))
 }
 
 /// Packs into the file `archive_path` through a temporary file renamed into place on success
@@ -327,50 +279,32 @@ pub struct TarPackChunk {
     pub tar_bytes: f64,
 }
 
-/// The pack thread's writer: fills chunks (from the pool) of exactly `chunk_size` bytes and
-/// hands each to the bounded channel, blocking while it is full (the consumer's backpressure).
-struct ChunkWriter<'a> {
+/// The pack thread's sink: hands each chunk, with its tar byte count, to the bounded
+/// channel, blocking while it is full (the consumer's backpressure), and takes the buffers
+/// of the next chunks from the pool.
+struct PackSink<'a> {
     tx: &'a mpsc::Sender<PackMessage>,
     pool: &'a ChunkPool,
-    chunk: Vec<u8>,
-    chunk_size: usize,
     /// Bytes handed over so far (for a plain stream, the tar byte count).
     sent: u64,
     /// The packer's running count of uncompressed bytes (for a gzip stream).
     uncompressed: Option<&'a std::cell::Cell<u64>>,
+    /// The final tar byte count, carried by the last chunk (set once the pack succeeded).
+    total: Option<u64>,
 }
 
-impl ChunkWriter<'_> {
-    /// Hands the current chunk over; `last` carries the final tar byte count, and no new
-    /// chunk is taken from the pool after it.
-    fn send(&mut self, last: Option<u64>) -> io::Result<()> {
-        let next = if last.is_some() { Vec::new() } else { self.pool.take(self.chunk_size) };
-        let data = std::mem::replace(&mut self.chunk, next);
+impl ChunkSink for PackSink<'_> {
+    fn send(&mut self, data: Vec<u8>, last: bool) -> io::Result<()> {
         self.sent += data.len() as u64;
-        let marker = last.unwrap_or_else(|| self.uncompressed.map_or(self.sent, |count| count.get()));
+        let counted = self.uncompressed.map_or(self.sent, |count| count.get());
+        let marker = if last { self.total.unwrap_or(counted) } else { counted };
         self.tx
             .blocking_send(PackMessage::Chunk(data, marker))
             .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "the pack stream was closed"))
     }
-}
 
-impl Write for ChunkWriter<'_> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let mut rest = buf;
-        while !rest.is_empty() {
-            let take = (self.chunk_size - self.chunk.len()).min(rest.len());
-            self.chunk.extend_from_slice(&rest[..take]);
-            rest = &rest[take..];
-            if self.chunk.len() == self.chunk_size {
-                self.send(None)?;
-            }
-        }
-        Ok(buf.len())
-    }
-
-    /// Chunks are only ever handed over full (or at the end), so there is nothing to flush.
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
+    fn buffer(&mut self, capacity: usize) -> Vec<u8> {
+        self.pool.take(capacity)
     }
 }
 
@@ -380,24 +314,23 @@ fn produce(
     chunk_size: usize,
     tx: mpsc::Sender<PackMessage>,
     pool: Arc<ChunkPool>,
-    cancel: Arc<AtomicBool>,
+    cancel: &AtomicBool,
 ) {
     let uncompressed = std::cell::Cell::new(0u64);
-    let mut writer = ChunkWriter {
+    let sink = PackSink {
         tx: &tx,
         pool: &pool,
-        chunk: pool.take(chunk_size),
-        chunk_size,
         sent: 0,
         uncompressed: opts.gzip.is_some().then_some(&uncompressed),
+        total: None,
     };
-    let result = tar::pack(&opts, &mut writer, |n| uncompressed.set(n), &cancel).and_then(|summary| {
-        if !writer.chunk.is_empty() {
-            writer.send(Some(summary.tar_bytes)).map_err(|_| CoreError::aborted())?;
-        }
+    let mut writer = ChunkWriter::new(chunk_size, sink);
+    let result = tar::pack(&opts, &mut writer, |n| uncompressed.set(n), cancel).and_then(|summary| {
+        writer.sink_mut().total = Some(summary.tar_bytes);
+        writer.finish().map_err(|_| CoreError::aborted())?;
         Ok(summary)
     });
-    let message = match settle(result, &cancel) {
+    let message = match settle(result, cancel) {
         Ok(summary) => PackMessage::Done(summary),
         Err(err) => PackMessage::Failed(err),
     };
@@ -421,7 +354,13 @@ impl PackStreamState {
         let Some((opts, chunk_size, tx)) = lock(&self.pending).take() else { return Ok(()) };
         let cancel = Arc::clone(&self.cancel);
         let pool = Arc::clone(&self.pool);
-        spawn_worker("paperclip-tar-pack", move || produce(opts, chunk_size, tx, pool, cancel))
+        let worker = Worker::with_flag("paperclip-tar-pack", cancel, move |cancel| {
+            produce(opts, chunk_size, tx, pool, cancel);
+            Ok(())
+        })?;
+        // The thread reports through the channel.
+        worker.detach();
+        Ok(())
     }
 }
 
@@ -524,34 +463,6 @@ impl TarPackStream {
 // ---------------------------------------------------------------------------------------
 // Extract sink
 
-/// The extraction thread's reader: the chunks JS pushed, in order; end of input when the
-/// sink is finished (or aborted: then an error, so the result is the cancellation).
-struct ChannelReader {
-    rx: mpsc::Receiver<Vec<u8>>,
-    current: Vec<u8>,
-    offset: usize,
-    cancel: Arc<AtomicBool>,
-}
-
-impl Read for ChannelReader {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        while self.offset == self.current.len() {
-            match self.rx.blocking_recv() {
-                Some(chunk) => {
-                    self.current = chunk;
-                    self.offset = 0;
-                }
-                None if self.cancel.load(Ordering::Relaxed) => return Err(io::Error::other("aborted")),
-                None => return Ok(0),
-            }
-        }
-        let n = buf.len().min(self.current.len() - self.offset);
-        buf[..n].copy_from_slice(&self.current[self.offset..self.offset + n]);
-        self.offset += n;
-        Ok(n)
-    }
-}
-
 type ExtractOutcome = Option<Result<ExtractSummary, CoreError>>;
 
 /// State shared by an extract sink's handle and its pending writes.
@@ -598,14 +509,19 @@ pub fn tar_extract_stream(
     let (tx, rx) = mpsc::channel(EXTRACT_QUEUE_CHUNKS);
     let (outcome_tx, outcome_rx) = watch::channel(None);
     let cancel = Arc::new(AtomicBool::new(false));
-    let reader = ChannelReader { rx, current: Vec::new(), offset: 0, cancel: Arc::clone(&cancel) };
-    let thread_cancel = Arc::clone(&cancel);
-    spawn_worker("paperclip-tar-extract", move || {
+    // The chunks JS pushed, in order; end of input when the sink is finished (or aborted:
+    // then an error, so the result is the cancellation).
+    let mut rx = rx;
+    let reader = ChunkReader::with_cancel(move || rx.blocking_recv(), Arc::clone(&cancel));
+    let worker = Worker::with_flag("paperclip-tar-extract", Arc::clone(&cancel), move |cancel| {
         let opts = extract_options(preserve_mtime, limits);
-        let result = tar::extract(reader, Path::new(&dest), &opts, |_| {}, &thread_cancel);
+        let result = tar::extract(reader, Path::new(&dest), &opts, |_| {}, cancel);
         let _ = outcome_tx.send(Some(result));
+        Ok(())
     })
     .map_err(to_napi)?;
+    // The thread reports through the watch channel.
+    worker.detach();
     Ok(TarExtractSink { state: Arc::new(ExtractState { tx: Mutex::new(Some(tx)), outcome: outcome_rx, cancel }) })
 }
 

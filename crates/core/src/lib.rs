@@ -17,9 +17,11 @@ pub mod fsat;
 #[cfg(feature = "git")]
 pub mod ignore_scan;
 pub mod merge;
+pub mod pipe;
 pub mod snapshot;
 #[cfg(feature = "ssh")]
 pub mod ssh;
 pub mod staging;
 pub mod tar;
 pub mod walk;
+pub mod worker;

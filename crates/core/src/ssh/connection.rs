@@ -1,0 +1,378 @@
+//! The session: TCP connect, handshake, host-key verification, authentication, and the
+//! non-blocking polling every libssh2 call goes through (cancellation, deadline, inactivity).
+
+use std::net::TcpStream;
+use std::os::fd::AsRawFd;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ssh2::{BlockDirections, CheckResult, ErrorCode, KnownHostFileKind, MethodType, Session};
+
+use super::key_file::PrivateKeyFile;
+use super::known_hosts::{
+    fingerprint, key_type_name, known_hosts_content, known_hosts_lines, known_key_types, revoked,
+};
+use super::tcp::{connect_tcp, io_failure};
+use super::{SshTarget, POLL_INTERVAL};
+use crate::error::{codes, Error, Result};
+
+/// Ciphers preferred when the server offers them: AEAD first (no separate MAC pass).
+const CIPHER_PREFERENCE: &[&str] = &[
+    "aes128-gcm@openssh.com",
+    "aes256-gcm@openssh.com",
+    "chacha20-poly1305@openssh.com",
+    "aes128-ctr",
+    "aes192-ctr",
+    "aes256-ctr",
+];
+/// libssh2's "would block" code.
+const EAGAIN: ErrorCode = ErrorCode::Session(-37);
+
+/// An authenticated SSH session. Dropping it disconnects.
+pub struct Connection {
+    pub(super) session: Session,
+    socket: TcpStream,
+    pub(super) target: SshTarget,
+    cancel: Arc<AtomicBool>,
+    deadline: Option<Instant>,
+    pub(super) last_activity: Instant,
+}
+
+/// The result of one attempt of a non-blocking libssh2 call.
+enum Attempt<T> {
+    Done(T),
+    Failed(ssh2::Error),
+}
+
+impl Connection {
+    /// Connects, verifies the host key (strict mode) and authenticates. Nothing runs on the
+    /// remote before this returns. `deadline` bounds the whole life of the connection
+    /// (connect, commands and transfers): past it, calls fail with [`codes::SSH_TIMEOUT`].
+    pub fn open(target: &SshTarget, cancel: Arc<AtomicBool>, deadline: Option<Instant>) -> Result<Connection> {
+        check_stop(&cancel)?;
+        let socket = connect_tcp(target, deadline)?;
+        let _ = socket.set_nodelay(true);
+        let mut session = Session::new().map_err(|e| protocol(target, "cannot create an SSH session", &e))?;
+        session.set_tcp_stream(socket.try_clone().map_err(|e| io_failure(target, e))?);
+        session.set_blocking(false);
+        session.set_compress(false);
+        let mut conn =
+            Connection { session, socket, target: target.clone(), cancel, deadline, last_activity: Instant::now() };
+        conn.prefer_methods()?;
+        // `handshake` wants `&mut Session`; a clone shares the same libssh2 session.
+        let mut handshake = conn.session.clone();
+        conn.call(|_| handshake.handshake()).map_err(|e| conn.ssh_error(e, "SSH handshake failed"))?;
+        if target.strict_host_key_checking {
+            conn.verify_host_key()?;
+        }
+        conn.authenticate()?;
+        Ok(conn)
+    }
+
+    /// The target this connection was opened for.
+    pub fn target(&self) -> &SshTarget {
+        &self.target
+    }
+
+    /// Host-key and cipher preferences: the key types `known_hosts` records for this host
+    /// (as OpenSSH orders them), and AEAD ciphers first.
+    fn prefer_methods(&mut self) -> Result<()> {
+        if self.target.strict_host_key_checking {
+            let content = known_hosts_content(&self.target);
+            let types = known_key_types(&self.session, &content, &self.target.host, self.target.port);
+            if !types.is_empty() {
+                let supported = self.session.supported_algs(MethodType::HostKey).unwrap_or_default();
+                let wanted: Vec<&str> = types.iter().map(String::as_str).filter(|t| supported.contains(t)).collect();
+                if !wanted.is_empty() {
+                    let _ = self.session.method_pref(MethodType::HostKey, &wanted.join(","));
+                }
+            }
+        }
+        for kind in [MethodType::CryptCs, MethodType::CryptSc] {
+            let supported = self.session.supported_algs(kind).unwrap_or_default();
+            let mut prefs: Vec<&str> = CIPHER_PREFERENCE.iter().copied().filter(|c| supported.contains(c)).collect();
+            for alg in supported {
+                if !prefs.contains(&alg) {
+                    prefs.push(alg);
+                }
+            }
+            if !prefs.is_empty() {
+                let _ = self.session.method_pref(kind, &prefs.join(","));
+            }
+        }
+        Ok(())
+    }
+
+    /// Strict host-key checking: the presented key must be recorded for this host.
+    fn verify_host_key(&self) -> Result<()> {
+        let (key, kind) = self
+            .session
+            .host_key()
+            .ok_or_else(|| Error::new(codes::SSH_PROTOCOL, "the server presented no host key"))?;
+        let content = known_hosts_content(&self.target);
+        let mut known = self.session.known_hosts().map_err(|e| protocol(&self.target, "known hosts", &e))?;
+        for line in known_hosts_lines(&content) {
+            let _ = known.read_str(line, KnownHostFileKind::OpenSSH);
+        }
+        let key_name = key_type_name(kind);
+        let fingerprint = fingerprint(key);
+        let shown = self.target.display();
+        if revoked(&content, key) {
+            return Err(Error::new(
+                codes::SSH_HOST_KEY_CHANGED,
+                format!("{key_name} host key for {shown} ({fingerprint}) is marked as revoked.\nHost key verification failed."),
+            ));
+        }
+        match known.check_port(&self.target.host, self.target.port, key) {
+            CheckResult::Match => Ok(()),
+            CheckResult::Mismatch => Err(Error::new(
+                codes::SSH_HOST_KEY_CHANGED,
+                format!(
+                    "REMOTE HOST IDENTIFICATION HAS CHANGED: the {key_name} host key for {shown} is {fingerprint}, \
+                     which the known hosts do not hold for it.\nHost key verification failed."
+                ),
+            )),
+            CheckResult::NotFound | CheckResult::Failure => Err(Error::new(
+                codes::SSH_HOST_KEY_UNKNOWN,
+                format!(
+                    "No {key_name} host key is known for {shown} and you have requested strict checking \
+                     (the server's key is {fingerprint}).\nHost key verification failed."
+                ),
+            )),
+        }
+    }
+
+    /// Public-key authentication: the configured key, else the agent and default identities.
+    fn authenticate(&mut self) -> Result<()> {
+        let user = self.target.username.clone();
+        if let Some(key) = self.target.private_key.clone() {
+            let key = if key.ends_with('\n') { key } else { format!("{key}\n") };
+            match self.call(|s| s.userauth_pubkey_memory(&user, None, &key, None)) {
+                Ok(()) => {}
+                // libssh2 could not use the key from memory (a format it only reads from a
+                // file): retry through a 0600 file in a private directory removed at once.
+                Err(Stop::Ssh(e)) if key_unreadable(&e) => {
+                    let file = PrivateKeyFile::write(&key).map_err(|e| io_failure(&self.target, e))?;
+                    let path = file.path.clone();
+                    let result = self.call(|s| s.userauth_pubkey_file(&user, None, &path, None));
+                    drop(file);
+                    result.map_err(|e| self.auth_error(e))?;
+                }
+                Err(e) => return Err(self.auth_error(e)),
+            }
+        } else {
+            self.authenticate_default()?;
+        }
+        if self.session.authenticated() {
+            Ok(())
+        } else {
+            Err(self.denied())
+        }
+    }
+
+    /// `ssh` without `-i`: the agent's identities, then `~/.ssh/id_{ed25519,ecdsa,rsa}`.
+    fn authenticate_default(&mut self) -> Result<()> {
+        let user = self.target.username.clone();
+        if std::env::var_os("SSH_AUTH_SOCK").is_some() {
+            if let Ok(mut agent) = self.session.agent() {
+                if agent.connect().is_ok() && agent.list_identities().is_ok() {
+                    for identity in agent.identities().unwrap_or_default() {
+                        if self.call(|_| agent.userauth(&user, &identity)).is_ok() {
+                            return Ok(());
+                        }
+                        check_stop(&self.cancel)?;
+                    }
+                }
+            }
+        }
+        if let Some(home) = std::env::var_os("HOME") {
+            for name in ["id_ed25519", "id_ecdsa", "id_rsa"] {
+                let path = Path::new(&home).join(".ssh").join(name);
+                if path.is_file() && self.call(|s| s.userauth_pubkey_file(&user, None, &path, None)).is_ok() {
+                    return Ok(());
+                }
+                check_stop(&self.cancel)?;
+            }
+        }
+        Err(self.denied())
+    }
+
+    fn denied(&self) -> Error {
+        Error::new(
+            codes::SSH_AUTH_FAILED,
+            format!("{}@{}: Permission denied (publickey).", self.target.username, self.target.host),
+        )
+    }
+
+    fn auth_error(&self, stop: Stop) -> Error {
+        match stop {
+            Stop::Ssh(e) => {
+                let mut err = self.denied();
+                err.message = format!("{} ({})", err.message, e.message());
+                err
+            }
+            Stop::Core(e) => e,
+        }
+    }
+}
+
+impl Connection {
+    /// The session's last libssh2 error (the code an `io::Error` from a stream lost).
+    pub(super) fn last_error(&self) -> ssh2::Error {
+        ssh2::Error::last_session_error(&self.session)
+            .unwrap_or_else(|| ssh2::Error::from_errno(ErrorCode::Session(-14)))
+    }
+
+    /// Fails once cancelled, past the deadline, or inactive for too long.
+    pub(super) fn check(&self) -> Result<()> {
+        check_stop(&self.cancel)?;
+        if self.deadline.is_some_and(|d| Instant::now() >= d) {
+            return Err(Error::new(codes::SSH_TIMEOUT, format!("ssh to {} timed out", self.target.display())));
+        }
+        if let Some(limit) = self.target.inactivity_timeout {
+            if self.last_activity.elapsed() >= limit {
+                return Err(Error::new(
+                    codes::SSH_TIMEOUT,
+                    format!(
+                        "ssh to {}: no data moved for {} s (inactivity timeout)",
+                        self.target.display(),
+                        limit.as_secs_f64()
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits (at most [`POLL_INTERVAL`]) for the socket to be ready in the direction libssh2
+    /// is blocked on, after checking the stop conditions.
+    pub(super) fn wait(&self) -> Result<()> {
+        self.check()?;
+        let events = match self.session.block_directions() {
+            BlockDirections::Outbound => libc::POLLOUT,
+            BlockDirections::Both => libc::POLLIN | libc::POLLOUT,
+            _ => libc::POLLIN,
+        };
+        let mut fd = libc::pollfd { fd: self.socket.as_raw_fd(), events, revents: 0 };
+        // SAFETY: one valid pollfd for the duration of the call.
+        unsafe { libc::poll(&mut fd, 1, POLL_INTERVAL.as_millis() as libc::c_int) };
+        Ok(())
+    }
+
+    /// Repeats a non-blocking libssh2 call until it stops asking to be called again.
+    pub(super) fn call<T>(
+        &self,
+        mut op: impl FnMut(&Session) -> std::result::Result<T, ssh2::Error>,
+    ) -> std::result::Result<T, Stop> {
+        loop {
+            match attempt(op(&self.session)) {
+                Attempt::Done(value) => return Ok(value),
+                Attempt::Failed(e) if e.code() == EAGAIN => self.wait().map_err(Stop::Core)?,
+                Attempt::Failed(e) => return Err(Stop::Ssh(e)),
+            }
+        }
+    }
+
+    /// The error for a failed libssh2 call: the connection broke, or a protocol failure.
+    pub(super) fn ssh_error(&self, stop: Stop, what: &str) -> Error {
+        match stop {
+            Stop::Core(e) => e,
+            Stop::Ssh(e) => match e.code() {
+                ErrorCode::Session(-7 | -13 | -43 | -45 | -30) => Error::new(
+                    codes::SSH_CONNECTION_LOST,
+                    format!("ssh connection to {} lost: {}", self.target.display(), e.message()),
+                ),
+                _ => protocol(&self.target, what, &e),
+            },
+        }
+    }
+}
+
+impl Drop for Connection {
+    /// Says goodbye without waiting for the server (a few non-blocking attempts).
+    fn drop(&mut self) {
+        for _ in 0..3 {
+            match self.session.disconnect(None, "done", None) {
+                Err(e) if e.code() == EAGAIN => std::thread::sleep(Duration::from_millis(1)),
+                _ => break,
+            }
+        }
+        let _ = self.socket.shutdown(std::net::Shutdown::Both);
+    }
+}
+
+/// A stopped libssh2 call: a libssh2 failure, or one of our stop conditions.
+pub(super) enum Stop {
+    Ssh(ssh2::Error),
+    Core(Error),
+}
+
+fn attempt<T>(result: std::result::Result<T, ssh2::Error>) -> Attempt<T> {
+    match result {
+        Ok(value) => Attempt::Done(value),
+        Err(e) => Attempt::Failed(e),
+    }
+}
+
+/// True when libssh2 could not parse a key given in memory (it may read it from a file).
+fn key_unreadable(e: &ssh2::Error) -> bool {
+    matches!(e.code(), ErrorCode::Session(-16 | -33 | -51))
+}
+
+fn check_stop(cancel: &AtomicBool) -> Result<()> {
+    if cancel.load(Ordering::Relaxed) {
+        Err(Error::aborted())
+    } else {
+        Ok(())
+    }
+}
+
+fn protocol(target: &SshTarget, what: &str, e: &ssh2::Error) -> Error {
+    Error::new(codes::SSH_PROTOCOL, format!("ssh to {}: {what}: {}", target.display(), e.message()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ssh::DEFAULT_CONNECT_TIMEOUT;
+
+    #[test]
+    fn connect_failures_carry_node_codes() {
+        // A port nobody listens on (bind one, close it).
+        let port = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            l.local_addr().unwrap().port()
+        };
+        let target = SshTarget {
+            host: "127.0.0.1".into(),
+            port,
+            username: "u".into(),
+            private_key: None,
+            known_hosts: Some(String::new()),
+            strict_host_key_checking: true,
+            connect_timeout: Duration::from_secs(2),
+            inactivity_timeout: None,
+        };
+        let err = Connection::open(&target, Arc::new(AtomicBool::new(false)), None).err().unwrap();
+        assert_eq!(err.code, "ECONNREFUSED");
+        assert!(err.message.contains(&format!("port {port}")), "{}", err.message);
+    }
+
+    #[test]
+    fn a_cancelled_connection_does_not_start() {
+        let target = SshTarget {
+            host: "127.0.0.1".into(),
+            port: 1,
+            username: "u".into(),
+            private_key: None,
+            known_hosts: None,
+            strict_host_key_checking: false,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            inactivity_timeout: None,
+        };
+        let err = Connection::open(&target, Arc::new(AtomicBool::new(true)), None).err().unwrap();
+        assert!(err.is_aborted());
+    }
+}

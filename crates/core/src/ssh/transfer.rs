@@ -1,0 +1,205 @@
+//! Streamed transfers: a directory packed into a remote command's stdin, a remote
+//! command's stdout extracted into a directory, and whole files either way.
+
+use std::fs;
+use std::io;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::sync::mpsc::{self, SyncSender};
+use std::sync::Arc;
+
+use super::{Connection, Input, Output, Piece, SshTarget, StderrLimit, CHUNK, PIPELINE_DEPTH, TRANSFER_STDERR_LIMIT};
+use crate::error::{codes, Error, Result};
+use crate::pipe::{ChunkReader, ChunkSink, ChunkWriter};
+use crate::tar::{self, ExtractOptions, ExtractSummary, PackOptions, PackSummary};
+use crate::worker::Worker;
+
+/// What a transfer moved.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TransferSummary {
+    /// Bytes sent to the remote command's stdin (uploads) or read from its stdout (downloads).
+    pub bytes: u64,
+    /// Archive members packed or extracted (0 for a plain file).
+    pub entries: u64,
+}
+
+/// Runs `command` with `input`, failing unless it succeeded; its stdout is discarded.
+fn run_upload(conn: &mut Connection, command: &str, input: Input<'_>, progress: &mut impl FnMut(u64)) -> Result<u64> {
+    let outcome =
+        conn.exec(command, input, Output::Discard, StderrLimit::Truncate(TRANSFER_STDERR_LIMIT), |sent, _| {
+            progress(sent)
+        })?;
+    if outcome.succeeded() {
+        Ok(outcome.bytes_sent)
+    } else {
+        Err(outcome.failure())
+    }
+}
+
+/// Packs `pack` (on a thread of its own) into the stdin of `command` on a new session:
+/// upstream's `tar -cf - … | ssh host "sh -c 'mkdir -p dir && tar -xf - -C dir'"`, in
+/// process. `progress` receives the bytes the channel accepted. Fails unless the whole
+/// archive reached the command and it exited with status 0.
+pub fn upload_tar(
+    target: &SshTarget,
+    command: &str,
+    pack: PackOptions,
+    cancel: Arc<AtomicBool>,
+    mut progress: impl FnMut(u64),
+) -> Result<TransferSummary> {
+    let mut conn = Connection::open(target, Arc::clone(&cancel), None)?;
+    let (tx, rx) = mpsc::sync_channel::<Piece>(PIPELINE_DEPTH);
+    let packer = Worker::linked("paperclip-ssh-pack", &cancel, move |cancel| {
+        let mut writer = ChunkWriter::new(CHUNK, PieceSink(&tx));
+        let summary = tar::pack(&pack, &mut writer, |_| {}, cancel)?;
+        writer.finish().map_err(|_| Error::aborted())?;
+        tx.send(Piece::End).map_err(|_| Error::aborted())?;
+        Ok(summary)
+    })?;
+    let sent = run_upload(&mut conn, command, Input::Chunks(rx), &mut progress);
+    if sent.is_err() {
+        packer.stop();
+    }
+    let packed: Result<PackSummary> = packer.join();
+    upload_outcome(sent, packed)
+}
+
+/// The result of an upload from its two sides: the bytes the exec sent and the packer's
+/// summary.
+fn upload_outcome(sent: Result<u64>, packed: Result<PackSummary>) -> Result<TransferSummary> {
+    match (sent, packed) {
+        (Ok(bytes), Ok(summary)) => Ok(TransferSummary { bytes, entries: summary.entries }),
+        // A broken input means the packer ended first: its error explains it, whether its own
+        // failure or the caller's cancellation (which the packer may notice before the
+        // channel side does; `stop` is only called after the exec returned).
+        (Err(e), Err(pack_err)) if e.code == codes::INTERNAL => Err(pack_err),
+        (Err(e), _) => Err(e),
+        (Ok(_), Err(e)) => Err(e),
+    }
+}
+
+/// Streams the stdout of `command` (upstream's remote `tar -cf - .`) into a safe extraction
+/// of `dest` on a thread of its own. `progress` receives the bytes read from the channel.
+/// Fails unless the command exited with status 0 and the archive extracted completely.
+pub fn download_tar(
+    target: &SshTarget,
+    command: &str,
+    dest: &Path,
+    opts: ExtractOptions,
+    cancel: Arc<AtomicBool>,
+    mut progress: impl FnMut(u64),
+) -> Result<TransferSummary> {
+    let mut conn = Connection::open(target, Arc::clone(&cancel), None)?;
+    let (tx, rx) = mpsc::sync_channel::<Vec<u8>>(PIPELINE_DEPTH);
+    let dest = dest.to_path_buf();
+    let extractor = Worker::linked("paperclip-ssh-extract", &cancel, move |cancel| {
+        let reader = ChunkReader::new(rx);
+        tar::extract(reader, &dest, &opts, |_| {}, cancel)
+    })?;
+    let outcome = conn.exec(
+        command,
+        Input::Empty,
+        Output::Chunks(tx),
+        StderrLimit::Truncate(TRANSFER_STDERR_LIMIT),
+        |_, received| progress(received),
+    );
+    // `tx` went with the exec: the extraction sees the end of its input now.
+    if outcome.is_err() {
+        extractor.stop();
+    }
+    let extracted: Result<ExtractSummary> = extractor.join();
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        // The extraction's own failure explains a consumer that went away.
+        Err(e) if e.code == codes::INTERNAL => return Err(extracted.err().unwrap_or(e)),
+        Err(e) => return Err(e),
+    };
+    if !outcome.succeeded() {
+        return Err(outcome.failure());
+    }
+    let summary = extracted?;
+    Ok(TransferSummary { bytes: outcome.bytes_received, entries: summary.entries })
+}
+
+/// Streams the file `path` into the stdin of `command` (upstream's bundle upload,
+/// `streamLocalFileToSsh`). Fails unless all of it was read by a command that exited 0.
+pub fn upload_file(
+    target: &SshTarget,
+    command: &str,
+    path: &Path,
+    cancel: Arc<AtomicBool>,
+    mut progress: impl FnMut(u64),
+) -> Result<TransferSummary> {
+    let mut file = fs::File::open(path).map_err(|e| Error::io(e, "open", path))?;
+    let mut conn = Connection::open(target, cancel, None)?;
+    let bytes = run_upload(&mut conn, command, Input::Reader(&mut file), &mut progress)?;
+    Ok(TransferSummary { bytes, entries: 0 })
+}
+
+/// Writes the stdout of `command` to a new file `path` (mode 0600; upstream's bundle
+/// download, `streamSshToLocalFile`). On failure the file is removed.
+pub fn download_file(
+    target: &SshTarget,
+    command: &str,
+    path: &Path,
+    cancel: Arc<AtomicBool>,
+    mut progress: impl FnMut(u64),
+) -> Result<TransferSummary> {
+    let mut conn = Connection::open(target, cancel, None)?;
+    let mut file = fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .map_err(|e| Error::io(e, "open", path))?;
+    let result = conn
+        .exec(command, Input::Empty, Output::Writer(&mut file), StderrLimit::Truncate(TRANSFER_STDERR_LIMIT), |_, r| {
+            progress(r)
+        })
+        .and_then(|outcome| if outcome.succeeded() { Ok(outcome.bytes_received) } else { Err(outcome.failure()) })
+        .and_then(|bytes| file.sync_all().map(|()| bytes).map_err(|e| Error::io(e, "fsync", path)));
+    match result {
+        Ok(bytes) => Ok(TransferSummary { bytes, entries: 0 }),
+        Err(e) => {
+            drop(file);
+            let _ = fs::remove_file(path);
+            Err(e)
+        }
+    }
+}
+
+/// The pack thread's sink: each chunk as a [`Piece::Data`] into the pipeline (the
+/// [`Piece::End`] follows once the pack succeeded).
+struct PieceSink<'a>(&'a SyncSender<Piece>);
+
+impl ChunkSink for PieceSink<'_> {
+    fn send(&mut self, chunk: Vec<u8>, _last: bool) -> io::Result<()> {
+        self.0.send(Piece::Data(chunk)).map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "the SSH channel closed"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary() -> PackSummary {
+        PackSummary { entries: 3, tar_bytes: 3072 }
+    }
+
+    #[test]
+    fn an_upload_fails_with_the_side_that_explains_it() {
+        let broken_input = || Err(Error::new(codes::INTERNAL, "the input of the remote command failed"));
+        assert_eq!(upload_outcome(Ok(4096), Ok(summary())), Ok(TransferSummary { bytes: 4096, entries: 3 }));
+        // The packer ended first: its failure, or the cancellation it noticed first.
+        let failed = upload_outcome(broken_input(), Err(Error::new(codes::FILE_CHANGED, "shrank")));
+        assert_eq!(failed.unwrap_err().code, codes::FILE_CHANGED);
+        assert!(upload_outcome(broken_input(), Err(Error::aborted())).unwrap_err().is_aborted());
+        // The remote side failed first (the packer was stopped after it): the remote's error.
+        let remote = upload_outcome(Err(Error::new(codes::SSH_REMOTE_FAILED, "tar: boom")), Err(Error::aborted()));
+        assert_eq!(remote.unwrap_err().code, codes::SSH_REMOTE_FAILED);
+        let pack_only = upload_outcome(Ok(10), Err(Error::new(codes::FILE_CHANGED, "shrank")));
+        assert_eq!(pack_only.unwrap_err().code, codes::FILE_CHANGED);
+    }
+}
