@@ -18,6 +18,7 @@ pub mod fsat;
 pub mod ignore_scan;
 pub mod merge;
 pub mod snapshot;
+pub mod snapshot_watch;
 #[cfg(feature = "ssh")]
 pub mod ssh;
 pub mod staging;
