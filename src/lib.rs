@@ -16,6 +16,7 @@ mod ignore;
 mod merge;
 mod runtime;
 mod snapshot;
+mod snapshot_watch;
 mod ssh;
 mod staging;
 mod tar;

@@ -581,6 +581,9 @@ impl SnapshotWatcher {
 
     /// Records the outcome of a watch added for `rel` (whose state exists or is about to).
     fn record_watch(&mut self, rel: &str, result: io::Result<i32>) {
+        if self.inotify.is_none() {
+            return; // watching stopped: the instance and all its watches are gone
+        }
         match result {
             Ok(wd) => {
                 // The same inode watched under another path (a directory moved within the
@@ -769,8 +772,12 @@ impl SnapshotWatcher {
                     .find(|&i| nodes[i as usize].parent == ROOT && nodes[i as usize].name == child.name);
                 match position {
                     Some(i) if !fresh[i as usize] => {}
-                    Some(_) => {
-                        self.counters.directory_replaced += 1;
+                    Some(i) => {
+                        // Another inode or kind at the path (a mode change alone is no replacement).
+                        let now = &nodes[i as usize].stat;
+                        if now.kind != Kind::Dir || now.dev != child.stat.dev || now.ino != child.stat.ino {
+                            self.counters.directory_replaced += 1;
+                        }
                         gone.push(join_rel(rel, &child.name));
                     }
                     None => gone.push(join_rel(rel, &child.name)),
@@ -858,13 +865,21 @@ impl SnapshotWatcher {
         let root_wd = self.add_watch(&self.root, false);
         let own = stat_root(&self.root);
         self.root_identity = own.map(|(dev, ino, _)| (dev, ino));
+        if let Ok(wd) = &root_wd {
+            self.wds.insert(*wd, String::new());
+        }
         // The old state only serves hash reuse (same identity, not racy).
         let walked = self.walk_dir("", true, cancel)?;
         self.dirs.clear();
         let mut touched = HashSet::new();
         self.install("", own.unwrap_or((0, 0, 0)), walked, false, &mut touched);
-        if self.inotify.is_some() {
-            self.record_watch("", root_wd);
+        match root_wd {
+            Ok(wd) => {
+                if let Some(state) = self.dirs.get_mut("") {
+                    state.wd = self.inotify.as_ref().map(|_| wd);
+                }
+            }
+            Err(err) => self.record_watch("", Err(err)),
         }
         self.initialized = true;
         self.note_racy(touched.iter(), start);
