@@ -1133,4 +1133,62 @@ mod tests {
         capture(&mut watcher);
         assert_eq!(state(&watcher), Vec::new());
     }
+
+    /// Throws away every queued event, as if the kernel had lost them.
+    fn lose_events(watcher: &mut SnapshotWatcher) {
+        let mut lost = Vec::new();
+        watcher.inotify.as_mut().unwrap().drain(&mut lost).unwrap();
+    }
+
+    #[test]
+    fn a_directory_replaced_unseen_is_caught_by_its_identity_when_its_parent_is_reread() {
+        let root = tmp("unseen");
+        seed_tree(&root);
+        let mut watcher = SnapshotWatcher::new(&root, &[], options());
+        capture(&mut watcher);
+        fs::remove_dir_all(root.join("d/e")).unwrap();
+        fs::create_dir_all(root.join("d/e/new")).unwrap();
+        fs::write(root.join("d/e/new/file"), b"new").unwrap();
+        lose_events(&mut watcher);
+        watcher.racy.insert("d".into()); // something re-reads the parent
+        capture(&mut watcher);
+        assert_eq!(state(&watcher), cold(&root, &[]));
+        assert!(watcher.counters().directory_replaced >= 1, "{:?}", watcher.counters());
+        fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn a_root_replaced_unseen_is_caught_by_its_identity() {
+        let root = tmp("root-unseen");
+        seed_tree(&root);
+        let mut watcher = SnapshotWatcher::new(&root, &[], options());
+        capture(&mut watcher);
+        fs::remove_dir_all(&root).unwrap();
+        fs::create_dir_all(root.join("other")).unwrap();
+        lose_events(&mut watcher);
+        let delta = capture(&mut watcher);
+        assert!(delta.reset);
+        assert_eq!(state(&watcher), cold(&root, &[]));
+        assert_eq!(watcher.counters().directory_replaced, 1);
+        fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn a_dropped_watch_is_replaced_so_later_changes_are_seen() {
+        let root = tmp("dropped");
+        seed_tree(&root);
+        let mut watcher = SnapshotWatcher::new(&root, &[], options());
+        capture(&mut watcher);
+        // The kernel drops the watch of a/b (as on an unmount): IN_IGNORED, nothing else.
+        let wd = watcher.dirs["a/b"].wd.unwrap();
+        watcher.inotify.as_ref().unwrap().remove(wd);
+        capture(&mut watcher);
+        assert_eq!(watcher.counters().dropped_watch, 1);
+        assert!(watcher.dirs["a/b"].wd.is_some_and(|new| new != wd), "a/b watched again");
+        watcher.last_start_ns = 0;
+        fs::write(root.join("a/b/later"), b"later").unwrap();
+        capture(&mut watcher);
+        assert_eq!(state(&watcher), cold(&root, &[]));
+        fs::remove_dir_all(root).unwrap();
+    }
 }
