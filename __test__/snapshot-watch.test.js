@@ -6,7 +6,7 @@
 // the --import hook.
 import { spawnSync } from "node:child_process";
 import {
-  chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync,
+  chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync,
   symlinkSync, utimesSync, writeFileSync,
 } from "node:fs";
 import os from "node:os";
@@ -222,7 +222,6 @@ describe(`watched snapshots (DIFF_SEED=${SEED})`, () => {
       if (linux) {
         expect(end.dirsReread).toBeGreaterThan(20);
         expect(end.subtreeRewalks).toBeGreaterThan(0);
-        expect(end.hashesReused).toBeGreaterThan(0);
         expect(end.fallbacks.overflow).toBe(2);
       }
     } finally {
@@ -234,11 +233,14 @@ describe(`watched snapshots (DIFF_SEED=${SEED})`, () => {
     const root = path.join(work, "racy");
     mkdirSync(path.join(root, "d"), { recursive: true });
     writeFileSync(path.join(root, "d", "f"), "one");
+    // A modification time ahead of the clock is inside the racy window of any capture.
+    const ahead = new Date(Date.now() + 3_600_000);
+    utimesSync(path.join(root, "d", "f"), ahead, ahead);
     const watcher = createSnapshotWatcher(root);
     try {
       await watcher.capture();
       const first = watcher.stats();
-      // Nothing changed, but "d/f" was written within 2 s of the first capture's start.
+      // Nothing changed, but "d/f" was modified within 2 s of (here: after) the first capture's start.
       const again = await watcher.capture();
       await expectSameAsCold(again, root, [], "racy");
       const second = watcher.stats();

@@ -121,20 +121,28 @@ class SnapshotWatcher {
     const entries = new Map();
     const root = this.#dirs.get("");
     if (!root) return entries;
-    const stack = [];
-    const pushDir = (dir) => {
-      for (let i = dir.items.length - 1; i >= 0; i -= 1) stack.push(dir, i);
-    };
-    pushDir(root);
-    while (stack.length > 0) {
-      const i = stack.pop();
-      const dir = stack.pop();
+    // Pre-order: a stack of directories being listed and the next child of each.
+    const dirs = [root];
+    const next = [0];
+    while (dirs.length > 0) {
+      const top = dirs.length - 1;
+      const dir = dirs[top];
+      const i = next[top];
+      if (i === dir.items.length) {
+        dirs.pop();
+        next.pop();
+        continue;
+      }
+      next[top] = i + 1;
       const item = dir.items[i];
       const rel = dir.rels[i];
       if (item.kind === KIND_DIR) {
         entries.set(rel, { kind: "dir" });
         const sub = this.#dirs.get(rel);
-        if (sub) pushDir(sub);
+        if (sub) {
+          dirs.push(sub);
+          next.push(0);
+        }
       } else if (item.kind === KIND_FILE) {
         entries.set(rel, { kind: "file", mode: item.mode, hash: item.hash });
       } else {
