@@ -61,7 +61,8 @@ function listTree(root) {
 function writeSubtree(rng, dir, depth) {
   mkdirSync(dir, { recursive: true });
   for (let i = 0; i < 1 + rng.int(4); i += 1) writeFileSync(path.join(dir, name(rng)), `f${rng.next()}`.repeat(rng.int(50)));
-  if (depth > 0 && rng.chance(0.7)) writeSubtree(rng, path.join(dir, name(rng)), depth - 1);
+  // ".d" never ends a generated file name, so a subdirectory never collides with a file.
+  if (depth > 0 && rng.chance(0.7)) writeSubtree(rng, path.join(dir, `${name(rng)}.d`), depth - 1);
 }
 
 /** Applies one random change to the tree; returns what it did (for failure messages). */
@@ -176,6 +177,7 @@ describe(`watched snapshots (DIFF_SEED=${SEED})`, () => {
     const outside = path.join(work, "outside");
     mkdirSync(outside);
     writeSubtree(rng, root, 3);
+    rmSync(path.join(root, "node_modules"), { recursive: true, force: true });
     writeSubtree(rng, path.join(root, "node_modules", "pkg"), 1);
     const exclude = rng.pick([[], ["node_modules", "*/node_modules"], ["*.log", "node_modules"], ["a*"]]);
     const watcher = createSnapshotWatcher(root, { exclude });
@@ -213,7 +215,7 @@ describe(`watched snapshots (DIFF_SEED=${SEED})`, () => {
             expect(now.fullWalks, where).toBe(previous.fullWalks + 1);
           } else {
             expect(now.fullWalks, where).toBe(previous.fullWalks);
-            if (done.some((d) => d !== "noop" && !d.includes("failed"))) expect(now.events, where).toBeGreaterThan(previous.events);
+            expect(now.fallbacks.overflow, where).toBe(previous.fallbacks.overflow);
           }
         }
         previous = now;
@@ -295,9 +297,11 @@ describe(`watched snapshots (DIFF_SEED=${SEED})`, () => {
     const root = path.join(work, "leak");
     writeSubtree(createRandom(SEED), root, 2);
     const script = `
-      import { readdirSync, readlinkSync } from "node:fs";
+      import { readdirSync, readFileSync, readlinkSync } from "node:fs";
       import { createSnapshotWatcher, captureDirectorySnapshot } from "@paperclipai/adapter-utils-native";
-      const threads = () => readdirSync("/proc/self/task").length;
+      // Threads other than the native runtime's shared, bounded pool ("paperclip-native").
+      const threads = () => readdirSync("/proc/self/task")
+        .filter((t) => !readFileSync("/proc/self/task/" + t + "/comm", "utf8").startsWith("paperclip-nati")).length;
       const inotifyFds = () => readdirSync("/proc/self/fd").filter((fd) => {
         try { return readlinkSync("/proc/self/fd/" + fd) === "anon_inode:inotify"; } catch { return false; }
       }).length;
@@ -316,7 +320,8 @@ describe(`watched snapshots (DIFF_SEED=${SEED})`, () => {
     const { before, during, after } = JSON.parse(out.stdout.trim().split("\n").pop());
     expect(during.fds).toBe(before.fds + 4);
     expect(after.fds).toBe(before.fds);
-    expect(after.threads).toBeLessThanOrEqual(before.threads);
+    expect(during.threads).toBe(before.threads); // no thread per watcher
+    expect(after.threads).toBe(before.threads);
   });
 
   it("a process that never closes its watcher still exits", () => {
