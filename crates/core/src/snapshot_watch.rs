@@ -525,39 +525,56 @@ impl SnapshotWatcher {
             }
         }
         let mut done: HashSet<String> = HashSet::new();
-        while let Some((_, rel)) = dirty.pop_first() {
+        // Level by level (parents before children); the directories of one level are
+        // disjoint, so they are read in parallel and installed one after the other.
+        while let Some(&(depth, _)) = dirty.first() {
             if cancel.load(Ordering::Relaxed) {
                 return Err(Error::aborted());
             }
-            if done.contains(&rel) || !self.dirs.contains_key(&rel) {
-                continue;
-            }
-            if !rel.is_empty() {
-                let path = join_like_node(&self.root, &rel);
-                let now = std::fs::symlink_metadata(&path).ok();
-                let same = now.as_ref().is_some_and(|meta| {
-                    use std::os::unix::fs::MetadataExt;
-                    let state = &self.dirs[&rel];
-                    meta.is_dir() && meta.dev() == state.dev && meta.ino() == state.ino && meta.mode() == state.mode
-                });
-                if !same {
-                    // Replaced (or gone) without an event in its parent yet: re-read the
-                    // parent, which walks whatever stands there now.
-                    if now.is_some() {
-                        self.counters.directory_replaced += 1;
-                    }
-                    self.remove_subtree(&rel, &mut touched);
-                    dirty.insert(depth_key(parent_of(&rel)));
+            let mut level = Vec::new();
+            while dirty.first().is_some_and(|(d, _)| *d == depth) {
+                let Some((_, rel)) = dirty.pop_first() else { break };
+                if done.contains(&rel) || !self.dirs.contains_key(&rel) {
                     continue;
                 }
+                if !rel.is_empty() {
+                    let path = join_like_node(&self.root, &rel);
+                    let now = std::fs::symlink_metadata(&path).ok();
+                    let same = now.as_ref().is_some_and(|meta| {
+                        use std::os::unix::fs::MetadataExt;
+                        let state = &self.dirs[&rel];
+                        meta.is_dir() && meta.dev() == state.dev && meta.ino() == state.ino && meta.mode() == state.mode
+                    });
+                    if !same {
+                        // Replaced (or gone) without an event in its parent yet: re-read the
+                        // parent, which walks whatever stands there now.
+                        if now.is_some() {
+                            self.counters.directory_replaced += 1;
+                        }
+                        self.remove_subtree(&rel, &mut touched);
+                        dirty.insert(depth_key(parent_of(&rel)));
+                        continue;
+                    }
+                }
+                if self.unwatched.contains(&rel) {
+                    let path = join_like_node(&self.root, &rel);
+                    let result = self.add_watch(&path, !rel.is_empty());
+                    self.record_watch(&rel, result);
+                }
+                level.push(rel);
             }
-            if self.unwatched.contains(&rel) {
-                let path = join_like_node(&self.root, &rel);
-                let result = self.add_watch(&path, !rel.is_empty());
-                self.record_watch(&rel, result);
+            let walks = self.walk_many(&level, cancel);
+            for (rel, walked) in level.into_iter().zip(walks) {
+                let walked = walked?;
+                self.counters.dirs_reread += 1;
+                let own = {
+                    let state = &self.dirs[&rel];
+                    (state.dev, state.ino, state.mode)
+                };
+                // Fresh directories were read after their watch was added: not again.
+                done.extend(self.install(&rel, own, walked, true, &mut touched));
+                done.insert(rel);
             }
-            self.reread(&rel, start, cancel, &mut touched, &mut done)?;
-            done.insert(rel);
         }
         self.note_racy(touched.iter(), start);
         let mut delta = Delta::default();
@@ -749,7 +766,7 @@ impl SnapshotWatcher {
         walked: Walked,
         count_subtrees: bool,
         touched: &mut HashSet<String>,
-    ) {
+    ) -> Vec<String> {
         let Walked { tree, fresh, hashes, added, reused, hashed, racy } = walked;
         self.counters.hashes_reused += reused;
         self.counters.files_hashed += hashed;
@@ -793,6 +810,7 @@ impl SnapshotWatcher {
             .insert(rel.to_string(), DirState { dev: own.0, ino: own.1, mode: own.2, wd, children: root_children });
         touched.insert(rel.to_string());
         // Fresh directories (each node's `rel` is relative to `rel`).
+        let mut fresh_dirs = Vec::new();
         for i in 0..nodes.len() {
             if !fresh[i] {
                 continue;
@@ -802,7 +820,8 @@ impl SnapshotWatcher {
             let stat = nodes[i].stat;
             self.dirs
                 .insert(full.clone(), DirState { dev: stat.dev, ino: stat.ino, mode: stat.mode, wd: None, children });
-            touched.insert(full);
+            touched.insert(full.clone());
+            fresh_dirs.push(full);
             if count_subtrees && nodes[i].parent == ROOT {
                 self.counters.subtree_rewalks += 1;
             }
@@ -817,34 +836,40 @@ impl SnapshotWatcher {
                 }
             }
         }
+        fresh_dirs
     }
 
-    /// Re-reads the dirty directory `rel` (its state exists and its identity is unchanged).
-    fn reread(
-        &mut self,
-        rel: &str,
-        _start: i128,
-        cancel: &AtomicBool,
-        touched: &mut HashSet<String>,
-        done: &mut HashSet<String>,
-    ) -> Result<()> {
-        self.counters.dirs_reread += 1;
-        let walked = self.walk_dir(rel, false, cancel)?;
-        let own = {
-            let state = &self.dirs[rel];
-            (state.dev, state.ino, state.mode)
-        };
-        let before: HashSet<String> = touched.clone();
-        self.install(rel, own, walked, true, touched);
-        if self.inotify.is_none() {
-            // The watch limit was reached meanwhile: the state stays right for this capture.
-            return Ok(());
+    /// Walks each of the directories `rels` one level deep (see [`Self::walk_dir`]), on up
+    /// to `threads` threads when there are several.
+    fn walk_many(&self, rels: &[String], cancel: &AtomicBool) -> Vec<Result<Walked>> {
+        let threads = self.options.threads.min(rels.len());
+        // A cap of our own is counted exactly by one reader at a time.
+        if threads <= 1 || rels.len() < 4 || self.options.max_watches != usize::MAX {
+            return rels.iter().map(|rel| self.walk_dir(rel, false, cancel)).collect();
         }
-        // Fresh directories were read after their watch was added: nothing more to do there.
-        for dir in touched.difference(&before) {
-            done.insert(dir.clone());
-        }
-        Ok(())
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let slots: Vec<Mutex<Option<Result<Walked>>>> = rels.iter().map(|_| Mutex::new(None)).collect();
+        std::thread::scope(|scope| {
+            for _ in 0..threads {
+                scope.spawn(|| loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(rel) = rels.get(i) else { break };
+                    let walked = self.walk_dir(rel, false, cancel);
+                    if let Ok(mut slot) = slots[i].lock() {
+                        *slot = Some(walked);
+                    }
+                });
+            }
+        });
+        slots
+            .into_iter()
+            .map(|slot| {
+                slot.into_inner()
+                    .ok()
+                    .flatten()
+                    .unwrap_or_else(|| Err(Error::new(crate::error::codes::INTERNAL, "watch re-read worker panicked")))
+            })
+            .collect()
     }
 
     /// Walks the whole tree (first capture, overflow, dropped root, unwatched mode), reusing
@@ -872,7 +897,7 @@ impl SnapshotWatcher {
         let walked = self.walk_dir("", true, cancel)?;
         self.dirs.clear();
         let mut touched = HashSet::new();
-        self.install("", own.unwrap_or((0, 0, 0)), walked, false, &mut touched);
+        let _ = self.install("", own.unwrap_or((0, 0, 0)), walked, false, &mut touched);
         match root_wd {
             Ok(wd) => {
                 if let Some(state) = self.dirs.get_mut("") {
@@ -1187,6 +1212,33 @@ mod tests {
         assert!(watcher.dirs["a/b"].wd.is_some_and(|new| new != wd), "a/b watched again");
         watcher.last_start_ns = 0;
         fs::write(root.join("a/b/later"), b"later").unwrap();
+        capture(&mut watcher);
+        assert_eq!(state(&watcher), cold(&root, &[]));
+        fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn many_dirty_directories_of_one_level_are_read_in_parallel_and_still_exact() {
+        let root = tmp("level");
+        for i in 0..12 {
+            fs::create_dir_all(root.join(format!("p{i}/q"))).unwrap();
+            fs::write(root.join(format!("p{i}/f")), b"f").unwrap();
+            fs::write(root.join(format!("p{i}/q/g")), b"g").unwrap();
+        }
+        let mut watcher = SnapshotWatcher::new(&root, &[], options());
+        capture(&mut watcher);
+        for i in 0..12 {
+            fs::write(root.join(format!("p{i}/f")), format!("changed {i}")).unwrap();
+            if i % 3 == 0 {
+                fs::rename(root.join(format!("p{i}/q")), root.join(format!("p{}/moved{i}", (i + 1) % 12))).unwrap();
+            }
+        }
+        let delta = capture(&mut watcher);
+        assert!(!delta.reset);
+        assert_eq!(state(&watcher), cold(&root, &[]));
+        assert!(watcher.counters().dirs_reread >= 12, "{:?}", watcher.counters());
+        fs::write(root.join("p1/moved0/g"), b"seen through the new watch").unwrap();
+        watcher.last_start_ns = 0;
         capture(&mut watcher);
         assert_eq!(state(&watcher), cold(&root, &[]));
         fs::remove_dir_all(root).unwrap();
