@@ -293,6 +293,24 @@ describe(`watched snapshots (DIFF_SEED=${SEED})`, () => {
     await expect(watcher.capture()).rejects.toMatchObject({ code: "ERR_PAPERCLIP_NATIVE_WATCHER_CLOSED" });
   });
 
+  it("captureDirectorySnapshot(dir, { watch: true }) serves repeat captures from the pool, equal to cold ones", async () => {
+    const { snapshotWatchPool, closeSnapshotWatchPool } = await import("@paperclipai/adapter-utils-native");
+    const root = path.join(work, "watch-option");
+    writeSubtree(createRandom(SEED ^ 7), root, 2);
+    try {
+      const first = await ours.captureDirectorySnapshot(root, { exclude: ["x.log"], watch: true });
+      await expectSameAsCold(first, root, ["x.log"], "watch: true first");
+      writeFileSync(path.join(root, "added"), "added");
+      const second = await ours.captureDirectorySnapshot(root, { exclude: ["x.log"], watch: true });
+      await expectSameAsCold(second, root, ["x.log"], "watch: true second");
+      const [stats] = snapshotWatchPool().filter((s) => s.root === root);
+      expect(stats).toMatchObject({ captures: 2, fullWalks: 1 });
+    } finally {
+      closeSnapshotWatchPool();
+    }
+    expect(snapshotWatchPool()).toEqual([]);
+  });
+
   it.runIf(linux)("close() leaves no thread and no inotify descriptor behind", () => {
     const root = path.join(work, "leak");
     writeSubtree(createRandom(SEED), root, 2);

@@ -15,9 +15,9 @@ export async function captureDirectorySnapshot(rootDir, options = {}) {
   const exclude = [...new Set(options.exclude ?? [])];
   const previous = options.previous ? statCaches.get(options.previous)?.cache ?? null : null;
   const keep = options.incremental === true || options.previous !== undefined;
-  // PAPERCLIP_NATIVE_WATCH_SNAPSHOTS=1: repeat captures of an absolute root come from a
-  // process-wide watcher (the same result, re-reading only what changed).
-  if (!keep && typeof rootDir === "string" && path.isAbsolute(rootDir) && watchedSnapshotsEnabled()) {
+  // `watch: true` or PAPERCLIP_NATIVE_WATCH_SNAPSHOTS=1: repeat captures of an absolute root
+  // come from a process-wide watcher (the same result, re-reading only what changed).
+  if (!keep && typeof rootDir === "string" && path.isAbsolute(rootDir) && (options.watch === true || watchedSnapshotsEnabled())) {
     return captureWatchedSnapshot(path.normalize(rootDir), exclude, options.signal);
   }
   const transfer = await runCancellable(options.signal, (cancelId) =>
