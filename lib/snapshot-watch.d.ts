@@ -54,6 +54,12 @@ export interface SnapshotWatcherStats {
     watchLimit: number;
     /** No inotify on this platform: every capture walks the tree. */
     unsupportedPlatform: number;
+    /**
+     * Directory re-reads because the directory holds a file with several hard links (a
+     * write through another of its names raises no event here): such directories are
+     * re-read by every capture.
+     */
+    hardLinks: number;
   };
 }
 

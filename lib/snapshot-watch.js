@@ -177,6 +177,7 @@ class SnapshotWatcher {
         racyWindow: s.racyWindow,
         watchLimit: s.watchLimit,
         unsupportedPlatform: s.unsupportedPlatform,
+        hardLinks: s.hardLinks,
       },
     };
   }

@@ -242,6 +242,8 @@ pub struct Counters {
     pub watch_limit: u64,
     /// Fallback: no inotify on this platform (full walks).
     pub unsupported_platform: u64,
+    /// Fallback: directory re-reads because they hold a file with several hard links.
+    pub hard_links: u64,
 }
 
 /// What a capture changed in the state, for a caller that mirrors it (the JS layer keeps
@@ -280,6 +282,9 @@ pub struct SnapshotWatcher {
     unwatched: HashSet<String>,
     /// Directories holding files modified within the racy window of the last capture.
     racy: HashSet<String>,
+    /// Directories holding a file with several hard links: a write through another of its
+    /// names raises no event here, so they are re-read by every capture.
+    linked: HashSet<String>,
     initialized: bool,
     root_identity: Option<(u64, u64)>,
     last_start_ns: i128,
@@ -346,6 +351,8 @@ struct Walked {
     reused: u64,
     hashed: u64,
     racy: u64,
+    /// Directories (full relative paths) whose walked files include one with several links.
+    linked: HashSet<String>,
 }
 
 impl SnapshotWatcher {
@@ -375,6 +382,7 @@ impl SnapshotWatcher {
             dirs: HashMap::new(),
             unwatched: HashSet::new(),
             racy: HashSet::new(),
+            linked: HashSet::new(),
             initialized: false,
             root_identity: None,
             last_start_ns: 0,
@@ -438,6 +446,7 @@ impl SnapshotWatcher {
         self.wds.clear();
         self.unwatched.clear();
         self.racy.clear();
+        self.linked.clear();
         self.initialized = false;
         if self.inotify.is_some() {
             self.inotify = Inotify::new().ok();
@@ -514,6 +523,10 @@ impl SnapshotWatcher {
         }
         for rel in self.racy.drain() {
             dirty.insert(depth_key(&rel));
+        }
+        self.counters.hard_links += self.linked.len() as u64;
+        for rel in &self.linked {
+            dirty.insert(depth_key(rel));
         }
         for rel in &self.unwatched {
             dirty.insert(depth_key(rel));
@@ -641,6 +654,7 @@ impl SnapshotWatcher {
             }
             self.unwatched.remove(&dir);
             self.racy.remove(&dir);
+            self.linked.remove(&dir);
             for child in &state.children {
                 if child.stat.kind == Kind::Dir {
                     stack.push(join_rel(&dir, &child.name));
@@ -696,17 +710,32 @@ impl SnapshotWatcher {
             }
             Some(*hash)
         };
+        let linked: Mutex<HashSet<String>> = Mutex::new(HashSet::new());
+        let note_links = |nlink: u64, full: &str| {
+            if nlink > 1 {
+                if let Ok(mut dirs) = linked.lock() {
+                    dirs.insert(parent_of(full).to_string());
+                }
+            }
+        };
         let inline = |dir: &Dir, name: &OsStr, sub: &str, stat: &Stat| -> Result<Option<Hash>> {
             let full = join_rel(rel, sub);
-            if let Some(hash) = reusable(&full, stat) {
-                reused.fetch_add(1, Ordering::Relaxed);
-                return Ok(Some(hash));
-            }
-            if stat.size > snapshot::INLINE_HASH_MAX {
-                return Ok(None);
+            let reuse = reusable(&full, stat);
+            if reuse.is_some() || stat.size > snapshot::INLINE_HASH_MAX {
+                if let Ok(raw) = dir.lstat(name) {
+                    note_links(raw.0.st_nlink as u64, &full);
+                }
+                if reuse.is_some() {
+                    reused.fetch_add(1, Ordering::Relaxed);
+                }
+                return Ok(reuse);
             }
             let path = || join_like_node(&self.root, &full);
             let file = dir.open_file_nofollow(name).map_err(|err| Error::io(err, "open", &path()))?;
+            if let Ok(meta) = file.metadata() {
+                use std::os::unix::fs::MetadataExt;
+                note_links(meta.nlink(), &full);
+            }
             hashed.fetch_add(1, Ordering::Relaxed);
             BUFFER.with(|buffer| snapshot::hash_reader(file, &mut buffer.borrow_mut(), cancel, path)).map(Some)
         };
@@ -751,6 +780,7 @@ impl SnapshotWatcher {
             hashes,
             added,
             reused: reused.into_inner(),
+            linked: linked.into_inner().unwrap_or_default(),
             hashed: hashed.into_inner() + big.len() as u64,
             racy: racy.into_inner(),
         })
@@ -767,7 +797,10 @@ impl SnapshotWatcher {
         count_subtrees: bool,
         touched: &mut HashSet<String>,
     ) -> Vec<String> {
-        let Walked { tree, fresh, hashes, added, reused, hashed, racy } = walked;
+        let Walked { tree, fresh, hashes, added, reused, hashed, racy, linked } = walked;
+        // This walk read `rel`'s files and its fresh subtrees': their links are known anew.
+        self.linked.remove(rel);
+        self.linked.extend(linked);
         self.counters.hashes_reused += reused;
         self.counters.files_hashed += hashed;
         self.counters.racy_window += racy;
@@ -887,6 +920,7 @@ impl SnapshotWatcher {
         self.wds.clear();
         self.unwatched.clear();
         self.racy.clear();
+        self.linked.clear();
         let root_wd = self.add_watch(&self.root, false);
         let own = stat_root(&self.root);
         self.root_identity = own.map(|(dev, ino, _)| (dev, ino));
@@ -1242,5 +1276,22 @@ mod tests {
         capture(&mut watcher);
         assert_eq!(state(&watcher), cold(&root, &[]));
         fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn a_file_written_through_another_hard_link_is_seen() {
+        let root = tmp("links");
+        let outside = tmp("links-outside");
+        seed_tree(&root);
+        fs::hard_link(root.join("d/e/four"), outside.join("other-name")).unwrap();
+        let mut watcher = SnapshotWatcher::new(&root, &[], options());
+        capture(&mut watcher);
+        watcher.racy.clear(); // only the link rule may re-read d/e
+        fs::write(outside.join("other-name"), b"written elsewhere").unwrap();
+        capture(&mut watcher);
+        assert_eq!(state(&watcher), cold(&root, &[]));
+        assert!(watcher.counters().hard_links >= 1);
+        fs::remove_dir_all(root).unwrap();
+        fs::remove_dir_all(outside).unwrap();
     }
 }
