@@ -6,7 +6,7 @@
 // the --import hook.
 import { spawnSync } from "node:child_process";
 import {
-  chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync,
+  chmodSync, existsSync, linkSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync,
   symlinkSync, utimesSync, writeFileSync,
 } from "node:fs";
 import os from "node:os";
@@ -65,18 +65,28 @@ function writeSubtree(rng, dir, depth) {
   if (depth > 0 && rng.chance(0.7)) writeSubtree(rng, path.join(dir, `${name(rng)}.d`), depth - 1);
 }
 
+/** Whether anything (a dangling or looping symlink included) is at `p`. */
+function present(p) {
+  try {
+    lstatSync(p);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** Applies one random change to the tree; returns what it did (for failure messages). */
-function randomChange(rng, root, outside) {
+function randomChange(rng, root, outside, links) {
   const { dirs, files } = listTree(root);
   const dir = rng.pick(dirs);
   const real = files.filter((f) => !f.link);
-  const op = rng.pick(["create", "create", "delete", "rename", "renameDir", "replaceDir", "chmod", "touch", "moveIn", "mkdir", "symlink", "rewrite"]);
+  const op = rng.pick(["create", "create", "delete", "rename", "renameDir", "replaceDir", "chmod", "touch", "moveIn", "mkdir", "symlink", "rewrite", "writeViaLink"]);
   const abs = (rel) => path.join(root, rel);
   try {
     switch (op) {
       case "create": {
         const target = path.join(dir, name(rng));
-        if (!existsSync(abs(target))) writeFileSync(abs(target), `new ${rng.next()}`);
+        if (!present(abs(target))) writeFileSync(abs(target), `new ${rng.next()}`);
         return `${op} ${target}`;
       }
       case "delete": {
@@ -89,7 +99,7 @@ function randomChange(rng, root, outside) {
         if (files.length === 0) return "noop";
         const f = rng.pick(files);
         const to = path.join(rng.pick(dirs), name(rng));
-        if (existsSync(abs(to))) return "noop";
+        if (present(abs(to))) return "noop";
         renameSync(abs(f.rel), abs(to));
         return `${op} ${f.rel} -> ${to}`;
       }
@@ -98,7 +108,7 @@ function randomChange(rng, root, outside) {
         if (!from) return "noop";
         const into = rng.pick(dirs.filter((d) => d !== from && !d.startsWith(`${from}/`)));
         const to = path.join(into, name(rng));
-        if (existsSync(abs(to))) return "noop";
+        if (present(abs(to))) return "noop";
         renameSync(abs(from), abs(to));
         return `${op} ${from} -> ${to}`;
       }
@@ -131,21 +141,29 @@ function randomChange(rng, root, outside) {
         const sub = path.join(outside, `sub-${rng.int(1e9)}`);
         writeSubtree(rng, sub, 2);
         const to = path.join(dir, name(rng));
-        if (existsSync(abs(to))) return "noop";
+        if (present(abs(to))) return "noop";
         renameSync(sub, abs(to));
         return `${op} ${to}`;
       }
       case "mkdir": {
         const to = path.join(dir, name(rng));
-        if (existsSync(abs(to))) return "noop";
+        if (present(abs(to))) return "noop";
         writeSubtree(rng, abs(to), 1);
         return `${op} ${to}`;
       }
       case "symlink": {
         const to = path.join(dir, name(rng));
-        if (existsSync(abs(to))) return "noop";
+        if (present(abs(to))) return "noop";
         symlinkSync(rng.pick(["../x", "/nowhere", "a/b", "😀"]), abs(to));
         return `${op} ${to}`;
+      }
+      case "writeViaLink": {
+        // A write through a hard link outside the tree (made before the first capture)
+        // raises no event inside it.
+        if (links.length === 0) return "noop";
+        const other = rng.pick(links);
+        writeFileSync(other, `through a link ${rng.next()}`);
+        return `${op} ${path.basename(other)}`;
       }
       default: {
         if (real.length === 0) return "noop";
@@ -155,7 +173,7 @@ function randomChange(rng, root, outside) {
       }
     }
   } catch (error) {
-    if (error.code === "ENOENT" || error.code === "EEXIST" || error.code === "ENOTDIR" || error.code === "ENOTEMPTY") return `${op} failed (${error.code})`;
+    if (error.code === "ENOENT" || error.code === "EEXIST" || error.code === "ENOTDIR" || error.code === "ENOTEMPTY" || error.code === "ELOOP") return `${op} failed (${error.code})`;
     throw error;
   }
 }
@@ -180,6 +198,12 @@ describe(`watched snapshots (DIFF_SEED=${SEED})`, () => {
     rmSync(path.join(root, "node_modules"), { recursive: true, force: true });
     writeSubtree(rng, path.join(root, "node_modules", "pkg"), 1);
     const exclude = rng.pick([[], ["node_modules", "*/node_modules"], ["*.log", "node_modules"], ["a*"]]);
+    const links = [];
+    for (const f of listTree(root).files.filter((f) => !f.link).slice(0, 6)) {
+      const other = path.join(outside, `link-${links.length}`);
+      linkSync(path.join(root, f.rel), other);
+      links.push(other);
+    }
     const watcher = createSnapshotWatcher(root, { exclude });
     try {
       await expectSameAsCold(await watcher.capture(), root, exclude, `DIFF_SEED=${SEED} first capture`);
@@ -194,8 +218,7 @@ describe(`watched snapshots (DIFF_SEED=${SEED})`, () => {
         if (batch === 19) {
           mkdirSync(path.join(root, "burst"));
           done.push("mkdir burst");
-        }
-        if (batch === 20) {
+        } else if (batch === 20) {
           const dir = path.join(root, "burst");
           for (let i = 0; i < maxQueuedEvents() + 100; i += 1) writeFileSync(path.join(dir, `f${i}`), "");
           done.push("burst");
@@ -203,7 +226,7 @@ describe(`watched snapshots (DIFF_SEED=${SEED})`, () => {
           rmSync(path.join(root, "burst"), { recursive: true });
           done.push("burst removed");
         } else {
-          for (let k = 1 + rng.int(6); k > 0; k -= 1) done.push(randomChange(rng, root, outside));
+          for (let k = 1 + rng.int(6); k > 0; k -= 1) done.push(randomChange(rng, root, outside, links));
         }
         const where = `DIFF_SEED=${SEED} batch=${batch} exclude=${JSON.stringify(exclude)} changes=${JSON.stringify(done)}`;
         await expectSameAsCold(await watcher.capture(), root, exclude, where);

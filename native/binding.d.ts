@@ -257,6 +257,7 @@ export interface SnapshotWatchStats {
   racyWindow: number
   watchLimit: number
   unsupportedPlatform: number
+  hardLinks: number
   watches: number
   entries: number
   directories: number
