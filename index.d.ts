@@ -10,4 +10,6 @@ export * from "./lib/command-managed-runtime.js";
 export * from "./lib/extras.js";
 export * from "./lib/tar-stream.js";
 export * from "./lib/remote-managed-runtime.js";
+export { createSnapshotWatcher, snapshotWatchPool, closeSnapshotWatchPool } from "./lib/snapshot-watch.js";
+export type { SnapshotWatcher, SnapshotWatcherOptions, SnapshotWatcherStats } from "./lib/snapshot-watch.js";
 export { nativeActivation } from "./lib/activation/state.js";

@@ -38,6 +38,13 @@ export interface CaptureDirectorySnapshotOptions {
      * rule). The result is identical to a cold capture. Implies `incremental`.
      */
     previous?: DirectorySnapshot;
+    /**
+     * Opt-in: serve this capture from the process-wide watcher of this root and exclude
+     * list (created on first use; what `PAPERCLIP_NATIVE_WATCH_SNAPSHOTS=1` does for every
+     * capture): the same result, and a repeat capture re-reads only what changed. Only for
+     * an absolute `rootDir` without `incremental`/`previous`; otherwise ignored.
+     */
+    watch?: boolean;
 }
 /**
  * Walks `rootDir` (symlinks never followed; sockets, FIFOs and devices skipped; unreadable

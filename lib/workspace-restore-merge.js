@@ -9,11 +9,17 @@ import { WORKSPACE_RESTORE_LOCK_TIMEOUT_CODE, withDirectoryMergeLock } from "./m
 import { codes, native, runCancellable, toJsError } from "./native.js";
 import { statCaches } from "./snapshot-cache.js";
 import { entriesFromTransfer } from "./snapshot-transfer.js";
+import { captureWatchedSnapshot, watchedSnapshotsEnabled } from "./snapshot-watch.js";
 
 export async function captureDirectorySnapshot(rootDir, options = {}) {
   const exclude = [...new Set(options.exclude ?? [])];
   const previous = options.previous ? statCaches.get(options.previous)?.cache ?? null : null;
   const keep = options.incremental === true || options.previous !== undefined;
+  // `watch: true` or PAPERCLIP_NATIVE_WATCH_SNAPSHOTS=1: repeat captures of an absolute root
+  // come from a process-wide watcher (the same result, re-reading only what changed).
+  if (!keep && typeof rootDir === "string" && path.isAbsolute(rootDir) && (options.watch === true || watchedSnapshotsEnabled())) {
+    return captureWatchedSnapshot(path.normalize(rootDir), exclude, options.signal);
+  }
   const transfer = await runCancellable(options.signal, (cancelId) =>
     native.snapshotCapture(path.normalize(rootDir), exclude, previous, keep, cancelId));
   const snapshot = { exclude, entries: entriesFromTransfer(transfer) };

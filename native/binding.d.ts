@@ -19,6 +19,9 @@ export declare class SnapshotStatCache {
   get size(): number
 }
 
+/** One watched tree (internal). */
+export declare class SnapshotWatcherHandle {}
+
 /**
  * An extraction fed chunk by chunk from JS (internal; see `extractTarballToDirectory`).
  * The thread starts at once (creating `dest`) and reads the chunks as they come.
@@ -245,6 +248,67 @@ export interface SnapshotTransfer {
   targets: string
   reusedHashes: number
   cache?: SnapshotStatCache
+}
+
+/** Brings the watcher's state up to date and returns what changed (internal). */
+export declare function snapshotWatchCapture(handle: SnapshotWatcherHandle, cancelId?: number | undefined | null): Promise<SnapshotWatchTransfer>
+
+/**
+ * Closes the watcher: its inotify descriptor and every watch are released now, or, while
+ * a capture is running, as soon as it ends (internal). Never blocks on a running capture.
+ */
+export declare function snapshotWatchClose(handle: SnapshotWatcherHandle): void
+
+/** Creates a watcher of `root` (nothing is read until the first capture; internal). */
+export declare function snapshotWatchCreate(root: string, exclude: Array<string>, maxWatches?: number | undefined | null): SnapshotWatcherHandle
+
+/** The counters as of the last capture (internal). */
+export declare function snapshotWatchStats(handle: SnapshotWatcherHandle): SnapshotWatchStats
+
+/** A watcher's counters (internal; see `SnapshotWatcher.stats()` in lib/snapshot-watch.d.ts). */
+export interface SnapshotWatchStats {
+  captures: number
+  events: number
+  fullWalks: number
+  subtreeRewalks: number
+  dirsReread: number
+  filesHashed: number
+  hashesReused: number
+  overflow: number
+  droppedWatch: number
+  directoryReplaced: number
+  racyWindow: number
+  watchLimit: number
+  unsupportedPlatform: number
+  hardLinks: number
+  watches: number
+  entries: number
+  directories: number
+  watching: boolean
+  reason?: string
+  closed: boolean
+}
+
+/**
+ * What a watched capture changed (internal). `dirs` names `dirCount` directories
+ * (`\0`-joined, `""` the root), directory `k` has `childCounts[k]` children, listed in
+ * order in `kinds` (0 skipped, 1 dir, 2 file, 3 symlink), `modes` and `names`; files'
+ * hashes (64 hex digits each) and symlinks' targets (`\0`-joined) in child order.
+ * `removed` names `removedCount` directories no longer in the tree. With `reset`, the
+ * directories listed are the whole tree.
+ */
+export interface SnapshotWatchTransfer {
+  reset: boolean
+  dirs: string
+  dirCount: number
+  childCounts: Uint32Array
+  removed: string
+  removedCount: number
+  kinds: Uint8Array
+  modes: Uint32Array
+  names: string
+  hashes: string
+  targets: string
 }
 
 /**

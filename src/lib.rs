@@ -18,6 +18,7 @@ mod merge;
 mod progress;
 mod runtime;
 mod snapshot;
+mod snapshot_watch;
 mod ssh;
 mod staging;
 mod tar;

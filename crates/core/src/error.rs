@@ -55,6 +55,8 @@ pub mod codes {
     /// No prebuilt native binary loads on this platform (raised by the JS loader, lib/native.js,
     /// when a native function is called; listed here with the others).
     pub const UNSUPPORTED_PLATFORM: &str = "ERR_PAPERCLIP_NATIVE_UNSUPPORTED_PLATFORM";
+    /// A snapshot watcher was used after its `close()`.
+    pub const WATCHER_CLOSED: &str = "ERR_PAPERCLIP_NATIVE_WATCHER_CLOSED";
     /// Anything else (a bug or an unexpected state); the message says what.
     pub const INTERNAL: &str = "ERR_PAPERCLIP_NATIVE_INTERNAL";
     /// A step of an ignore scan missed upstream's deadline (raised by lib/ignore-scan.js).
@@ -91,6 +93,7 @@ pub mod codes {
         ("INTERNAL", INTERNAL),
         ("GIT_IGNORE_SCAN_TIMEOUT", GIT_IGNORE_SCAN_TIMEOUT),
         ("EMPTY_SOURCE", EMPTY_SOURCE),
+        ("WATCHER_CLOSED", WATCHER_CLOSED),
     ];
 }
 

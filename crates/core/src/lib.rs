@@ -19,6 +19,7 @@ pub mod ignore_scan;
 pub mod merge;
 pub mod pipe;
 pub mod snapshot;
+pub mod snapshot_watch;
 #[cfg(feature = "ssh")]
 pub mod ssh;
 pub mod staging;

@@ -28,7 +28,7 @@ const HASH_BUFFER: usize = 256 * 1024;
 
 /// Files up to this size are hashed by the walk worker while their directory is open
 /// (`openat`, no path resolution); larger ones go to the parallel hash phase, largest first.
-const INLINE_HASH_MAX: u64 = 1024 * 1024;
+pub(crate) const INLINE_HASH_MAX: u64 = 1024 * 1024;
 
 /// A file's SHA-256.
 pub type Hash = [u8; 32];
@@ -180,7 +180,7 @@ pub fn capture(opts: &CaptureOptions<'_>) -> Result<Snapshot> {
 
 /// Hashes the given nodes' files on `threads` workers; largest files are started first so
 /// one big file does not finish last on an otherwise idle pool.
-fn hash_files(
+pub(crate) fn hash_files(
     root: &Path,
     nodes: &[Node],
     indices: &[usize],
@@ -248,7 +248,12 @@ pub fn hash_file_with(path: &Path, buffer: &mut [u8], cancel: &AtomicBool) -> Re
 }
 
 /// SHA-256 of everything `file` yields until EOF; `path` names it in errors.
-fn hash_reader(file: File, buffer: &mut [u8], cancel: &AtomicBool, path: impl Fn() -> PathBuf) -> Result<Hash> {
+pub(crate) fn hash_reader(
+    file: File,
+    buffer: &mut [u8],
+    cancel: &AtomicBool,
+    path: impl Fn() -> PathBuf,
+) -> Result<Hash> {
     let mut hasher = Sha256::new();
     feed_reader(file, &mut hasher, buffer, cancel, path)?;
     Ok(hasher.finalize().into())

@@ -204,11 +204,16 @@ pub fn walk(opts: &WalkOptions<'_>) -> Result<Tree> {
         error: None,
     });
     let wake = Condvar::new();
-    std::thread::scope(|scope| {
-        for _ in 0..opts.threads.max(1) {
-            scope.spawn(|| worker(opts, &shared, &wake));
-        }
-    });
+    if opts.threads <= 1 {
+        // One worker: the calling thread itself (no spawn, e.g. a watcher's one-directory re-reads).
+        worker(opts, &shared, &wake);
+    } else {
+        std::thread::scope(|scope| {
+            for _ in 0..opts.threads {
+                scope.spawn(|| worker(opts, &shared, &wake));
+            }
+        });
+    }
     let shared = shared.into_inner().map_err(|_| Error::new(codes::INTERNAL, "walk worker panicked"))?;
     if let Some(err) = shared.error {
         return Err(err);
