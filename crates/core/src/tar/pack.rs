@@ -278,15 +278,12 @@ impl<W: Write, P: FnMut(u64)> TarOut<'_, W, P> {
         };
         // A file was opened before anything was written for it, so an unreadable file fails
         // cleanly, with its size taken from the open file so header and data agree; a file
-        // read ahead whole is written only once it was read completely.
+        // read ahead whole was read completely (or its error is this member's).
         let mut content = content?;
-        let data = match &content {
-            Content::Ahead(slot, _) => Some(slot.wait()?),
-            _ => None,
-        };
         let size = match &content {
             Content::None => 0,
-            Content::Stream(_, size) | Content::Ahead(_, size) => *size,
+            Content::Stream(_, size) | Content::Unread(_, size) => *size,
+            Content::Data(data) => data.len() as u64,
         };
         self.long_value(kind::GNU_LONG_NAME, &name)?;
         self.long_value(kind::GNU_LONG_LINK, link)?;
@@ -306,11 +303,13 @@ impl<W: Write, P: FnMut(u64)> TarOut<'_, W, P> {
             device: device.map(split_device),
         });
         self.put(&block)?;
-        if let Some(data) = data {
-            self.put(&data)?;
-            self.pad(size)?;
-        } else if let Content::Stream(file, size) = &mut content {
-            self.copy_data(file, *size, entry)?;
+        match &mut content {
+            Content::Data(data) => {
+                self.put(data)?;
+                self.pad(size)?;
+            }
+            Content::Stream(file, size) | Content::Unread(file, size) => self.copy_data(file, *size, entry)?,
+            Content::None => {}
         }
         Ok(())
     }
@@ -381,54 +380,54 @@ enum Content {
     None,
     /// A large file, open, with its size: the writer copies it in pieces.
     Stream(File, u64),
-    /// A small file read whole by the pool (the slot fills when it is read), with its size.
-    Ahead(Arc<Slot>, u64),
+    /// A small file, open, with its size, for the pool to read whole.
+    Unread(File, u64),
+    /// A small file read whole by the pool.
+    Data(Vec<u8>),
 }
 
-/// Where a reader of the pool leaves a file it read ahead.
+/// Consecutive members handed from the walk through the pool to the writer at once (one
+/// hand-off per batch rather than per file keeps the threads' synchronization cheap).
+#[derive(Default)]
+struct Batch {
+    members: Vec<(Member, Result<Content>)>,
+    /// Bytes of small files to read whole (held against the [`Budget`] until written).
+    bytes: u64,
+    /// The walk failed (or was cancelled) after these members: the pack fails with this at
+    /// its turn.
+    failed: Option<Error>,
+}
+
+/// Where a reader of the pool leaves a batch it read, for the writer.
 #[derive(Default)]
 struct Slot {
-    data: Mutex<Option<Result<Vec<u8>>>>,
+    batch: Mutex<Option<Batch>>,
     filled: Condvar,
 }
 
 impl Slot {
-    fn fill(&self, data: Result<Vec<u8>>) {
-        if let Ok(mut guard) = self.data.lock() {
-            *guard = Some(data);
+    fn fill(&self, batch: Batch) {
+        if let Ok(mut guard) = self.batch.lock() {
+            *guard = Some(batch);
         }
         self.filled.notify_all();
     }
 
-    /// Waits until the file was read; its data or its read error.
-    fn wait(&self) -> Result<Vec<u8>> {
-        let mut guard = self.data.lock().map_err(|_| Error::new(codes::INTERNAL, "read-ahead slot poisoned"))?;
+    /// Waits until the batch was read.
+    fn wait(&self) -> Result<Batch> {
+        let poisoned = || Error::new(codes::INTERNAL, "read-ahead slot poisoned");
+        let mut guard = self.batch.lock().map_err(|_| poisoned())?;
         loop {
-            if let Some(data) = guard.take() {
-                return data;
+            if let Some(batch) = guard.take() {
+                return Ok(batch);
             }
-            guard = self.filled.wait(guard).map_err(|_| Error::new(codes::INTERNAL, "read-ahead slot poisoned"))?;
+            guard = self.filled.wait(guard).map_err(|_| poisoned())?;
         }
     }
 }
 
-/// What the walk sends the writer, in archive order.
-enum Job {
-    Member(Member, Result<Content>),
-    /// The walk failed (or was cancelled) here: the pack fails with this at its turn.
-    Failed(Error),
-}
-
-/// A file for the pool to read whole.
-struct ReadJob {
-    file: File,
-    size: u64,
-    member: Member,
-    slot: Arc<Slot>,
-}
-
 /// Bytes of file data read ahead and not yet written: at most [`READ_AHEAD_BYTES`] (or one
-/// file, when nothing else is held).
+/// batch, when nothing else is held).
 struct Budget {
     used: Mutex<u64>,
     freed: Condvar,
@@ -464,17 +463,22 @@ impl Budget {
 const READ_AHEAD_FILE: u64 = 1 << 20;
 /// The most file data read ahead at once.
 const READ_AHEAD_BYTES: u64 = 16 << 20;
+/// A batch ends after this many members, or this many bytes of small files.
+const BATCH_MEMBERS: usize = 32;
+const BATCH_BYTES: u64 = 1 << 20;
 /// The most members between the walk and the writer (each may hold an open file).
 const READ_AHEAD_MEMBERS: usize = 256;
+/// Batches between the walk and the writer.
+const READ_AHEAD_BATCHES: usize = READ_AHEAD_MEMBERS / BATCH_MEMBERS;
 /// Reader threads of the pool.
 const READ_AHEAD_THREADS: usize = 2;
 
 /// Reads a whole small file of exactly `size` bytes (the size of the open file).
-fn read_whole(job: &mut ReadJob) -> Result<Vec<u8>> {
-    let mut data = vec![0; job.size as usize];
+fn read_whole(file: &mut File, size: u64, member: &Member) -> Result<Vec<u8>> {
+    let mut data = vec![0; size as usize];
     let mut done = 0;
     while done < data.len() {
-        done += read_some(&mut job.file, &mut data[done..], (job.size as usize - done) as u64, &job.member)?;
+        done += read_some(file, &mut data[done..], size - done as u64, member)?;
     }
     Ok(data)
 }
@@ -530,12 +534,12 @@ fn pack_to<W: Write>(
 }
 
 /// Walks the archive on one thread (opening each regular file there, in archive order),
-/// reads small files ahead whole on a pool of [`READ_AHEAD_THREADS`], and calls `write` for
-/// every member in archive order on the calling thread, with the member's content or the
-/// error its open met. A walk error is returned at its turn, after every member before it
-/// was written. At most [`READ_AHEAD_MEMBERS`] members and [`READ_AHEAD_BYTES`] of data are
-/// held ahead of the writer. The first error of `write` stops the walk and the pool.
-/// Returns the number of members written.
+/// reads small files ahead whole on a pool of [`READ_AHEAD_THREADS`], batch by batch, and
+/// calls `write` for every member in archive order on the calling thread, with the member's
+/// content or the error its open or read met. A walk error is returned at its turn, after
+/// every member before it was written. At most about [`READ_AHEAD_MEMBERS`] members and
+/// [`READ_AHEAD_BYTES`] of data are held ahead of the writer. The first error of `write`
+/// stops the walk and the pool. Returns the number of members written.
 fn read_ahead(
     plan: &Plan,
     opts: &PackOptions,
@@ -546,10 +550,10 @@ fn read_ahead(
     let stop = AtomicBool::new(false);
     let budget = Budget { used: Mutex::new(0), freed: Condvar::new() };
     let follow = opts.follow_symlinks;
-    let (reads, pool) = mpsc::channel::<ReadJob>();
+    let (reads, pool) = mpsc::channel::<(Batch, Arc<Slot>)>();
     let pool = Mutex::new(pool);
     std::thread::scope(|scope| {
-        let (jobs, ordered) = mpsc::sync_channel::<Job>(READ_AHEAD_MEMBERS);
+        let (batches, ordered) = mpsc::sync_channel::<Arc<Slot>>(READ_AHEAD_BATCHES);
         for _ in 0..READ_AHEAD_THREADS {
             let (pool, stop) = (&pool, &stop);
             scope.spawn(move || loop {
@@ -557,61 +561,72 @@ fn read_ahead(
                     Ok(receiver) => receiver.recv(),
                     Err(_) => return,
                 };
-                let Ok(mut job) = job else { return };
-                let data = if stop.load(Ordering::Relaxed) { Err(Error::aborted()) } else { read_whole(&mut job) };
-                job.slot.fill(data);
+                let Ok((mut batch, slot)) = job else { return };
+                for (member, content) in &mut batch.members {
+                    if let Ok(Content::Unread(file, size)) = content {
+                        *content = if stop.load(Ordering::Relaxed) {
+                            Err(Error::aborted())
+                        } else {
+                            read_whole(file, *size, member).map(Content::Data)
+                        };
+                    }
+                }
+                slot.fill(batch);
             });
         }
         let (stop, budget) = (&stop, &budget);
         scope.spawn(move || {
-            let walked = plan.walk(opts, skip, cancel).run(|entry| {
-                if stop.load(Ordering::Relaxed) {
-                    return Err(Error::aborted());
+            // Hands a batch on: false once the writer stopped.
+            let send = |batch: Batch| {
+                if !budget.acquire(batch.bytes, stop) {
+                    return false;
                 }
-                let member = Member::of(entry);
+                let slot = Arc::new(Slot::default());
+                reads.send((batch, slot.clone())).is_ok() && batches.send(slot).is_ok()
+            };
+            let mut batch = Batch::default();
+            let walked = plan.walk(opts, skip, cancel).run(|entry| {
                 let content = match entry.kind {
-                    EntryKind::File { .. } => open_regular(entry, follow).and_then(|(file, size)| {
+                    EntryKind::File { .. } => open_regular(entry, follow).map(|(file, size)| {
                         if size == 0 {
-                            Ok(Content::None)
+                            Content::None
                         } else if size > READ_AHEAD_FILE {
-                            Ok(Content::Stream(file, size))
-                        } else if !budget.acquire(size, stop) {
-                            Err(Error::aborted())
+                            Content::Stream(file, size)
                         } else {
-                            let slot = Arc::new(Slot::default());
-                            let job = ReadJob { file, size, member: Member::of(entry), slot: slot.clone() };
-                            if reads.send(job).is_err() {
-                                return Err(Error::aborted());
-                            }
-                            Ok(Content::Ahead(slot, size))
+                            batch.bytes += size;
+                            Content::Unread(file, size)
                         }
                     }),
                     _ => Ok(Content::None),
                 };
-                jobs.send(Job::Member(member, content)).map_err(|_| Error::aborted())
+                batch.members.push((Member::of(entry), content));
+                if (batch.members.len() >= BATCH_MEMBERS || batch.bytes >= BATCH_BYTES)
+                    && !send(std::mem::take(&mut batch))
+                {
+                    return Err(Error::aborted());
+                }
+                Ok(())
             });
-            drop(reads);
-            if let Err(err) = walked {
-                let _ = jobs.send(Job::Failed(err));
+            if !stop.load(Ordering::Relaxed) {
+                batch.failed = walked.err();
+                send(batch);
             }
         });
         let result = (|| {
             let mut written = 0;
-            for job in ordered.iter() {
-                match job {
-                    Job::Member(member, content) => {
-                        let held = match &content {
-                            Ok(Content::Ahead(_, size)) => *size,
-                            _ => 0,
-                        };
-                        let wrote = write(&member, content);
-                        if held > 0 {
-                            budget.release(held);
-                        }
-                        wrote?;
+            for slot in ordered.iter() {
+                let batch = slot.wait()?;
+                let wrote = (|| {
+                    for (member, content) in batch.members {
+                        write(&member, content)?;
                         written += 1;
                     }
-                    Job::Failed(err) => return Err(err),
+                    Ok(())
+                })();
+                budget.release(batch.bytes);
+                wrote?;
+                if let Some(err) = batch.failed {
+                    return Err(err);
                 }
             }
             Ok(written)
