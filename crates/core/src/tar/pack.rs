@@ -616,7 +616,7 @@ fn read_ahead(
             let mut written = 0;
             for slot in ordered.iter() {
                 let batch = slot.wait()?;
-                let wrote = (|| {
+                let wrote: Result<()> = (|| {
                     for (member, content) in batch.members {
                         write(&member, content)?;
                         written += 1;
