@@ -6,6 +6,7 @@
 // Usage: node bench/run.mjs [snapshot,tar,ignore,...] [--runs N] [--quick] [--dir DIR]
 //   --runs N  passed on to every script (their default otherwise)
 //   --quick   one run each, corpus a only where a script takes corpora (a first look)
+//   --corpora L  these corpora (e.g. a,c) where a script takes corpora
 //   --dir D   the corpora live under D (e.g. /dev/shm/pc-bench for tmpfs figures; default .bench/)
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
@@ -19,7 +20,8 @@ const option = (name) => (args.includes(name) ? args[args.indexOf(name) + 1] : u
 const quick = args.includes("--quick");
 const runs = option("--runs") ?? (quick ? "1" : undefined);
 const dir = option("--dir");
-const positional = args.filter((a, i) => !a.startsWith("--") && !["--runs", "--dir"].includes(args[i - 1]));
+const corpora = option("--corpora") ?? (quick ? "a" : undefined);
+const positional = args.filter((a, i) => !a.startsWith("--") && !["--runs", "--dir", "--corpora"].includes(args[i - 1]));
 const all = ["snapshot", "snapshot-watch", "ignore", "tar", "deep-tar", "merge", "ssh"].filter((name) => existsSync(path.join(here, `${name}.mjs`)));
 const selected = positional[0] ? positional[0].split(",") : all;
 const CORPUS_SCRIPTS = new Set(["snapshot", "tar", "merge", "ssh"]);
@@ -27,7 +29,7 @@ const CORPUS_SCRIPTS = new Set(["snapshot", "tar", "merge", "ssh"]);
 /** Runs one script, its output passed through; resolves to { status, rows } (its last JSON rows line). */
 function runScript(name) {
   const argv = [path.join(here, `${name}.mjs`)];
-  if (quick && CORPUS_SCRIPTS.has(name)) argv.push("a");
+  if (corpora && CORPUS_SCRIPTS.has(name)) argv.push(corpora);
   if (runs) argv.push("--runs", runs);
   const env = dir ? { ...process.env, PC_BENCH_DIR: path.resolve(dir) } : process.env;
   return new Promise((resolve) => {
