@@ -7,7 +7,8 @@ import { existsSync, mkdirSync, openSync, closeSync, writeSync, rmSync, writeFil
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
-export const BENCH_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), "..", ".bench");
+/** Where the corpora live: `PC_BENCH_DIR` (e.g. a directory on /dev/shm for tmpfs figures), else .bench/. */
+export const BENCH_DIR = process.env.PC_BENCH_DIR ? path.resolve(process.env.PC_BENCH_DIR) : path.join(path.dirname(fileURLToPath(import.meta.url)), "..", ".bench");
 
 function rng(seed) {
   let s = seed >>> 0;

@@ -1,6 +1,8 @@
 // Ignore-resolution benchmark: our readReferencedSourceGitIgnoredPaths (in-process) vs
 // upstream's (two hardened git processes), on a generated repository and on a real checkout,
-// in one run. Asserts identical output, prints medians and ratios.
+// in one run, runs interleaved. Asserts identical output, prints medians and ratios. The
+// floor: our walker alone over the part of the tree the answer cannot skip (everything but
+// .git and the ignored paths it reports, which a scan need not enter).
 //
 // Usage: node bench/ignore.mjs [--runs N] [--checkout DIR]
 //   generated: 5 000 tracked files, 100 000 ignored files (a node_modules tree, per-package
@@ -16,6 +18,7 @@ import * as upstreamSandbox from "@paperclipai/adapter-utils/sandbox-managed-run
 import * as ours from "@paperclipai/adapter-utils-native/git-workspace-sync";
 import * as oursSandbox from "@paperclipai/adapter-utils-native/sandbox-managed-runtime";
 import { BENCH_DIR } from "./corpus.mjs";
+import { emitRows, walkFloor } from "./summary.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
@@ -111,6 +114,8 @@ async function compare(label, dir) {
   const c2 = await time(() => Promise.all(Array.from({ length: 8 }, () => upstream.readReferencedSourceGitIgnoredPaths(dir))));
   const oursMs = median(mine);
   const upstreamMs = median(theirs);
+  const floor = walkFloor(dir, { runs, skip: [".git", ...(expected?.ignoredPaths ?? [])] });
+  summary.push({ path: `ignore resolution, ${label}`, ours: oursMs, upstream: upstreamMs, floor: floor.ms, floorIs: `walk of the ${floor.entries} entries not ignored` });
   return {
     repository: label,
     "ignored entries": expected?.ignoredPaths.length ?? "null",
@@ -121,9 +126,12 @@ async function compare(label, dir) {
     "8 at once: upstream ms": c2.ms.toFixed(0),
     "8 at once: ratio": `${(c2.ms / c1.ms).toFixed(1)}x`,
     "identical": "yes",
+    "floor ms": floor.ms.toFixed(1),
+    "ours/floor": (oursMs / floor.ms).toFixed(2),
   };
 }
 
+const summary = [];
 const generated = generatedRepository();
 const rows = [
   await compare(`generated (${TRACKED} tracked, ${IGNORED} ignored files)`, generated),
@@ -132,3 +140,4 @@ const rows = [
 console.log(`ignore benchmark: median of ${runs} runs each (after one warm-up), outputs asserted identical`);
 console.table(rows);
 console.log(`peak RSS ${(process.resourceUsage().maxRSS / 1024).toFixed(0)} MB (both implementations in this process)`);
+emitRows(summary);

@@ -1,10 +1,13 @@
 // Snapshot benchmark: our captureDirectorySnapshot vs upstream's vs the sha256sum pipeline,
-// on the corpora of bench/corpus.mjs, in one run. Prints medians, ratios and peak RSS.
+// on the corpora of bench/corpus.mjs, in one run, runs interleaved. Prints medians, ratios,
+// peak RSS and the floor: max(walk floor: our walker alone, no hashing; hash floor: the
+// corpus bytes over the SHA-256 throughput of every core), then the summary rows.
 // Usage: node bench/snapshot.mjs [a,b,c] [--runs N] [--skip-upstream]
 import { execFileSync, spawnSync } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { corpus } from "./corpus.mjs";
+import { emitRows, hashFloorMs, median, walkFloor } from "./summary.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
@@ -26,16 +29,24 @@ function shaPipeline(dir) {
   return { ms: Number(process.hrtime.bigint() - start) / 1e6 };
 }
 
-const median = (xs) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const rows = [];
+const summary = [];
 for (const name of names) {
   const { dir, describe } = corpus(name);
   shaPipeline(dir); // warm the page cache
-  const sample = (fn) => Array.from({ length: runs }, fn);
-  const ours = sample(() => measure("ours", dir));
-  const incremental = name === "a" ? sample(() => measure("ours-incremental", dir)) : null;
+  // Interleaved: each run measures every kind once, so load changes weigh on all alike.
+  const ours = [];
+  const incremental = name === "a" ? [] : null;
+  const sha = [];
+  for (let i = 0; i < runs; i += 1) {
+    ours.push(measure("ours", dir));
+    incremental?.push(measure("ours-incremental", dir));
+    sha.push(shaPipeline(dir));
+  }
   const theirs = skipUpstream ? null : [measure("upstream", dir)];
-  const sha = sample(() => shaPipeline(dir));
+  const walk = walkFloor(dir, { runs });
+  const hashMs = hashFloorMs(walk.bytes);
+  const floorMs = Math.max(walk.ms, hashMs);
   const oursMs = median(ours.map((r) => r.ms));
   rows.push({
     corpus: `${name}: ${describe}`,
@@ -50,6 +61,16 @@ for (const name of names) {
     "sha256sum -P2 ms": median(sha.map((r) => r.ms)).toFixed(0),
     "ours/sha256sum": (oursMs / median(sha.map((r) => r.ms))).toFixed(2),
     "ours GB/s": (ours[0].bytes / 1e9 / (oursMs / 1000)).toFixed(2),
+    "walk floor ms": walk.ms.toFixed(0),
+    "hash floor ms": hashMs.toFixed(0),
+    "ours/floor": (oursMs / floorMs).toFixed(2),
   });
+  const floorIs = `max(walk ${walk.ms.toFixed(0)}, hash ${hashMs.toFixed(0)})`;
+  summary.push({ path: `snapshot cold, corpus ${name}`, ours: oursMs, upstream: theirs?.[0].ms ?? null, floor: floorMs, floorIs });
+  if (incremental) {
+    const incMs = median(incremental.map((r) => r.ms));
+    summary.push({ path: `snapshot incremental (previous, nothing changed), corpus ${name}`, ours: incMs, upstream: null, floor: walk.ms, floorIs: "walk" });
+  }
 }
 console.table(rows);
+emitRows(summary);

@@ -9,6 +9,7 @@ import { spawnSync } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { corpus } from "./corpus.mjs";
+import { emitRows, median } from "./summary.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
@@ -24,8 +25,8 @@ function measure(kind, dir) {
   return JSON.parse(out.stdout.trim().split("\n").pop());
 }
 
-const median = (xs) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const rows = [];
+const summary = [];
 const gzipRows = [];
 for (const name of names) {
   const { dir, describe } = corpus(name);
@@ -51,12 +52,25 @@ for (const name of names) {
       "vs ours": sampleResult && baseline ? `${(sampleResult.ms / baseline.ms).toFixed(2)}x` : "-",
       "peak RSS MB": sampleResult ? sampleResult.rssMb.toFixed(0) : "-",
     });
-    const oursStream = sample("ours-stream");
+    // Interleaved: one run of each kind per round, so load changes weigh on all alike.
+    const kinds = ["ours-stream", "system", "ours-file", ...(skipUpstream ? [] : ["upstream-file"])];
+    const results = Object.fromEntries(kinds.map((kind) => [kind, []]));
+    for (let i = 0; i < runs; i += 1) {
+      for (const kind of kinds) if (kind !== "upstream-file" || i < 2) results[kind].push(measure(kind, dir));
+    }
+    const summarize = (kind) => results[kind] && {
+      ms: median(results[kind].map((r) => r.ms)),
+      cpuMs: median(results[kind].map((r) => r.cpuMs)),
+      rssMb: Math.max(...results[kind].map((r) => r.rssMb)),
+      result: results[kind][0],
+    };
+    const [oursStream, system, oursFile, upstreamFile] = kinds.map(summarize).concat([undefined]);
     rows.push(row("ours: stream, 1 MiB chunks", oursStream, oursStream));
-    rows.push(row("system: tar -cf - | cat", sample("system"), oursStream));
-    const oursFile = sample("ours-file");
+    rows.push(row("system: tar -cf - | cat", system, oursStream));
     rows.push(row("ours: createTarballFromDirectory", oursFile, oursFile));
-    rows.push(row("upstream: createTarballFromDirectory", skipUpstream ? null : sample("upstream-file", Math.min(runs, 2)), oursFile));
+    rows.push(row("upstream: createTarballFromDirectory", skipUpstream ? null : upstreamFile, oursFile));
+    summary.push({ path: `tar pack (stream), corpus ${name}`, ours: oursStream.ms, upstream: null, floor: system.ms, floorIs: "tar -cf - | cat" });
+    summary.push({ path: `tar pack (file), corpus ${name}`, ours: oursFile.ms, upstream: upstreamFile?.ms ?? null, floor: system.ms, floorIs: "tar -cf - | cat" });
   }
   const gnuGz = sample("system-gz1", Math.min(runs, 2));
   const gzipRow = (label, s) => ({
@@ -71,8 +85,10 @@ for (const name of names) {
   });
   gzipRows.push({ ...gzipRow("ours: stream, pack + gzip on 1 thread", oursGz), "speed vs GNU": `${(gnuGz.ms / oursGz.ms).toFixed(2)}x` });
   gzipRows.push({ ...gzipRow("tar -cf - | gzip -1 (GNU)", gnuGz), "speed vs GNU": "1.00x" });
+  summary.push({ path: `tar pack + gzip -1 (stream), corpus ${name}`, ours: oursGz.ms, upstream: null, floor: gnuGz.ms, floorIs: "tar -cf - | gzip -1 (GNU)" });
   console.error(`corpus ${name}: uncompressed tar ${tarMb.toFixed(0)} MB`);
 }
 if (rows.length > 0) console.table(rows);
 console.log("gzip level 1 (MB/s of the uncompressed tar stream; CPU s: all threads / processes):");
 console.table(gzipRows);
+emitRows(summary);

@@ -8,6 +8,7 @@ use std::io::{BufWriter, Read, Write};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Condvar, Mutex};
 
 use super::exclude::TarExcludeSet;
 use super::gzip::GzipWriter;
@@ -221,7 +222,6 @@ struct TarOut<'a, W: Write, P: FnMut(u64)> {
     out: CountingWriter<'a, Sink<W>, P>,
     /// The file being written, for error messages.
     target: Option<&'a Path>,
-    follow_symlinks: bool,
     /// Member name prefix (`./` or nothing).
     prefix: &'static str,
     owners: OwnerNames,
@@ -259,7 +259,9 @@ impl<W: Write, P: FnMut(u64)> TarOut<'_, W, P> {
         Ok(())
     }
 
-    fn member(&mut self, entry: &WalkEntry<'_>) -> Result<()> {
+    /// Writes one member: its long-name entries, header and data. `content` is what the
+    /// read-ahead made of a regular file (its open, or its error, at this member's turn).
+    fn member(&mut self, entry: &Member, content: Result<Content>) -> Result<()> {
         let mut name = Vec::with_capacity(self.prefix.len() + entry.member.len() + 1);
         name.extend_from_slice(self.prefix.as_bytes());
         name.extend_from_slice(entry.member.as_bytes());
@@ -274,13 +276,15 @@ impl<W: Write, P: FnMut(u64)> TarOut<'_, W, P> {
             EntryKind::CharDevice { rdev } => (kind::CHAR_DEVICE, b"", Some(*rdev)),
             EntryKind::BlockDevice { rdev } => (kind::BLOCK_DEVICE, b"", Some(*rdev)),
         };
-        // Open a file before writing anything for it, so an unreadable file fails cleanly,
-        // and take its size from the open file so header and data agree.
-        let mut file = match entry.kind {
-            EntryKind::File { .. } => Some(open_regular(entry, self.follow_symlinks)?),
-            _ => None,
+        // A file was opened before anything was written for it, so an unreadable file fails
+        // cleanly, with its size taken from the open file so header and data agree; a file
+        // read ahead whole was read completely (or its error is this member's).
+        let mut content = content?;
+        let size = match &content {
+            Content::None => 0,
+            Content::Stream(_, size) | Content::Unread(_, size) => *size,
+            Content::Data(data) => data.len() as u64,
         };
-        let size = file.as_ref().map_or(0, |(_, size)| *size);
         self.long_value(kind::GNU_LONG_NAME, &name)?;
         self.long_value(kind::GNU_LONG_LINK, link)?;
         let uname = self.owners.user(entry.uid).to_vec();
@@ -299,30 +303,25 @@ impl<W: Write, P: FnMut(u64)> TarOut<'_, W, P> {
             device: device.map(split_device),
         });
         self.put(&block)?;
-        if let Some((file, size)) = file.as_mut() {
-            self.copy_data(file, *size, entry)?;
+        match &mut content {
+            Content::Data(data) => {
+                self.put(data)?;
+                self.pad(size)?;
+            }
+            Content::Stream(file, size) | Content::Unread(file, size) => self.copy_data(file, *size, entry)?,
+            Content::None => {}
         }
         Ok(())
     }
 
     /// Copies exactly `size` bytes of `file`, then the block padding.
-    fn copy_data(&mut self, file: &mut File, size: u64, entry: &WalkEntry<'_>) -> Result<()> {
+    fn copy_data(&mut self, file: &mut File, size: u64, entry: &Member) -> Result<()> {
         let mut buffer = std::mem::take(&mut self.buffer);
         let result = (|| {
             let mut remaining = size;
             while remaining > 0 {
                 let want = remaining.min(buffer.len() as u64) as usize;
-                let got = match file.read(&mut buffer[..want]) {
-                    Ok(0) => {
-                        return Err(Error::new(
-                            codes::FILE_CHANGED,
-                            format!("'{}' shrank by {remaining} bytes while it was being archived", entry.member),
-                        ))
-                    }
-                    Ok(n) => n,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    Err(e) => return Err(Error::io(e, "read", entry.path)),
-                };
+                let got = read_some(file, &mut buffer[..want], remaining, entry)?;
                 self.put(&buffer[..got])?;
                 remaining -= got as u64;
             }
@@ -331,6 +330,157 @@ impl<W: Write, P: FnMut(u64)> TarOut<'_, W, P> {
         self.buffer = buffer;
         result
     }
+}
+
+/// One read of a member's data into `buffer`: the bytes read (never 0), or the error of a
+/// file that ended `remaining` bytes early or failed to read.
+fn read_some(file: &mut File, buffer: &mut [u8], remaining: u64, entry: &Member) -> Result<usize> {
+    loop {
+        return match file.read(buffer) {
+            Ok(0) => Err(Error::new(
+                codes::FILE_CHANGED,
+                format!("'{}' shrank by {remaining} bytes while it was being archived", entry.member),
+            )),
+            Ok(n) => Ok(n),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => Err(Error::io(e, "read", &entry.path)),
+        };
+    }
+}
+
+/// A member's header fields, owned: the walk hands them to the writer across threads.
+struct Member {
+    member: String,
+    /// The host path, for messages.
+    path: PathBuf,
+    kind: EntryKind,
+    mode: u32,
+    uid: u32,
+    gid: u32,
+    mtime: i64,
+}
+
+impl Member {
+    fn of(entry: &WalkEntry<'_>) -> Member {
+        Member {
+            member: entry.member.to_string(),
+            path: entry.path.to_path_buf(),
+            kind: entry.kind.clone(),
+            mode: entry.mode,
+            uid: entry.uid,
+            gid: entry.gid,
+            mtime: entry.mtime,
+        }
+    }
+}
+
+/// The data of a member, as the read-ahead prepared it.
+enum Content {
+    /// Not a regular file (or an empty one): no data.
+    None,
+    /// A large file, open, with its size: the writer copies it in pieces.
+    Stream(File, u64),
+    /// A small file, open, with its size, for the pool to read whole.
+    Unread(File, u64),
+    /// A small file read whole by the pool.
+    Data(Vec<u8>),
+}
+
+/// Consecutive members handed from the walk through the pool to the writer at once (one
+/// hand-off per batch rather than per file keeps the threads' synchronization cheap).
+#[derive(Default)]
+struct Batch {
+    members: Vec<(Member, Result<Content>)>,
+    /// Bytes of small files to read whole (held against the [`Budget`] until written).
+    bytes: u64,
+    /// The walk failed (or was cancelled) after these members: the pack fails with this at
+    /// its turn.
+    failed: Option<Error>,
+}
+
+/// Where a reader of the pool leaves a batch it read, for the writer.
+#[derive(Default)]
+struct Slot {
+    batch: Mutex<Option<Batch>>,
+    filled: Condvar,
+}
+
+impl Slot {
+    fn fill(&self, batch: Batch) {
+        if let Ok(mut guard) = self.batch.lock() {
+            *guard = Some(batch);
+        }
+        self.filled.notify_all();
+    }
+
+    /// Waits until the batch was read.
+    fn wait(&self) -> Result<Batch> {
+        let poisoned = || Error::new(codes::INTERNAL, "read-ahead slot poisoned");
+        let mut guard = self.batch.lock().map_err(|_| poisoned())?;
+        loop {
+            if let Some(batch) = guard.take() {
+                return Ok(batch);
+            }
+            guard = self.filled.wait(guard).map_err(|_| poisoned())?;
+        }
+    }
+}
+
+/// Bytes of file data read ahead and not yet written: at most [`READ_AHEAD_BYTES`] (or one
+/// batch, when nothing else is held).
+struct Budget {
+    used: Mutex<u64>,
+    freed: Condvar,
+}
+
+impl Budget {
+    /// Waits for room for `bytes`; false once `stop` is set.
+    fn acquire(&self, bytes: u64, stop: &AtomicBool) -> bool {
+        let Ok(mut used) = self.used.lock() else { return false };
+        while *used > 0 && *used + bytes > READ_AHEAD_BYTES {
+            if stop.load(Ordering::Relaxed) {
+                return false;
+            }
+            used = match self.freed.wait_timeout(used, std::time::Duration::from_millis(50)) {
+                Ok((guard, _)) => guard,
+                Err(_) => return false,
+            };
+        }
+        *used += bytes;
+        !stop.load(Ordering::Relaxed)
+    }
+
+    fn release(&self, bytes: u64) {
+        if let Ok(mut used) = self.used.lock() {
+            *used -= bytes;
+        }
+        self.freed.notify_all();
+    }
+}
+
+/// Files up to this size are read ahead whole by the pool; larger ones are copied in pieces
+/// by the writer at their turn.
+const READ_AHEAD_FILE: u64 = 1 << 20;
+/// The most file data read ahead at once.
+const READ_AHEAD_BYTES: u64 = 16 << 20;
+/// A batch ends after this many members, or this many bytes of small files.
+const BATCH_MEMBERS: usize = 32;
+const BATCH_BYTES: u64 = 1 << 20;
+/// The most members between the walk and the writer (each may hold an open file).
+const READ_AHEAD_MEMBERS: usize = 256;
+/// Batches between the walk and the writer.
+const READ_AHEAD_BATCHES: usize = READ_AHEAD_MEMBERS / BATCH_MEMBERS;
+/// Reader threads of the pool.
+const READ_AHEAD_THREADS: usize = 2;
+
+/// Reads a whole small file of exactly `size` bytes (the size of the open file).
+fn read_whole(file: &mut File, size: u64, member: &Member) -> Result<Vec<u8>> {
+    let mut data = vec![0; size as usize];
+    let mut done = 0;
+    while done < data.len() {
+        done += read_some(file, &mut data[done..], size - done as u64, member)?;
+    }
+    Ok(data)
 }
 
 /// Opens a member that the walk saw as a regular file, through its directory handle,
@@ -372,21 +522,123 @@ fn pack_to<W: Write>(
     let mut tar = TarOut {
         out: CountingWriter::new(sink, progress, cancel),
         target,
-        follow_symlinks: opts.follow_symlinks,
         prefix: plan.prefix,
         owners: OwnerNames::default(),
         buffer: vec![0; COPY_BUFFER],
     };
-    let mut entries = 0;
-    plan.walk(opts, skip, cancel).run(|entry| {
-        tar.member(entry)?;
-        entries += 1;
-        Ok(())
-    })?;
+    let entries = read_ahead(&plan, opts, skip, cancel, |member, content| tar.member(member, content))?;
     tar.put(&END_OF_ARCHIVE)?;
     let tar_bytes = tar.out.count();
     let writer = tar.out.into_inner().finish().map_err(|e| stream_error(e, "write", target))?;
     Ok((PackSummary { entries, tar_bytes }, writer))
+}
+
+/// Walks the archive on one thread (opening each regular file there, in archive order),
+/// reads small files ahead whole on a pool of [`READ_AHEAD_THREADS`], batch by batch, and
+/// calls `write` for every member in archive order on the calling thread, with the member's
+/// content or the error its open or read met. A walk error is returned at its turn, after
+/// every member before it was written. At most about [`READ_AHEAD_MEMBERS`] members and
+/// [`READ_AHEAD_BYTES`] of data are held ahead of the writer. The first error of `write`
+/// stops the walk and the pool. Returns the number of members written.
+fn read_ahead(
+    plan: &Plan,
+    opts: &PackOptions,
+    skip: &[(u64, u64)],
+    cancel: &AtomicBool,
+    mut write: impl FnMut(&Member, Result<Content>) -> Result<()>,
+) -> Result<u64> {
+    let stop = AtomicBool::new(false);
+    let budget = Budget { used: Mutex::new(0), freed: Condvar::new() };
+    let follow = opts.follow_symlinks;
+    let (reads, pool) = mpsc::channel::<(Batch, Arc<Slot>)>();
+    let pool = Mutex::new(pool);
+    std::thread::scope(|scope| {
+        let (batches, ordered) = mpsc::sync_channel::<Arc<Slot>>(READ_AHEAD_BATCHES);
+        for _ in 0..READ_AHEAD_THREADS {
+            let (pool, stop) = (&pool, &stop);
+            scope.spawn(move || loop {
+                let job = match pool.lock() {
+                    Ok(receiver) => receiver.recv(),
+                    Err(_) => return,
+                };
+                let Ok((mut batch, slot)) = job else { return };
+                for (member, content) in &mut batch.members {
+                    if let Ok(Content::Unread(file, size)) = content {
+                        *content = if stop.load(Ordering::Relaxed) {
+                            Err(Error::aborted())
+                        } else {
+                            read_whole(file, *size, member).map(Content::Data)
+                        };
+                    }
+                }
+                slot.fill(batch);
+            });
+        }
+        let (stop, budget) = (&stop, &budget);
+        scope.spawn(move || {
+            // Hands a batch on: false once the writer stopped.
+            let send = |batch: Batch| {
+                if !budget.acquire(batch.bytes, stop) {
+                    return false;
+                }
+                let slot = Arc::new(Slot::default());
+                reads.send((batch, slot.clone())).is_ok() && batches.send(slot).is_ok()
+            };
+            let mut batch = Batch::default();
+            let walked = plan.walk(opts, skip, cancel).run(|entry| {
+                let content = match entry.kind {
+                    EntryKind::File { .. } => open_regular(entry, follow).map(|(file, size)| {
+                        if size == 0 {
+                            Content::None
+                        } else if size > READ_AHEAD_FILE {
+                            Content::Stream(file, size)
+                        } else {
+                            batch.bytes += size;
+                            Content::Unread(file, size)
+                        }
+                    }),
+                    _ => Ok(Content::None),
+                };
+                batch.members.push((Member::of(entry), content));
+                if (batch.members.len() >= BATCH_MEMBERS || batch.bytes >= BATCH_BYTES)
+                    && !send(std::mem::take(&mut batch))
+                {
+                    return Err(Error::aborted());
+                }
+                Ok(())
+            });
+            if !stop.load(Ordering::Relaxed) {
+                batch.failed = walked.err();
+                send(batch);
+            }
+        });
+        let result = (|| {
+            let mut written = 0;
+            for slot in ordered.iter() {
+                let batch = slot.wait()?;
+                let wrote: Result<()> = (|| {
+                    for (member, content) in batch.members {
+                        write(&member, content)?;
+                        written += 1;
+                    }
+                    Ok(())
+                })();
+                budget.release(batch.bytes);
+                wrote?;
+                if let Some(err) = batch.failed {
+                    return Err(err);
+                }
+            }
+            Ok(written)
+        })();
+        if result.is_err() {
+            stop.store(true, Ordering::Relaxed);
+            budget.freed.notify_all();
+        }
+        // Unblocks a walk waiting to send; the pool ends when the walk drops its sender.
+        drop(ordered);
+        result
+    })
 }
 
 /// User and group names for uid/gid, looked up once each (GNU tar fills them in too).
@@ -867,6 +1119,91 @@ mod tests {
         // Excluded directories are never read, as with tar.
         let excluded = PackOptions { exclude: vec!["d".into()], ..opts(dir.path()) };
         assert_eq!(pack_bytes(&excluded).unwrap(), vec![0u8; 1024]);
+    }
+
+    /// The read-ahead: more members than it holds at once, more data than its byte window,
+    /// files on both sides of the whole-read limit and empty ones; the archive is GNU tar's,
+    /// byte for byte (all top-level, so GNU tar takes them in the order they are named
+    /// rather than in its directory-read order).
+    #[test]
+    fn read_ahead_keeps_gnu_tars_bytes_beyond_its_window() {
+        if !have_gnu_tar("read_ahead_keeps_gnu_tars_bytes_beyond_its_window") {
+            return;
+        }
+        let seed = 0x4ead_a4ead;
+        let mut rng = Rng::new(seed);
+        let src = TempDir::new("pack-ahead");
+        let limit = READ_AHEAD_FILE as usize;
+        let sizes = [0, 1, 511, 512, 513, limit - 1, limit, limit + 1, 3 * limit];
+        let mut data = 0;
+        for i in 0..(READ_AHEAD_MEMBERS * 3) {
+            let dir = src.path();
+            let size = if i % 25 == 0 { *rng.pick(&sizes) } else { rng.below(20_000) };
+            let body: Vec<u8> = (0..size).map(|k| (k as u64 * 31 + i as u64) as u8).collect();
+            fs::write(dir.join(format!("f{i}")), body).unwrap();
+            data += size;
+        }
+        for i in 0..20 {
+            fs::write(src.join(format!("big{i}")), vec![i as u8; limit]).unwrap();
+            data += limit;
+        }
+        assert!(data as u64 > 2 * READ_AHEAD_BYTES, "seed {seed}: the tree must outgrow the window");
+        let ours = pack_bytes(&opts(src.path())).unwrap();
+        let names = crate::walk::sorted_names(src.path()).unwrap();
+        let gnu = gnu_tar_create(src.path(), &[], &names, false);
+        assert!(gnu.len() >= ours.len(), "seed {seed}: GNU tar wrote less");
+        if let Some(at) = ours.iter().zip(&gnu).position(|(a, b)| a != b) {
+            panic!("seed {seed}: differs from GNU tar at byte {at} (block {})", at / 512);
+        }
+        assert!(gnu[ours.len()..].iter().all(|&b| b == 0), "seed {seed}: GNU tar has more");
+    }
+
+    /// A writer that fails stops the walk and the read-ahead pool (no hang), and its error
+    /// is the pack's; a walk error (a name that is not UTF-8) comes at its turn, after every
+    /// member before it was written whole.
+    #[test]
+    fn read_ahead_stops_on_the_writers_error_and_fails_at_the_walks_turn() {
+        struct FailAfter(usize);
+        impl Write for FailAfter {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                if self.0 < buf.len() {
+                    return Err(std::io::Error::from_raw_os_error(libc::ENOSPC));
+                }
+                self.0 -= buf.len();
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let src = TempDir::new("pack-ahead-fail");
+        for i in 0..(READ_AHEAD_MEMBERS * 2) {
+            fs::write(src.join(format!("a{i:04}")), vec![b'x'; 70_000]).unwrap();
+        }
+        let err = pack(&opts(src.path()), FailAfter(1 << 20), |_| {}, &never()).unwrap_err();
+        assert_eq!(err.code, "ENOSPC", "{err:?}");
+
+        use std::os::unix::ffi::OsStrExt;
+        fs::create_dir(src.join("z")).unwrap();
+        fs::write(src.join("z").join(std::ffi::OsStr::from_bytes(b"bad\xff")), b"x").unwrap();
+        let mut out = Vec::new();
+        let err = pack(&opts(src.path()), &mut out, |_| {}, &never()).unwrap_err();
+        assert_eq!(err.code, codes::NON_UTF8_NAME, "{err:?}");
+        let mut archive = ::tar::Archive::new(&out[..]);
+        let mut names = Vec::new();
+        for entry in archive.entries().unwrap() {
+            let mut entry = entry.unwrap();
+            let mut body = Vec::new();
+            entry.read_to_end(&mut body).unwrap();
+            let name = entry.path().unwrap().to_string_lossy().into_owned();
+            if name.starts_with('a') {
+                assert_eq!(body, vec![b'x'; 70_000], "{name}");
+            }
+            names.push(name);
+        }
+        let mut expected: Vec<String> = (0..(READ_AHEAD_MEMBERS * 2)).map(|i| format!("a{i:04}")).collect();
+        expected.push("z/".into());
+        assert_eq!(names, expected);
     }
 
     #[test]

@@ -1,0 +1,61 @@
+// Shared by the bench scripts: the summary rows each prints as its last line (collected by
+// bench/run.mjs into one table) and the floor probes of crates/core/examples/bench_floor.rs.
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const repo = path.join(path.dirname(fileURLToPath(import.meta.url)), "..");
+const FLOOR_BIN = path.join(repo, "target", "release", "examples", "bench_floor");
+
+export const median = (xs) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+/**
+ * Prints the script's summary rows as one JSON line `{"rows":[…]}`: each row is
+ * `{ path, ours, upstream, floor, floorIs }` in ms (`upstream`/`floor` null where there is
+ * none; `floorIs` says what the floor is).
+ */
+export function emitRows(rows) {
+  console.log(JSON.stringify({ rows }));
+}
+
+let built = false;
+/** Runs the floor probe binary (built on first use, release, no default features). */
+function floorTool(args) {
+  if (!built) {
+    execFileSync("cargo", ["build", "--quiet", "--release", "-p", "paperclip-sync-core", "--no-default-features", "--example", "bench_floor"], { cwd: repo, stdio: ["ignore", "inherit", "inherit"] });
+    built = existsSync(FLOOR_BIN);
+  }
+  return JSON.parse(execFileSync(FLOOR_BIN, args, { encoding: "utf8" }).trim().split("\n").pop());
+}
+
+/**
+ * The walk floor of `dir`: our own walker alone (open, getdents, lstat; no hashing), median
+ * of `runs`, on every core. `skip`: relative paths left out with everything below them.
+ * Returns { ms, entries, files, bytes }.
+ */
+export function walkFloor(dir, { runs = 3, skip = [] } = {}) {
+  const args = ["walk", dir, "--runs", String(runs)];
+  let tmp;
+  if (skip.length > 0) {
+    tmp = mkdtempSync(path.join(os.tmpdir(), "pc-bench-skip-"));
+    writeFileSync(path.join(tmp, "skip"), skip.join("\n"));
+    args.push("--skip-file", path.join(tmp, "skip"));
+  }
+  try {
+    return floorTool(args);
+  } finally {
+    if (tmp) rmSync(tmp, { recursive: true, force: true });
+  }
+}
+
+let shaRate;
+/** Measured SHA-256 throughput on every core at once (MB/s, 10^6 bytes), measured once. */
+export function sha256MBps() {
+  shaRate ??= floorTool(["sha", "--runs", "3"]).mbps;
+  return shaRate;
+}
+
+/** The hash floor of `bytes`: the time every core needs to SHA-256 them from memory (ms). */
+export const hashFloorMs = (bytes) => bytes / 1e6 / sha256MBps() * 1000;
