@@ -1,4 +1,4 @@
-// Differential tests of hot path 5 against the upstream package on seeded random inputs.
+// Differential tests of the exclude-pattern escaping against the upstream package on seeded random inputs.
 import { describe, expect, it } from "vitest";
 import * as upstreamExclude from "@paperclipai/adapter-utils/exclude-patterns";
 import * as upstreamSandbox from "@paperclipai/adapter-utils/sandbox-managed-runtime";
@@ -27,7 +27,7 @@ function differential(name, generate, theirs, mine) {
   return hits;
 }
 
-describe(`hot path 5 differential (DIFF_SEED=${SEED})`, () => {
+describe(`exclude-pattern differential (DIFF_SEED=${SEED})`, () => {
   it("isRelativePathOrDescendant", () => {
     const hits = differential("isRelativePathOrDescendant", (rng) => {
       const rel = randomRelativePath(rng);

@@ -1,4 +1,4 @@
-// Differential tests of hot path 1 (ignore resolution) on seeded generated repositories:
+// Differential tests of ignore resolution on seeded generated repositories:
 // the in-process scan against the git CLI (raw records in git's order, and the toplevel) and
 // `readReferencedSourceGitIgnoredPaths`/`resolveReferencedSourceIgnore` against upstream's.
 import { execFile } from "node:child_process";

@@ -1,4 +1,4 @@
-// Ignore resolution (hot path 1) at the JS level: hardening proofs, bounds at their exact
+// Ignore resolution at the JS level: hardening proofs, bounds at their exact
 // edges, failures, the executor seam (compared with upstream's), deadlines, cancellation
 // and bounded concurrency.
 import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";

@@ -1,4 +1,4 @@
-// Differential tests of hot path 3 (restore merge) against upstream on seeded triples:
+// Differential tests of the restore merge against upstream on seeded triples:
 // a baseline tree, a remote result derived from it, and host edits since the baseline.
 // Upstream merges one copy of the host tree, ours another; the results must be equal byte
 // for byte (kinds, full modes, contents, link targets), or fail with the same code.

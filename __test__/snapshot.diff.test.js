@@ -1,4 +1,4 @@
-// Differential tests of hot path 2 (snapshots and content signatures) against upstream.
+// Differential tests of snapshots and content signatures against upstream.
 import { execFileSync } from "node:child_process";
 import { chmodSync, mkdtempSync, rmSync, unlinkSync, writeFileSync, mkdirSync } from "node:fs";
 import os from "node:os";

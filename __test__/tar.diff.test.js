@@ -1,4 +1,4 @@
-// Differential tests of hot path 4 (host tar creation and extraction) against GNU tar and
+// Differential tests of host tar creation and extraction against GNU tar and
 // against upstream's createTarballFromDirectory (which runs the system tar).
 import { execFileSync } from "node:child_process";
 import { linkSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";

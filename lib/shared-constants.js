@@ -11,4 +11,5 @@ export const FALLBACK_CONSTANTS = Object.freeze({
   ignoreScanMaxEntryCount: 10_000,
   ignoreScanMaxTotalBytes: 2 * 1024 * 1024,
   ignoreScanMaxOutputBytes: 4 * 1024 * 1024,
+  maxChunkSize: 64 * 1024 * 1024,
 });

@@ -17,7 +17,7 @@ const CAPTURE_OPTIONS = new Set(["signal"]);
 
 function invalidArgument(message) {
   const error = new TypeError(message);
-  error.code = "ERR_PAPERCLIP_NATIVE_INVALID_ARGUMENT";
+  error.code = codes.INVALID_ARGUMENT;
   return error;
 }
 

@@ -3,7 +3,7 @@
 // stream. The member set is `createTarballFromDirectory`'s; the work is native (see
 // src/tar.rs) and never buffers more than a few chunks.
 import fs from "node:fs/promises";
-import { abortError, native, runCancellable, toJsError } from "./native.js";
+import { abortError, constants, native, runCancellable, toJsError } from "./native.js";
 import {
   archiveLimits,
   checkOptionNames,
@@ -17,7 +17,7 @@ import {
 
 /** Default chunk size of a tarball stream: 1 MiB. */
 export const TARBALL_STREAM_DEFAULT_CHUNK_SIZE = 1024 * 1024;
-const MAX_CHUNK_SIZE = 64 * 1024 * 1024;
+const MAX_CHUNK_SIZE = constants.maxChunkSize;
 /** Largest piece of a caller's chunk handed to the native extraction at once. */
 const EXTRACT_PIECE = 1024 * 1024;
 /** The option names of our functions (any other is rejected). */

@@ -207,6 +207,8 @@ export interface SharedConstants {
   ignoreScanMaxTotalBytes: number
   /** Upstream's raw listing allowance of an ignore scan (its `maxBuffer`). */
   ignoreScanMaxOutputBytes: number
+  /** The largest `chunkSize` a tar pack stream takes (64 MiB). */
+  maxChunkSize: number
 }
 
 /** Upstream `shouldExcludePath`: true when any entry of `exclude` matches `relative`. */

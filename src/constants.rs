@@ -17,6 +17,8 @@ pub struct SharedConstants {
     pub ignore_scan_max_total_bytes: u32,
     /// Upstream's raw listing allowance of an ignore scan (its `maxBuffer`).
     pub ignore_scan_max_output_bytes: u32,
+    /// The largest `chunkSize` a tar pack stream takes (64 MiB).
+    pub max_chunk_size: u32,
 }
 
 /// The core's constants that JS also uses (internal; see `constants` in `lib/native.js`).
@@ -28,5 +30,6 @@ pub fn shared_constants() -> SharedConstants {
         ignore_scan_max_entry_count: ignore_scan::MAX_ENTRY_COUNT as u32,
         ignore_scan_max_total_bytes: ignore_scan::MAX_TOTAL_BYTES as u32,
         ignore_scan_max_output_bytes: ignore_scan::MAX_OUTPUT_BYTES as u32,
+        max_chunk_size: crate::tar::MAX_CHUNK_SIZE,
     }
 }

@@ -39,7 +39,7 @@ const PACK_QUEUE_CHUNKS: usize = 2;
 /// Chunks an extract sink may hold for its thread, beyond the one being read.
 const EXTRACT_QUEUE_CHUNKS: usize = 4;
 /// Largest chunk a pack stream accepts to produce.
-const MAX_CHUNK_SIZE: u32 = 64 * 1024 * 1024;
+pub(crate) const MAX_CHUNK_SIZE: u32 = 64 * 1024 * 1024;
 
 /// What to archive (internal; see `createTarballFromDirectory` and the streaming pack).
 #[napi(object)]

@@ -4,6 +4,7 @@
 //
 // Exit codes: 0 success; 1 the operation failed (one line `paperclip-sync: CODE: message`);
 // 2 bad usage (unknown command or option, missing argument).
+import { codes } from "../native.js";
 import { parseCommandArgs, PROGRAM, UsageError } from "./args.js";
 
 const HELP = `Usage: ${PROGRAM} <command> [options]
@@ -71,7 +72,7 @@ export async function main(argv) {
       console.error(`${PROGRAM}: ${error.message}\nRun '${PROGRAM} --help' for usage.`);
       return 2;
     }
-    const code = error?.code ?? "ERR_PAPERCLIP_NATIVE_INTERNAL";
+    const code = error?.code ?? codes.INTERNAL;
     // One line, whatever the message holds (remote stderr, OpenSSH-style warnings).
     const message = String(error?.message ?? error).split("\n").map((line) => line.trim()).filter(Boolean).join(" ");
     console.error(`${PROGRAM}: ${code}: ${message}`);

@@ -2,6 +2,7 @@
 import { readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { parseDirectorySnapshot } from "../../index.js";
+import { codes } from "../native.js";
 import { UsageError } from "./args.js";
 
 /** Entry counts by kind and the files' total size (stat'ed after the capture). */
@@ -33,13 +34,13 @@ export function loadSnapshot(file) {
     raw = JSON.parse(readFileSync(file, "utf8"));
   } catch (error) {
     const wrapped = new Error(`cannot read snapshot ${file}: ${error.message}`);
-    wrapped.code = error.code ?? "ERR_PAPERCLIP_NATIVE_INVALID_ARGUMENT";
+    wrapped.code = error.code ?? codes.INVALID_ARGUMENT;
     throw wrapped;
   }
   const snapshot = parseDirectorySnapshot(raw);
   if (!snapshot) {
     const error = new Error(`${file} is not a valid serialized snapshot`);
-    error.code = "ERR_PAPERCLIP_NATIVE_INVALID_ARGUMENT";
+    error.code = codes.INVALID_ARGUMENT;
     throw error;
   }
   return snapshot;

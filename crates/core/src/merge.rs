@@ -1,4 +1,4 @@
-//! Hot path 3: the three-way restore merge (upstream `mergeDirectoryWithBaseline`; README
+//! The three-way restore merge (upstream `mergeDirectoryWithBaseline`; README
 //! "Restore merge and the merge lock").
 //!
 //! Given the host's `baseline` snapshot (taken before the remote run), the remote result

@@ -1,4 +1,4 @@
-//! Hot path 2: directory snapshots (upstream `captureDirectorySnapshot` and friends) and the
+//! Directory snapshots (upstream `captureDirectorySnapshot` and friends) and the
 //! referenced-source content signature.
 //!
 //! The walk (the shared [`crate::walk`]) and the hashing both run on a bounded set of

@@ -1,4 +1,4 @@
-//! Hot path 1, ignore resolution (upstream's `readReferencedSourceGitIgnoredPaths` and
+//! Ignore resolution (upstream's `readReferencedSourceGitIgnoredPaths` and
 //! `resolveReferencedSourceIgnore`; README "Ignore resolution: the trust model"): the
 //! ignored paths of a referenced project's directory, computed in-process instead of by spawning
 //! `git ls-files --others --ignored --exclude-standard --directory --full-name -z`.

@@ -1,4 +1,4 @@
-//! Hot path 4: tar archives written and read in-process.
+//! Tar archives written and read in-process.
 //!
 //! * [`TarExcludeSet`]: GNU tar's default `--exclude` semantics.
 //! * [`pack`], [`precompute_size`], [`pack_to_file`]: a directory as a tar stream with exactly
