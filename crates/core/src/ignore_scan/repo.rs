@@ -8,7 +8,7 @@ use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use git2::{ConfigLevel, Repository, RepositoryOpenFlags};
 
@@ -224,6 +224,22 @@ pub enum InIndex {
     Gitlink,
 }
 
+/// How many parsed indexes [`IndexFacts::read_cached`] keeps.
+pub const INDEX_CACHE_CAPACITY: usize = 8;
+
+/// An index file's identity and the read's parameters.
+#[derive(PartialEq, Eq)]
+struct IndexKey {
+    path: PathBuf,
+    identity: (u64, u64, u64, i64, i64, i64, i64),
+    ignore_case: bool,
+    keep: Vec<u8>,
+}
+
+/// The parsed indexes of recent scans, least recently used first.
+type IndexCache = Mutex<Vec<(IndexKey, Arc<IndexFacts>)>>;
+static INDEX_CACHE: OnceLock<IndexCache> = OnceLock::new();
+
 const GITLINK_MODE: u32 = 0o160000;
 const SKIP_WORKTREE: u16 = 1 << 14;
 
@@ -271,6 +287,47 @@ impl IndexFacts {
                 folded.files.insert(lower.into_boxed_slice());
             }
             facts.folded = Some(Box::new(folded));
+        }
+        Ok(facts)
+    }
+
+    /// [`IndexFacts::read`], reusing the facts of an earlier scan while the index file is the
+    /// same file, unchanged: same device, inode, size, modification and change times (to
+    /// the nanosecond), before and after the read. git and libgit2 replace the index by
+    /// renaming a new file over it, so any change gives it a new identity. Parsing and
+    /// checksumming the index is a fifth of a warm scan of a 5 000-file repository; a
+    /// long-running host scans the same repositories run after run. At most
+    /// [`INDEX_CACHE_CAPACITY`] indexes are kept (the least recently used is dropped); a
+    /// missing or unreadable index file is never cached.
+    pub fn read_cached(repo: &Repository, ignore_case: bool, keep: &[u8]) -> Result<Arc<IndexFacts>, ScanError> {
+        let path = repo.path().join("index");
+        let identity = |path: &Path| {
+            fs::metadata(path)
+                .ok()
+                .map(|m| (m.dev(), m.ino(), m.size(), m.mtime(), m.mtime_nsec(), m.ctime(), m.ctime_nsec()))
+        };
+        let Some(before) = identity(&path) else {
+            return IndexFacts::read(repo, ignore_case, keep).map(Arc::new);
+        };
+        let key = IndexKey { path, identity: before, ignore_case, keep: keep.to_vec() };
+        let cache = INDEX_CACHE.get_or_init(|| Mutex::new(Vec::new()));
+        if let Ok(mut cache) = cache.lock() {
+            if let Some(at) = cache.iter().position(|(k, _)| *k == key) {
+                let hit = cache.remove(at);
+                let facts = Arc::clone(&hit.1);
+                cache.push(hit);
+                return Ok(facts);
+            }
+        }
+        let facts = Arc::new(IndexFacts::read(repo, ignore_case, keep)?);
+        if identity(&key.path) == Some(key.identity) {
+            if let Ok(mut cache) = cache.lock() {
+                cache.retain(|(k, _)| k.path != key.path || k.ignore_case != key.ignore_case || k.keep != key.keep);
+                if cache.len() >= INDEX_CACHE_CAPACITY {
+                    cache.remove(0);
+                }
+                cache.push((key, Arc::clone(&facts)));
+            }
         }
         Ok(facts)
     }

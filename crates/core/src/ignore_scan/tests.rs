@@ -761,3 +761,23 @@ fn patterns_the_ignore_crate_reads_differently_match_git() {
         assert_same(&repo, &home, &format!("pattern {pattern:?}"));
     }
 }
+
+#[test]
+fn a_changed_index_is_read_again() {
+    // The parsed index is reused only while the index file is unchanged: tracking an ignored
+    // file, or untracking it again, shows in the next scan.
+    let tmp = TempDir::new("index-cache");
+    let (repo, home) = fresh_repo(&tmp);
+    write(&repo.join(".gitignore"), "*.log\n");
+    write(&repo.join("a.log"), "x");
+    write(&repo.join("b.log"), "x");
+    let listed = |repo: &Path| scan(repo, &home).unwrap().unwrap().ignored_paths;
+    assert_eq!(listed(&repo), ["a.log", "b.log"]);
+    assert_eq!(listed(&repo), ["a.log", "b.log"]);
+    run_git(&repo, &home, &["add", "-f", "a.log"]);
+    assert_eq!(listed(&repo), ["b.log"]);
+    assert_same(&repo, &home, "after git add -f");
+    run_git(&repo, &home, &["rm", "-q", "--cached", "a.log"]);
+    assert_eq!(listed(&repo), ["a.log", "b.log"]);
+    assert_same(&repo, &home, "after git rm --cached");
+}
