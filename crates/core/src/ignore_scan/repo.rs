@@ -194,6 +194,9 @@ pub fn open(worktree: &Path) -> Result<Repository, ScanError> {
 pub struct IndexFacts {
     names: Vec<u8>,
     entries: Vec<IndexName>,
+    /// Every entry name, for the exact lookups of each walked file (a hash lookup instead of
+    /// a binary search of long shared-prefix names).
+    exact: HashSet<Box<[u8]>>,
     /// Entries marked skip-worktree (sparse checkout) at stage 0, with their blob id.
     skip_worktree: HashMap<Box<[u8]>, git2::Oid>,
     /// With `core.ignoreCase`, ASCII-lowercased name sets for git's case-insensitive lookups.
@@ -269,6 +272,10 @@ impl IndexFacts {
         let key = |e: &IndexName| &names[e.start..e.start + e.len];
         if !facts.entries.is_sorted_by(|a, b| key(a) <= key(b)) {
             facts.entries.sort_by(|a, b| key(a).cmp(key(b)));
+        }
+        facts.exact.reserve(facts.entries.len());
+        for e in &facts.entries {
+            facts.exact.insert(facts.names[e.start..e.start + e.len].into());
         }
         if ignore_case {
             let mut folded = Folded::default();
@@ -352,8 +359,7 @@ impl IndexFacts {
 
     /// Exact, case-sensitive presence at any stage (`index_name_is_other`).
     pub fn has_exact(&self, name: &[u8]) -> bool {
-        let i = self.lower_bound(name);
-        i < self.entries.len() && self.name(i) == name
+        self.exact.contains(name)
     }
 
     /// `directory_exists_in_index` for a name without its trailing slash.
