@@ -230,6 +230,10 @@ pub enum InIndex {
 /// How many parsed indexes [`IndexFacts::read_cached`] keeps.
 pub const INDEX_CACHE_CAPACITY: usize = 8;
 
+/// How long an index file must have been unchanged before [`IndexFacts::read_cached`]
+/// keeps what it read.
+pub const INDEX_RACY_WINDOW: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// An index file's identity and the read's parameters.
 #[derive(PartialEq, Eq)]
 struct IndexKey {
@@ -305,7 +309,8 @@ impl IndexFacts {
     /// checksumming the index is a fifth of a warm scan of a 5 000-file repository; a
     /// long-running host scans the same repositories run after run. At most
     /// [`INDEX_CACHE_CAPACITY`] indexes are kept (the least recently used is dropped); a
-    /// missing or unreadable index file is never cached.
+    /// missing or unreadable index file, or one changed within the last
+    /// [`INDEX_RACY_WINDOW`], is never cached.
     pub fn read_cached(repo: &Repository, ignore_case: bool, keep: &[u8]) -> Result<Arc<IndexFacts>, ScanError> {
         let path = repo.path().join("index");
         let identity = |path: &Path| {
@@ -327,7 +332,16 @@ impl IndexFacts {
             }
         }
         let facts = Arc::new(IndexFacts::read(repo, ignore_case, keep)?);
-        if identity(&key.path) == Some(key.identity) {
+        // Timestamps are coarse (a few ms) and a freed inode number can come back, so an index
+        // changed within the last [`INDEX_RACY_WINDOW`] is not kept: a rewrite after this read
+        // can then no longer repeat its identity.
+        let (_, _, _, mtime, mtime_nsec, ctime, ctime_nsec) = key.identity;
+        let newest = (mtime, mtime_nsec).max((ctime, ctime_nsec));
+        let settled = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).is_ok_and(|now| {
+            let limit = now.saturating_sub(INDEX_RACY_WINDOW);
+            (limit.as_secs() as i64, i64::from(limit.subsec_nanos())) > newest
+        });
+        if settled && identity(&key.path) == Some(key.identity) {
             if let Ok(mut cache) = cache.lock() {
                 cache.retain(|(k, _)| k.path != key.path || k.ignore_case != key.ignore_case || k.keep != key.keep);
                 if cache.len() >= INDEX_CACHE_CAPACITY {
