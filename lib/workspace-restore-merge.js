@@ -197,7 +197,8 @@ export async function mergeDirectoryWithBaseline(input) {
   const exclude = [...new Set(baseline.exclude ?? [])];
   const capturing = runCancellable(undefined, (cancelId) =>
     native.mergeCaptureSource(path.normalize(input.sourceDir), exclude, cancelId));
-  // Encoded while the source is captured off the JS thread.
+  // Encoded while the source is captured off the JS thread, then decoded natively beside
+  // the capture (not inside the lock).
   let transfer;
   try {
     transfer = baselineTransfer(baseline.entries);
@@ -205,7 +206,16 @@ export async function mergeDirectoryWithBaseline(input) {
     await capturing.catch(() => undefined);
     throw error;
   }
-  const source = await capturing;
+  const decoding = runCancellable(undefined, () => native.mergeDecodeBaseline(transfer));
+  decoding.catch(() => undefined); // awaited below, after the capture
+  let source;
+  try {
+    source = await capturing;
+  } catch (error) {
+    await decoding.catch(() => undefined);
+    throw error;
+  }
+  const decoded = await decoding;
   if (input.refuseEmptySource === true && source.entryCount === 0 && baseline.entries.size > 0) {
     const error = new Error("Refusing to merge an empty source directory over a non-empty baseline");
     error.code = EMPTY_SOURCE_CODE;
@@ -214,7 +224,7 @@ export async function mergeDirectoryWithBaseline(input) {
   await withDirectoryMergeLock(input.targetDir, async (canonicalTargetDir) => {
     await input.beforeApply?.();
     const outcome = await runCancellable(undefined, () =>
-      native.mergeApply(source, transfer, canonicalTargetDir, exclude, conflictPolicy === "reject"));
+      native.mergeApply(source, decoded, canonicalTargetDir, exclude, conflictPolicy === "reject"));
     if (outcome.refusedCode) throw refusal(outcome);
     if (outcome.failedPaths.length > 0) throw firstFailure(outcome);
     await input.afterApply?.();

@@ -835,6 +835,7 @@ function __napiStampBindingTarget(exportsObject, target) {
 // linked import resolves to `undefined`.
 module.exports.__napiBindingTarget = __napiStampBindingTarget(nativeBinding, __napiLoadedBindingTarget)
 module.exports = nativeBinding
+module.exports.MergeBaseline = nativeBinding.MergeBaseline
 module.exports.MergeSource = nativeBinding.MergeSource
 module.exports.SnapshotStatCache = nativeBinding.SnapshotStatCache
 module.exports.SnapshotWatcherHandle = nativeBinding.SnapshotWatcherHandle
@@ -853,6 +854,7 @@ module.exports.isRelativePathOrDescendant = nativeBinding.isRelativePathOrDescen
 module.exports.listTree = nativeBinding.listTree
 module.exports.mergeApply = nativeBinding.mergeApply
 module.exports.mergeCaptureSource = nativeBinding.mergeCaptureSource
+module.exports.mergeDecodeBaseline = nativeBinding.mergeDecodeBaseline
 module.exports.mergeExcludeGroups = nativeBinding.mergeExcludeGroups
 module.exports.sharedConstants = nativeBinding.sharedConstants
 module.exports.shouldExcludePath = nativeBinding.shouldExcludePath

@@ -7,6 +7,9 @@
  */
 export declare const __napiBindingTarget: 'native' | 'wasm32-wasi' | 'wasm32-wasip1'
 
+/** A decoded baseline, kept native until the merge applies against it (internal). */
+export declare class MergeBaseline {}
+
 /** A captured merge source, kept native until the merge applies it (internal). */
 export declare class MergeSource {
   /** The number of entries (directories, files, symlinks) the source holds. */
@@ -146,10 +149,11 @@ export declare function isRelativePathOrDescendant(relative: string, candidate: 
 export declare function listTree(root: string): Promise<TreeListing>
 
 /**
- * Applies a captured source to the canonical `target` against the baseline (internal;
- * upstream steps 2.2 to 2.5 of `mergeDirectoryWithBaseline`, run inside the JS lock).
+ * Applies a captured source to the canonical `target` against the decoded baseline
+ * (internal; upstream steps 2.2 to 2.5 of `mergeDirectoryWithBaseline`, run inside the JS
+ * lock).
  */
-export declare function mergeApply(source: MergeSource, baseline: MergeBaselineTransfer, target: string, exclude: Array<string>, rejectConflicts: boolean): Promise<MergeOutcomeTransfer>
+export declare function mergeApply(source: MergeSource, baseline: MergeBaseline, target: string, exclude: Array<string>, rejectConflicts: boolean): Promise<MergeOutcomeTransfer>
 
 /**
  * A baseline snapshot in transfer form (internal). Entry `i` has path
@@ -167,6 +171,12 @@ export interface MergeBaselineTransfer {
 
 /** Captures the merge source (internal; upstream step 1 of `mergeDirectoryWithBaseline`). */
 export declare function mergeCaptureSource(sourceDir: string, exclude: Array<string>, cancelId?: number | undefined | null): Promise<MergeSource>
+
+/**
+ * Decodes a baseline transfer off the JS thread (internal): the merge decodes it while the
+ * source is captured, before it takes the lock, so the decoding is not inside the lock.
+ */
+export declare function mergeDecodeBaseline(baseline: MergeBaselineTransfer): Promise<MergeBaseline>
 
 /**
  * Upstream `mergeExcludes`, taking the groups as one array: concatenated in order, absent

@@ -2,7 +2,8 @@
 //! merge lock").
 //!
 //! `lib/workspace-restore-merge.js` drives the merge: it captures the source here (outside
-//! the lock), keeps it native as a [`MergeSource`], takes the lock in JS, awaits the
+//! the lock) and decodes the baseline meanwhile, keeps both native ([`MergeSource`],
+//! [`MergeBaseline`]), takes the lock in JS, awaits the
 //! caller's hooks, and calls [`merge_apply`] inside the lock. Nothing here waits for JS.
 
 use std::path::PathBuf;
@@ -138,22 +139,40 @@ fn decode_baseline(paths: &str, kinds: &[u8], modes: &[u32], hashes: &str, targe
     Ok(Baseline::new(entries))
 }
 
-/// Applies a captured source to the canonical `target` against the baseline (internal;
-/// upstream steps 2.2 to 2.5 of `mergeDirectoryWithBaseline`, run inside the JS lock).
+/// A decoded baseline, kept native until the merge applies against it (internal).
 #[napi]
-pub async fn merge_apply(
-    source: &MergeSource,
-    baseline: MergeBaselineTransfer,
-    target: String,
-    exclude: Vec<String>,
-    reject_conflicts: bool,
-) -> napi::Result<MergeOutcomeTransfer> {
-    let (source_root, source) = (source.root.clone(), Arc::clone(&source.snapshot));
+pub struct MergeBaseline {
+    baseline: Arc<Baseline>,
+}
+
+/// Decodes a baseline transfer off the JS thread (internal): the merge decodes it while the
+/// source is captured, before it takes the lock, so the decoding is not inside the lock.
+#[napi]
+pub async fn merge_decode_baseline(baseline: MergeBaselineTransfer) -> napi::Result<MergeBaseline> {
     let kinds = baseline.kinds.to_vec();
     let modes = baseline.modes.to_vec();
     let MergeBaselineTransfer { paths, hashes, targets, .. } = baseline;
     run_blocking(move || {
         let baseline = decode_baseline(&paths, &kinds, &modes, &hashes, &targets)?;
+        Ok(MergeBaseline { baseline: Arc::new(baseline) })
+    })
+    .await
+}
+
+/// Applies a captured source to the canonical `target` against the decoded baseline
+/// (internal; upstream steps 2.2 to 2.5 of `mergeDirectoryWithBaseline`, run inside the JS
+/// lock).
+#[napi]
+pub async fn merge_apply(
+    source: &MergeSource,
+    baseline: &MergeBaseline,
+    target: String,
+    exclude: Vec<String>,
+    reject_conflicts: bool,
+) -> napi::Result<MergeOutcomeTransfer> {
+    let (source_root, source) = (source.root.clone(), Arc::clone(&source.snapshot));
+    let baseline = Arc::clone(&baseline.baseline);
+    run_blocking(move || {
         let target = PathBuf::from(target);
         let outcome = merge::merge(&merge::MergeOptions {
             source_root: &source_root,

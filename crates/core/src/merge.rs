@@ -82,8 +82,16 @@ pub struct Baseline {
 impl Baseline {
     /// A baseline from `(path, entry)` pairs; a repeated path keeps its first entry.
     pub fn new(entries: impl IntoIterator<Item = (String, BaselineEntry)>) -> Baseline {
-        let mut seen = HashSet::new();
-        let entries = entries.into_iter().filter(|(rel, _)| is_walk_path(rel) && seen.insert(rel.clone())).collect();
+        let mut entries: Vec<(String, BaselineEntry)> =
+            entries.into_iter().filter(|(rel, _)| is_walk_path(rel)).collect();
+        // Repeats found over borrowed paths (no copy of each path), removed afterwards.
+        let mut seen: HashSet<&str> = HashSet::with_capacity(entries.len());
+        let first: Vec<bool> = entries.iter().map(|(rel, _)| seen.insert(rel.as_str())).collect();
+        drop(seen);
+        if first.contains(&false) {
+            let mut keep = first.into_iter();
+            entries.retain(|_| keep.next().unwrap_or(false));
+        }
         Baseline { entries }
     }
 
@@ -128,14 +136,16 @@ struct Indexed<'a> {
 
 impl<'a> Indexed<'a> {
     fn new(snapshot: &'a Snapshot) -> Self {
-        let by_rel = snapshot
-            .tree
-            .nodes
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| snapshot.entries[*i].is_some())
-            .map(|(i, node)| (node.rel.as_str(), i))
-            .collect();
+        let mut by_rel = HashMap::with_capacity(snapshot.tree.nodes.len());
+        by_rel.extend(
+            snapshot
+                .tree
+                .nodes
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| snapshot.entries[*i].is_some())
+                .map(|(i, node)| (node.rel.as_str(), i)),
+        );
         Indexed { snapshot, by_rel }
     }
 
@@ -359,7 +369,8 @@ pub fn merge(opts: &MergeOptions<'_>) -> Result<Outcome> {
         cancel: opts.cancel,
     })?;
     let current = Indexed::new(&current_snapshot);
-    let base: HashMap<&str, &BaselineEntry> = opts.baseline.entries.iter().map(|(rel, e)| (rel.as_str(), e)).collect();
+    let mut base: HashMap<&str, &BaselineEntry> = HashMap::with_capacity(opts.baseline.entries.len());
+    base.extend(opts.baseline.entries.iter().map(|(rel, e)| (rel.as_str(), e)));
     let plan = plan(opts.baseline, &base, &source, &current);
 
     if opts.reject_conflicts {

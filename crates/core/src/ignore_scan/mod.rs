@@ -234,7 +234,8 @@ fn scan_on_this_thread(
     };
 
     let settings = Settings::read(&repository, &top, env)?;
-    let index = IndexFacts::read(&repository, settings.ignore_case, prefix.strip_suffix(b"/").unwrap_or(&prefix))?;
+    let index =
+        IndexFacts::read_cached(&repository, settings.ignore_case, prefix.strip_suffix(b"/").unwrap_or(&prefix))?;
     let mut file_lists = Vec::new();
     for path in [settings.excludes_file.clone(), Some(repository.commondir().join("info").join("exclude"))]
         .into_iter()

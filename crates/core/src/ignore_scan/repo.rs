@@ -8,7 +8,7 @@ use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use git2::{ConfigLevel, Repository, RepositoryOpenFlags};
 
@@ -194,6 +194,9 @@ pub fn open(worktree: &Path) -> Result<Repository, ScanError> {
 pub struct IndexFacts {
     names: Vec<u8>,
     entries: Vec<IndexName>,
+    /// Every entry name, for the exact lookups of each walked file (a hash lookup instead of
+    /// a binary search of long shared-prefix names).
+    exact: HashSet<Box<[u8]>>,
     /// Entries marked skip-worktree (sparse checkout) at stage 0, with their blob id.
     skip_worktree: HashMap<Box<[u8]>, git2::Oid>,
     /// With `core.ignoreCase`, ASCII-lowercased name sets for git's case-insensitive lookups.
@@ -223,6 +226,26 @@ pub enum InIndex {
     /// It is a gitlink.
     Gitlink,
 }
+
+/// How many parsed indexes [`IndexFacts::read_cached`] keeps.
+pub const INDEX_CACHE_CAPACITY: usize = 8;
+
+/// How long an index file must have been unchanged before [`IndexFacts::read_cached`]
+/// keeps what it read.
+pub const INDEX_RACY_WINDOW: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// An index file's identity and the read's parameters.
+#[derive(PartialEq, Eq)]
+struct IndexKey {
+    path: PathBuf,
+    identity: (u64, u64, u64, i64, i64, i64, i64),
+    ignore_case: bool,
+    keep: Vec<u8>,
+}
+
+/// The parsed indexes of recent scans, least recently used first.
+type IndexCache = Mutex<Vec<(IndexKey, Arc<IndexFacts>)>>;
+static INDEX_CACHE: OnceLock<IndexCache> = OnceLock::new();
 
 const GITLINK_MODE: u32 = 0o160000;
 const SKIP_WORKTREE: u16 = 1 << 14;
@@ -254,6 +277,10 @@ impl IndexFacts {
         if !facts.entries.is_sorted_by(|a, b| key(a) <= key(b)) {
             facts.entries.sort_by(|a, b| key(a).cmp(key(b)));
         }
+        facts.exact.reserve(facts.entries.len());
+        for e in &facts.entries {
+            facts.exact.insert(facts.names[e.start..e.start + e.len].into());
+        }
         if ignore_case {
             let mut folded = Folded::default();
             for e in &facts.entries {
@@ -271,6 +298,57 @@ impl IndexFacts {
                 folded.files.insert(lower.into_boxed_slice());
             }
             facts.folded = Some(Box::new(folded));
+        }
+        Ok(facts)
+    }
+
+    /// [`IndexFacts::read`], reusing the facts of an earlier scan while the index file is the
+    /// same file, unchanged: same device, inode, size, modification and change times (to
+    /// the nanosecond), before and after the read. git and libgit2 replace the index by
+    /// renaming a new file over it, so any change gives it a new identity. Parsing and
+    /// checksumming the index is a fifth of a warm scan of a 5 000-file repository; a
+    /// long-running host scans the same repositories run after run. At most
+    /// [`INDEX_CACHE_CAPACITY`] indexes are kept (the least recently used is dropped); a
+    /// missing or unreadable index file, or one changed within the last
+    /// [`INDEX_RACY_WINDOW`], is never cached.
+    pub fn read_cached(repo: &Repository, ignore_case: bool, keep: &[u8]) -> Result<Arc<IndexFacts>, ScanError> {
+        let path = repo.path().join("index");
+        let identity = |path: &Path| {
+            fs::metadata(path)
+                .ok()
+                .map(|m| (m.dev(), m.ino(), m.size(), m.mtime(), m.mtime_nsec(), m.ctime(), m.ctime_nsec()))
+        };
+        let Some(before) = identity(&path) else {
+            return IndexFacts::read(repo, ignore_case, keep).map(Arc::new);
+        };
+        let key = IndexKey { path, identity: before, ignore_case, keep: keep.to_vec() };
+        let cache = INDEX_CACHE.get_or_init(|| Mutex::new(Vec::new()));
+        if let Ok(mut cache) = cache.lock() {
+            if let Some(at) = cache.iter().position(|(k, _)| *k == key) {
+                let hit = cache.remove(at);
+                let facts = Arc::clone(&hit.1);
+                cache.push(hit);
+                return Ok(facts);
+            }
+        }
+        let facts = Arc::new(IndexFacts::read(repo, ignore_case, keep)?);
+        // Timestamps are coarse (a few ms) and a freed inode number can come back, so an index
+        // changed within the last [`INDEX_RACY_WINDOW`] is not kept: a rewrite after this read
+        // can then no longer repeat its identity.
+        let (_, _, _, mtime, mtime_nsec, ctime, ctime_nsec) = key.identity;
+        let newest = (mtime, mtime_nsec).max((ctime, ctime_nsec));
+        let settled = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).is_ok_and(|now| {
+            let limit = now.saturating_sub(INDEX_RACY_WINDOW);
+            (limit.as_secs() as i64, i64::from(limit.subsec_nanos())) > newest
+        });
+        if settled && identity(&key.path) == Some(key.identity) {
+            if let Ok(mut cache) = cache.lock() {
+                cache.retain(|(k, _)| k.path != key.path || k.ignore_case != key.ignore_case || k.keep != key.keep);
+                if cache.len() >= INDEX_CACHE_CAPACITY {
+                    cache.remove(0);
+                }
+                cache.push((key, Arc::clone(&facts)));
+            }
         }
         Ok(facts)
     }
@@ -295,8 +373,7 @@ impl IndexFacts {
 
     /// Exact, case-sensitive presence at any stage (`index_name_is_other`).
     pub fn has_exact(&self, name: &[u8]) -> bool {
-        let i = self.lower_bound(name);
-        i < self.entries.len() && self.name(i) == name
+        self.exact.contains(name)
     }
 
     /// `directory_exists_in_index` for a name without its trailing slash.

@@ -761,3 +761,30 @@ fn patterns_the_ignore_crate_reads_differently_match_git() {
         assert_same(&repo, &home, &format!("pattern {pattern:?}"));
     }
 }
+
+#[test]
+fn a_changed_index_is_read_again() {
+    // The parsed index is reused only while the index file is unchanged: tracking an ignored
+    // file, or untracking it again, shows in the next scan.
+    let tmp = TempDir::new("index-cache");
+    let (repo, home) = fresh_repo(&tmp);
+    write(&repo.join(".gitignore"), "*.log\n");
+    write(&repo.join("a.log"), "x");
+    write(&repo.join("b.log"), "x");
+    let listed = |repo: &Path| scan(repo, &home).unwrap().unwrap().ignored_paths;
+    // Past the racy window after each index change, so that each index read is kept.
+    let settle = || std::thread::sleep(repo::INDEX_RACY_WINDOW + std::time::Duration::from_millis(100));
+    run_git(&repo, &home, &["add", ".gitignore"]);
+    settle();
+    assert_eq!(listed(&repo), ["a.log", "b.log"]);
+    assert_eq!(listed(&repo), ["a.log", "b.log"]);
+    run_git(&repo, &home, &["add", "-f", "a.log"]);
+    settle();
+    assert_eq!(listed(&repo), ["b.log"]);
+    assert_eq!(listed(&repo), ["b.log"]);
+    assert_same(&repo, &home, "after git add -f");
+    run_git(&repo, &home, &["rm", "-q", "--cached", "a.log"]);
+    settle();
+    assert_eq!(listed(&repo), ["a.log", "b.log"]);
+    assert_same(&repo, &home, "after git rm --cached");
+}
