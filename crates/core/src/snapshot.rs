@@ -395,13 +395,21 @@ fn sorted_by_code_units(tree: &Tree, (start, end): (u32, u32)) -> Vec<u32> {
 
 /// Lowercase hex of a hash.
 pub fn hex(hash: &Hash) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut out = String::with_capacity(64);
-    for b in hash {
-        out.push(DIGITS[(b >> 4) as usize] as char);
-        out.push(DIGITS[(b & 15) as usize] as char);
-    }
+    push_hex(&mut out, hash);
     out
+}
+
+/// Appends the 64 lowercase hex digits of `hash` to `out` (no allocation when `out` has room).
+pub fn push_hex(out: &mut String, hash: &Hash) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut digits = [0u8; 64];
+    for (pair, b) in digits.chunks_exact_mut(2).zip(hash) {
+        pair[0] = DIGITS[(b >> 4) as usize];
+        pair[1] = DIGITS[(b & 15) as usize];
+    }
+    // Hex digits are ASCII.
+    out.push_str(std::str::from_utf8(&digits).unwrap_or_default());
 }
 
 #[cfg(test)]
