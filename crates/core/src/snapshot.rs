@@ -139,7 +139,7 @@ pub fn capture(opts: &CaptureOptions<'_>) -> Result<Snapshot> {
         }
         let path = || join_like_node(opts.root, rel);
         let file = dir.open_file_nofollow(name).map_err(|err| Error::io(err, "open", &path()))?;
-        BUFFER.with(|buffer| hash_reader(file, &mut buffer.borrow_mut(), opts.cancel, path)).map(Some)
+        BUFFER.with(|buffer| hash_reader_sized(file, stat.size, &mut buffer.borrow_mut(), opts.cancel, path)).map(Some)
     };
     let tree = walk::walk(&WalkOptions {
         root: opts.root,
@@ -255,18 +255,37 @@ pub(crate) fn hash_reader(
     path: impl Fn() -> PathBuf,
 ) -> Result<Hash> {
     let mut hasher = Sha256::new();
-    feed_reader(file, &mut hasher, buffer, cancel, path)?;
+    feed_reader(file, &mut hasher, buffer, cancel, path, None)?;
     Ok(hasher.finalize().into())
 }
 
-/// Feeds everything `file` yields until EOF into `hasher`, through `buffer`.
+/// [`hash_reader`] for a regular file whose `lstat` said it holds `size` bytes: a read that
+/// returns fewer bytes than asked for and brings the total to exactly `size` is the end of
+/// the file (a regular file reads short only at its end), so the usual extra `read` that
+/// returns 0 is saved; any other count goes on reading until a 0 as [`hash_reader`] does.
+pub(crate) fn hash_reader_sized(
+    file: File,
+    size: u64,
+    buffer: &mut [u8],
+    cancel: &AtomicBool,
+    path: impl Fn() -> PathBuf,
+) -> Result<Hash> {
+    let mut hasher = Sha256::new();
+    feed_reader(file, &mut hasher, buffer, cancel, path, Some(size))?;
+    Ok(hasher.finalize().into())
+}
+
+/// Feeds everything `file` yields until EOF into `hasher`, through `buffer`; with
+/// `size`, a short read reaching exactly `size` bytes is the end (see [`hash_reader_sized`]).
 fn feed_reader(
     mut file: File,
     hasher: &mut Sha256,
     buffer: &mut [u8],
     cancel: &AtomicBool,
     path: impl Fn() -> PathBuf,
+    size: Option<u64>,
 ) -> Result<()> {
+    let mut total = 0u64;
     loop {
         if cancel.load(Ordering::Relaxed) {
             return Err(Error::aborted());
@@ -278,6 +297,10 @@ fn feed_reader(
             Err(err) => return Err(Error::io(err, "read", &path())),
         };
         hasher.update(&buffer[..n]);
+        total += n as u64;
+        if n < buffer.len() && Some(total) == size {
+            break;
+        }
     }
     Ok(())
 }
@@ -352,7 +375,7 @@ pub fn content_signature(root: &Path, ignored: &[String], threads: usize, cancel
                 hasher.update(format!("file:{}:{}\n", node.rel, node.stat.size));
                 let path = join_like_node(root, &node.rel);
                 let file = File::open(&path).map_err(|err| Error::io(err, "open", &path))?;
-                feed_reader(file, &mut hasher, &mut buffer, cancel, || path.clone())?;
+                feed_reader(file, &mut hasher, &mut buffer, cancel, || path.clone(), None)?;
                 hasher.update(b"\n");
             }
         }
@@ -372,13 +395,21 @@ fn sorted_by_code_units(tree: &Tree, (start, end): (u32, u32)) -> Vec<u32> {
 
 /// Lowercase hex of a hash.
 pub fn hex(hash: &Hash) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut out = String::with_capacity(64);
-    for b in hash {
-        out.push(DIGITS[(b >> 4) as usize] as char);
-        out.push(DIGITS[(b & 15) as usize] as char);
-    }
+    push_hex(&mut out, hash);
     out
+}
+
+/// Appends the 64 lowercase hex digits of `hash` to `out` (no allocation when `out` has room).
+pub fn push_hex(out: &mut String, hash: &Hash) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut digits = [0u8; 64];
+    for (pair, b) in digits.chunks_exact_mut(2).zip(hash) {
+        pair[0] = DIGITS[(b >> 4) as usize];
+        pair[1] = DIGITS[(b & 15) as usize];
+    }
+    // Hex digits are ASCII.
+    out.push_str(std::str::from_utf8(&digits).unwrap_or_default());
 }
 
 #[cfg(test)]
@@ -512,6 +543,27 @@ mod tests {
         let err = content_signature(&root.join("missing"), &[], 2, &AtomicBool::new(false)).unwrap_err();
         assert_eq!(err.code, "ENOENT");
         assert!(err.message.starts_with("ENOENT: no such file or directory, scandir '"));
+        fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
+    fn sized_reads_hash_every_byte_whatever_the_size_hint() {
+        let root = tmp("sized");
+        let mut buffer = [0u8; 16];
+        let cancel = AtomicBool::new(false);
+        for len in [0usize, 1, 15, 16, 17, 32, 40, 100] {
+            let data: Vec<u8> = (0..len).map(|i| (i * 7 % 256) as u8).collect();
+            let path = root.join(format!("f{len}"));
+            fs::write(&path, &data).unwrap();
+            let expected: Hash = Sha256::digest(&data).into();
+            // A hint that is right, too small or too large (the file changed since its lstat)
+            // never cuts the read short.
+            for hint in [len as u64, (len as u64).saturating_sub(1), len as u64 + 1, 0, 1 << 20] {
+                let file = File::open(&path).unwrap();
+                let hash = hash_reader_sized(file, hint, &mut buffer, &cancel, || path.clone()).unwrap();
+                assert_eq!(hash, expected, "len {len} hint {hint}");
+            }
+        }
         fs::remove_dir_all(root).unwrap();
     }
 

@@ -737,7 +737,9 @@ impl SnapshotWatcher {
                 note_links(meta.nlink(), &full);
             }
             hashed.fetch_add(1, Ordering::Relaxed);
-            BUFFER.with(|buffer| snapshot::hash_reader(file, &mut buffer.borrow_mut(), cancel, path)).map(Some)
+            BUFFER
+                .with(|buffer| snapshot::hash_reader_sized(file, stat.size, &mut buffer.borrow_mut(), cancel, path))
+                .map(Some)
         };
         let walked = walk::walk(&WalkOptions {
             root: &base,
