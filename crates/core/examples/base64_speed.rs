@@ -10,6 +10,9 @@ use std::time::Instant;
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
 
+mod common;
+use common::random_bytes;
+
 /// The encoder `ssh/known_hosts.rs` carried before the crate: standard base64 with padding.
 fn handwritten(data: &[u8]) -> String {
     const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -25,20 +28,6 @@ fn handwritten(data: &[u8]) -> String {
             }
         }
     }
-    out
-}
-
-/// xorshift64* bytes (seeded, so every run encodes the same buffer).
-fn random_bytes(len: usize, seed: u64) -> Vec<u8> {
-    let mut s = seed | 1;
-    let mut out = Vec::with_capacity(len + 8);
-    while out.len() < len {
-        s ^= s >> 12;
-        s ^= s << 25;
-        s ^= s >> 27;
-        out.extend_from_slice(&s.wrapping_mul(0x2545_f491_4f6c_dd1d).to_le_bytes());
-    }
-    out.truncate(len);
     out
 }
 

@@ -14,19 +14,8 @@ use flate2::write::{DeflateEncoder, GzEncoder};
 use flate2::Compression;
 use paperclip_sync_core::tar::{pack, PackOptions};
 
-/// xorshift64* bytes: incompressible.
-fn random_bytes(len: usize, seed: u64) -> Vec<u8> {
-    let mut s = seed | 1;
-    let mut out = Vec::with_capacity(len + 8);
-    while out.len() < len {
-        s ^= s >> 12;
-        s ^= s << 25;
-        s ^= s >> 27;
-        out.extend_from_slice(&s.wrapping_mul(0x2545_f491_4f6c_dd1d).to_le_bytes());
-    }
-    out.truncate(len);
-    out
-}
+mod common;
+use common::random_bytes;
 
 /// Lines that look like TypeScript: keywords, identifiers from a small vocabulary, numbers,
 /// indentation. gzip -1 makes ~3-4x of it, like real source.
