@@ -139,7 +139,34 @@ async function runMode(pkgDir, suites, mode, scratch) {
   return { tests, skips: run.skips, seconds, served: [...served].sort() };
 }
 
+// ACTIVATION_SUITES_BARRIER=<dir>:<count>: this run is one of <count> runs started together
+// (the test command starts one per package). `arrive()` marks this run's first pass done
+// (`<dir>/<pid>.done`, written on exit too, so a run that dies early never holds the others)
+// and waits until <count> runs have marked theirs, or BARRIER_MAX_WAIT_MS have passed.
+const BARRIER_MAX_WAIT_MS = 30 * 60_000;
+function makeBarrier(spec) {
+  if (!spec) return { arrive: async () => {} };
+  const at = spec.lastIndexOf(":");
+  const dir = spec.slice(0, at);
+  const count = Number(spec.slice(at + 1));
+  if (at <= 0 || !Number.isInteger(count) || count < 1) throw new Error(`ACTIVATION_SUITES_BARRIER must be <dir>:<count>, got ${spec}`);
+  mkdirSync(dir, { recursive: true });
+  const marker = path.join(dir, `${process.pid}.done`);
+  const mark = () => writeFileSync(marker, "");
+  process.on("exit", mark);
+  return {
+    async arrive() {
+      mark();
+      const until = Date.now() + BARRIER_MAX_WAIT_MS;
+      while (readdirSync(dir).filter((name) => name.endsWith(".done")).length < count && Date.now() < until) {
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+      }
+    },
+  };
+}
+
 async function main() {
+  const barrier = makeBarrier(process.env.ACTIVATION_SUITES_BARRIER);
   const args = parseArgs(process.argv.slice(2));
   const pkgDir = path.join(repo, "node_modules", ...args.pkg.split("/"));
   if (!existsSync(pkgDir)) throw new Error(`${args.pkg} is not installed (npm ci)`);
@@ -168,12 +195,16 @@ async function main() {
         report(mode);
       }
     }));
-    // A timing-sensitive test can pass in one run and fail in the next on a loaded machine:
-    // the suite files where a baseline and its activated mode differ run again in every mode,
-    // one run at a time, up to RERUNS more times while a difference remains, and a test
-    // counts as passing in a mode if any attempt passed it (the same rule for the baselines
-    // and the activated modes). A real regression fails every attempt.
-    const RERUNS = Number(process.env.ACTIVATION_SUITES_RERUNS ?? 2);
+    // A timing-sensitive test can pass in one run and fail in the next on a loaded machine
+    // (codex-local's lock tests give a callback 20 ms to enter): the suite files where a
+    // baseline and its activated mode differ run again in every mode, one run at a time, up
+    // to RERUNS more times while a difference remains, and a test counts as passing in a mode
+    // if any attempt passed it (the same rule for the baselines and the activated modes). A
+    // real regression fails every attempt. When several runs share the machine
+    // (ACTIVATION_SUITES_BARRIER), the re-runs wait until every run's first pass is done, so
+    // they run on a quieter machine than the pass that found the difference.
+    await barrier.arrive();
+    const RERUNS = Number(process.env.ACTIVATION_SUITES_RERUNS ?? 3);
     for (let attempt = 1; attempt <= RERUNS; attempt += 1) {
       const differing = new Set();
       for (const mode of args.modes.filter((m) => BASELINE[m])) {

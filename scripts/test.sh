@@ -116,11 +116,13 @@ if $as_root; then
   ssh_swap_status=$?
   step "activation suites as $ssh_user (upstream's and two consumers' compiled suites, with and without activation)"
   # The three packages at once (their suites mostly wait); each prints to its own log,
-  # shown when all are done.
+  # shown when all are done. Their re-runs of differing suite files wait until all three
+  # first passes are done (ACTIVATION_SUITES_BARRIER), on a quieter machine.
   activation_status=0
   pids=()
   for pkg in adapter-utils adapter-claude-local adapter-codex-local; do
-    (cd "$copy" && bounded 2400 runuser -u "$ssh_user" -- node scripts/activation-suites.mjs --package "@paperclipai/$pkg" \
+    (cd "$copy" && ACTIVATION_SUITES_BARRIER="$copy/.activation-barrier:3" bounded 2400 runuser -u "$ssh_user" -- \
+        node scripts/activation-suites.mjs --package "@paperclipai/$pkg" \
         --modes "$activation_modes" --json "$copy/activation-$pkg.json") > "$results/activation-$pkg.log" 2>&1 &
     pids+=($!)
   done
@@ -144,7 +146,8 @@ else
   activation_status=0
   pids=()
   for pkg in adapter-utils adapter-claude-local adapter-codex-local; do
-    bounded 2400 node scripts/activation-suites.mjs --package "@paperclipai/$pkg" --modes "$activation_modes" \
+    ACTIVATION_SUITES_BARRIER="$results/activation-barrier:3" bounded 2400 node scripts/activation-suites.mjs \
+        --package "@paperclipai/$pkg" --modes "$activation_modes" \
         --json "$results/activation-$pkg.json" > "$results/activation-$pkg.log" 2>&1 &
     pids+=($!)
   done
