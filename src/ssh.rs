@@ -1,6 +1,6 @@
-//! The SSH lane (README, "SSH"): remote commands and streamed transfers over one in-process
-//! SSH session each (the logic is `paperclip_sync_core::ssh`; this is conversion and
-//! scheduling only).
+//! The SSH lane (README, "SSH"): remote commands and streamed transfers over in-process SSH
+//! sessions, each call on a session of its own leased from the process-wide pool (the
+//! logic is `paperclip_sync_core::ssh`; this is conversion and scheduling only).
 //!
 //! Every call runs on a thread of its own ([`run_dedicated`]): an SSH peer may keep a call
 //! waiting for as long as it likes, so no call ever holds one of the bounded pool's threads
@@ -16,7 +16,9 @@ use std::time::{Duration, Instant};
 use napi::bindgen_prelude::Buffer;
 use napi_derive::napi;
 use paperclip_sync_core::error::{codes, Error as CoreError};
-use paperclip_sync_core::ssh::{self, Input, Output, SshTarget, StderrLimit, TransferSummary, DEFAULT_CONNECT_TIMEOUT};
+use paperclip_sync_core::ssh::{
+    self, Input, Output, Sessions, SshTarget, StderrLimit, TransferSummary, DEFAULT_CONNECT_TIMEOUT,
+};
 use paperclip_sync_core::tar::PackOptions;
 
 use crate::cancel;
@@ -39,6 +41,15 @@ pub struct SshTargetInput {
     pub connect_timeout_ms: Option<f64>,
     /// Fails the call when no byte moved for this long, in ms (absent or 0: never).
     pub inactivity_timeout_ms: Option<f64>,
+    /// Lease the session from the pool and keep it for the next call when this one ends
+    /// cleanly (default true; lib/ssh-common.js passes false for
+    /// `PAPERCLIP_NATIVE_SSH_REUSE=0`).
+    pub reuse: Option<bool>,
+}
+
+/// The sessions a call with `target` uses: the process-wide pool, reusing unless turned off.
+fn sessions_for(target: &SshTargetInput) -> Sessions<'static> {
+    Sessions::shared(target.reuse.unwrap_or(true))
 }
 
 impl TryFrom<SshTargetInput> for SshTarget {
@@ -105,18 +116,20 @@ pub async fn ssh_exec(
     max_buffer: Option<f64>,
     cancel_id: Option<u32>,
 ) -> napi::Result<SshExecResult> {
+    let sessions = sessions_for(&target);
     let target = SshTarget::try_from(target)?;
     let cancel = cancel::flag(cancel_id);
     let stdin: Option<Vec<u8>> = stdin.map(|b| b.to_vec());
     let limit = max_buffer.filter(|n| n.is_finite() && *n >= 0.0).map_or(128 * 1024, |n| n as usize);
     let deadline = millis(timeout_ms).map(|t| Instant::now() + t);
     let outcome = run_dedicated("paperclip-ssh-exec", move || {
-        let mut conn = ssh::Connection::open(&target, cancel, deadline)?;
         let input = match &stdin {
             Some(bytes) => Input::Bytes(bytes),
             None => Input::Empty,
         };
-        conn.exec(&command, input, Output::Collect(limit), StderrLimit::Fail(limit), |_, _| {})
+        sessions.run(&target, cancel, deadline, |conn| {
+            conn.exec(&command, input, Output::Collect(limit), StderrLimit::Fail(limit), |_, _| {})
+        })
     })
     .await?;
     Ok(SshExecResult {
@@ -134,15 +147,21 @@ async fn transfer(
     target: SshTargetInput,
     cancel_id: Option<u32>,
     on_progress: Option<ProgressCallback>,
-    run: impl FnOnce(&SshTarget, Arc<AtomicBool>, &mut dyn FnMut(u64)) -> Result<TransferSummary, CoreError>
+    run: impl FnOnce(
+            Sessions<'static>,
+            &SshTarget,
+            Arc<AtomicBool>,
+            &mut dyn FnMut(u64),
+        ) -> Result<TransferSummary, CoreError>
         + Send
         + 'static,
 ) -> napi::Result<SshTransferSummary> {
+    let sessions = sessions_for(&target);
     let target = SshTarget::try_from(target)?;
     let cancel = cancel::flag(cancel_id);
     run_dedicated(thread, move || {
         let mut progress = Progress::new(on_progress);
-        run(&target, cancel, &mut |n| progress.update(n)).map(SshTransferSummary::from)
+        run(sessions, &target, cancel, &mut |n| progress.update(n)).map(SshTransferSummary::from)
     })
     .await
 }
@@ -158,8 +177,8 @@ pub async fn ssh_upload_tar(
     #[napi(ts_arg_type = "((bytes: number) => void) | undefined | null")] on_progress: Option<ProgressCallback>,
 ) -> napi::Result<SshTransferSummary> {
     let pack = PackOptions::from(pack);
-    transfer("paperclip-ssh-upload", target, cancel_id, on_progress, move |target, cancel, progress| {
-        ssh::upload_tar(target, &command, pack, cancel, progress)
+    transfer("paperclip-ssh-upload", target, cancel_id, on_progress, move |sessions, target, cancel, progress| {
+        ssh::upload_tar(sessions, target, &command, pack, cancel, progress)
     })
     .await
 }
@@ -175,9 +194,9 @@ pub async fn ssh_download_tar(
     #[napi(ts_arg_type = "((bytes: number) => void) | undefined | null")] on_progress: Option<ProgressCallback>,
     limits: Option<crate::tar::ExtractLimitsInput>,
 ) -> napi::Result<SshTransferSummary> {
-    transfer("paperclip-ssh-download", target, cancel_id, on_progress, move |target, cancel, progress| {
+    transfer("paperclip-ssh-download", target, cancel_id, on_progress, move |sessions, target, cancel, progress| {
         let opts = crate::tar::extract_options(true, limits);
-        ssh::download_tar(target, &command, &PathBuf::from(dest), opts, cancel, progress)
+        ssh::download_tar(sessions, target, &command, &PathBuf::from(dest), opts, cancel, progress)
     })
     .await
 }
@@ -191,8 +210,8 @@ pub async fn ssh_upload_file(
     cancel_id: Option<u32>,
     #[napi(ts_arg_type = "((bytes: number) => void) | undefined | null")] on_progress: Option<ProgressCallback>,
 ) -> napi::Result<SshTransferSummary> {
-    transfer("paperclip-ssh-upload", target, cancel_id, on_progress, move |target, cancel, progress| {
-        ssh::upload_file(target, &command, Path::new(&path), cancel, progress)
+    transfer("paperclip-ssh-upload", target, cancel_id, on_progress, move |sessions, target, cancel, progress| {
+        ssh::upload_file(sessions, target, &command, Path::new(&path), cancel, progress)
     })
     .await
 }
@@ -207,8 +226,51 @@ pub async fn ssh_download_file(
     cancel_id: Option<u32>,
     #[napi(ts_arg_type = "((bytes: number) => void) | undefined | null")] on_progress: Option<ProgressCallback>,
 ) -> napi::Result<SshTransferSummary> {
-    transfer("paperclip-ssh-download", target, cancel_id, on_progress, move |target, cancel, progress| {
-        ssh::download_file(target, &command, Path::new(&path), cancel, progress)
+    transfer("paperclip-ssh-download", target, cancel_id, on_progress, move |sessions, target, cancel, progress| {
+        ssh::download_file(sessions, target, &command, Path::new(&path), cancel, progress)
     })
     .await
+}
+
+/// What the SSH session pool did in this process (diagnostics; see `sshPoolStats`).
+#[napi(object)]
+pub struct SshPoolStats {
+    /// Sessions opened (connected, host key verified, authenticated).
+    pub opened: f64,
+    /// Calls served by an idle pooled session instead of a new one.
+    pub reused: f64,
+    /// Sessions put back into the pool after a clean call.
+    pub returned: f64,
+    /// Sessions disconnected after an error, a cancellation or a timeout.
+    pub dropped: f64,
+    /// Sessions closed after a clean call without being kept (reuse off, pool full).
+    pub closed: f64,
+    /// Idle sessions closed after the idle timeout.
+    pub expired: f64,
+    /// Pooled sessions found closed by the server at checkout and replaced by a new one.
+    pub retried: f64,
+    /// Idle sessions held now.
+    pub idle: f64,
+}
+
+/// The counters of the process-wide SSH session pool (internal; see `sshPoolStats`).
+#[napi]
+pub fn ssh_pool_stats() -> SshPoolStats {
+    let s = ssh::SessionPool::shared().stats();
+    SshPoolStats {
+        opened: s.opened as f64,
+        reused: s.reused as f64,
+        returned: s.returned as f64,
+        dropped: s.dropped as f64,
+        closed: s.closed as f64,
+        expired: s.expired as f64,
+        retried: s.retried as f64,
+        idle: s.idle as f64,
+    }
+}
+
+/// Closes every idle pooled SSH session now (internal; see `closeIdleSshSessions`).
+#[napi]
+pub fn ssh_pool_clear() {
+    ssh::SessionPool::shared().clear();
 }

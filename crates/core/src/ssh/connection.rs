@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ssh2::{BlockDirections, CheckResult, ErrorCode, KnownHostFileKind, MethodType, Session};
+use ssh2::{BlockDirections, Channel, CheckResult, ErrorCode, KnownHostFileKind, MethodType, Session};
 
 use super::key_file::PrivateKeyFile;
 use super::known_hosts::{
@@ -38,6 +38,9 @@ pub struct Connection {
     cancel: Arc<AtomicBool>,
     deadline: Option<Instant>,
     pub(super) last_activity: Instant,
+    /// A channel opened at checkout of a reused session (see `open_first_channel`), taken by
+    /// the next `exec`.
+    pub(super) ready_channel: Option<Channel>,
 }
 
 /// The result of one attempt of a non-blocking libssh2 call.
@@ -58,8 +61,15 @@ impl Connection {
         session.set_tcp_stream(socket.try_clone().map_err(|e| io_failure(target, e))?);
         session.set_blocking(false);
         session.set_compress(false);
-        let mut conn =
-            Connection { session, socket, target: target.clone(), cancel, deadline, last_activity: Instant::now() };
+        let mut conn = Connection {
+            session,
+            socket,
+            target: target.clone(),
+            cancel,
+            deadline,
+            last_activity: Instant::now(),
+            ready_channel: None,
+        };
         conn.prefer_methods()?;
         // `handshake` wants `&mut Session`; a clone shares the same libssh2 session.
         let mut handshake = conn.session.clone();
@@ -74,6 +84,39 @@ impl Connection {
     /// The target this connection was opened for.
     pub fn target(&self) -> &SshTarget {
         &self.target
+    }
+
+    /// Re-arms a pooled session for a new call: that call's target (the same peer and
+    /// identity; its own inactivity limit), cancel flag and deadline.
+    pub(super) fn rearm(&mut self, target: &SshTarget, cancel: Arc<AtomicBool>, deadline: Option<Instant>) {
+        self.target = target.clone();
+        self.cancel = cancel;
+        self.deadline = deadline;
+        self.last_activity = Instant::now();
+    }
+
+    /// Opens the channel the next `exec` uses, on a reused session: the first round trip to
+    /// the server, so a session the server closed meanwhile fails here, before anything of
+    /// the call was sent. Bounded by the connect timeout (a silent peer is a dead one).
+    pub(super) fn open_first_channel(&mut self) -> Result<()> {
+        let deadline = self.deadline;
+        let probe_limit = Instant::now() + self.target.connect_timeout;
+        self.deadline = Some(deadline.map_or(probe_limit, |d| d.min(probe_limit)));
+        let channel = self.open_channel();
+        self.deadline = deadline;
+        self.ready_channel = Some(channel?);
+        Ok(())
+    }
+
+    /// A new session channel.
+    pub(super) fn open_channel(&self) -> Result<Channel> {
+        self.call(|s| s.channel_session()).map_err(|e| self.ssh_error(e, "cannot open a channel"))
+    }
+
+    /// True when the session may serve another call: no channel left open, not cancelled,
+    /// not past its deadline, still authenticated.
+    pub(super) fn reusable(&self) -> bool {
+        self.ready_channel.is_none() && self.check().is_ok() && self.session.authenticated()
     }
 
     /// Host-key and cipher preferences: the key types `known_hosts` records for this host

@@ -111,7 +111,10 @@ impl Connection {
         stderr_limit: StderrLimit,
         mut on_bytes: impl FnMut(u64, u64),
     ) -> Result<ExecOutcome> {
-        let mut channel = self.call(|s| s.channel_session()).map_err(|e| self.ssh_error(e, "cannot open a channel"))?;
+        let mut channel = match self.ready_channel.take() {
+            Some(channel) => channel,
+            None => self.open_channel()?,
+        };
         self.call(|_| channel.exec(command)).map_err(|e| self.ssh_error(e, "the server refused the command"))?;
         let mut out = ExecOutcome::default();
         let mut buf = vec![0u8; 64 * 1024];

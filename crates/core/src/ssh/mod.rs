@@ -6,6 +6,8 @@
 //! * [`Connection::exec`]: runs one command on a session channel, feeding its stdin from
 //!   memory, a reader or a bounded channel of chunks, and delivering its stdout to memory
 //!   (bounded), a writer, a bounded channel of chunks, or nowhere.
+//! * [`SessionPool`] / [`Sessions`]: authenticated sessions kept for the next call to the
+//!   same peer as the same identity (reuse across a lifecycle's commands and transfers).
 //! * [`upload_tar`] / [`download_tar`]: a directory packed by [`crate::tar::pack`] on a
 //!   thread of its own straight into the remote command's stdin, or the remote command's
 //!   stdout extracted by [`crate::tar::extract`] on a thread of its own. Each side is its own
@@ -24,6 +26,7 @@ mod connection;
 mod exec;
 mod key_file;
 mod known_hosts;
+mod pool;
 mod tcp;
 mod transfer;
 
@@ -31,6 +34,9 @@ use std::time::Duration;
 
 pub use connection::Connection;
 pub use exec::{ExecOutcome, Input, Output, Piece, StderrLimit};
+pub use pool::{
+    Lease, PoolKey, PoolLimits, PoolStats, SessionPool, Sessions, IDLE_TIMEOUT, MAX_IDLE_PER_KEY, MAX_IDLE_TOTAL,
+};
 pub use transfer::{download_file, download_tar, upload_file, upload_tar, TransferSummary};
 
 /// Longest single wait on the socket (or on the local side of a pipeline) before the stop

@@ -9,7 +9,9 @@ use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::{self, SyncSender};
 use std::sync::Arc;
 
-use super::{Connection, Input, Output, Piece, SshTarget, StderrLimit, CHUNK, PIPELINE_DEPTH, TRANSFER_STDERR_LIMIT};
+use super::{
+    Connection, Input, Output, Piece, Sessions, SshTarget, StderrLimit, CHUNK, PIPELINE_DEPTH, TRANSFER_STDERR_LIMIT,
+};
 use crate::error::{codes, Error, Result};
 use crate::pipe::{ChunkReader, ChunkSink, ChunkWriter};
 use crate::tar::{self, ExtractOptions, ExtractSummary, PackOptions, PackSummary};
@@ -37,18 +39,28 @@ fn run_upload(conn: &mut Connection, command: &str, input: Input<'_>, progress: 
     }
 }
 
-/// Packs `pack` (on a thread of its own) into the stdin of `command` on a new session:
-/// upstream's `tar -cf - … | ssh host "sh -c 'mkdir -p dir && tar -xf - -C dir'"`, in
-/// process. `progress` receives the bytes the channel accepted. Fails unless the whole
+/// Packs `pack` (on a thread of its own) into the stdin of `command` on a session of
+/// `sessions`: upstream's `tar -cf - … | ssh host "sh -c 'mkdir -p dir && tar -xf - -C dir'"`,
+/// in process. `progress` receives the bytes the channel accepted. Fails unless the whole
 /// archive reached the command and it exited with status 0.
 pub fn upload_tar(
+    sessions: Sessions<'_>,
     target: &SshTarget,
+    command: &str,
+    pack: PackOptions,
+    cancel: Arc<AtomicBool>,
+    progress: impl FnMut(u64),
+) -> Result<TransferSummary> {
+    sessions.run(target, Arc::clone(&cancel), None, |conn| upload_tar_on(conn, command, pack, cancel, progress))
+}
+
+fn upload_tar_on(
+    conn: &mut Connection,
     command: &str,
     pack: PackOptions,
     cancel: Arc<AtomicBool>,
     mut progress: impl FnMut(u64),
 ) -> Result<TransferSummary> {
-    let mut conn = Connection::open(target, Arc::clone(&cancel), None)?;
     let (tx, rx) = mpsc::sync_channel::<Piece>(PIPELINE_DEPTH);
     let packer = Worker::linked("paperclip-ssh-pack", &cancel, move |cancel| {
         let mut writer = ChunkWriter::new(CHUNK, PieceSink(&tx));
@@ -57,7 +69,7 @@ pub fn upload_tar(
         tx.send(Piece::End).map_err(|_| Error::aborted())?;
         Ok(summary)
     })?;
-    let sent = run_upload(&mut conn, command, Input::Chunks(rx), &mut progress);
+    let sent = run_upload(conn, command, Input::Chunks(rx), &mut progress);
     if sent.is_err() {
         packer.stop();
     }
@@ -80,17 +92,29 @@ fn upload_outcome(sent: Result<u64>, packed: Result<PackSummary>) -> Result<Tran
 }
 
 /// Streams the stdout of `command` (upstream's remote `tar -cf - .`) into a safe extraction
-/// of `dest` on a thread of its own. `progress` receives the bytes read from the channel.
-/// Fails unless the command exited with status 0 and the archive extracted completely.
+/// of `dest` on a thread of its own, on a session of `sessions`. `progress` receives the
+/// bytes read from the channel. Fails unless the command exited with status 0 and the
+/// archive extracted completely.
 pub fn download_tar(
+    sessions: Sessions<'_>,
     target: &SshTarget,
+    command: &str,
+    dest: &Path,
+    opts: ExtractOptions,
+    cancel: Arc<AtomicBool>,
+    progress: impl FnMut(u64),
+) -> Result<TransferSummary> {
+    sessions.run(target, Arc::clone(&cancel), None, |conn| download_tar_on(conn, command, dest, opts, cancel, progress))
+}
+
+fn download_tar_on(
+    conn: &mut Connection,
     command: &str,
     dest: &Path,
     opts: ExtractOptions,
     cancel: Arc<AtomicBool>,
     mut progress: impl FnMut(u64),
 ) -> Result<TransferSummary> {
-    let mut conn = Connection::open(target, Arc::clone(&cancel), None)?;
     let (tx, rx) = mpsc::sync_channel::<Vec<u8>>(PIPELINE_DEPTH);
     let dest = dest.to_path_buf();
     let extractor = Worker::linked("paperclip-ssh-extract", &cancel, move |cancel| {
@@ -123,8 +147,10 @@ pub fn download_tar(
 }
 
 /// Streams the file `path` into the stdin of `command` (upstream's bundle upload,
-/// `streamLocalFileToSsh`). Fails unless all of it was read by a command that exited 0.
+/// `streamLocalFileToSsh`), on a session of `sessions`. Fails unless all of it was read by a
+/// command that exited 0.
 pub fn upload_file(
+    sessions: Sessions<'_>,
     target: &SshTarget,
     command: &str,
     path: &Path,
@@ -132,21 +158,32 @@ pub fn upload_file(
     mut progress: impl FnMut(u64),
 ) -> Result<TransferSummary> {
     let mut file = fs::File::open(path).map_err(|e| Error::io(e, "open", path))?;
-    let mut conn = Connection::open(target, cancel, None)?;
-    let bytes = run_upload(&mut conn, command, Input::Reader(&mut file), &mut progress)?;
-    Ok(TransferSummary { bytes, entries: 0 })
+    sessions.run(target, cancel, None, |conn| {
+        let bytes = run_upload(conn, command, Input::Reader(&mut file), &mut progress)?;
+        Ok(TransferSummary { bytes, entries: 0 })
+    })
 }
 
 /// Writes the stdout of `command` to a new file `path` (mode 0600; upstream's bundle
-/// download, `streamSshToLocalFile`). On failure the file is removed.
+/// download, `streamSshToLocalFile`), on a session of `sessions`. On failure the file is
+/// removed.
 pub fn download_file(
+    sessions: Sessions<'_>,
     target: &SshTarget,
     command: &str,
     path: &Path,
     cancel: Arc<AtomicBool>,
+    progress: impl FnMut(u64),
+) -> Result<TransferSummary> {
+    sessions.run(target, cancel, None, |conn| download_file_on(conn, command, path, progress))
+}
+
+fn download_file_on(
+    conn: &mut Connection,
+    command: &str,
+    path: &Path,
     mut progress: impl FnMut(u64),
 ) -> Result<TransferSummary> {
-    let mut conn = Connection::open(target, cancel, None)?;
     let mut file = fs::OpenOptions::new()
         .write(true)
         .create(true)
