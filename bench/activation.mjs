@@ -7,10 +7,13 @@
 // stages, lets an "agent" edit, commit and leave an uncommitted change on the remote side,
 // restores, and reports the timings, its peak RSS (children not counted) and the host
 // child processes it started. The two runs' remote trees and restored workspaces are
-// checked equal. Prints medians and ratios.
+// checked equal. Prints medians and ratios, and the SSH logins each lifecycle cost (the
+// server's log of accepted logins: with activation, the sessions the pool opened; without,
+// upstream's `ssh` processes). `PAPERCLIP_NATIVE_SSH_REUSE=0` in the environment runs the
+// activated side without session reuse and overlap (README "SSH").
 // Usage: node bench/activation.mjs [a|c] [--runs N] [--no-git]   (BENCH_SCRATCH: where the copies go; /dev/shm by default)
 import { execFileSync, spawnSync } from "node:child_process";
-import { accessSync, constants, cpSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { accessSync, constants, cpSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -58,15 +61,19 @@ const specFile = path.join(scratch, "spec.json");
 writeFileSync(specFile, JSON.stringify(server.spec));
 const register = pathToFileURL(path.join(repo, "lib/activation/register.js")).href;
 
+/** The logins the server accepted so far (its log, LogLevel VERBOSE). */
+const acceptedLogins = () => readFileSync(server.logPath, "utf8").split("\n").filter((line) => line.includes("Accepted publickey")).length;
+
 function measure(mode, i) {
   const workspace = path.join(scratch, `ws-${mode}-${i}`);
+  const loginsBefore = acceptedLogins();
   cpSync(master, workspace, { recursive: true, verbatimSymlinks: true });
   const argv = [...(mode === "activated" ? ["--import", register] : []), path.join(repo, "scripts/execution-target-probe.mjs"), specFile, workspace, `bench-${mode}-${i}`, "--agent"];
   const out = spawnSync(process.execPath, argv, { cwd: repo, encoding: "utf8", env: { ...process.env, ...PINNED, NODE_OPTIONS: "" }, maxBuffer: 1 << 26 });
   rmSync(workspace, { recursive: true, force: true });
   rmSync(path.join(server.workspace, ".paperclip-runtime", "runs", `bench-${mode}-${i}`), { recursive: true, force: true });
   if (out.status !== 0) throw new Error(`${mode} run failed: ${out.stderr}`);
-  return JSON.parse(out.stdout.trim().split("\n").pop());
+  return { ...JSON.parse(out.stdout.trim().split("\n").pop()), logins: acceptedLogins() - loginsBefore };
 }
 
 const median = (xs) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -77,7 +84,7 @@ try {
     for (const mode of i % 2 === 0 ? ["plain", "activated"] : ["activated", "plain"]) {
       const r = measure(mode, i);
       samples[mode].push(r);
-      console.error(`run ${i + 1} ${mode}: prepare ${r.prepare.ms.toFixed(0)} ms, restore ${r.restore.ms.toFixed(0)} ms, peak RSS ${r.peakRssMb} MB, children ${JSON.stringify({ ...r.prepare.children, ...Object.fromEntries(Object.entries(r.restore.children).map(([k, v]) => [k, v + (r.prepare.children[k] ?? 0)])) })}`);
+      console.error(`run ${i + 1} ${mode}: prepare ${r.prepare.ms.toFixed(0)} ms, restore ${r.restore.ms.toFixed(0)} ms, peak RSS ${r.peakRssMb} MB, SSH logins ${r.logins}, children ${JSON.stringify({ ...r.prepare.children, ...Object.fromEntries(Object.entries(r.restore.children).map(([k, v]) => [k, v + (r.prepare.children[k] ?? 0)])) })}`);
     }
     const [p, a] = [samples.plain[i], samples.activated[i]];
     if (JSON.stringify([p.remote, p.local]) !== JSON.stringify([a.remote, a.local])) throw new Error(`run ${i + 1}: the activated run's remote tree or restored workspace differs from the plain run's`);
@@ -107,6 +114,7 @@ for (const mode of ["plain", "activated"]) {
     "total ms": total.toFixed(0),
     "peak RSS MB": Math.max(...s.map((r) => r.peakRssMb)),
     "host ssh/tar/git": `${kids.ssh ?? 0}/${kids.tar ?? 0}/${kids.git ?? 0}`,
+    "SSH logins": median(s.map((r) => r.logins)),
   });
 }
 console.table(rows);

@@ -25,3 +25,31 @@ export declare const ARCHIVE_TRANSFER_SMALL_MS: number;
  * @example archiveTransferTimeoutMs({ archiveBytes: 1024 ** 3, providerTimeoutMs: 300_000 }) // 1 084 000 (18 min 4 s)
  */
 export declare function archiveTransferTimeoutMs(input: { archiveBytes: number; providerTimeoutMs?: number | null }): number;
+/** The counters of this process's SSH session pool (see {@link sshPoolStats}). */
+export interface SshPoolStats {
+    /** Sessions opened (connected, host key verified, authenticated). */
+    opened: number;
+    /** Calls served by an idle pooled session instead of a new one. */
+    reused: number;
+    /** Sessions put back into the pool after a clean call. */
+    returned: number;
+    /** Sessions disconnected after an error, a cancellation or a timeout. */
+    dropped: number;
+    /** Sessions closed after a clean call without being kept (reuse off with `PAPERCLIP_NATIVE_SSH_REUSE=0`, pool full). */
+    closed: number;
+    /** Idle sessions closed after 10 s unused. */
+    expired: number;
+    /** Pooled sessions found closed by the server at checkout and replaced by a new connection. */
+    retried: number;
+    /** Idle sessions held now. */
+    idle: number;
+}
+/**
+ * The counters of this process's SSH session pool: every SSH call (`runSshCommand`, the
+ * transfers, the workspace lifecycle) leases an authenticated session, and a call that ends
+ * cleanly leaves it for the next call to the same host, port and user with the same key and
+ * known hosts. Diagnostics: counts since the process started.
+ */
+export declare function sshPoolStats(): SshPoolStats;
+/** Closes every idle pooled SSH session now (they also close by themselves after 10 s idle). */
+export declare function closeIdleSshSessions(): void;

@@ -1,4 +1,5 @@
 // Our additions that have no upstream twin (exported from the package root only).
+import { native } from "./native.js";
 import { statCaches } from "./snapshot-cache.js";
 import { checkOptionNames, invalidArgument } from "./tar-common.js";
 
@@ -37,4 +38,21 @@ export function archiveTransferTimeoutMs(input) {
   const scaled = Math.ceil(ARCHIVE_TRANSFER_BASE_MS + (archiveBytes / MIB) * ARCHIVE_TRANSFER_MS_PER_MIB);
   const figure = Math.min(scaled, ARCHIVE_TRANSFER_MAX_MS);
   return figure <= ARCHIVE_TRANSFER_SMALL_MS && providerTimeoutMs != null ? providerTimeoutMs : figure;
+}
+
+/**
+ * The counters of this process's SSH session pool (README "SSH", session reuse): sessions
+ * `opened`, calls served by a pooled session (`reused`), sessions put back after a clean
+ * call (`returned`), disconnected after an error, cancellation or timeout (`dropped`),
+ * closed after a clean call without being kept (`closed`: reuse off, pool full), closed
+ * idle (`expired`), pooled sessions the server had closed, replaced at checkout
+ * (`retried`), and the idle sessions held now (`idle`).
+ */
+export function sshPoolStats() {
+  return { ...native.sshPoolStats() };
+}
+
+/** Closes every idle pooled SSH session now (they also close by themselves after 10 s idle). */
+export function closeIdleSshSessions() {
+  native.sshPoolClear();
 }

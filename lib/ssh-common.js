@@ -15,6 +15,15 @@ export function shellQuote(value) {
   return `'${value.replace(/'/g, `'"'"'`)}'`;
 }
 
+/**
+ * True unless `PAPERCLIP_NATIVE_SSH_REUSE=0`: calls lease their session from the native
+ * pool and leave it there for the next call to the same host as the same user (README
+ * "SSH"). Read at every call.
+ */
+export function sshSessionReuse() {
+  return process.env.PAPERCLIP_NATIVE_SSH_REUSE !== "0";
+}
+
 /** The native connection target for an upstream `SshConnectionConfig` and our limits. */
 export function sshTarget(config, { connectTimeoutMs, inactivityTimeoutMs } = {}) {
   if (!config || typeof config !== "object") throw invalidArgument("config must be an SshConnectionConfig");
@@ -32,6 +41,7 @@ export function sshTarget(config, { connectTimeoutMs, inactivityTimeoutMs } = {}
     strictHostKeyChecking: Boolean(config.strictHostKeyChecking),
     connectTimeoutMs: positive(connectTimeoutMs, "connectTimeoutMs"),
     inactivityTimeoutMs: positive(inactivityTimeoutMs, "inactivityTimeoutMs"),
+    reuse: sshSessionReuse(),
   };
 }
 

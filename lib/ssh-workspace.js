@@ -15,7 +15,7 @@ import path from "node:path";
 import { INTEGRATION_LABELS, integrateImportedHead as integrateInto } from "./git-integration.js";
 import { runLocalGit } from "./local-git.js";
 import { abortError, native } from "./native.js";
-import { runTransfer, shellQuote, sshTarget, transferProgress, transferTarget } from "./ssh-common.js";
+import { runTransfer, shellQuote, sshSessionReuse, sshTarget, transferProgress, transferTarget } from "./ssh-common.js";
 import { archiveLimits, checkSignal, invalidArgument } from "./tar-common.js";
 import { mergeDirectoryWithBaseline } from "./workspace-restore-merge.js";
 
@@ -199,6 +199,68 @@ async function pullGitHistory({ spec, localDir, remoteDir, ref, reset, onProgres
   }
 }
 
+/**
+ * True when a tree pull with these excludes cannot see what the remote history export
+ * writes while it runs (the export ref under `.git`, its bundle under `.paperclip-runtime`),
+ * so the two may run at once. Off with `PAPERCLIP_NATIVE_SSH_REUSE=0` (the one-session-per-
+ * call, one-step-at-a-time lane).
+ */
+function pullMayOverlapExport(exclude) {
+  return sshSessionReuse() && Array.isArray(exclude) && exclude.includes(".git") && exclude.includes(RUNTIME_DIR);
+}
+
+/**
+ * Runs `first()` and `second({ signal, onProgress })` at once with what running them one
+ * after the other shows: `second`'s progress lines are held until `first` succeeded (then
+ * replayed in order, and later ones pass straight on); when `first` fails, `second` is
+ * stopped, its lines are dropped and `first`'s error is thrown; an abort between the two is
+ * the `AbortError` the sequential steps throw; then `second`'s own error. Both have settled
+ * before this returns or throws. Resolves `[firstValue, secondValue]`.
+ */
+async function overlapInOrder({ signal, onProgress, first, second }) {
+  const controller = new AbortController();
+  const forward = () => controller.abort(signal.reason);
+  signal?.addEventListener("abort", forward, { once: true });
+  const held = [];
+  let released = false;
+  let chain = Promise.resolve();
+  const sink = typeof onProgress === "function"
+    ? (line) => {
+      if (!released) {
+        held.push(line);
+        return undefined;
+      }
+      chain = chain.then(() => onProgress(line));
+      return chain;
+    }
+    : undefined;
+  const secondDone = Promise.resolve()
+    .then(() => second({ signal: controller.signal, onProgress: sink }))
+    .then((value) => ({ ok: true, value }), (error) => ({ ok: false, error }));
+  try {
+    let firstValue;
+    try {
+      firstValue = await first();
+    } catch (error) {
+      controller.abort();
+      await secondDone;
+      throw error;
+    }
+    if (signal?.aborted) {
+      await secondDone;
+      throw abortError(signal);
+    }
+    released = true;
+    for (const line of held) chain = chain.then(() => onProgress(line));
+    const outcome = await secondDone;
+    await chain;
+    if (!outcome.ok) throw signal?.aborted ? abortError(signal) : outcome.error;
+    return [firstValue, outcome.value];
+  } finally {
+    signal?.removeEventListener("abort", forward);
+  }
+}
+
 /** Moves the local head so it contains `imported` (see lib/git-integration.js). */
 function integrateImportedHead(localDir, imported) {
   return integrateInto(localDir, imported, { readHead: readLocalGitState, labels: INTEGRATION_LABELS.ssh });
@@ -269,13 +331,21 @@ export async function restoreWorkspaceOverSsh(input, transfers) {
     const stagingDir = await fs.mkdtemp(path.join(os.tmpdir(), "paperclip-ssh-sync-back-"));
     const ref = input.restoreGitHistory ? `refs/paperclip/ssh-sync/imported/${randomUUID()}` : null;
     try {
-      const imported = ref
-        ? await pullGitHistory({ spec, localDir, remoteDir, ref, reset: false, onProgress, limits })
-        : null;
-      throwIfAborted(signal);
-      await syncDirectoryFromSsh({
-        ...limits, ...archive, spec, remoteDir, localDir: stagingDir, exclude: baselineSnapshot.exclude, onProgress, progressLabel: "workspace",
+      const pullTree = (over) => syncDirectoryFromSsh({
+        ...limits, ...archive, spec, remoteDir, localDir: stagingDir, exclude: baselineSnapshot.exclude, onProgress, progressLabel: "workspace", ...over,
       });
+      const exportHistory = () => pullGitHistory({ spec, localDir, remoteDir, ref, reset: false, onProgress, limits });
+      let imported = null;
+      if (ref && pullMayOverlapExport(baselineSnapshot.exclude)) {
+        // Both only read the remote tree and write different local places (the repository's
+        // refs, a private staging directory): the export and the pull run at once, and what
+        // they show (progress, errors) is what the sequential steps show.
+        [imported] = await overlapInOrder({ signal, onProgress, first: exportHistory, second: pullTree });
+      } else {
+        imported = ref ? await exportHistory() : null;
+        throwIfAborted(signal);
+        await pullTree({});
+      }
       throwIfAborted(signal);
       await mergeDirectoryWithBaseline({
         baseline: baselineSnapshot,

@@ -353,6 +353,32 @@ export interface SshExecResult {
   exitSignal?: string
 }
 
+/** Closes every idle pooled SSH session now (internal; see `closeIdleSshSessions`). */
+export declare function sshPoolClear(): void
+
+/** The counters of the process-wide SSH session pool (internal; see `sshPoolStats`). */
+export declare function sshPoolStats(): SshPoolStats
+
+/** What the SSH session pool did in this process (diagnostics; see `sshPoolStats`). */
+export interface SshPoolStats {
+  /** Sessions opened (connected, host key verified, authenticated). */
+  opened: number
+  /** Calls served by an idle pooled session instead of a new one. */
+  reused: number
+  /** Sessions put back into the pool after a clean call. */
+  returned: number
+  /** Sessions disconnected after an error, a cancellation or a timeout. */
+  dropped: number
+  /** Sessions closed after a clean call without being kept (reuse off, pool full). */
+  closed: number
+  /** Idle sessions closed after the idle timeout. */
+  expired: number
+  /** Pooled sessions found closed by the server at checkout and replaced by a new one. */
+  retried: number
+  /** Idle sessions held now. */
+  idle: number
+}
+
 /**
  * Where and how to connect (internal): upstream's `SshConnectionConfig` fields that matter
  * to the connection, plus our limits.
@@ -368,6 +394,12 @@ export interface SshTargetInput {
   connectTimeoutMs?: number
   /** Fails the call when no byte moved for this long, in ms (absent or 0: never). */
   inactivityTimeoutMs?: number
+  /**
+   * Lease the session from the pool and keep it for the next call when this one ends
+   * cleanly (default true; lib/ssh-common.js passes false for
+   * `PAPERCLIP_NATIVE_SSH_REUSE=0`).
+   */
+  reuse?: boolean
 }
 
 /** What a transfer moved (internal). */
