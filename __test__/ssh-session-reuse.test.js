@@ -296,13 +296,19 @@ describe("SSH session reuse", () => {
     expect(sshPoolStats().expired).toBe(expiredBefore + 1);
   }, 40_000);
 
-  it("an overlapped restore fails as the sequential steps do when the history export fails", async () => {
+  it.each([
+    // A remote that is no git repository: the export fails, the tree would pull fine.
+    ["no-git", true],
+    // A remote directory that does not exist: both fail; the export's error is the one.
+    ["missing", false],
+  ])("an overlapped restore fails as the sequential steps do when the history export fails (%s)", async (name, create) => {
     const results = {};
     for (const reuse of [undefined, "0"]) {
-      // A remote that is no git repository: the export fails, the tree would pull fine.
-      const remoteDir = places.remote(`no-git-${reuse ?? "on"}`);
-      mkdirSync(remoteDir, { recursive: true });
-      writeFileSync(path.join(remoteDir, "x.txt"), "x\n");
+      const remoteDir = places.remote(`${name}-${reuse ?? "on"}`);
+      if (create) {
+        mkdirSync(remoteDir, { recursive: true });
+        writeFileSync(path.join(remoteDir, "x.txt"), "x\n");
+      }
       const localDir = places.local("no-git-local");
       git(localDir, ["init", "-q", "-b", "main"]);
       writeFileSync(path.join(localDir, "x.txt"), "x\n");
@@ -313,9 +319,9 @@ describe("SSH session reuse", () => {
       const error = await withReuse(reuse, () => restoreWorkspaceFromSshExecution({
         spec: server.spec, localDir, remoteDir, baselineSnapshot, restoreGitHistory: true, onProgress: (line) => { lines.push(line); },
       }).catch((e) => e));
-      results[reuse ?? "on"] = { message: error.message, code: error.code, lines, files: contentState(localDir), refs: git(localDir, ["for-each-ref"]) };
+      results[reuse ?? "on"] = { message: error.message.split(remoteDir).join("<remote>"), code: error.code, lines, files: contentState(localDir), refs: git(localDir, ["for-each-ref"]) };
     }
-    expect(results.on.message).toMatch(/not a git repository|fatal/);
+    expect(results.on.message).toMatch(/not a git repository|fatal|No such file/);
     expect(results.on).toEqual(results["0"]);
     // Nothing of the tree pull was shown.
     expect(results.on.lines.some((line) => line.includes("Restoring"))).toBe(false);

@@ -4,8 +4,8 @@
 // plus the working tree (the tar transfer); anything else as the tree alone.
 //
 // What changes against upstream is the transport: the bundles stream through the same
-// in-process channel code as the tar transfers (`sshUploadFile` / `sshDownloadFile`, one
-// session each, strict host keys, inactivity timeout, AbortSignal), so no `ssh` or `tar`
+// in-process channel code as the tar transfers (`sshUploadFile` / `sshDownloadFile`, a
+// pooled session each, strict host keys, inactivity timeout, AbortSignal), so no `ssh` or `tar`
 // process is started on this host. Local `git` still runs as a child process, with
 // upstream's commands; the remote runs upstream's scripts with upstream's quoting.
 import { randomUUID } from "node:crypto";

@@ -1,6 +1,7 @@
 // Drop-in for the transport part of `@paperclipai/adapter-utils/ssh` (README "SSH"):
-// `runSshCommand`, `syncDirectoryToSsh` and `syncDirectoryFromSsh` over one in-process SSH
-// session each (libssh2, src/ssh.rs). The host spawns nothing: no `ssh`, no `tar`. The
+// `runSshCommand`, `syncDirectoryToSsh` and `syncDirectoryFromSsh`, each on one in-process SSH
+// session leased from the native pool (libssh2, src/ssh.rs; reused across calls unless
+// `PAPERCLIP_NATIVE_SSH_REUSE=0`). The host spawns nothing: no `ssh`, no `tar`. The
 // archive goes from our packer straight into the channel, or from the channel into our safe
 // extractor; the remote side is still the remote's own `sh` and `tar`, given upstream's
 // command lines with upstream's quoting.

@@ -1,5 +1,6 @@
-//! The SSH lane (README, "SSH"): remote commands and streamed transfers over one in-process
-//! SSH session (libssh2 through the `ssh2` crate), with no `ssh` or `tar` child process.
+//! The SSH lane (README, "SSH"): remote commands and streamed transfers over in-process SSH
+//! sessions (libssh2 through the `ssh2` crate, kept in a pool between calls), with no `ssh`
+//! or `tar` child process.
 //!
 //! * [`Connection::open`]: TCP connect with a timeout, handshake, host-key verification
 //!   against OpenSSH `known_hosts` content (strict mode), public-key authentication.
