@@ -261,6 +261,21 @@ async function overlapInOrder({ signal, onProgress, first, second }) {
   }
 }
 
+/**
+ * Where a baseline restore downloads the remote tree before merging it: a directory inside
+ * `localDir` with one of our owner-tagged staging names (no walk, snapshot or merge lists
+ * it; the next operation on `localDir` removes it if this process is killed), so the
+ * download and the merge stay on the workspace's file system (the temp dir is often a disk
+ * while the workspace is not, and writing then removing every file of the tree there was
+ * most of a restore's time). A private directory in the temp dir when `localDir` has no
+ * room for it (missing, not writable). Removed by the caller.
+ */
+async function restoreStaging(localDir) {
+  const inside = path.join(localDir, native.stagingName("restore"));
+  if (await fs.mkdir(inside, { mode: 0o700 }).then(() => true, () => false)) return inside;
+  return await fs.mkdtemp(path.join(os.tmpdir(), "paperclip-ssh-sync-back-"));
+}
+
 /** Moves the local head so it contains `imported` (see lib/git-integration.js). */
 function integrateImportedHead(localDir, imported) {
   return integrateInto(localDir, imported, { readHead: readLocalGitState, labels: INTEGRATION_LABELS.ssh });
@@ -312,7 +327,7 @@ export async function prepareWorkspaceOverSsh(input, transfers) {
  * Brings a run's work back from `remoteDir` (default `spec.remoteCwd`) into `localDir`, as
  * upstream does.
  * - With `baselineSnapshot`: the remote tree is downloaded into a private staging directory
- *   and three-way merged into `localDir` against the baseline (`mergeDirectoryWithBaseline`,
+ *   (inside `localDir`, see `restoreStaging`) and three-way merged into `localDir` against the baseline (`mergeDirectoryWithBaseline`,
  *   under its lock); with `restoreGitHistory`, the remote HEAD is first exported and, inside
  *   the lock, the local head is moved to contain it (fast-forward, graft of unrelated
  *   history, or a merge commit; a conflicting merge fails).
@@ -328,7 +343,7 @@ export async function restoreWorkspaceOverSsh(input, transfers) {
   archiveLimits(input.limits);
   const archive = input.limits === undefined ? {} : { limits: input.limits };
   if (baselineSnapshot) {
-    const stagingDir = await fs.mkdtemp(path.join(os.tmpdir(), "paperclip-ssh-sync-back-"));
+    const stagingDir = await restoreStaging(localDir);
     const ref = input.restoreGitHistory ? `refs/paperclip/ssh-sync/imported/${randomUUID()}` : null;
     try {
       const pullTree = (over) => syncDirectoryFromSsh({

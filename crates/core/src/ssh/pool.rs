@@ -4,7 +4,8 @@
 //! every step.
 //!
 //! * A session is keyed by everything that decides whom we talk to and as whom
-//!   ([`PoolKey`]): host, port, user name, a SHA-256 of the private key, a SHA-256 of the
+//!   ([`PoolKey`]): host, port, user name, a SHA-256 of the private key (without one, of
+//!   the agent socket and home directory that supply the identity), a SHA-256 of the
 //!   `known_hosts` content checked against, strict checking and the connect timeout. Keys
 //!   and `known_hosts` never appear in a key or a message, only their digests.
 //! * A session is leased exclusively ([`Lease`]): one command or transfer at a time, so
@@ -50,8 +51,9 @@ pub struct PoolKey {
     host: String,
     port: u16,
     username: String,
-    /// SHA-256 of the private key (`None`: the agent and default identities).
-    private_key: Option<[u8; 32]>,
+    /// SHA-256 of the private key, or, without one, of where the agent and the default
+    /// identities are found (`SSH_AUTH_SOCK`, `HOME`), which decide the identity then.
+    identity: [u8; 32],
     /// SHA-256 of the `known_hosts` content the host key was checked against.
     known_hosts: [u8; 32],
     strict_host_key_checking: bool,
@@ -71,7 +73,13 @@ impl PoolKey {
             host: target.host.clone(),
             port: target.port,
             username: target.username.clone(),
-            private_key: target.private_key.as_deref().map(|k| digest(k.as_bytes())),
+            identity: match target.private_key.as_deref() {
+                Some(key) => digest(format!("key\0{key}").as_bytes()),
+                None => {
+                    let var = |name| std::env::var_os(name).map(|v| v.to_string_lossy().into_owned()).unwrap_or_default();
+                    digest(format!("default\0{}\0{}", var("SSH_AUTH_SOCK"), var("HOME")).as_bytes())
+                }
+            },
             known_hosts,
             strict_host_key_checking: target.strict_host_key_checking,
             connect_timeout: target.connect_timeout,
