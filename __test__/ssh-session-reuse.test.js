@@ -216,6 +216,27 @@ describe("SSH session reuse", () => {
     }
   }, 120_000);
 
+  it("a baseline restore downloads inside the workspace, on its file system, and leaves nothing behind", async () => {
+    const seed = runSeed();
+    const { dir, files } = gitWorkspace("staging", createRandom(seed).next);
+    const remoteDir = places.remote("staging");
+    const { gitBacked } = await prepareWorkspaceForSshExecution({ spec: server.spec, localDir: dir, remoteDir });
+    const baselineSnapshot = await captureDirectorySnapshot(dir, { exclude: GIT_BASELINE_EXCLUDE });
+    writeFileSync(path.join(remoteDir, files[6]), "remote edit\n");
+    const tmpBefore = readdirSync(os.tmpdir()).filter((name) => name.startsWith("paperclip-ssh-sync-back-"));
+    const seen = new Set();
+    await restoreWorkspaceFromSshExecution({
+      spec: server.spec, localDir: dir, remoteDir, baselineSnapshot, restoreGitHistory: gitBacked,
+      onProgress: (line) => {
+        if (line.includes("Restoring")) for (const name of readdirSync(dir)) if (name.startsWith(".paperclip-")) seen.add(name.replace(/-\d.*$/, "-…"));
+      },
+    });
+    expect([...seen]).toEqual([".paperclip-sandbox-restore-…"]);
+    expect(readdirSync(dir).filter((name) => name.startsWith(".paperclip-"))).toEqual([]);
+    expect(readdirSync(os.tmpdir()).filter((name) => name.startsWith("paperclip-ssh-sync-back-"))).toEqual(tmpBefore);
+    expect(readFileSync(path.join(dir, files[6]), "utf8")).toBe("remote edit\n");
+  }, 60_000);
+
   it("concurrent callers get sessions of their own, kept for the next calls", async () => {
     closeIdleSshSessions();
     const first = await counted(() => Promise.all([1, 2, 3].map((i) => runSshCommand(server.config, `sleep 0.3; echo ${i}`))));
