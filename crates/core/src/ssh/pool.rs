@@ -76,7 +76,8 @@ impl PoolKey {
             identity: match target.private_key.as_deref() {
                 Some(key) => digest(format!("key\0{key}").as_bytes()),
                 None => {
-                    let var = |name| std::env::var_os(name).map(|v| v.to_string_lossy().into_owned()).unwrap_or_default();
+                    let var =
+                        |name| std::env::var_os(name).map(|v| v.to_string_lossy().into_owned()).unwrap_or_default();
                     digest(format!("default\0{}\0{}", var("SSH_AUTH_SOCK"), var("HOME")).as_bytes())
                 }
             },
@@ -453,7 +454,8 @@ mod tests {
         let mut t = target();
         t.inactivity_timeout = Some(Duration::from_secs(5));
         assert_eq!(PoolKey::of(&t), base);
-        let changes: Vec<Box<dyn Fn(&mut SshTarget)>> = vec![
+        type Change = Box<dyn Fn(&mut SshTarget)>;
+        let changes: Vec<Change> = vec![
             Box::new(|t| t.host = "localhost".into()),
             Box::new(|t| t.port = 2223),
             Box::new(|t| t.username = "other".into()),
