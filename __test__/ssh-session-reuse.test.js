@@ -239,7 +239,7 @@ describe("SSH session reuse", () => {
 
   it("concurrent callers get sessions of their own, kept for the next calls", async () => {
     closeIdleSshSessions();
-    const first = await counted(() => Promise.all([1, 2, 3].map((i) => runSshCommand(server.config, `sleep 0.3; echo ${i}`))));
+    const first = await counted(() => Promise.all([1, 2, 3].map((i) => runSshCommand(server.config, `sleep 1; echo ${i}`))));
     expect(first.value.map((r) => r.stdout.trim())).toEqual(["1", "2", "3"]);
     expect(first.delta).toMatchObject({ opened: 3, reused: 0, returned: 3 });
     expect(first.idle).toBe(3);
@@ -271,9 +271,14 @@ describe("SSH session reuse", () => {
     const controller = new AbortController();
     const local = places.local("aborted-pull");
     const aborted = await counted(async () => {
-      const pull = syncDirectoryFromSsh({ spec: server.spec, remoteDir: big, localDir: local, signal: controller.signal });
-      setTimeout(() => controller.abort(), 400);
-      return await pull.catch((e) => e);
+      const leased = () => sshPoolStats().opened + sshPoolStats().reused;
+      const before = leased();
+      const pull = syncDirectoryFromSsh({ spec: server.spec, remoteDir: big, localDir: local, signal: controller.signal }).catch((e) => e);
+      // Abort once the pull holds its session (and the remote tar is streaming).
+      while (leased() === before) await new Promise((resolve) => setTimeout(resolve, 10));
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      controller.abort();
+      return await pull;
     });
     expect(aborted.value.name).toBe("AbortError");
     expect(aborted.delta.returned).toBe(0);
