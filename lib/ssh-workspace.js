@@ -289,7 +289,9 @@ function integrateImportedHead(localDir, imported) {
  * removed remotely; resolves `{ gitBacked: true }`. Otherwise the remote directory is
  * cleared (sparing `.paperclip-runtime`) and the tree pushed; `{ gitBacked: false }`.
  * `transfers` holds ssh.js's `runSshCommand`, `syncDirectoryToSsh` and `syncDirectoryFromSsh`
- * (ssh.js passes them in, so this module does not import it back).
+ * (ssh.js passes them in, so this module does not import it back). The steps run one after
+ * the other (unlike the restore's export and pull): the import checks out, resets and cleans
+ * the remote tree the push writes into, and the removal of deleted paths follows both.
  */
 export async function prepareWorkspaceOverSsh(input, transfers) {
   const { runSshCommand, syncDirectoryToSsh } = transfers;
