@@ -9,14 +9,14 @@
 // overlapped export and pull of a restore fail as the sequential steps do. Run as an
 // unprivileged user in CI (scripts/test.sh).
 import { execFileSync } from "node:child_process";
-import { createHash } from "node:crypto";
-import { cpSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { closeIdleSshSessions, sshPoolStats } from "../lib/extras.js";
 import { prepareWorkspaceForSshExecution, restoreWorkspaceFromSshExecution, runSshCommand, syncDirectoryFromSsh } from "../lib/ssh.js";
 import { captureDirectorySnapshot } from "../lib/workspace-restore-merge.js";
+import { contentState } from "./helpers/git-state.js";
 import { createRandom, runSeed } from "./helpers/random.js";
 import { scratchPlaces, startSshd } from "./helpers/sshd.js";
 
@@ -35,29 +35,6 @@ function git(dir, args) {
     encoding: "utf8",
     stdio: ["ignore", "pipe", "pipe"],
   }).trimEnd();
-}
-
-/** Files, directories and links under `root` with modes and content digests. */
-function contentState(root, skip = [".git"]) {
-  const out = {};
-  const visit = (dir, prefix) => {
-    for (const name of readdirSync(dir).sort()) {
-      const rel = prefix ? `${prefix}/${name}` : name;
-      if (skip.includes(rel)) continue;
-      const full = path.join(dir, name);
-      const stat = lstatSync(full);
-      if (stat.isDirectory()) {
-        out[rel] = `dir ${(stat.mode & 0o7777).toString(8)}`;
-        visit(full, rel);
-      } else if (stat.isSymbolicLink()) {
-        out[rel] = `link ${readlinkSync(full)}`;
-      } else {
-        out[rel] = `file ${(stat.mode & 0o7777).toString(8)} ${createHash("sha256").update(readFileSync(full)).digest("hex")}`;
-      }
-    }
-  };
-  visit(root, "");
-  return out;
 }
 
 function repoState(dir) {

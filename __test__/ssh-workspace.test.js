@@ -9,7 +9,7 @@
 // that leaves no temporary ref or bundle behind. Run as an unprivileged user in CI.
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { cpSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import * as upstream from "@paperclipai/adapter-utils/ssh";
@@ -19,6 +19,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { prepareWorkspaceForSshExecution, restoreWorkspaceFromSshExecution, runSshCommand } from "../lib/ssh.js";
 import { credentialFreeRemoteUrl } from "../lib/ssh-workspace.js";
 import { captureDirectorySnapshot } from "../lib/workspace-restore-merge.js";
+import { contentState } from "./helpers/git-state.js";
 import { descendantsOf, generateKey, scratchPlaces, startSshd } from "./helpers/sshd.js";
 
 // Pinned commit dates: the merge and graft commits both implementations write (with the
@@ -55,29 +56,6 @@ async function remote(script) {
     maxBuffer: 1024 * 1024,
   });
   return result.stdout.trim();
-}
-
-/** Files, directories and links under `root` (no `.git`, no mtimes): what a workspace holds. */
-function contentState(root, skip = [".git"]) {
-  const out = {};
-  const visit = (dir, prefix) => {
-    for (const name of readdirSync(dir).sort()) {
-      const rel = prefix ? `${prefix}/${name}` : name;
-      if (skip.includes(rel)) continue;
-      const full = path.join(dir, name);
-      const stat = lstatSync(full);
-      if (stat.isDirectory()) {
-        out[rel] = `dir ${(stat.mode & 0o7777).toString(8)}`;
-        visit(full, rel);
-      } else if (stat.isSymbolicLink()) {
-        out[rel] = `link ${readlinkSync(full)}`;
-      } else {
-        out[rel] = `file ${(stat.mode & 0o7777).toString(8)} ${createHash("sha256").update(readFileSync(full)).digest("hex")}`;
-      }
-    }
-  };
-  visit(root, "");
-  return out;
 }
 
 /** What a git repository says about itself: HEAD, branch, status, origin, commit graph. */

@@ -1,6 +1,7 @@
 // What the sandbox-lane tests compare of a repository and a work tree, in one place.
 import { execFileSync } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
 import path from "node:path";
 import { treeState } from "./tar.js";
 
@@ -43,5 +44,31 @@ export function treeWithoutGit(root) {
     if (/(^|\/)\.git\//.test(key)) continue;
     out[key] = { ...value, mtime: undefined };
   }
+  return out;
+}
+
+/**
+ * Files, directories and links under `root` with modes and content digests, no mtimes;
+ * the relative paths in `skip` (default `.git`) are left out with everything under them.
+ */
+export function contentState(root, skip = [".git"]) {
+  const out = {};
+  const visit = (dir, prefix) => {
+    for (const name of readdirSync(dir).sort()) {
+      const rel = prefix ? `${prefix}/${name}` : name;
+      if (skip.includes(rel)) continue;
+      const full = path.join(dir, name);
+      const stat = lstatSync(full);
+      if (stat.isDirectory()) {
+        out[rel] = `dir ${(stat.mode & 0o7777).toString(8)}`;
+        visit(full, rel);
+      } else if (stat.isSymbolicLink()) {
+        out[rel] = `link ${readlinkSync(full)}`;
+      } else {
+        out[rel] = `file ${(stat.mode & 0o7777).toString(8)} ${createHash("sha256").update(readFileSync(full)).digest("hex")}`;
+      }
+    }
+  };
+  visit(root, "");
   return out;
 }
