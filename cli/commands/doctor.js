@@ -1,10 +1,10 @@
 // `paperclip-sync doctor`: whether the native binary loads, which upstream is installed and
 // verified, and what the activation serves here and in a process started with the hook.
 import { spawnSync } from "node:child_process";
-import { nativeActivation } from "../../activation/state.js";
-import { ACTIVATION_ENV, compositionPlan, isVerifiedUpstreamVersion, VERIFIED_UPSTREAM_VERSIONS } from "../../activation/coverage.js";
-import { findInstalledUpstream } from "../../activation/node.js";
-import { nativeLoadError, nativePlatform } from "../../native.js";
+import { nativeActivation } from "../../lib/activation/state.js";
+import { ACTIVATION_ENV, compositionPlan, isVerifiedUpstreamVersion, VERIFIED_UPSTREAM_VERSIONS } from "../../lib/activation/coverage.js";
+import { findInstalledUpstream } from "../../lib/activation/node.js";
+import { nativeLoadError, nativePlatform } from "../../lib/native.js";
 import { table } from "../output.js";
 
 /** The command's help. */
@@ -26,8 +26,8 @@ export async function run({ values: opts }) {
   let plan = [];
   if (!nativeLoadError) plan = (await compositionPlan()).map(({ module, names }) => ({ module, names }));
   // What a process started with the hook gets: a child loads every covered module.
-  const register = new URL("../../activation/register.js", import.meta.url).href;
-  const state = new URL("../../activation/state.js", import.meta.url).href;
+  const register = new URL("../../lib/activation/register.js", import.meta.url).href;
+  const state = new URL("../../lib/activation/state.js", import.meta.url).href;
   const probe = `for (const m of ${JSON.stringify(plan.map((p) => p.module))}) await import("@paperclipai/adapter-utils/" + m).catch(() => {});
     const { nativeActivation } = await import(${JSON.stringify(state)}); console.log(JSON.stringify(nativeActivation()));`;
   let child = null;
