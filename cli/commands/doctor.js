@@ -2,8 +2,7 @@
 // verified, and what the activation serves here and in a process started with the hook.
 import { spawnSync } from "node:child_process";
 import { nativeActivation } from "../../lib/activation/state.js";
-import { ACTIVATION_ENV, compositionPlan, isVerifiedUpstreamVersion, VERIFIED_UPSTREAM_VERSIONS } from "../../lib/activation/coverage.js";
-import { findInstalledUpstream } from "../../lib/activation/node.js";
+import { ACTIVATION_ENV, compositionPlan, findInstalledUpstream, isVerifiedUpstreamVersion, VERIFIED_UPSTREAM_VERSIONS } from "../../lib/activation/coverage.js";
 import { nativeLoadError, nativePlatform } from "../../lib/native.js";
 import { table } from "../output.js";
 
@@ -62,8 +61,8 @@ export async function run({ values: opts }) {
   console.log(`this process        ${report.thisProcess.active ? `active (${report.thisProcess.mechanism})` : `not active${report.thisProcess.reason ? ` (${report.thisProcess.reason})` : ""}`}`);
   console.log(`with --import …/register: ${on ? "active" : `off${report.withRegister?.stderr ? ` (${report.withRegister.stderr})` : ""}`}`);
   if (plan.length) {
-    console.log(`\n${table(plan.map(({ module, names }) => ({ "upstream module": module, "served natively": report.withRegister?.modules?.[module] ? `${names.length} names` : "no", names: names.join(", ") })), ["upstream module", "served natively", "names"])}`);
+    console.log(`\n${table(plan.map(({ module, names }) => ({ "upstream module": module, "served natively": report.withRegister?.modules?.[module] ? `${names.length} ${names.length === 1 ? "name" : "names"}` : "no", names: names.join(", ") })), ["upstream module", "served natively", "names"])}`);
   }
-  console.log("\nEnable: NODE_OPTIONS=\"--import @paperclipai/adapter-utils-native/register\"; turn off: PAPERCLIP_ADAPTER_UTILS_NATIVE=0");
+  console.log(`\nEnable: NODE_OPTIONS="--import=${register}"; turn off: ${ACTIVATION_ENV}=0`);
   return on ? 0 : 1;
 }
