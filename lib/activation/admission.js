@@ -4,9 +4,11 @@
 // development version) module by module, only where the module exports every name we
 // implement with the same kind (function, class or value). Shared by the Node hook and the
 // vitest plugin; both print the one line `admit` returns.
-import { existsSync, readFileSync, realpathSync } from "node:fs";
-import path from "node:path";
 import { isVerifiedUpstreamVersion, UPSTREAM_PACKAGE, VERIFIED_UPSTREAM_VERSIONS } from "./coverage.js";
+
+// Built-ins through process.getBuiltinModule, as in coverage.js (on the register path).
+const { existsSync, readFileSync, realpathSync } = process.getBuiltinModule("node:fs");
+const path = process.getBuiltinModule("node:path");
 
 /** The environment variable of the workspace opt-in for the `--import` form (`workspace`). */
 export const UPSTREAM_OPT_IN_ENV = "PAPERCLIP_ADAPTER_UTILS_NATIVE_UPSTREAM";

@@ -3,10 +3,14 @@
 // that maps to a drop-in module under lib/, so a new drop-in subpath is picked up with no
 // change here). Shared by the `--import` hook, the vitest plugin, the diagnostics and the
 // upstream-swap runner.
-import { existsSync, readFileSync } from "node:fs";
-import { createRequire } from "node:module";
-import path from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+// Built-in modules through process.getBuiltinModule rather than `import`: the modules on the
+// `--import …/register` path load in every child Node process of an activated host, and an ES
+// import of a built-in builds its module namespace (about 3 MiB for node:fs) that those children
+// would pay for nothing.
+const { existsSync, readFileSync } = process.getBuiltinModule("node:fs");
+const { createRequire } = process.getBuiltinModule("node:module");
+const path = process.getBuiltinModule("node:path");
+const { fileURLToPath, pathToFileURL } = process.getBuiltinModule("node:url");
 
 const packageRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
 

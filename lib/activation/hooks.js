@@ -9,12 +9,15 @@
 // Nothing native loads until the first covered upstream module does: then our drop-in modules
 // are loaded (and with them the binary). A process that never imports upstream pays only for
 // this file and the checks of the URLs it loads.
-import { writeSync } from "node:fs";
-import { createRequire } from "node:module";
-import { fileURLToPath } from "node:url";
 import { admit } from "./admission.js";
 import { BOUND_QUERY, ORIGINAL_QUERY, boundSource, compositionPlanSync, coveredModules, isBoundModule, shimSource, upstreamModuleOf } from "./coverage.js";
 import { recordDisabled, recordSkipped } from "./state.js";
+
+// Built-ins through process.getBuiltinModule, as in coverage.js (this module loads in every
+// child process of an activated host).
+const { writeSync } = process.getBuiltinModule("node:fs");
+const { createRequire } = process.getBuiltinModule("node:module");
+const { fileURLToPath } = process.getBuiltinModule("node:url");
 
 const PREFIX = "@paperclipai/adapter-utils-native";
 

@@ -4,9 +4,10 @@
 // agent's workspace) fails that child with ERR_MODULE_NOT_FOUND. Pure string work, with
 // Node's own NODE_OPTIONS syntax: arguments split at spaces, double quotes group, and inside
 // quotes a backslash escapes the next character.
-import { realpathSync } from "node:fs";
-import path from "node:path";
-import { fileURLToPath } from "node:url";
+// Built-ins through process.getBuiltinModule, as in coverage.js (on the register path).
+const { realpathSync } = process.getBuiltinModule("node:fs");
+const path = process.getBuiltinModule("node:path");
+const { fileURLToPath } = process.getBuiltinModule("node:url");
 
 /** The package subpath of the `--import` entry. */
 export const REGISTER_SPECIFIER = "@paperclipai/adapter-utils-native/register";

@@ -7,11 +7,13 @@
 // started through `NODE_OPTIONS`, our `--import` entry there is rewritten to this file's
 // absolute URL, so a child started from any working directory finds it (a bare specifier
 // would be resolved from the child's own directory).
-import module from "node:module";
 import { WORKSPACE_OPT_IN, UPSTREAM_OPT_IN_ENV } from "./admission.js";
 import { ACTIVATION_ENV } from "./coverage.js";
 import { rewriteNodeOptions } from "./node-options.js";
 import { activationStore, recordDisabled, recordMechanism } from "./state.js";
+
+// Built-ins through process.getBuiltinModule, as in coverage.js (on the register path).
+const module = process.getBuiltinModule("node:module");
 
 const PREFIX = "@paperclipai/adapter-utils-native";
 const REGISTER_URL = new URL("./register.js", import.meta.url).href;
