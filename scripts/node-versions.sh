@@ -24,3 +24,17 @@ use_node() {
   export PATH="$dir:$PATH"
   hash -r
 }
+
+# Keeps the `node` on PATH when it is a supported version (>= 24.11); otherwise, on
+# linux-x64, puts Node $NODE24_VERSION first (the demo command).
+ensure_supported_node() {
+  if node -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 24 || (a === 24 && b >= 11) ? 0 : 1)' 2>/dev/null; then
+    return 0
+  fi
+  if [ "$(uname -s)-$(uname -m)" = Linux-x86_64 ]; then
+    use_node "$NODE24_VERSION"
+  else
+    echo "Node >= 24.11 is needed (found $(node --version 2>/dev/null || echo none))" >&2
+    return 1
+  fi
+}
