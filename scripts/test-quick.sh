@@ -39,6 +39,11 @@ if [ -n "$(find src crates/core/src Cargo.toml crates/core/Cargo.toml -newer "$a
   echo "test:quick: warning: Rust sources are newer than $addon; the vitest files test the old build (npm run --silent build:linux-x64-gnu)" >&2
 fi
 
+# A supported Node (>= 24.11), as the test command and the demo use: the `node` on PATH when it
+# is one, else Node 24 from .cache/ (scripts/node-versions.sh).
+source scripts/node-versions.sh
+ensure_supported_node || exit 1
+
 host=$(rustc -vV | sed -n 's/host: //p')
 printf '\n==> cargo test -p paperclip-sync-core --no-default-features\n'
 cargo test -p paperclip-sync-core --no-default-features --target "$host" -- "${slow_cargo[@]/#/--skip=}" 2>&1 |
