@@ -99,10 +99,10 @@ describe.skipIf(!onLinuxX64Gnu)("the release tarballs, installed into an empty p
     expect(host.status, host.stderr).toBe(0);
     expect(host.stderr).toBe("");
     expect(JSON.parse(host.stdout)).toEqual({ active: true, child: 0, childErr: "" });
-    // What doctor prints as the recipe is an absolute form that works from any directory.
-    const doctor = inProject(installed.project, "npx", ["paperclip-sync", "doctor"]);
-    const recipe = /NODE_OPTIONS="([^"]+)"/.exec(doctor.stdout)?.[1];
+    // The README's absolute form (`doctor --node-options`) works from any directory.
+    const recipe = inProject(installed.project, "npx", ["paperclip-sync", "doctor", "--node-options"]).stdout.trim();
     expect(recipe).toBe(`--import=${pathToFileURL(path.join(installed.nativeRoot, "lib/activation/register.js")).href}`);
+    expect(inProject(installed.project, "npx", ["paperclip-sync", "doctor"]).stdout).toContain(`NODE_OPTIONS="${recipe}"`);
     const elsewhere = inProject(installed.project, process.execPath, [path.join(installed.project, "host.mjs")], { cwd: os.tmpdir(), env: { NODE_OPTIONS: recipe } });
     expect(elsewhere.status, elsewhere.stderr).toBe(0);
     expect(JSON.parse(elsewhere.stdout)).toEqual({ active: true, child: 0, childErr: "" });

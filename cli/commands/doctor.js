@@ -8,24 +8,33 @@ import { table } from "../output.js";
 
 /** The command's help. */
 export const help = `Usage: paperclip-sync doctor [--json]
+       paperclip-sync doctor --node-options
 
 Reports whether the native binary loads here, the installed @paperclipai/adapter-utils
 (found from the working directory) and whether its version is one this package was verified
 against, the upstream modules and names the activation serves, whether the activation is
 on in this process (nativeActivation()), and what a Node started with
 --import @paperclipai/adapter-utils-native/register gets (checked in a child process).
-Exit code 1 when the activation would stay off.`;
+Exit code 1 when the activation would stay off.
+
+--node-options prints only the NODE_OPTIONS value that turns the activation on for this
+installation (--import=<absolute file: URL>), which works from any working directory:
+  export NODE_OPTIONS="$(npx paperclip-sync doctor --node-options)"`;
 
 /** The command's options (node:util.parseArgs). */
-export const options = { json: { type: "boolean" } };
+export const options = { json: { type: "boolean" }, "node-options": { type: "boolean" } };
 
 /** Runs the command on its parsed arguments; resolves the exit code (1: the activation would stay off). */
 export async function run({ values: opts }) {
+  const register = new URL("../../lib/activation/register.js", import.meta.url).href;
+  if (opts["node-options"]) {
+    console.log(`--import=${register}`);
+    return 0;
+  }
   const installed = findInstalledUpstream();
   let plan = [];
   if (!nativeLoadError) plan = (await compositionPlan()).map(({ module, names }) => ({ module, names }));
   // What a process started with the hook gets: a child loads every covered module.
-  const register = new URL("../../lib/activation/register.js", import.meta.url).href;
   const state = new URL("../../lib/activation/state.js", import.meta.url).href;
   const probe = `for (const m of ${JSON.stringify(plan.map((p) => p.module))}) await import("@paperclipai/adapter-utils/" + m).catch(() => {});
     const { nativeActivation } = await import(${JSON.stringify(state)}); console.log(JSON.stringify(nativeActivation()));`;
