@@ -164,6 +164,20 @@ describe("node --import @paperclipai/adapter-utils-native/register", () => {
     expect(out.activation.reason).toMatch(/2026\.1\.1 is not a verified version/);
   });
 
+  it("a Node without module.registerHooks: upstream untouched, one line naming the supported versions", () => {
+    const dir = project("no-hooks", { upstream: upstreamDir, native: repo });
+    // Stands in for an older Node: the hook API is gone before our entry runs.
+    writeFileSync(path.join(dir, "old-node.mjs"), 'process.getBuiltinModule("node:module").registerHooks = undefined;\n');
+    const result = spawnSync(process.execPath, ["--import", "./old-node.mjs", "--import", registerUrl, "app.mjs"], {
+      cwd: dir, env: { ...process.env, NODE_OPTIONS: "" }, encoding: "utf8", timeout: 60_000,
+    });
+    expect(result.status).toBe(EXIT);
+    expect(stderrLines(result.stderr)).toEqual([expect.stringMatching(/^@paperclipai\/adapter-utils-native: Node [\d.]+ has no module\.registerHooks \(supported: Node >= 24\.11\); @paperclipai\/adapter-utils unchanged$/)]);
+    const out = JSON.parse(result.stdout.trim().split("\n").pop());
+    expect(out).toMatchObject({ ssh: false, remote: false, exclude: false, excludeWorks: true });
+    expect(out.activation).toMatchObject({ active: false });
+  });
+
   it("a copy of this package without its native binary: upstream untouched, one line; direct calls name the platform", () => {
     const copy = path.join(work, "no-binary");
     mkdirSync(path.join(copy, "native"), { recursive: true });
