@@ -16,7 +16,7 @@ import { INTEGRATION_LABELS, integrateImportedHead as integrateInto } from "./gi
 import { runLocalGit } from "./local-git.js";
 import { abortError, native } from "./native.js";
 import { runTransfer, shellQuote, sshSessionReuse, sshTarget, transferProgress, transferTarget } from "./ssh-common.js";
-import { archiveLimits, checkSignal, invalidArgument } from "./tar-common.js";
+import { archiveLimits, checkSignal, invalidArgument } from "./arguments.js";
 import { mergeDirectoryWithBaseline } from "./workspace-restore-merge.js";
 
 /** The remote directory Paperclip keeps for itself: never synced, never cleared. */

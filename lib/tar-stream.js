@@ -3,17 +3,9 @@
 // stream. The member set is `createTarballFromDirectory`'s; the work is native (see
 // src/tar.rs) and never buffers more than a few chunks.
 import fs from "node:fs/promises";
+import { archiveLimits, checkOptionNames, checkReporter, checkSignal, invalidArgument, requireString } from "./arguments.js";
 import { abortError, constants, native, runCancellable, toJsError } from "./native.js";
-import {
-  archiveLimits,
-  checkOptionNames,
-  checkReporter,
-  checkSignal,
-  invalidArgument,
-  packInput,
-  progressBridge,
-  requireString,
-} from "./tar-common.js";
+import { packInput, progressBridge } from "./tar-common.js";
 
 /** Default chunk size of a tarball stream: 1 MiB. */
 export const TARBALL_STREAM_DEFAULT_CHUNK_SIZE = 1024 * 1024;
