@@ -74,13 +74,20 @@ const LIMIT_NAMES = ["maxBytes", "maxEntries", "maxFileBytes", "minFreeBytes"];
 /** The environment variable that sets the default free-space floor, in bytes (0: off). */
 export const MIN_FREE_BYTES_ENV = "PAPERCLIP_NATIVE_MIN_FREE_BYTES";
 
+/** The objects `archiveLimits` returned: passed on, they are not checked again. */
+const checkedLimits = new WeakSet();
+
 /**
- * The native form of an extraction's `limits` (`{ maxBytes, maxEntries, maxFileBytes,
- * minFreeBytes }`, each a non-negative safe integer or absent): unknown names and bad
- * values are rejected; `minFreeBytes` defaults to `PAPERCLIP_NATIVE_MIN_FREE_BYTES` when
- * that is set, else the native default (2 % of the file system, at most 1 GiB).
+ * An extraction's `limits` checked, in the one shape they keep down to the core's
+ * `ArchiveLimits` (`{ maxBytes, maxEntries, maxFileBytes, minFreeBytes }`, each a
+ * non-negative safe integer or absent): unknown names and bad values are rejected;
+ * `minFreeBytes` defaults to `PAPERCLIP_NATIVE_MIN_FREE_BYTES` when that is set, else to
+ * the core's default (2 % of the destination's file system, at most 1 GiB). The variable
+ * is read here, not natively, because `process.env` is the calling thread's own in a
+ * worker thread. A result passed in again is returned as it is.
  */
 export function archiveLimits(limits) {
+  if (checkedLimits.has(limits)) return limits;
   const out = {};
   if (limits != null) {
     if (typeof limits !== "object") throw invalidArgument("limits must be an object");
@@ -103,5 +110,6 @@ export function archiveLimits(limits) {
     }
     out.minFreeBytes = value;
   }
+  checkedLimits.add(Object.freeze(out));
   return out;
 }

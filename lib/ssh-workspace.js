@@ -342,8 +342,7 @@ export async function restoreWorkspaceOverSsh(input, transfers) {
   const { remoteDir, signal, limits } = lifecycleInput(input);
   const { spec, localDir, onProgress, baselineSnapshot } = input;
   // Ours: the extraction's bounds, checked before any work and passed to every pull.
-  archiveLimits(input.limits);
-  const archive = input.limits === undefined ? {} : { limits: input.limits };
+  const archive = { limits: archiveLimits(input.limits) };
   if (baselineSnapshot) {
     const stagingDir = await restoreStaging(localDir);
     const ref = input.restoreGitHistory ? `refs/paperclip/ssh-sync/imported/${randomUUID()}` : null;

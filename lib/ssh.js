@@ -270,7 +270,7 @@ export async function syncDirectoryFromSsh(input) {
   let failed = true;
   try {
     const summary = await runCancellable(signal, (id) =>
-      native.sshDownloadTar(target, command, staging.tree, id, progress ? (bytes) => progress.update(bytes) : undefined, limits));
+      native.sshDownloadTar(target, command, { dest: staging.tree, preserveMtime: true, limits }, id, progress ? (bytes) => progress.update(bytes) : undefined));
     if (signal?.aborted) throw abortError(signal);
     await progress?.finish(summary.bytes);
     await replaceDirectoryContents(staging.dir, input.localDir, input.preserveLocalEntries);

@@ -193,7 +193,7 @@ export async function prepareSandbox(input, sources) {
   const signal = checkSignal(input.signal);
   // Our addition: `limits` bounds the restore's extraction of what the sandbox sends back
   // (see `extractTarballToDirectory`); checked here so a bad value fails before any work.
-  const limits = input.limits === undefined ? undefined : (archiveLimits(input.limits), input.limits);
+  const limits = input.limits === undefined ? undefined : archiveLimits(input.limits);
   const stopIfAborted = () => {
     if (signal?.aborted) throw abortError(signal);
   };
