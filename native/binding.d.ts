@@ -220,6 +220,11 @@ export interface SharedConstants {
   ignoreScanMaxOutputBytes: number
   /** The largest `chunkSize` a tar pack stream takes (64 MiB). */
   maxChunkSize: number
+  /**
+   * The prefix of a native rejection's reason that carries the error's details as JSON
+   * (`src/error.rs`; `lib/native.js` turns it into a coded JS error).
+   */
+  structuredErrorPrefix: string
 }
 
 /** Upstream `shouldExcludePath`: true when any entry of `exclude` matches `relative`. */

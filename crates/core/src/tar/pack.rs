@@ -391,7 +391,7 @@ enum Content {
 #[derive(Default)]
 struct Batch {
     members: Vec<(Member, Result<Content>)>,
-    /// Bytes of small files to read whole (held against the [`Budget`] until written).
+    /// Bytes of small files to read whole (held against the [`MemoryBudget`] until written).
     bytes: u64,
     /// The walk failed (or was cancelled) after these members: the pack fails with this at
     /// its turn.
@@ -426,14 +426,14 @@ impl Slot {
     }
 }
 
-/// Bytes of file data read ahead and not yet written: at most [`READ_AHEAD_BYTES`] (or one
-/// batch, when nothing else is held).
-struct Budget {
+/// The memory of the read-ahead: bytes of file data read ahead and not yet written, at most
+/// [`READ_AHEAD_BYTES`] (or one batch, when nothing else is held).
+struct MemoryBudget {
     used: Mutex<u64>,
     freed: Condvar,
 }
 
-impl Budget {
+impl MemoryBudget {
     /// Waits for room for `bytes`; false once `stop` is set.
     fn acquire(&self, bytes: u64, stop: &AtomicBool) -> bool {
         let Ok(mut used) = self.used.lock() else { return false };
@@ -548,7 +548,7 @@ fn read_ahead(
     mut write: impl FnMut(&Member, Result<Content>) -> Result<()>,
 ) -> Result<u64> {
     let stop = AtomicBool::new(false);
-    let budget = Budget { used: Mutex::new(0), freed: Condvar::new() };
+    let budget = MemoryBudget { used: Mutex::new(0), freed: Condvar::new() };
     let follow = opts.follow_symlinks;
     let (reads, pool) = mpsc::channel::<(Batch, Arc<Slot>)>();
     let pool = Mutex::new(pool);
