@@ -703,7 +703,7 @@ impl Targets<'_> {
             .open_file_nofollow(os_name)
             .map_err(|e| Error::io(e, "copyfile", &join_like_node(sources.path, &join_rel(parent, name))))?;
         let (staged, mut output) = loop {
-            let staged = fsat::unique_name(STAGING_PREFIX);
+            let staged = crate::staging::unique_name(STAGING_PREFIX);
             match stage.create_new_file(&staged, 0o600) {
                 Ok(file) => break (staged, file),
                 Err(e) if e.raw_os_error() == Some(libc::EEXIST) => continue,
