@@ -414,3 +414,78 @@ describe(`watched snapshots (DIFF_SEED=${SEED})`, () => {
     expect(watched.pool[1]).toMatchObject({ captures: 2, fullWalks: 1 });
   });
 });
+
+describe(`a capture the watcher accepted always resolves (DIFF_SEED=${SEED})`, () => {
+  it("capture() then close() at once: the capture resolves, equal to a cold capture; later captures reject", async () => {
+    const root = path.join(work, "close-queued");
+    writeSubtree(createRandom(SEED ^ 11), root, 2);
+    const watcher = createSnapshotWatcher(root);
+    const first = watcher.capture();
+    const second = watcher.capture();
+    watcher.close();
+    expect(watcher.stats()).toMatchObject({ closed: true });
+    await expectSameAsCold(await first, root, [], "queued before close (1)");
+    await expectSameAsCold(await second, root, [], "queued before close (2)");
+    await expect(watcher.capture()).rejects.toMatchObject({ code: "ERR_PAPERCLIP_NATIVE_WATCHER_CLOSED" });
+    expect(watcher.stats()).toMatchObject({ closed: true, watches: 0, watching: false });
+  });
+
+  it("more roots than the pool's cap, captured concurrently: none rejects (an evicted watcher finishes what it accepted)", async () => {
+    const { closeSnapshotWatchPool } = await import("@paperclipai/adapter-utils-native");
+    const saved = process.env.PAPERCLIP_NATIVE_WATCH_MAX_ROOTS;
+    process.env.PAPERCLIP_NATIVE_WATCH_MAX_ROOTS = "2";
+    const roots = [0, 1, 2].map((i) => path.join(work, `evict-${i}`));
+    roots.forEach((root, i) => writeSubtree(createRandom(SEED + 100 + i), root, 2));
+    try {
+      const settled = await Promise.allSettled(roots.map((root) => ours.captureDirectorySnapshot(root, { watch: true })));
+      expect(settled.map((s) => s.status === "fulfilled" ? "ok" : s.reason?.code)).toEqual(["ok", "ok", "ok"]);
+      for (const [i, s] of settled.entries()) await expectSameAsCold(s.value, roots[i], [], `root ${i}`);
+    } finally {
+      closeSnapshotWatchPool();
+      if (saved === undefined) delete process.env.PAPERCLIP_NATIVE_WATCH_MAX_ROOTS;
+      else process.env.PAPERCLIP_NATIVE_WATCH_MAX_ROOTS = saved;
+    }
+  });
+
+  it("stress: more roots than the cap, captures in random order with random closes, every capture equals a cold one", async () => {
+    const { closeSnapshotWatchPool, snapshotWatchPool } = await import("@paperclipai/adapter-utils-native");
+    const rng = createRandom(SEED ^ 0x57e55);
+    const saved = process.env.PAPERCLIP_NATIVE_WATCH_MAX_ROOTS;
+    process.env.PAPERCLIP_NATIVE_WATCH_MAX_ROOTS = "3";
+    const roots = Array.from({ length: 7 }, (_, i) => path.join(work, `stress-${i}`));
+    roots.forEach((root, i) => writeSubtree(createRandom(SEED + 200 + i), root, 2));
+    const outside = path.join(work, "stress-outside");
+    mkdirSync(outside, { recursive: true });
+    const direct = roots.map((root) => createSnapshotWatcher(root));
+    try {
+      for (let round = 0; round < 6; round += 1) {
+        for (let i = 0; i < 4; i += 1) randomChange(rng, rng.pick(roots), outside, []);
+        const pending = [];
+        for (let op = 0; op < 40; op += 1) {
+          const i = rng.int(roots.length);
+          const what = rng.pick(["pool", "pool", "direct", "closeDirect", "closePool"]);
+          if (what === "pool") pending.push([i, `pool ${op}`, ours.captureDirectorySnapshot(roots[i], { watch: true })]);
+          else if (what === "direct") pending.push([i, `direct ${op}`, direct[i].capture()]);
+          else if (what === "closeDirect") {
+            direct[i].close();
+            direct[i] = createSnapshotWatcher(roots[i]);
+          } else closeSnapshotWatchPool();
+          if (rng.chance(0.3)) await new Promise((resolve) => setImmediate(resolve));
+        }
+        const settled = await Promise.allSettled(pending.map(([, , p]) => p));
+        const where = `round ${round}`;
+        expect(settled.filter((s) => s.status === "rejected").map((s) => `${s.reason?.code}: ${s.reason?.message}`), where).toEqual([]);
+        for (const [k, [i, label]] of pending.entries()) {
+          const cold = await ours.captureDirectorySnapshot(roots[i], {});
+          expect(ordered(settled[k].value), `${where}, ${label}, root ${i}`).toEqual(ordered(cold));
+        }
+        expect(snapshotWatchPool().length, where).toBeLessThanOrEqual(3);
+      }
+    } finally {
+      direct.forEach((watcher) => watcher.close());
+      closeSnapshotWatchPool();
+      if (saved === undefined) delete process.env.PAPERCLIP_NATIVE_WATCH_MAX_ROOTS;
+      else process.env.PAPERCLIP_NATIVE_WATCH_MAX_ROOTS = saved;
+    }
+  }, 120_000);
+});

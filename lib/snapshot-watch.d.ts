@@ -73,12 +73,17 @@ export interface SnapshotWatcher {
    * capture walks the whole tree; later ones re-read only the directories that changed.
    * Captures run one at a time in call order. `signal` aborts with an `AbortError`; after
    * an abort or a failure the next capture walks the whole tree again. Rejects with
-   * `ERR_PAPERCLIP_NATIVE_WATCHER_CLOSED` after `close()`.
+   * `ERR_PAPERCLIP_NATIVE_WATCHER_CLOSED` when called after `close()`; a capture called
+   * before `close()` completes.
    */
   capture(options?: { signal?: AbortSignal }): Promise<DirectorySnapshot>;
   /** The counters as of the last capture. */
   stats(): SnapshotWatcherStats;
-  /** Releases every watch and the state now (or when a running capture ends). Idempotent. */
+  /**
+   * Later captures reject. Every watch and the state are released now, or, while captures
+   * called before `close()` are queued or running, once the last of them has resolved
+   * (none of them fails because of the close). Idempotent.
+   */
   close(): void;
 }
 
