@@ -2,7 +2,8 @@
 // upstream's order, and the bridge from native byte counts to a progress reporter.
 import fs from "node:fs/promises";
 import path from "node:path";
-import { codes, native } from "./native.js";
+import { codes } from "./native.js";
+import { isReservedName } from "./staging.js";
 
 /** Our code for a rejected argument. */
 export const INVALID_ARGUMENT = codes.INVALID_ARGUMENT;
@@ -120,7 +121,7 @@ export async function topLevelNames(dir) {
     }
   });
   // Our own staging directories are never part of a tree.
-  return names.filter((name) => !native.stagingIsName(name)).sort((left, right) => left.localeCompare(right));
+  return names.filter((name) => !isReservedName(name)).sort((left, right) => left.localeCompare(right));
 }
 
 /** The native pack input for a directory and upstream-shaped options. */

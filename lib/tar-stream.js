@@ -4,6 +4,7 @@
 // src/tar.rs) and never buffers more than a few chunks.
 import fs from "node:fs/promises";
 import { abortError, constants, native, runCancellable, toJsError } from "./native.js";
+import { reportForeignStaging } from "./staging.js";
 import {
   archiveLimits,
   checkOptionNames,
@@ -271,5 +272,6 @@ export async function extractTarballToDirectory(input) {
     throw error;
   }
   await bridge?.complete(summary.bytesRead, summary.bytesRead);
+  reportForeignStaging(localDir, summary.foreignStaging);
   return { entries: summary.entries, bytesRead: summary.bytesRead };
 }

@@ -13,6 +13,7 @@ use super::state::{join_rel, parent_of, split_rel, Child, DirState};
 use super::{SnapshotWatcher, RACY_GRANULARITY_NS};
 use crate::error::{Error, Result};
 use crate::fsat::Dir;
+use crate::reserved::OnReserved;
 use crate::snapshot::{self, Entry, FileIdentity, Hash};
 use crate::walk::{self, join_like_node, Kind, Node, ReaddirErrors, Stat, Tree, WalkOptions, ROOT};
 
@@ -131,6 +132,7 @@ impl SnapshotWatcher {
             descend: &descend,
             read_link_targets: true,
             inline_file: Some(&inline),
+            on_reserved: OnReserved::Skip,
             cancel,
         });
         let added = added.into_inner().unwrap_or_default();

@@ -1,6 +1,7 @@
 //! The watcher's unit tests: every capture equals a cold capture.
 
 use super::*;
+use crate::reserved::OnReserved;
 use crate::snapshot::{self, Entry};
 use crate::walk::ReaddirErrors;
 use std::fs;
@@ -68,6 +69,7 @@ fn cold(root: &Path, exclude: &[String]) -> Vec<(String, Entry)> {
         previous: None,
         hash_only: None,
         readdir_errors: ReaddirErrors::TreatAsEmpty,
+        on_reserved: OnReserved::Skip,
         cancel: &AtomicBool::new(false),
     })
     .unwrap();
