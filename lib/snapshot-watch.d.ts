@@ -57,9 +57,21 @@ export interface SnapshotWatcherStats {
     /**
      * Directory re-reads because the directory holds a file with several hard links (a
      * write through another of its names raises no event here): such directories are
-     * re-read by every capture.
+     * re-read by every capture. A hard link made between two watched directories after
+     * they were read is followed to its other name by the inode they share.
      */
     hardLinks: number;
+    /**
+     * Mount points under the root that were mounted, unmounted or replaced (mounts raise no
+     * inotify event; the mount table is polled by each capture): the directory holding each
+     * was re-read and the subtree now at that path walked fresh.
+     */
+    mountChanges: number;
+    /**
+     * Directory re-reads because the directory holds a file that is a mount point (a
+     * bind-mounted file can be written through its source without an event here).
+     */
+    mountedFiles: number;
   };
 }
 

@@ -187,6 +187,8 @@ class SnapshotWatcher {
         watchLimit: s.watchLimit,
         unsupportedPlatform: s.unsupportedPlatform,
         hardLinks: s.hardLinks,
+        mountChanges: s.mountChanges,
+        mountedFiles: s.mountedFiles,
       },
     };
   }

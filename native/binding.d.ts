@@ -305,6 +305,8 @@ export interface SnapshotWatchStats {
   watchLimit: number
   unsupportedPlatform: number
   hardLinks: number
+  mountChanges: number
+  mountedFiles: number
   watches: number
   entries: number
   directories: number

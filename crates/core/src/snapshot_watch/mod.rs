@@ -22,16 +22,28 @@
 //!   dropped watch (the directory deleted, moved or unmounted) re-walks that subtree; a
 //!   directory replaced under its path re-walks its subtree; the watch limit (`ENOSPC`, or
 //!   the watcher's own `max_watches`) turns watching off and every later capture is a full
-//!   walk that reuses unchanged hashes; without inotify (not Linux) likewise.
+//!   walk that reuses unchanged hashes; without inotify (not Linux) likewise;
+//! * mounts raise no event: each capture polls the mount table ([`mounts`]) and, when a mount
+//!   point under the root changed, re-reads the directory holding it (so the subtree now at
+//!   that path is walked fresh, its identity having changed); a directory holding a file
+//!   that is itself a mount point (a bind-mounted file, written through its source without
+//!   an event here) is re-read by every capture;
+//! * one watch can name several paths (a directory bind-mounted elsewhere in the tree, or a
+//!   moved one whose old place is not re-read yet): an event dirties each of them;
+//! * a file re-read with several links whose name is new or whose identity changed (a hard
+//!   link just made) is looked up by its inode among the files already held: the
+//!   directories holding its other names are re-read now and by every later capture (a
+//!   write through one name raises an event only in that name's directory).
 //!
 //! Every capture's result is the tree as a cold [`crate::snapshot::capture`] would see it:
 //! the same walker, exclude matcher and hashing, applied to the directories that changed.
 //!
 //! Files by job: this one holds the watcher and its capture (events turned into dirty
 //! directories, fallbacks decided); `reread.rs` walks and installs directories; `state.rs`
-//! holds the state's types; `inotify.rs` the kernel interface.
+//! holds the state's types; `inotify.rs` and `mounts.rs` the kernel interfaces.
 
 mod inotify;
+mod mounts;
 mod reread;
 mod state;
 #[cfg(test)]
@@ -46,6 +58,7 @@ use crate::error::{Error, Result};
 use crate::exclude::should_exclude_path;
 use crate::walk::{join_like_node, Kind};
 use inotify::{Inotify, IN_DONT_FOLLOW, IN_IGNORED, IN_Q_OVERFLOW, SELF_GONE, WATCH_MASK};
+use mounts::Mounts;
 use state::{depth_key, join_rel, now_ns, parent_of, stat_root, DirState};
 pub use state::{Child, Counters, Delta, WatchOptions};
 
@@ -61,8 +74,9 @@ pub struct SnapshotWatcher {
     inotify: Option<Inotify>,
     /// Why `inotify` is `None`.
     unwatched_reason: Option<&'static str>,
-    /// Watch descriptor → directory.
-    wds: HashMap<i32, String>,
+    /// Watch descriptor → the directories it names (one, unless the same inode is at
+    /// several paths).
+    wds: HashMap<i32, Vec<String>>,
     dirs: HashMap<String, DirState>,
     /// Directories without a watch (their `inotify_add_watch` failed): re-read every capture.
     unwatched: HashSet<String>,
@@ -71,6 +85,10 @@ pub struct SnapshotWatcher {
     /// Directories holding a file with several hard links: a write through another of its
     /// names raises no event here, so they are re-read by every capture.
     linked: HashSet<String>,
+    /// The mount table, followed (Linux).
+    mounts: Option<Mounts>,
+    /// Directories holding a file that is a mount point: re-read by every capture.
+    mounted_files: HashSet<String>,
     initialized: bool,
     root_identity: Option<(u64, u64)>,
     last_start_ns: i128,
@@ -105,6 +123,8 @@ impl SnapshotWatcher {
             unwatched: HashSet::new(),
             racy: HashSet::new(),
             linked: HashSet::new(),
+            mounts: None,
+            mounted_files: HashSet::new(),
             initialized: false,
             root_identity: None,
             last_start_ns: 0,
@@ -169,6 +189,8 @@ impl SnapshotWatcher {
         self.unwatched.clear();
         self.racy.clear();
         self.linked.clear();
+        self.mounts = None;
+        self.mounted_files.clear();
         self.initialized = false;
         if self.inotify.is_some() {
             self.inotify = Inotify::new().ok();
@@ -184,6 +206,8 @@ impl SnapshotWatcher {
             self.inotify = None;
             self.wds.clear();
             self.unwatched.clear();
+            self.mounts = None;
+            self.mounted_files.clear();
             self.counters.watch_limit += 1;
             self.unwatched_reason = Some("watch-limit");
         }
@@ -206,31 +230,35 @@ impl SnapshotWatcher {
                 full = true;
                 continue;
             }
-            let Some(rel) = self.wds.get(&event.wd).cloned() else { continue };
-            if event.mask & SELF_GONE != 0 {
-                if event.mask & IN_IGNORED != 0 {
-                    self.wds.remove(&event.wd);
-                    if let Some(state) = self.dirs.get_mut(&rel) {
-                        state.wd = None;
-                    }
-                }
-                if stale.insert(rel.clone()) {
-                    self.counters.dropped_watch += 1;
-                }
-                if rel.is_empty() {
-                    full = true;
-                } else {
-                    dirty.insert(depth_key(parent_of(&rel)));
-                }
-                continue;
+            let Some(rels) = self.wds.get(&event.wd).cloned() else { continue };
+            if event.mask & SELF_GONE != 0 && event.mask & IN_IGNORED != 0 {
+                self.wds.remove(&event.wd);
             }
-            if !event.name.is_empty() {
-                let child = join_rel(&rel, &String::from_utf8_lossy(&event.name));
-                if self.excluded(&child) {
+            for rel in rels {
+                if event.mask & SELF_GONE != 0 {
+                    if event.mask & IN_IGNORED != 0 {
+                        if let Some(state) = self.dirs.get_mut(&rel) {
+                            state.wd = None;
+                        }
+                    }
+                    if stale.insert(rel.clone()) {
+                        self.counters.dropped_watch += 1;
+                    }
+                    if rel.is_empty() {
+                        full = true;
+                    } else {
+                        dirty.insert(depth_key(parent_of(&rel)));
+                    }
                     continue;
                 }
+                if !event.name.is_empty() {
+                    let child = join_rel(&rel, &String::from_utf8_lossy(&event.name));
+                    if self.excluded(&child) {
+                        continue;
+                    }
+                }
+                dirty.insert(depth_key(&rel));
             }
-            dirty.insert(depth_key(&rel));
         }
         if events.iter().any(|e| e.mask & IN_Q_OVERFLOW != 0) {
             self.counters.overflow += 1;
@@ -240,8 +268,29 @@ impl SnapshotWatcher {
             self.counters.directory_replaced += 1;
             full = true;
         }
+        // Mounts and unmounts under the root: the directory holding each changed mount point
+        // is re-read, which walks whatever now stands at that path fresh.
+        match self.mounts.as_mut().map(Mounts::changes) {
+            Some(None) => full = true, // the table could not be read
+            Some(Some(points)) if !points.is_empty() => {
+                for rel in points {
+                    if rel.is_empty() {
+                        full = true;
+                    } else if self.dirs.contains_key(parent_of(&rel)) {
+                        self.counters.mount_changes += 1;
+                        dirty.insert(depth_key(parent_of(&rel)));
+                    }
+                }
+                self.note_mounted_files();
+            }
+            _ => {}
+        }
         if full {
             return self.full_walk(start, cancel);
+        }
+        self.counters.mounted_files += self.mounted_files.len() as u64;
+        for rel in &self.mounted_files {
+            dirty.insert(depth_key(rel));
         }
         for rel in self.racy.drain() {
             dirty.insert(depth_key(&rel));
@@ -299,6 +348,7 @@ impl SnapshotWatcher {
                 level.push(rel);
             }
             let walks = self.walk_many(&level, cancel);
+            let mut newly_linked = Vec::new();
             for (rel, walked) in level.into_iter().zip(walks) {
                 let walked = walked?;
                 self.counters.dirs_reread += 1;
@@ -307,8 +357,22 @@ impl SnapshotWatcher {
                     (state.dev, state.ino, state.mode)
                 };
                 // Fresh directories were read after their watch was added: not again.
-                done.extend(self.install(&rel, own, walked, true, &mut touched));
+                let (fresh, linked) = self.install(&rel, own, walked, true, &mut touched);
+                done.extend(fresh);
                 done.insert(rel);
+                newly_linked.extend(linked);
+            }
+            // A file that may just have been hard-linked: its other names' directories are
+            // re-read now (unless they were this capture) and by every later capture.
+            if !newly_linked.is_empty() {
+                for dir in self.other_names(&newly_linked) {
+                    if self.linked.insert(dir.clone()) {
+                        self.counters.hard_links += 1;
+                    }
+                    if !done.contains(&dir) {
+                        dirty.insert(depth_key(&dir));
+                    }
+                }
             }
         }
         self.note_racy(touched.iter(), start);
@@ -338,14 +402,12 @@ impl SnapshotWatcher {
         }
         match result {
             Ok(wd) => {
-                // The same inode watched under another path (a directory moved within the
-                // tree whose old place is not re-read yet): the watch now names the new place.
-                if let Some(old) = self.wds.insert(wd, rel.to_string()) {
-                    if old != rel {
-                        if let Some(state) = self.dirs.get_mut(&old) {
-                            state.wd = None;
-                        }
-                    }
+                // The same inode may already be watched under another path (a directory
+                // bind-mounted elsewhere in the tree, or moved within it whose old place is
+                // not re-read yet): the watch then names both.
+                let rels = self.wds.entry(wd).or_default();
+                if !rels.iter().any(|r| r == rel) {
+                    rels.push(rel.to_string());
                 }
                 if let Some(state) = self.dirs.get_mut(rel) {
                     state.wd = Some(wd);
@@ -367,10 +429,13 @@ impl SnapshotWatcher {
         while let Some(dir) = stack.pop() {
             let Some(state) = self.dirs.remove(&dir) else { continue };
             if let Some(wd) = state.wd {
-                if self.wds.get(&wd).is_some_and(|r| *r == dir) {
-                    self.wds.remove(&wd);
-                    if let Some(inotify) = &self.inotify {
-                        inotify.remove(wd);
+                if let Some(rels) = self.wds.get_mut(&wd) {
+                    rels.retain(|r| *r != dir);
+                    if rels.is_empty() {
+                        self.wds.remove(&wd);
+                        if let Some(inotify) = &self.inotify {
+                            inotify.remove(wd);
+                        }
                     }
                 }
             }
@@ -403,10 +468,13 @@ impl SnapshotWatcher {
         self.racy.clear();
         self.linked.clear();
         let root_wd = self.add_watch(&self.root, false);
+        // The mount table is read before the walk: a change from here on is seen by the next
+        // capture. (Unwatched, every capture walks the whole tree anyway.)
+        self.mounts = if self.inotify.is_some() { Mounts::open(&self.root) } else { None };
         let own = stat_root(&self.root);
         self.root_identity = own.map(|(dev, ino, _)| (dev, ino));
         if let Ok(wd) = &root_wd {
-            self.wds.insert(*wd, String::new());
+            self.wds.insert(*wd, vec![String::new()]);
         }
         // The old state only serves hash reuse (same identity, not racy).
         let walked = self.walk_dir("", true, cancel)?;
@@ -423,9 +491,22 @@ impl SnapshotWatcher {
         }
         self.initialized = true;
         self.note_racy(touched.iter(), start);
+        self.note_mounted_files();
         let mut changed: Vec<String> = self.dirs.keys().cloned().collect();
         changed.sort();
         Ok(Delta { reset: true, changed, removed: Vec::new() })
+    }
+
+    /// Remembers which directories hold a file that is a mount point (see the module docs).
+    fn note_mounted_files(&mut self) {
+        self.mounted_files.clear();
+        let Some(mounts) = &self.mounts else { return };
+        for rel in mounts.points().filter(|rel| !rel.is_empty()) {
+            let is_dir = std::fs::symlink_metadata(join_like_node(&self.root, rel)).is_ok_and(|meta| meta.is_dir());
+            if !is_dir {
+                self.mounted_files.insert(parent_of(rel).to_string());
+            }
+        }
     }
 
     /// Remembers which of `dirs` hold a file modified within the racy window of `start`.

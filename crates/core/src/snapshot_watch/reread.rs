@@ -44,6 +44,9 @@ pub(super) struct Walked {
     racy: u64,
     /// Directories (full relative paths) whose walked files include one with several links.
     linked: HashSet<String>,
+    /// Files with several links that are new at their path or whose identity changed (a
+    /// link may just have been made): full relative path and stat.
+    newly_linked: Vec<(String, Stat)>,
 }
 
 impl SnapshotWatcher {
@@ -94,10 +97,21 @@ impl SnapshotWatcher {
             Some(*hash)
         };
         let linked: Mutex<HashSet<String>> = Mutex::new(HashSet::new());
-        let note_links = |nlink: u64, full: &str| {
+        let newly_linked: Mutex<Vec<(String, Stat)>> = Mutex::new(Vec::new());
+        let note_links = |nlink: u64, full: &str, stat: &Stat| {
             if nlink > 1 {
                 if let Ok(mut dirs) = linked.lock() {
                     dirs.insert(parent_of(full).to_string());
+                }
+                let (parent, name) = split_rel(full);
+                let known = old
+                    .get(parent)
+                    .and_then(|state| state.child(name))
+                    .is_some_and(|child| FileIdentity::from(&child.stat) == FileIdentity::from(stat));
+                if !known {
+                    if let Ok(mut files) = newly_linked.lock() {
+                        files.push((full.to_string(), *stat));
+                    }
                 }
             }
         };
@@ -106,7 +120,7 @@ impl SnapshotWatcher {
             let reuse = reusable(&full, stat);
             if reuse.is_some() || stat.size > snapshot::INLINE_HASH_MAX {
                 if let Ok(raw) = dir.lstat(name) {
-                    note_links(raw.0.st_nlink as u64, &full);
+                    note_links(raw.0.st_nlink as u64, &full, stat);
                 }
                 if reuse.is_some() {
                     reused.fetch_add(1, Ordering::Relaxed);
@@ -117,7 +131,7 @@ impl SnapshotWatcher {
             let file = dir.open_file_nofollow(name).map_err(|err| Error::io(err, "open", &path()))?;
             if let Ok(meta) = file.metadata() {
                 use std::os::unix::fs::MetadataExt;
-                note_links(meta.nlink(), &full);
+                note_links(meta.nlink(), &full, stat);
             }
             hashed.fetch_add(1, Ordering::Relaxed);
             BUFFER
@@ -167,6 +181,7 @@ impl SnapshotWatcher {
             added,
             reused: reused.into_inner(),
             linked: linked.into_inner().unwrap_or_default(),
+            newly_linked: newly_linked.into_inner().unwrap_or_default(),
             hashed: hashed.into_inner() + big.len() as u64,
             racy: racy.into_inner(),
         })
@@ -174,7 +189,8 @@ impl SnapshotWatcher {
 
     /// Applies a walk of `rel` to the state: the directory's children replaced, kept
     /// subdirectories left as they are, the others' old subtrees dropped and the fresh ones
-    /// inserted with their watches.
+    /// inserted with their watches. Returns the fresh directories and the walk's newly
+    /// linked files (see [`Walked`]).
     pub(super) fn install(
         &mut self,
         rel: &str,
@@ -182,8 +198,8 @@ impl SnapshotWatcher {
         walked: Walked,
         count_subtrees: bool,
         touched: &mut HashSet<String>,
-    ) -> Vec<String> {
-        let Walked { tree, fresh, hashes, added, reused, hashed, racy, linked } = walked;
+    ) -> (Vec<String>, Vec<(String, Stat)>) {
+        let Walked { tree, fresh, hashes, added, reused, hashed, racy, linked, newly_linked } = walked;
         // This walk read `rel`'s files and its fresh subtrees': their links are known anew.
         self.linked.remove(rel);
         self.linked.extend(linked);
@@ -255,7 +271,7 @@ impl SnapshotWatcher {
                 }
             }
         }
-        fresh_dirs
+        (fresh_dirs, newly_linked)
     }
 
     /// Walks each of the directories `rels` one level deep (see [`Self::walk_dir`]), on up
@@ -289,5 +305,24 @@ impl SnapshotWatcher {
                     .unwrap_or_else(|| Err(Error::new(crate::error::codes::INTERNAL, "watch re-read worker panicked")))
             })
             .collect()
+    }
+
+    /// The directories holding another name of one of `files` (same device and inode, another
+    /// path) among the files already in the state.
+    pub(super) fn other_names(&self, files: &[(String, Stat)]) -> HashSet<String> {
+        let inodes: HashSet<(u64, u64)> = files.iter().map(|(_, stat)| (stat.dev, stat.ino)).collect();
+        let paths: HashSet<&str> = files.iter().map(|(full, _)| full.as_str()).collect();
+        let mut out = HashSet::new();
+        for (dir, state) in &self.dirs {
+            for child in &state.children {
+                if child.stat.kind == Kind::File
+                    && inodes.contains(&(child.stat.dev, child.stat.ino))
+                    && !paths.contains(join_rel(dir, &child.name).as_str())
+                {
+                    out.insert(dir.clone());
+                }
+            }
+        }
+        out
     }
 }

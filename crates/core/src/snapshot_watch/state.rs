@@ -65,6 +65,12 @@ pub struct Counters {
     pub unsupported_platform: u64,
     /// Fallback: directory re-reads because they hold a file with several hard links.
     pub hard_links: u64,
+    /// Fallback: mount points under the root whose mount changed (mounted, unmounted,
+    /// replaced): the directory holding each re-read, the mounted subtree walked fresh.
+    pub mount_changes: u64,
+    /// Fallback: directory re-reads because they hold a file that is a mount point (a
+    /// bind-mounted file is written through its source without an event here).
+    pub mounted_files: u64,
 }
 
 /// What a capture changed in the state, for a caller that mirrors it (the JS layer keeps

@@ -356,3 +356,153 @@ fn a_file_written_through_another_hard_link_is_seen() {
     fs::remove_dir_all(root).unwrap();
     fs::remove_dir_all(outside).unwrap();
 }
+
+/// A hard link made after the first capture, from one watched directory into another, then
+/// written through its new name: the write raises an event only in the new name's
+/// directory, so the old name's directory must be found by the inode they share.
+#[test]
+fn a_hard_link_made_after_the_first_capture_is_followed_to_the_name_already_held() {
+    let root = tmp("late-link");
+    fs::create_dir_all(root.join("a")).unwrap();
+    fs::create_dir_all(root.join("b")).unwrap();
+    fs::write(root.join("a/f"), b"before").unwrap();
+    let mut watcher = SnapshotWatcher::new(&root, &[], options());
+    capture(&mut watcher);
+    watcher.last_start_ns = 0; // nothing racy: only events and the link rule re-read
+    watcher.racy.clear();
+    fs::hard_link(root.join("a/f"), root.join("b/g")).unwrap();
+    capture(&mut watcher);
+    assert_eq!(state(&watcher), cold(&root, &[]));
+    watcher.last_start_ns = 0;
+    watcher.racy.clear();
+    fs::write(root.join("b/g"), b"written through the new name").unwrap();
+    capture(&mut watcher);
+    assert_eq!(state(&watcher), cold(&root, &[]), "after a write through the new name");
+    watcher.last_start_ns = 0;
+    watcher.racy.clear();
+    fs::write(root.join("b/g"), b"and again, later").unwrap();
+    capture(&mut watcher);
+    assert_eq!(state(&watcher), cold(&root, &[]), "after a later write");
+}
+
+/// Runs `test` (this binary's test of that name) again in a private mount namespace as
+/// root: `Some(())` when this is that run, `None` after the parent ran it (or skipped it,
+/// saying why, when not root or `unshare -m` fails).
+fn in_private_mount_namespace(test: &str) -> Option<()> {
+    if std::env::var_os("PC_WATCH_MOUNT_NAMESPACE").is_some() {
+        return Some(());
+    }
+    // SAFETY: plain syscall without arguments.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped {test}: mounting needs root (run the tests as root to cover mounts)");
+        return None;
+    }
+    let probe = std::process::Command::new("unshare").args(["-m", "--propagation", "private", "true"]).output();
+    match probe {
+        Ok(out) if out.status.success() => {}
+        Ok(out) => {
+            eprintln!("skipped {test}: unshare -m failed: {}", String::from_utf8_lossy(&out.stderr).trim());
+            return None;
+        }
+        Err(e) => {
+            eprintln!("skipped {test}: unshare is not available: {e}");
+            return None;
+        }
+    }
+    let status = std::process::Command::new("unshare")
+        .args(["-m", "--propagation", "private"])
+        .arg(std::env::current_exe().unwrap())
+        .args(["--exact", test, "--nocapture", "--test-threads=1"])
+        .env("PC_WATCH_MOUNT_NAMESPACE", "1")
+        .status()
+        .unwrap();
+    assert!(status.success(), "{test} failed in its mount namespace");
+    None
+}
+
+fn mount(source: &Path, target: &Path, fstype: Option<&str>, flags: libc::c_ulong) {
+    use std::ffi::CString;
+    use std::os::unix::ffi::OsStrExt;
+    let c = |p: &Path| CString::new(p.as_os_str().as_bytes()).unwrap();
+    let fstype = fstype.map(|t| CString::new(t).unwrap());
+    let (source, target) = (c(source), c(target));
+    // SAFETY: valid NUL-terminated strings; no data argument.
+    let rc = unsafe {
+        libc::mount(
+            source.as_ptr(),
+            target.as_ptr(),
+            fstype.as_ref().map_or(std::ptr::null(), |t| t.as_ptr()),
+            flags,
+            std::ptr::null(),
+        )
+    };
+    assert_eq!(rc, 0, "mount {target:?}: {}", io::Error::last_os_error());
+}
+
+fn umount(target: &Path) {
+    use std::os::unix::ffi::OsStrExt;
+    let target = std::ffi::CString::new(target.as_os_str().as_bytes()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    let rc = unsafe { libc::umount2(target.as_ptr(), 0) };
+    assert_eq!(rc, 0, "umount {target:?}: {}", io::Error::last_os_error());
+}
+
+/// Mounts raise no inotify event: a tmpfs over a watched subdirectory, a bind mount over one
+/// (its source outside the tree, and one inside it), writes through a bind's source, a bind
+/// mount over a single file, and each unmount. Every capture equals a cold one, and the
+/// mount changes are counted.
+#[test]
+fn mount_changes_under_the_root_are_walked() {
+    if in_private_mount_namespace("snapshot_watch::tests::mount_changes_under_the_root_are_walked").is_none() {
+        return;
+    }
+    let root = tmp("mounts");
+    let outside = tmp("mounts-outside");
+    fs::create_dir_all(root.join("sub/deep")).unwrap();
+    fs::write(root.join("sub/deep/old.txt"), b"old").unwrap();
+    fs::create_dir_all(root.join("other")).unwrap();
+    fs::write(root.join("other/hidden.txt"), b"hidden by the bind").unwrap();
+    fs::create_dir_all(root.join("inner/x")).unwrap();
+    fs::write(root.join("inner/x/f"), b"inner").unwrap();
+    fs::create_dir_all(root.join("mirror")).unwrap();
+    fs::write(root.join("file.txt"), b"the file").unwrap();
+    fs::create_dir_all(outside.join("src/nested")).unwrap();
+    fs::write(outside.join("src/nested/from-source.txt"), b"source").unwrap();
+    fs::write(outside.join("single"), b"a single file").unwrap();
+    let mut watcher = SnapshotWatcher::new(&root, &[], options());
+    capture(&mut watcher);
+    let check = |what: &str, watcher: &mut SnapshotWatcher| {
+        watcher.last_start_ns = 0; // nothing racy: only events and mount checks re-read
+        watcher.racy.clear();
+        capture(watcher);
+        assert_eq!(state(watcher), cold(&root, &[]), "{what}");
+    };
+    mount(Path::new("tmpfs"), &root.join("sub"), Some("tmpfs"), 0);
+    fs::write(root.join("sub/new.txt"), b"on the tmpfs").unwrap();
+    check("tmpfs over sub", &mut watcher);
+    fs::write(root.join("sub/later.txt"), b"later, on the tmpfs").unwrap();
+    check("a write on the tmpfs", &mut watcher);
+    umount(&root.join("sub"));
+    check("tmpfs unmounted", &mut watcher);
+    mount(&outside.join("src"), &root.join("other"), None, libc::MS_BIND);
+    check("bind over other", &mut watcher);
+    fs::write(outside.join("src/nested/through-source.txt"), b"written through the source").unwrap();
+    fs::write(outside.join("src/nested/from-source.txt"), b"changed through the source").unwrap();
+    check("writes through the bind's source", &mut watcher);
+    mount(&root.join("inner"), &root.join("mirror"), None, libc::MS_BIND);
+    check("bind of a directory of the tree", &mut watcher);
+    fs::write(root.join("inner/x/f"), b"changed through the first name").unwrap();
+    check("a write through the other path of the same directory", &mut watcher);
+    mount(&outside.join("single"), &root.join("file.txt"), None, libc::MS_BIND);
+    check("bind over a file", &mut watcher);
+    fs::write(outside.join("single"), b"the single file, changed through its source").unwrap();
+    check("a write through the file's source", &mut watcher);
+    for target in ["file.txt", "mirror", "other"] {
+        umount(&root.join(target));
+        check(&format!("{target} unmounted"), &mut watcher);
+    }
+    let counters = watcher.counters();
+    eprintln!("mount test counters: {counters:?}");
+    assert!(counters.mount_changes >= 8, "{counters:?}");
+    assert_eq!(counters.full_walks, 1, "{counters:?}");
+}
