@@ -18,12 +18,11 @@ import { extractTarballToDirectory } from "../index.js";
 import { prepareCommandManagedRuntime } from "../lib/command-managed-runtime.js";
 import { mirrorDirectory } from "../lib/sandbox-managed-runtime.js";
 import { captureDirectorySnapshot, mergeDirectoryWithBaseline } from "../lib/workspace-restore-merge.js";
-import { archiveOf, catalogue, deadPid, plant, PREFIXES } from "./helpers/reserved.js";
+import { archiveOf, catalogue, deadPid, expectRefused, plant, PREFIXES, smallWorkspace } from "./helpers/reserved.js";
 import { CHILD } from "./helpers/kill-points.js";
 import { nativeSyncRunner, spawnRunner } from "./helpers/sandbox-runner.js";
 import { RawArchive, treeState } from "./helpers/tar.js";
 
-const UNSAFE = "ERR_PAPERCLIP_NATIVE_UNSAFE_ARCHIVE_ENTRY";
 const scratch = mkdtempSync(path.join(os.tmpdir(), "pc-reserved-"));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 let counter = 0;
@@ -33,23 +32,9 @@ const fresh = (label) => {
   return dir;
 };
 
-/** A small workspace: `a.txt` and `d/b.txt`. */
-function workspace() {
-  const dir = fresh("ws");
-  writeFileSync(path.join(dir, "a.txt"), "a\n");
-  mkdirSync(path.join(dir, "d"));
-  writeFileSync(path.join(dir, "d", "b.txt"), "b\n");
-  return dir;
-}
+const workspace = () => smallWorkspace(fresh("ws"));
 
 const settle = (promise) => promise.then(() => null, (error) => error);
-
-/** Expects a refusal naming the reserved name, with no host path in its message. */
-function expectRefused(error, entry, where, hostPath) {
-  expect(error?.code, `${where}: ${entry.label}: ${error?.message}`).toBe(UNSAFE);
-  expect(error.message, where).toContain("reserves");
-  expect(error.message, where).not.toContain(hostPath);
-}
 
 describe("planted names from an archive are refused (extraction from a file, a stream, a buffer)", () => {
   it("every catalogue entry: refused, nothing written; the next extraction succeeds", async () => {

@@ -11,7 +11,7 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { restoreWorkspaceFromSshExecution, syncDirectoryFromSsh } from "../lib/ssh.js";
 import { captureDirectorySnapshot } from "../lib/workspace-restore-merge.js";
-import { catalogue, deadPid, plant, PREFIXES } from "./helpers/reserved.js";
+import { catalogue, deadPid, expectRefused, plant, PREFIXES, smallWorkspace } from "./helpers/reserved.js";
 import { startSshd } from "./helpers/sshd.js";
 import { treeState } from "./helpers/tar.js";
 
@@ -37,20 +37,7 @@ afterAll(async () => {
   if (work) rmSync(work, { recursive: true, force: true });
 });
 
-/** A small local workspace: `a.txt` and `d/b.txt`. */
-function workspace() {
-  const dir = fresh("local");
-  writeFileSync(path.join(dir, "a.txt"), "a\n");
-  mkdirSync(path.join(dir, "d"));
-  writeFileSync(path.join(dir, "d", "b.txt"), "b\n");
-  return dir;
-}
-
-function expectRefused(error, entry, where, hostPath) {
-  expect(error?.code, `${where}: ${entry.label}: ${error?.message}`).toBe(UNSAFE);
-  expect(error.message, where).toContain("reserves");
-  expect(error.message, where).not.toContain(hostPath);
-}
+const workspace = () => smallWorkspace(fresh("local"));
 
 describe("planted names on the SSH remote are refused", () => {
   it("syncDirectoryFromSsh: every catalogue entry refused, localDir untouched; the next pull succeeds", async () => {

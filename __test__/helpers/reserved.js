@@ -5,6 +5,7 @@
 // each way in (extraction, merge, mirror, sandbox restore, SSH pull).
 import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { expect } from "vitest";
 import { RawArchive } from "./tar.js";
 
 export const PREFIXES = {
@@ -91,4 +92,19 @@ export function archiveOf(entry) {
     archive.file(rel, content);
   }
   return archive.finish();
+}
+
+/** Fills `dir` with a small workspace, `a.txt` and `d/b.txt`; returns `dir`. */
+export function smallWorkspace(dir) {
+  mkdirSync(path.join(dir, "d"), { recursive: true });
+  writeFileSync(path.join(dir, "a.txt"), "a\n");
+  writeFileSync(path.join(dir, "d", "b.txt"), "b\n");
+  return dir;
+}
+
+/** Expects `error` to be the refusal of a reserved name, with no host path in its message. */
+export function expectRefused(error, entry, where, hostPath) {
+  expect(error?.code, `${where}: ${entry.label}: ${error?.message}`).toBe("ERR_PAPERCLIP_NATIVE_UNSAFE_ARCHIVE_ENTRY");
+  expect(error.message, where).toContain("reserves");
+  expect(error.message, where).not.toContain(hostPath);
 }
