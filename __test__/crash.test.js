@@ -6,7 +6,9 @@
 // leaves no staging directory behind and either completes the interrupted apply (extract)
 // or reports it with ERR_PAPERCLIP_NATIVE_INTERRUPTED_RESTORE (merge; after the marker it
 // names is removed, a rerun completes). An SSH pull interrupted mid-replace is simulated
-// (its staging directory with a journal, as a kill leaves it) and completed by the next pull.
+// (its staging directory, named by a process that then exited, with a journal, as a kill
+// leaves it) and completed by the next pull.
+import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -16,7 +18,7 @@ import { syncDirectoryFromSsh } from "../lib/ssh.js";
 import { captureDirectorySnapshot, mergeDirectoryWithBaseline, serializeDirectorySnapshot } from "../lib/workspace-restore-merge.js";
 import { createRandom, runSeed } from "./helpers/random.js";
 import { treeState } from "./helpers/tar.js";
-import { runAndKill, STAGING, stagingLeft, writeFiles as writeTree } from "./helpers/kill-points.js";
+import { CHILD, runAndKill, STAGING, stagingLeft, writeFiles as writeTree } from "./helpers/kill-points.js";
 
 const seed = runSeed();
 const ROUNDS = Number(process.env.CRASH_ROUNDS ?? 8);
@@ -155,16 +157,12 @@ describe(`kill -9 during a restore merge (seed ${seed})`, () => {
   }, 240_000);
 });
 
-/** A pid no process has. */
-function deadPid() {
-  for (let pid = 4_000_000; pid > 1; pid -= 1) {
-    try {
-      process.kill(pid, 0);
-    } catch (error) {
-      if (error.code === "ESRCH") return pid;
-    }
-  }
-  throw new Error("no free pid");
+/**
+ * A pull staging name of a process of this host that is no longer running: a child names
+ * one (tagged with this host's key, crates/core/src/staging.rs) and exits.
+ */
+function deadPullName() {
+  return execFileSync(process.execPath, [CHILD, "staging-name", "pull"], { encoding: "utf8" }).split("\n")[1];
 }
 
 describe("an SSH pull killed during its replace", () => {
@@ -179,7 +177,7 @@ describe("an SSH pull killed during its replace", () => {
       const localDir = path.join(work, `pull-${phase}`);
       writeFiles(localDir, oldContent, { dirs: 3, perDir: 5 });
       writeFileSync(path.join(localDir, "kept"), "kept\n");
-      const staging = path.join(localDir, `.paperclip-ssh-sync-back-${deadPid()}-0-0123456789abcdef`);
+      const staging = path.join(localDir, deadPullName());
       writeFiles(path.join(staging, "tree"), newContent, { dirs: 3, perDir: 5 });
       writeFileSync(path.join(staging, "journal"), JSON.stringify({ phase, preserve: ["kept"] }));
       if (phase === "move") {
@@ -188,7 +186,7 @@ describe("an SSH pull killed during its replace", () => {
         writeFiles(localDir, newContent, { dirs: 1, perDir: 5 });
         rmSync(path.join(staging, "tree", "d0"), { recursive: true });
       }
-      const unfinished = path.join(localDir, `.paperclip-ssh-sync-back-${deadPid()}-0-fedcba9876543210`);
+      const unfinished = path.join(localDir, deadPullName());
       writeFiles(path.join(unfinished, "tree"), () => "half\n", { dirs: 1, perDir: 2 });
       const error = await pullInto(localDir);
       expect(error?.code).toMatch(/^(ECONNREFUSED|ERR_PAPERCLIP_NATIVE_SSH_)/);

@@ -98,7 +98,9 @@ export interface MirrorDirectoryOptions {
  * first) to a staged sibling `<target>.paperclip-copy.<uuid>`, given the source mode, and
  * renamed into place (the staged sibling never survives a failure). Symlinks are never
  * followed while listing. Refuses (`code` `"ERR_PAPERCLIP_NATIVE_SYMLINKED_ANCESTOR"`) to
- * copy children into a target directory that is a symlink to a directory.
+ * copy children into a target directory that is a symlink to a directory, and, before any
+ * change, a source holding a name this library reserves (its staging directories and key,
+ * at any depth; `code` `"ERR_PAPERCLIP_NATIVE_UNSAFE_ARCHIVE_ENTRY"`).
  */
 export declare function mirrorDirectory(sourceDir: string, targetDir: string, options?: MirrorDirectoryOptions): Promise<void>;
 /**

@@ -125,8 +125,8 @@ export async function createTarballFromDirectory(input) {
 }
 
 /** A tree listing: relative path → kind (1 dir, 2 file, 3 symlink, 4 other). */
-async function listTree(root) {
-  const listing = await runCancellable(undefined, () => native.listTree(path.normalize(root)));
+async function listTree(root, untrusted) {
+  const listing = await runCancellable(undefined, () => native.listTree(path.normalize(root), untrusted));
   const out = new Map();
   if (listing.kinds.length === 0) return out;
   const paths = listing.paths.split("\u0000");
@@ -187,14 +187,17 @@ async function mirrorEntry(sourceDir, targetDir, relative, hasChildren) {
  * Makes `targetDir` a copy of `sourceDir` (upstream's semantics): target entries absent
  * from the source are removed, longest path first, unless they are, or lie below, a
  * `preserveAbsent` path; then every source entry is copied in `localeCompare` order. Both
- * trees are listed natively without following symlinks.
+ * trees are listed natively without following symlinks. A source holding a name this
+ * library reserves is refused (`ERR_PAPERCLIP_NATIVE_UNSAFE_ARCHIVE_ENTRY`) before any change.
  */
 export async function mirrorDirectory(sourceDir, targetDir, options = {}) {
+  // The source is untrusted: a name we reserve in it (our staging directories and key, at
+  // any depth) is refused with ERR_PAPERCLIP_NATIVE_UNSAFE_ARCHIVE_ENTRY before any change.
+  const source = await listTree(sourceDir, true);
   await fs.mkdir(targetDir, { recursive: true });
   const preserveAbsent = [...new Set(options.preserveAbsent ?? [])];
   const preserved = (relative) => preserveAbsent.some((candidate) => native.isRelativePathOrDescendant(relative, candidate));
-  const source = await listTree(sourceDir);
-  const target = await listTree(targetDir);
+  const target = await listTree(targetDir, false);
   const doomed = [...target.keys()].filter((relative) => !source.has(relative) && !preserved(relative));
   doomed.sort((left, right) => right.length - left.length);
   for (const relative of doomed) {

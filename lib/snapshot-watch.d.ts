@@ -57,9 +57,21 @@ export interface SnapshotWatcherStats {
     /**
      * Directory re-reads because the directory holds a file with several hard links (a
      * write through another of its names raises no event here): such directories are
-     * re-read by every capture.
+     * re-read by every capture. A hard link made between two watched directories after
+     * they were read is followed to its other name by the inode they share.
      */
     hardLinks: number;
+    /**
+     * Mount points under the root that were mounted, unmounted or replaced (mounts raise no
+     * inotify event; the mount table is polled by each capture): the directory holding each
+     * was re-read and the subtree now at that path walked fresh.
+     */
+    mountChanges: number;
+    /**
+     * Directory re-reads because the directory holds a file that is a mount point (a
+     * bind-mounted file can be written through its source without an event here).
+     */
+    mountedFiles: number;
   };
 }
 
@@ -73,12 +85,17 @@ export interface SnapshotWatcher {
    * capture walks the whole tree; later ones re-read only the directories that changed.
    * Captures run one at a time in call order. `signal` aborts with an `AbortError`; after
    * an abort or a failure the next capture walks the whole tree again. Rejects with
-   * `ERR_PAPERCLIP_NATIVE_WATCHER_CLOSED` after `close()`.
+   * `ERR_PAPERCLIP_NATIVE_WATCHER_CLOSED` when called after `close()`; a capture called
+   * before `close()` completes.
    */
   capture(options?: { signal?: AbortSignal }): Promise<DirectorySnapshot>;
   /** The counters as of the last capture. */
   stats(): SnapshotWatcherStats;
-  /** Releases every watch and the state now (or when a running capture ends). Idempotent. */
+  /**
+   * Later captures reject. Every watch and the state are released now, or, while captures
+   * called before `close()` are queued or running, once the last of them has resolved
+   * (none of them fails because of the close). Idempotent.
+   */
   close(): void;
 }
 

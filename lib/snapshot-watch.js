@@ -37,7 +37,10 @@ class SnapshotWatcher {
   /** directory rel → { rels: string[], items: { kind, mode?, hash?, target? }[] }, sorted */
   #dirs = new Map();
   #queue = Promise.resolve();
+  /** Captures accepted and not yet settled. */
+  #pending = 0;
   #closed = false;
+  #released = false;
 
   constructor(root, exclude, maxWatches) {
     this.#root = root;
@@ -53,14 +56,20 @@ class SnapshotWatcher {
   /** The snapshot of the tree now, equal to `captureDirectorySnapshot(root, { exclude })`. */
   capture(options) {
     const { signal } = checkOptions(options, CAPTURE_OPTIONS, "capture");
+    if (this.#closed) return Promise.reject(closedError());
     // Captures run one at a time, in call order: each applies the changes since the last.
-    const run = this.#queue.then(() => this.#capture(signal));
+    // A capture accepted here runs to its end even if close() comes first: the native
+    // watcher is released only once no accepted capture is left.
+    this.#pending += 1;
+    const run = this.#queue.then(() => this.#capture(signal)).finally(() => {
+      this.#pending -= 1;
+      if (this.#closed && this.#pending === 0) this.#release();
+    });
     this.#queue = run.catch(() => undefined);
     return run;
   }
 
   async #capture(signal) {
-    if (this.#closed) throw closedError();
     let transfer;
     try {
       transfer = await runCancellable(signal, (cancelId) => native.snapshotWatchCapture(this.#handle, cancelId));
@@ -150,9 +159,9 @@ class SnapshotWatcher {
     const s = native.snapshotWatchStats(this.#handle);
     return {
       root: this.#root,
-      watching: s.watching,
-      reason: s.reason ?? null,
-      closed: s.closed,
+      watching: s.watching && !this.#closed,
+      reason: this.#closed ? "closed" : s.reason ?? null,
+      closed: this.#closed,
       captures: s.captures,
       events: s.events,
       fullWalks: s.fullWalks,
@@ -171,14 +180,26 @@ class SnapshotWatcher {
         watchLimit: s.watchLimit,
         unsupportedPlatform: s.unsupportedPlatform,
         hardLinks: s.hardLinks,
+        mountChanges: s.mountChanges,
+        mountedFiles: s.mountedFiles,
       },
     };
   }
 
-  /** Releases the watches and the state; later captures reject. Idempotent. */
+  /**
+   * Later captures reject; the watches and the state are released now, or, when captures
+   * accepted before this call are still queued or running, as soon as the last of them
+   * resolved (they never fail for the close). Idempotent.
+   */
   close() {
     if (this.#closed) return;
     this.#closed = true;
+    if (this.#pending === 0) this.#release();
+  }
+
+  #release() {
+    if (this.#released) return;
+    this.#released = true;
     this.#dirs.clear();
     native.snapshotWatchClose(this.#handle);
   }

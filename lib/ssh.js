@@ -11,6 +11,7 @@ import { abortError, codes, constants, native, runCancellable, toJsError } from 
 import { runTransfer, shellQuote, sshTarget, transferProgress, transferTarget } from "./ssh-common.js";
 import { prepareWorkspaceOverSsh, restoreWorkspaceOverSsh } from "./ssh-workspace.js";
 import { archiveLimits, checkSignal, invalidArgument } from "./arguments.js";
+import { isReservedName, reportForeignStaging } from "./staging.js";
 import { packInput } from "./tar-common.js";
 
 /** Upstream's default `timeoutMs` and `maxBuffer` for `runSshCommand`. */
@@ -205,7 +206,7 @@ async function replaceDirectoryContents(stagingDir, localDir, preserve, phase = 
     await writeJournal(stagingDir, { phase: "clear", preserve: keep });
     const existing = await fs.readdir(localDir);
     await Promise.all(existing
-      .filter((name) => !keep.includes(name) && !native.stagingIsName(name))
+      .filter((name) => !keep.includes(name) && !isReservedName(name))
       .map((name) => fs.rm(path.join(localDir, name), { recursive: true, force: true })));
     await writeJournal(stagingDir, { phase: "move", preserve: keep });
   }
@@ -228,7 +229,9 @@ async function replaceDirectoryContents(stagingDir, localDir, preserve, phase = 
  * there). Fails, as the sweep does, when a restore merge into `localDir` was interrupted.
  */
 async function completeInterruptedPulls(localDir) {
-  for (const { name, journal } of await native.stagingSweep(localDir).catch((error) => { throw toJsError(error); })) {
+  const swept = await native.stagingSweep(localDir).catch((error) => { throw toJsError(error); });
+  reportForeignStaging(localDir, swept.foreign);
+  for (const { name, journal } of swept.pulls) {
     const stagingDir = path.join(localDir, name);
     let parsed;
     try {

@@ -3,7 +3,8 @@
 import fs from "node:fs/promises";
 import path from "node:path";
 import { gzipLevel, requireString, requireStringArray } from "./arguments.js";
-import { codes, native } from "./native.js";
+import { codes } from "./native.js";
+import { isReservedName } from "./staging.js";
 
 /** Our code for a file name that is not UTF-8. */
 const NON_UTF8_NAME = codes.NON_UTF8_NAME;
@@ -28,7 +29,7 @@ export async function topLevelNames(dir) {
     }
   });
   // Our own staging directories are never part of a tree.
-  return names.filter((name) => !native.stagingIsName(name)).sort((left, right) => left.localeCompare(right));
+  return names.filter((name) => !isReservedName(name)).sort((left, right) => left.localeCompare(right));
 }
 
 /** The native pack input for a directory and upstream-shaped options. */

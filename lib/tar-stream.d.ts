@@ -168,7 +168,10 @@ export interface ExtractTarballSummary {
  * absolute names and names with a `..` component; members under a directory that is a
  * symbolic link in the destination (`link/x` after `link -> /`); symbolic links with an
  * absolute target or a target that climbs above the root; hard links whose target is outside
- * the root, missing, or not a regular file; devices, FIFOs, sparse files, unknown types.
+ * the root, missing, or not a regular file; devices, FIFOs, sparse files, unknown types; a
+ * name this library reserves (its staging directories `.paperclip-extract-…`,
+ * `.paperclip-ssh-sync-back-…`, `.paperclip-merge-…`, `.paperclip-sandbox-restore-…` in
+ * their exact forms, and `.paperclip-staging-key`) at any depth of a name or link target.
  * A truncated or corrupt archive fails with `ERR_PAPERCLIP_NATIVE_BAD_ARCHIVE`.
  *
  * Otherwise it behaves like `tar -xpf`: files, links and empty directories in the way of a

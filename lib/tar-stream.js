@@ -5,6 +5,7 @@
 import fs from "node:fs/promises";
 import { archiveLimits, checkOptionNames, checkReporter, checkSignal, invalidArgument, requireString } from "./arguments.js";
 import { abortError, constants, native, runCancellable, toJsError } from "./native.js";
+import { reportForeignStaging } from "./staging.js";
 import { packInput, progressBridge } from "./tar-common.js";
 
 /** Default chunk size of a tarball stream: 1 MiB. */
@@ -265,5 +266,6 @@ export async function extractTarballToDirectory(input) {
     throw error;
   }
   await bridge?.complete(summary.bytesRead, summary.bytesRead);
+  reportForeignStaging(localDir, summary.foreignStaging);
   return { entries: summary.entries, bytesRead: summary.bytesRead };
 }

@@ -130,6 +130,8 @@ export interface MergeDirectoryWithBaselineInput {
  * of the target; where upstream would do so the merge is refused before any change with
  * `code` `"ERR_PAPERCLIP_NATIVE_SYMLINKED_ANCESTOR"` and `paths` (the symlinks), and a
  * symlink planted during the merge fails the operation that meets it with the same code.
+ * A `sourceDir` holding a name this library reserves (its staging directories and key, at
+ * any depth) is refused before any change with `ERR_PAPERCLIP_NATIVE_UNSAFE_ARCHIVE_ENTRY`.
  * A file is copied to a staged sibling and renamed into place, so a failed copy keeps the
  * host's version. File-system failures reject with Node's `code` (`EACCES`, `EPERM`,
  * `ENOTDIR`, …), so {@link classifyWorkspaceRestoreFailure} maps them as upstream does.

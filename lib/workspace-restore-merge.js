@@ -10,6 +10,7 @@ import { codes, native, runCancellable, toJsError } from "./native.js";
 import { statCaches } from "./snapshot-cache.js";
 import { entriesFromTransfer } from "./snapshot-transfer.js";
 import { captureWatchedSnapshot, watchedSnapshotsEnabled } from "./snapshot-watch.js";
+import { reportForeignStaging } from "./staging.js";
 
 export async function captureDirectorySnapshot(rootDir, options = {}) {
   const exclude = [...new Set(options.exclude ?? [])];
@@ -225,6 +226,7 @@ export async function mergeDirectoryWithBaseline(input) {
     await input.beforeApply?.();
     const outcome = await runCancellable(undefined, () =>
       native.mergeApply(source, decoded, canonicalTargetDir, exclude, conflictPolicy === "reject"));
+    reportForeignStaging(canonicalTargetDir, outcome.foreignStaging);
     if (outcome.refusedCode) throw refusal(outcome);
     if (outcome.failedPaths.length > 0) throw firstFailure(outcome);
     await input.afterApply?.();

@@ -145,9 +145,10 @@ export declare function isRelativePathOrDescendant(relative: string, candidate: 
 
 /**
  * Lists every entry below `root` without following symlinks; unreadable directories
- * read as empty (internal).
+ * read as empty (internal). Names we reserve are left out, or, with `untrusted` (a
+ * mirror's source), refused with `ERR_PAPERCLIP_NATIVE_UNSAFE_ARCHIVE_ENTRY`.
  */
-export declare function listTree(root: string): Promise<TreeListing>
+export declare function listTree(root: string, untrusted: boolean): Promise<TreeListing>
 
 /**
  * Applies a captured source to the canonical `target` against the decoded baseline
@@ -201,7 +202,18 @@ export interface MergeOutcomeTransfer {
    */
   failedPaths: Array<string>
   failedErrors: Array<string>
+  /**
+   * Entries at the target's root carrying one of our staging names that this host did not
+   * create: left alone, reported by the JS layer.
+   */
+  foreignStaging: Array<string>
 }
+
+/**
+ * True when `name` is one this library reserves (its staging directories and key;
+ * internal).
+ */
+export declare function reservedName(name: string): boolean
 
 /** The core's constants that JS also uses (internal; see `constants` in `lib/native.js`). */
 export declare function sharedConstants(): SharedConstants
@@ -299,6 +311,8 @@ export interface SnapshotWatchStats {
   watchLimit: number
   unsupportedPlatform: number
   hardLinks: number
+  mountChanges: number
+  mountedFiles: number
   watches: number
   entries: number
   directories: number
@@ -426,9 +440,6 @@ export declare function sshUploadFile(target: SshTargetInput, command: string, p
  */
 export declare function sshUploadTar(target: SshTargetInput, command: string, pack: TarPackInput, cancelId?: number | undefined | null, onProgress?: ((bytes: number) => void) | undefined | null): Promise<SshTransferSummary>
 
-/** True when `name` is one of our staging names (internal). */
-export declare function stagingIsName(name: string): boolean
-
 /**
  * A fresh staging name of `kind` (`"extract"`, `"pull"`, `"merge"` or `"restore"`) owned by this
  * process (internal).
@@ -444,10 +455,22 @@ export interface StagingPendingPull {
 }
 
 /**
- * Sweeps `dir` (see `paperclip_sync_core::staging::sweep`) and returns the interrupted
- * pulls for the caller to complete (internal). A missing `dir` has nothing to sweep.
+ * Sweeps `dir` (see `paperclip_sync_core::staging::sweep`): returns the interrupted pulls
+ * for the caller to complete and the foreign look-alikes to report (internal). A missing
+ * `dir` has nothing to sweep.
  */
-export declare function stagingSweep(dir: string): Promise<Array<StagingPendingPull>>
+export declare function stagingSweep(dir: string): Promise<StagingSwept>
+
+/** What a sweep left for its caller (internal). */
+export interface StagingSwept {
+  /** Interrupted pulls to complete. */
+  pulls: Array<StagingPendingPull>
+  /**
+   * Entries carrying one of our staging names that this host did not create: left
+   * alone, to be reported.
+   */
+  foreign: Array<string>
+}
 
 /**
  * Extracts the tar or tar.gz file `archive_path` as `input` says (internal; see
@@ -474,6 +497,11 @@ export interface TarExtractSummary {
   entries: number
   /** Bytes read from the source (compressed bytes for gzip). */
   bytesRead: number
+  /**
+   * Entries in the destination carrying one of our staging names that this host did not
+   * create: left alone, reported by the JS layer.
+   */
+  foreignStaging: Array<string>
 }
 
 /** One chunk of a pack stream (internal). */

@@ -14,6 +14,7 @@ use napi::bindgen_prelude::{Uint32Array, Uint8Array};
 use napi_derive::napi;
 use paperclip_sync_core::error::{codes, Error};
 use paperclip_sync_core::merge::{self, Baseline, BaselineEntry, Outcome};
+use paperclip_sync_core::reserved::OnReserved;
 use paperclip_sync_core::snapshot::{self, Snapshot};
 use paperclip_sync_core::walk::{self, Kind};
 
@@ -56,6 +57,9 @@ pub async fn merge_capture_source(
             // An unreadable source directory fails the merge before any change: read as
             // empty, its entries would be deleted from the host.
             readdir_errors: walk::ReaddirErrors::Propagate,
+            // The source is untrusted (a sandbox's or remote's tree): a name we reserve in
+            // it fails the merge before any change.
+            on_reserved: OnReserved::Refuse("the merge source"),
             cancel: &cancel,
         })?;
         Ok(MergeSource { root, snapshot: Arc::new(snap) })
@@ -91,6 +95,9 @@ pub struct MergeOutcomeTransfer {
     /// `lib/native.js` turns into JS errors (same order).
     pub failed_paths: Vec<String>,
     pub failed_errors: Vec<String>,
+    /// Entries at the target's root carrying one of our staging names that this host did not
+    /// create: left alone, reported by the JS layer.
+    pub foreign_staging: Vec<String>,
 }
 
 fn decode_hash(hex: &str) -> Option<[u8; 32]> {
@@ -193,11 +200,13 @@ pub async fn merge_apply(
             applied: 0,
             failed_paths: Vec::new(),
             failed_errors: Vec::new(),
+            foreign_staging: Vec::new(),
         };
         let set_stats = |stats: merge::MergeStats, out: &mut MergeOutcomeTransfer| {
             out.deleted = stats.deleted as u32;
             out.removed_dirs = stats.removed_dirs as u32;
             out.applied = stats.applied as u32;
+            out.foreign_staging = stats.foreign_staging;
         };
         match outcome {
             Outcome::Merged(stats) => set_stats(stats, &mut out),
@@ -228,11 +237,13 @@ pub struct TreeListing {
 }
 
 /// Lists every entry below `root` without following symlinks; unreadable directories
-/// read as empty (internal).
+/// read as empty (internal). Names we reserve are left out, or, with `untrusted` (a
+/// mirror's source), refused with `ERR_PAPERCLIP_NATIVE_UNSAFE_ARCHIVE_ENTRY`.
 #[napi]
-pub async fn list_tree(root: String) -> napi::Result<TreeListing> {
+pub async fn list_tree(root: String, untrusted: bool) -> napi::Result<TreeListing> {
     run_blocking(move || {
-        let entries = walk::list(&PathBuf::from(root), worker_threads(), &AtomicBool::new(false))?;
+        let on_reserved = if untrusted { OnReserved::Refuse("the mirror source") } else { OnReserved::Skip };
+        let entries = walk::list(&PathBuf::from(root), worker_threads(), on_reserved, &AtomicBool::new(false))?;
         let mut paths = String::with_capacity(entries.len() * 16);
         let mut kinds = Vec::with_capacity(entries.len());
         for (i, (rel, kind)) in entries.into_iter().enumerate() {

@@ -80,6 +80,7 @@ pub async fn snapshot_capture(
             previous: previous.as_deref(),
             hash_only: None,
             readdir_errors: paperclip_sync_core::walk::ReaddirErrors::TreatAsEmpty,
+            on_reserved: paperclip_sync_core::reserved::OnReserved::Skip,
             cancel: &cancel,
         })?;
         let n = snap.tree.nodes.len();

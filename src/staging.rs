@@ -1,7 +1,7 @@
 //! Our staging directories inside a user's tree (the logic is
-//! `paperclip_sync_core::staging`; this is conversion only): the name predicate the JS
-//! layer filters top-level listings with, fresh owner-tagged names, and the sweep an SSH
-//! pull runs before it starts.
+//! `paperclip_sync_core::staging` and `::reserved`; this is conversion only): the
+//! reserved-name predicate the JS layer filters top-level listings with, fresh tagged
+//! names, and the sweep an SSH pull runs before it starts.
 
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
@@ -10,14 +10,16 @@ use std::path::PathBuf;
 use napi_derive::napi;
 use paperclip_sync_core::error::{codes, Error as CoreError};
 use paperclip_sync_core::fsat::Dir;
+use paperclip_sync_core::reserved::{self, Kind};
 use paperclip_sync_core::staging;
 
 use crate::error::run_blocking;
 
-/// True when `name` is one of our staging names (internal).
+/// True when `name` is one this library reserves (its staging directories and key;
+/// internal).
 #[napi]
-pub fn staging_is_name(name: String) -> bool {
-    staging::is_staging_name(name.as_bytes())
+pub fn reserved_name(name: String) -> bool {
+    reserved::is_reserved(name.as_bytes())
 }
 
 /// A fresh staging name of `kind` (`"extract"`, `"pull"`, `"merge"` or `"restore"`) owned by this
@@ -25,10 +27,10 @@ pub fn staging_is_name(name: String) -> bool {
 #[napi]
 pub fn staging_name(kind: String) -> napi::Result<String> {
     let kind = match kind.as_str() {
-        "extract" => staging::Kind::Extract,
-        "pull" => staging::Kind::Pull,
-        "merge" => staging::Kind::Merge,
-        "restore" => staging::Kind::Restore,
+        "extract" => Kind::Extract,
+        "pull" => Kind::Pull,
+        "merge" => Kind::Merge,
+        "restore" => Kind::Restore,
         other => {
             return Err(crate::error::to_napi(CoreError::new(
                 codes::INVALID_ARGUMENT,
@@ -48,28 +50,43 @@ pub struct StagingPendingPull {
     pub journal: String,
 }
 
-/// Sweeps `dir` (see `paperclip_sync_core::staging::sweep`) and returns the interrupted
-/// pulls for the caller to complete (internal). A missing `dir` has nothing to sweep.
+/// What a sweep left for its caller (internal).
+#[napi(object)]
+pub struct StagingSwept {
+    /// Interrupted pulls to complete.
+    pub pulls: Vec<StagingPendingPull>,
+    /// Entries carrying one of our staging names that this host did not create: left
+    /// alone, to be reported.
+    pub foreign: Vec<String>,
+}
+
+/// Sweeps `dir` (see `paperclip_sync_core::staging::sweep`): returns the interrupted pulls
+/// for the caller to complete and the foreign look-alikes to report (internal). A missing
+/// `dir` has nothing to sweep.
 #[napi]
-pub async fn staging_sweep(dir: String) -> napi::Result<Vec<StagingPendingPull>> {
+pub async fn staging_sweep(dir: String) -> napi::Result<StagingSwept> {
     run_blocking(move || {
         let path = PathBuf::from(dir);
         let root = match Dir::open_nofollow(&path) {
             Ok(root) => root,
             Err(e) if matches!(e.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory) => {
-                return Ok(Vec::new())
+                return Ok(StagingSwept { pulls: Vec::new(), foreign: Vec::new() })
             }
             Err(e) => return Err(CoreError::io(e, "open", &path)),
         };
         let swept = staging::sweep(&root, &path, true)?;
-        Ok(swept
-            .pulls
-            .into_iter()
-            .map(|(name, journal)| StagingPendingPull {
-                name: OsStr::from_bytes(name.as_bytes()).to_string_lossy().into_owned(),
-                journal: String::from_utf8_lossy(&journal).into_owned(),
-            })
-            .collect())
+        let lossy = |name: &[u8]| OsStr::from_bytes(name).to_string_lossy().into_owned();
+        Ok(StagingSwept {
+            pulls: swept
+                .pulls
+                .into_iter()
+                .map(|(name, journal)| StagingPendingPull {
+                    name: lossy(name.as_bytes()),
+                    journal: String::from_utf8_lossy(&journal).into_owned(),
+                })
+                .collect(),
+            foreign: swept.foreign.iter().map(|name| lossy(name.as_bytes())).collect(),
+        })
     })
     .await
 }

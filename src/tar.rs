@@ -93,11 +93,18 @@ pub struct TarExtractSummary {
     pub entries: f64,
     /// Bytes read from the source (compressed bytes for gzip).
     pub bytes_read: f64,
+    /// Entries in the destination carrying one of our staging names that this host did not
+    /// create: left alone, reported by the JS layer.
+    pub foreign_staging: Vec<String>,
 }
 
 impl From<ExtractSummary> for TarExtractSummary {
     fn from(summary: ExtractSummary) -> Self {
-        TarExtractSummary { entries: summary.entries as f64, bytes_read: summary.bytes_read as f64 }
+        TarExtractSummary {
+            entries: summary.entries as f64,
+            bytes_read: summary.bytes_read as f64,
+            foreign_staging: summary.foreign_staging,
+        }
     }
 }
 

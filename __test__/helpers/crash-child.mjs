@@ -3,8 +3,11 @@
 //   node crash-child.mjs extract <archive> <dest>
 //   node crash-child.mjs merge <baseline.json> <sourceDir> <targetDir>
 //   node crash-child.mjs pull <spec.json> <remoteDir> <localDir>
+//   node crash-child.mjs staging-name <kind>   (prints a fresh staging name of this
+//     process, tagged with this host's key, and exits: what a killed process leaves)
 import { readFileSync } from "node:fs";
 import { extractTarballToDirectory } from "../../index.js";
+import { native } from "../../lib/native.js";
 import { syncDirectoryFromSsh } from "../../lib/ssh.js";
 import { mergeDirectoryWithBaseline, parseDirectorySnapshot } from "../../lib/workspace-restore-merge.js";
 
@@ -21,6 +24,8 @@ if (mode === "extract") {
   const [specFile, remoteDir, localDir] = args;
   const spec = JSON.parse(readFileSync(specFile, "utf8"));
   await syncDirectoryFromSsh({ spec, remoteDir, localDir });
+} else if (mode === "staging-name") {
+  process.stdout.write(`${native.stagingName(args[0])}\n`);
 } else {
   throw new Error(`unknown mode ${mode}`);
 }

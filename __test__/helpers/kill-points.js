@@ -5,7 +5,8 @@ import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
-const CHILD = path.join(path.dirname(fileURLToPath(import.meta.url)), "crash-child.mjs");
+/** The crash child script. */
+export const CHILD = path.join(path.dirname(fileURLToPath(import.meta.url)), "crash-child.mjs");
 
 /** Our staging directory names (the prefixes of crates/core/src/staging.rs). */
 export const STAGING = /^\.paperclip-(extract|merge|ssh-sync-back|sandbox-restore)-/;

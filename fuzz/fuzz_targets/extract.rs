@@ -10,7 +10,9 @@
 //!   planted itself;
 //! * a successful extraction read its whole input;
 //! * extraction is atomic: a failed one leaves every entry of the root exactly as it was,
-//!   and none leaves a `.paperclip-extract-…` staging directory behind.
+//!   and none leaves a `.paperclip-extract-…` staging directory behind;
+//! * no name the library reserves (`paperclip_sync_core::reserved`: its staging directories
+//!   and key, which the seeds plant in archives) is in the root afterwards, at any depth.
 //!
 //! Writes through a symbolic link are caught by the sandbox comparison: every link that
 //! leads out of the root (planted ones, or any the extractor wrongly created, up to three
@@ -47,6 +49,7 @@ use flate2::write::GzEncoder;
 use flate2::Compression;
 use libfuzzer_sys::fuzz_target;
 use paperclip_sync_core::error::{codes, Error};
+use paperclip_sync_core::reserved::is_reserved;
 use paperclip_sync_core::tar::{extract, ArchiveLimits, ExtractOptions};
 
 /// Longer inputs are skipped: they slow the run down and reach nothing new.
@@ -118,12 +121,16 @@ fn run(data: &[u8]) {
             );
         }
     }
-    let leftovers: Vec<_> = fs::read_dir(sandbox.root())
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|name| name.starts_with(".paperclip-extract-"))
-        .collect();
-    assert!(leftovers.is_empty(), "staging directories left in the root: {leftovers:?}");
+    let mut reserved = Vec::new();
+    walk(&sandbox.root(), "", &mut |rel, path, meta| {
+        open_up(path, meta);
+        let name = path.file_name().map(|n| n.as_bytes()).unwrap_or_default();
+        if is_reserved(name) {
+            reserved.push(rel.to_owned());
+        }
+        true
+    });
+    assert!(reserved.is_empty(), "reserved names (staging, key) in the root: {reserved:?}");
     let after = sandbox.outside_state();
     compare(&before, &after);
     sandbox.check_root(&planted, &after);

@@ -54,6 +54,7 @@ fn main() {
                     descend: &|_| true,
                     read_link_targets: false,
                     inline_file: None,
+                    on_reserved: paperclip_sync_core::reserved::OnReserved::Skip,
                     cancel: &cancel,
                 })
                 .expect("walk");

@@ -23,6 +23,7 @@ fn main() {
             descend: &|_| true,
             read_link_targets: true,
             inline_file: None,
+            on_reserved: paperclip_sync_core::reserved::OnReserved::Skip,
             cancel: &cancel,
         })
         .expect("walk");
@@ -35,6 +36,7 @@ fn main() {
             previous: None,
             hash_only: None,
             readdir_errors: ReaddirErrors::TreatAsEmpty,
+            on_reserved: paperclip_sync_core::reserved::OnReserved::Skip,
             cancel: &cancel,
         })
         .expect("capture");

@@ -12,12 +12,6 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::Path;
 
-/// A name no other call makes, carrying this process as its owner:
-/// `<prefix><pid>-<start>-<nonce>` (see [`crate::staging`], which recognises these names).
-pub fn unique_name(prefix: &str) -> OsString {
-    crate::staging::unique_name(prefix)
-}
-
 /// An open directory.
 #[derive(Debug)]
 pub struct Dir {

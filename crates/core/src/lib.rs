@@ -14,10 +14,12 @@
 pub mod error;
 pub mod exclude;
 pub mod fsat;
+pub mod host_key;
 #[cfg(feature = "git")]
 pub mod ignore_scan;
 pub mod merge;
 pub mod pipe;
+pub mod reserved;
 pub mod snapshot;
 pub mod snapshot_watch;
 #[cfg(feature = "ssh")]

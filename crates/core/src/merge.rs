@@ -39,6 +39,7 @@ use std::sync::Mutex;
 
 use crate::error::{codes, Error, Result};
 use crate::fsat::{self, Dir};
+use crate::reserved::OnReserved;
 use crate::snapshot::{self, CaptureOptions, Entry, Hash, Snapshot};
 use crate::walk::{join_like_node, ReaddirErrors};
 
@@ -50,7 +51,7 @@ pub const CONFLICT_MESSAGE: &str = "Directory contents changed concurrently";
 
 /// Prefix of the staged copies the merge renames into place (and of the staging directory
 /// at the target's root that holds them and the merge's journal).
-pub const STAGING_PREFIX: &str = crate::staging::MERGE_PREFIX;
+pub const STAGING_PREFIX: &str = crate::reserved::MERGE_PREFIX;
 
 /// One entry of the caller's baseline snapshot.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -286,7 +287,7 @@ fn symlinked_ancestors<'a>(plan: &Plan<'a>, current: &Indexed<'a>, leads_to_dir:
 }
 
 /// What [`merge`] did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MergeStats {
     /// Files and symlinks deleted because the remote deleted them.
     pub deleted: usize,
@@ -294,6 +295,10 @@ pub struct MergeStats {
     pub removed_dirs: usize,
     /// Source entries written (directories created, files copied, symlinks created).
     pub applied: usize,
+    /// Names of entries at the target's root that carry one of our staging names but that
+    /// this host cannot prove it created ([`crate::staging::Swept::foreign`]): left alone,
+    /// for the caller to report.
+    pub foreign_staging: Vec<String>,
 }
 
 /// A merge refused before any change.
@@ -356,8 +361,10 @@ pub fn merge(opts: &MergeOptions<'_>) -> Result<Outcome> {
     let hash_only = |rel: &str| deleted_by_remote.contains(rel);
     // What a killed extraction or merge left in the target is cleaned up first; an
     // interrupted merge is reported (`ERR_PAPERCLIP_NATIVE_INTERRUPTED_RESTORE`).
+    let mut foreign_staging = Vec::new();
     if let Ok(root) = Dir::open_nofollow(opts.target) {
-        crate::staging::sweep(&root, opts.target, false)?;
+        let swept = crate::staging::sweep(&root, opts.target, false)?;
+        foreign_staging.extend(swept.foreign.iter().map(|name| name.to_string_lossy().into_owned()));
     }
     let current_snapshot = snapshot::capture(&CaptureOptions {
         root: opts.target,
@@ -366,6 +373,7 @@ pub fn merge(opts: &MergeOptions<'_>) -> Result<Outcome> {
         previous: None,
         hash_only: if opts.reject_conflicts { None } else { Some(&hash_only) },
         readdir_errors: ReaddirErrors::TreatAsEmpty,
+        on_reserved: OnReserved::Skip,
         cancel: opts.cancel,
     })?;
     let current = Indexed::new(&current_snapshot);
@@ -397,12 +405,12 @@ pub fn merge(opts: &MergeOptions<'_>) -> Result<Outcome> {
     // and the next operation on the target reports it). Removed when this returns. A root
     // that cannot take it (read-only, while the directories below are not) gets none: the
     // copies are then staged beside their files, as they are across file systems.
-    let staging = crate::staging::Staging::create(&root, crate::staging::Kind::Merge)
+    let staging = crate::staging::Staging::create(&root, crate::reserved::Kind::Merge)
         .and_then(|staging| staging.journal(b"merge\n").map(|()| staging))
         .ok();
     let staging_dev = staging.as_ref().and_then(|staging| staging.dir.metadata().ok()).map(|meta| meta.dev());
     let target = Targets { root, path: opts.target };
-    let mut stats = MergeStats::default();
+    let mut stats = MergeStats { foreign_staging, ..MergeStats::default() };
 
     // 1. Files and symlinks the remote deleted and the host did not touch (errors ignored).
     let groups = group_by_parent(plan.delete_leaves.iter().map(|rel| (*rel, ())));
@@ -703,7 +711,7 @@ impl Targets<'_> {
             .open_file_nofollow(os_name)
             .map_err(|e| Error::io(e, "copyfile", &join_like_node(sources.path, &join_rel(parent, name))))?;
         let (staged, mut output) = loop {
-            let staged = fsat::unique_name(STAGING_PREFIX);
+            let staged = crate::staging::unique_name(STAGING_PREFIX);
             match stage.create_new_file(&staged, 0o600) {
                 Ok(file) => break (staged, file),
                 Err(e) if e.raw_os_error() == Some(libc::EEXIST) => continue,
@@ -757,6 +765,7 @@ mod tests {
             previous: None,
             hash_only: None,
             readdir_errors: ReaddirErrors::Propagate,
+            on_reserved: OnReserved::Skip,
             cancel: &AtomicBool::new(false),
         })
         .unwrap()

@@ -21,6 +21,7 @@ use sha2::{Digest, Sha256};
 use crate::error::{codes, Error, Result};
 use crate::exclude::should_exclude_path;
 use crate::fsat::Dir;
+use crate::reserved::OnReserved;
 use crate::walk::{self, join_like_node, Kind, Node, ReaddirErrors, Stat, Tree, WalkOptions};
 
 /// Bytes read per `read` call when hashing; one buffer per worker.
@@ -110,6 +111,9 @@ pub struct CaptureOptions<'a> {
     /// ([`ReaddirErrors::Propagate`]: a merge source, whose missing entries would read as
     /// deletions).
     pub readdir_errors: ReaddirErrors,
+    /// Reserved names ([`crate::reserved`]): left out of a tree of ours, refused in an
+    /// untrusted one (a merge source).
+    pub on_reserved: OnReserved,
     pub cancel: &'a AtomicBool,
 }
 
@@ -149,6 +153,7 @@ pub fn capture(opts: &CaptureOptions<'_>) -> Result<Snapshot> {
         descend: &|_| true,
         read_link_targets: true,
         inline_file: Some(&inline),
+        on_reserved: opts.on_reserved,
         cancel: opts.cancel,
     })?;
 
@@ -350,6 +355,7 @@ pub fn content_signature(root: &Path, ignored: &[String], threads: usize, cancel
         descend: &descend,
         read_link_targets: true,
         inline_file: None,
+        on_reserved: OnReserved::Skip,
         cancel,
     })?;
     let mut hasher = Sha256::new();
@@ -438,6 +444,7 @@ mod tests {
             previous,
             hash_only: None,
             readdir_errors: ReaddirErrors::TreatAsEmpty,
+            on_reserved: OnReserved::Skip,
             cancel: &AtomicBool::new(false),
         })
     }

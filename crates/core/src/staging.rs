@@ -1,85 +1,49 @@
-//! The staging directories our operations create inside a user's tree, in one place: their
-//! names, who owns them, their journals, and the sweep that the next operation on the same
-//! root runs before it starts.
+//! The staging directories our operations create inside a user's tree: who owns them,
+//! their tagged names, their journals, and the sweep that the next operation on the same
+//! root runs before it starts. Their names are in the one list of reserved names,
+//! [`crate::reserved`].
 //!
 //! * **Names.** An extraction stages into `<root>/.paperclip-extract-<owner>-<nonce>/`, an
 //!   SSH pull into `<root>/.paperclip-ssh-sync-back-<owner>-<nonce>/`, a restore merge into
-//!   `<root>/.paperclip-merge-<owner>-<nonce>/`, where `<owner>` is `<pid>-<start>`: the
-//!   creating process's id and its start time (clock ticks since boot, field 22 of
+//!   `<root>/.paperclip-merge-<owner>-<nonce>/`, a baseline restore downloads into
+//!   `<root>/.paperclip-sandbox-restore-<owner>-<nonce>/`, where `<owner>` is `<pid>-<start>`:
+//!   the creating process's id and its start time (clock ticks since boot, field 22 of
 //!   `/proc/<pid>/stat` on Linux; 0, meaning unknown, elsewhere). The owner is part of the
 //!   name, so a staging directory is never without its marker, not even for the instant
-//!   after `mkdir`. [`is_staging_name`] is the one predicate the walks use to leave these
-//!   names out of snapshots, packs and merges.
+//!   after `mkdir`.
+//! * **Proof of origin.** The nonce is 16 random hex digits followed by a 16-digit tag: the
+//!   keyed digest ([`crate::host_key`]) of everything before it. [`is_ours`] checks it, so
+//!   only staging this host created is ever removed, completed or reported as interrupted.
+//!   A name of ours that fails the check (planted, or left by an earlier version whose names
+//!   had no tag) is *foreign*: the sweep leaves it where it is and reports it
+//!   ([`Swept::foreign`]); it never blocks an operation. Every untrusted source refuses our
+//!   names on the way in ([`crate::reserved`]), so a foreign one can only be made locally.
 //! * **Liveness.** An owner is alive when a process with its pid exists and (where the start
 //!   time is known) started at the same tick, so a reused pid is not mistaken for the owner.
 //!   The merge lock judges its owner by pid alone; this is the same test, made exact.
 //! * **Journal.** Just before an operation starts moving staged entries into place it writes
 //!   `journal` into its staging directory (atomically: a temporary name, then a rename). A
 //!   process killed during the moves leaves it behind.
-//! * **Sweep.** [`sweep`] removes every staging directory of a dead owner that has no journal
-//!   (an operation killed before it changed anything), completes an interrupted extraction
-//!   from its journal (the staged entries are still there; the moves are renames, so every
-//!   entry is either old or new), hands an interrupted pull back to its caller (which owns
-//!   that apply) and refuses, with [`codes::INTERRUPTED_RESTORE`], to start on a root whose
-//!   restore merge was interrupted. Staging directories of live owners (other processes, or
-//!   other operations of this one) are left alone. Before acting on a stale directory the
-//!   sweep renames it to a name of its own, so two sweeping processes never act on the same
-//!   one.
+//! * **Sweep.** [`sweep`] removes every staging directory of ours whose owner is dead and
+//!   that has no journal (an operation killed before it changed anything), completes an
+//!   interrupted extraction from its journal (the staged entries are still there; the moves
+//!   are renames, so every entry is either old or new), hands an interrupted pull back to its
+//!   caller (which owns that apply) and refuses, with [`codes::INTERRUPTED_RESTORE`], to
+//!   start on a root whose restore merge was interrupted. Staging directories of live owners
+//!   (other processes, or other operations of this one) are left alone. Before acting on a
+//!   stale directory the sweep renames it to a fresh name of its own, so two sweeping
+//!   processes never act on the same one.
 
 use std::ffi::{OsStr, OsString};
 use std::io::{self, Read, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::error::{codes, Error, Result};
 use crate::fsat::Dir;
-
-/// Prefix of an extraction's staging directory.
-pub const EXTRACT_PREFIX: &str = ".paperclip-extract-";
-/// Prefix of an SSH pull's staging directory.
-pub const PULL_PREFIX: &str = ".paperclip-ssh-sync-back-";
-/// Prefix of a restore merge's staging directory (and of its staged copies).
-pub const MERGE_PREFIX: &str = ".paperclip-merge-";
-/// Prefix of the directory a sandbox restore extracts the remote workspace into before it
-/// merges it (it holds no journal: the merge journals its own apply).
-pub const RESTORE_PREFIX: &str = ".paperclip-sandbox-restore-";
-/// The journal an operation writes into its staging directory before its first move.
-pub const JOURNAL: &str = "journal";
-/// The directory inside an extraction's or pull's staging directory that holds the members.
-pub const TREE: &str = "tree";
-
-/// Which operation a staging directory belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    Extract,
-    Pull,
-    Merge,
-    /// A sandbox restore's extracted copy of the remote workspace.
-    Restore,
-}
-
-impl Kind {
-    /// The name prefix of this kind.
-    pub fn prefix(self) -> &'static str {
-        match self {
-            Kind::Extract => EXTRACT_PREFIX,
-            Kind::Pull => PULL_PREFIX,
-            Kind::Merge => MERGE_PREFIX,
-            Kind::Restore => RESTORE_PREFIX,
-        }
-    }
-}
-
-/// The process that created a staging directory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Owner {
-    pub pid: u32,
-    /// Start time in clock ticks since boot; 0 when unknown (then only the pid is checked).
-    pub start: u64,
-}
+use crate::host_key;
+use crate::reserved::{self, Kind, Owner, JOURNAL, JOURNAL_TMP, TAG_HEX};
 
 /// A process's start time in clock ticks since boot (Linux: field 22 of `/proc/<pid>/stat`);
 /// `Ok(None)` where that cannot be known, `Err(NotFound)` when there is no such process.
@@ -128,61 +92,34 @@ pub fn alive(owner: Owner) -> bool {
     }
 }
 
-/// A fresh name `<prefix><pid>-<start>-<nonce>` owned by this process.
+/// A fresh tagged name `<prefix><pid>-<start>-<16 random hex><16 hex tag>` owned by this
+/// process (`prefix` one of [`Kind::prefix`]).
 pub fn unique_name(prefix: &str) -> OsString {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let clock = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0);
-    let nonce = clock.rotate_left(20) ^ n.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    let Owner { pid, start } = own();
-    OsString::from(format!("{prefix}{pid}-{start}-{nonce:016x}"))
+    name_owned_by(prefix, own())
 }
 
-/// What a staging name says about itself.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Parsed {
-    pub kind: Kind,
-    /// `None` for a name that records no owner (a pull staging directory named by
-    /// `mkdtemp` in earlier versions).
-    pub owner: Option<Owner>,
+/// A fresh tagged name of `owner` (this process, or a dead one in tests).
+pub(crate) fn name_owned_by(prefix: &str, owner: Owner) -> OsString {
+    let Owner { pid, start } = owner;
+    let nonce = u64::from_ne_bytes(host_key::random());
+    let untagged = format!("{prefix}{pid}-{start}-{nonce:016x}");
+    let tag = u64::from_be_bytes(host_key::tag(untagged.as_bytes()));
+    OsString::from(format!("{untagged}{tag:016x}"))
 }
 
-/// Parses one of our staging names: a known prefix followed by `<pid>-<start>-<16 hex>`,
-/// or one of the earlier forms (`<32 hex>` with the pid in the first 8, from extraction and
-/// merge; 6 `mkdtemp` characters, from the pull). `None` for any other name, so a user's own
-/// `.paperclip-merge-notes` is not taken for ours.
-pub fn parse(name: &[u8]) -> Option<Parsed> {
-    let (kind, rest) = [Kind::Extract, Kind::Pull, Kind::Merge, Kind::Restore]
-        .into_iter()
-        .find_map(|kind| name.strip_prefix(kind.prefix().as_bytes()).map(|rest| (kind, rest)))?;
-    let digits = |s: &[u8]| !s.is_empty() && s.len() <= 20 && s.iter().all(u8::is_ascii_digit);
-    let hex = |s: &[u8], len: usize| s.len() == len && s.iter().all(u8::is_ascii_hexdigit);
-    let text = std::str::from_utf8(rest).ok()?;
-    let fields: Vec<&str> = text.split('-').collect();
-    if let [pid, start, nonce] = fields[..] {
-        if digits(pid.as_bytes()) && digits(start.as_bytes()) && hex(nonce.as_bytes(), 16) {
-            let owner = Owner { pid: pid.parse().ok()?, start: start.parse().ok()? };
-            return Some(Parsed { kind, owner: Some(owner) });
-        }
-        return None;
+/// True when `name` is a staging name this host created: our current form with a tag that
+/// checks under this host's key. Any other name of ours ([`reserved::parse`]) is foreign.
+pub fn is_ours(name: &[u8]) -> bool {
+    let Some(parsed) = reserved::parse(name) else { return false };
+    if !parsed.tagged {
+        return false;
     }
-    if matches!(kind, Kind::Extract | Kind::Merge) && hex(rest, 32) {
-        let pid = u32::from_str_radix(&text[..8], 16).ok()?;
-        return Some(Parsed { kind, owner: Some(Owner { pid, start: 0 }) });
-    }
-    if kind == Kind::Pull && rest.len() == 6 && rest.iter().all(u8::is_ascii_alphanumeric) {
-        return Some(Parsed { kind, owner: None });
-    }
-    None
+    let (untagged, tag_hex) = name.split_at(name.len() - TAG_HEX);
+    let Some(tag) = std::str::from_utf8(tag_hex).ok().and_then(|hex| u64::from_str_radix(hex, 16).ok()) else {
+        return false;
+    };
+    host_key::verify(untagged, &tag.to_be_bytes())
 }
-
-/// True for a name our staging uses: the walks skip these (and what is below them).
-pub fn is_staging_name(name: &[u8]) -> bool {
-    name.starts_with(b".paperclip-") && parse(name).is_some()
-}
-
-/// How old an owner-less staging directory must be before the sweep takes it for stale.
-const OWNERLESS_STALE_SECS: i64 = 3600;
 
 /// Creates a staging directory of `kind` (mode 0700) in `root`; returns its name.
 pub fn create(root: &Dir, kind: Kind) -> io::Result<OsString> {
@@ -199,7 +136,7 @@ pub fn create(root: &Dir, kind: Kind) -> io::Result<OsString> {
 /// Writes `content` as the journal of the staging directory `dir` (a temporary name, then a
 /// rename, so a reader sees all of it or nothing).
 pub fn write_journal(dir: &Dir, content: &[u8]) -> io::Result<()> {
-    let temporary = OsStr::new("journal.tmp");
+    let temporary = OsStr::new(JOURNAL_TMP);
     let _ = dir.unlink(temporary);
     let mut file = dir.create_new_file(temporary, 0o600)?;
     file.write_all(content)?;
@@ -219,19 +156,6 @@ pub fn read_journal(dir: &Dir) -> io::Result<Option<Vec<u8>>> {
     Ok(Some(out))
 }
 
-/// True when the staging directory `name` in `root`, described by `parsed`, is stale.
-fn is_stale(root: &Dir, name: &OsStr, parsed: Parsed) -> bool {
-    match parsed.owner {
-        Some(owner) => !alive(owner),
-        None => root.lstat(name).is_ok_and(|st| {
-            let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);
-            #[allow(clippy::unnecessary_cast)] // `time_t` is not `i64` everywhere
-            let mtime = st.0.st_mtime as i64;
-            now - mtime > OWNERLESS_STALE_SECS
-        }),
-    }
-}
-
 /// What [`sweep`] found and did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Swept {
@@ -242,6 +166,9 @@ pub struct Swept {
     /// Interrupted pulls, claimed (renamed to a name of this process) and left for the
     /// caller to complete: `(staging name, journal)`.
     pub pulls: Vec<(OsString, Vec<u8>)>,
+    /// Entries carrying one of our staging names that this host cannot prove it created
+    /// ([`is_ours`]): left where they are, not acted upon, for the caller to report.
+    pub foreign: Vec<OsString>,
 }
 
 /// Cleans up after dead operations on `root` (see the module docs); interrupted pulls are
@@ -250,10 +177,15 @@ pub struct Swept {
 /// `root` was interrupted; its staging directory is then kept as the sign of it.
 pub fn sweep(root: &Dir, root_path: &Path, take_pulls: bool) -> Result<Swept> {
     let mut swept = Swept::default();
-    let names = root.names().map_err(|e| Error::io(e, "scandir", root_path))?;
+    let mut names = root.names().map_err(|e| Error::io(e, "scandir", root_path))?;
+    names.sort_unstable();
     for name in names {
-        let Some(parsed) = parse(name.as_bytes()) else { continue };
-        if !is_stale(root, &name, parsed) {
+        let Some(parsed) = reserved::parse(name.as_bytes()) else { continue };
+        if !is_ours(name.as_bytes()) {
+            swept.foreign.push(name);
+            continue;
+        }
+        if parsed.owner.is_some_and(alive) {
             continue;
         }
         let Ok(Some(crate::fsat::Node::Directory)) = root.node(&name) else {
@@ -261,7 +193,13 @@ pub fn sweep(root: &Dir, root_path: &Path, take_pulls: bool) -> Result<Swept> {
             let _ = root.unlink(&name);
             continue;
         };
-        let journal = root.open_dir_nofollow(&name).ok().and_then(|dir| read_journal(&dir).ok().flatten());
+        // Only an extraction's, a pull's or a merge's journal means anything: they sit
+        // beside the staged tree, where no staged member can be. (A restore's directory
+        // holds the downloaded tree itself, which may name anything.)
+        let journal = match parsed.kind {
+            Kind::Restore => None,
+            _ => root.open_dir_nofollow(&name).ok().and_then(|dir| read_journal(&dir).ok().flatten()),
+        };
         if parsed.kind == Kind::Merge && journal.is_some() {
             return Err(interrupted_merge(&name, parsed.owner));
         }
@@ -345,6 +283,7 @@ impl Drop for Staging {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::reserved::{parse, Parsed, EXTRACT_PREFIX, MERGE_PREFIX, PULL_PREFIX, RESTORE_PREFIX, TREE};
     use std::fs;
 
     fn tmp(tag: &str) -> std::path::PathBuf {
@@ -359,35 +298,39 @@ mod tests {
         (2..4_000_000u32).rev().find(|pid| process_start(*pid).is_err()).unwrap()
     }
 
+    /// A tagged name of a dead owner: what a process of this host killed meanwhile left.
+    fn dead_name(prefix: &str) -> String {
+        name_owned_by(prefix, Owner { pid: dead_pid(), start: 7 }).into_string().unwrap()
+    }
+
+    fn listing(root: &Path) -> Vec<String> {
+        let mut names: Vec<String> =
+            fs::read_dir(root).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        names.sort();
+        names
+    }
+
     #[test]
-    fn names_carry_their_owner_and_are_recognised() {
-        for kind in [Kind::Extract, Kind::Pull, Kind::Merge, Kind::Restore] {
+    fn names_carry_their_owner_and_a_tag_only_this_host_makes() {
+        for kind in Kind::ALL {
             let name = unique_name(kind.prefix());
             let parsed = parse(name.as_bytes()).unwrap();
-            assert_eq!(parsed, Parsed { kind, owner: Some(own()) });
-            assert!(is_staging_name(name.as_bytes()));
+            assert_eq!(parsed, Parsed { kind, owner: Some(own()), tagged: true });
+            assert!(is_ours(name.as_bytes()) && reserved::is_reserved(name.as_bytes()));
             assert_ne!(unique_name(kind.prefix()), name);
+            // Any change to the name or its tag, and it is not ours.
+            let text = name.to_str().unwrap();
+            for at in [kind.prefix().len(), text.len() - 20, text.len() - 1] {
+                let mut bytes = text.as_bytes().to_vec();
+                bytes[at] = if bytes[at] == b'1' { b'2' } else { b'1' };
+                assert!(!is_ours(&bytes), "{}", String::from_utf8_lossy(&bytes));
+            }
+            // Earlier forms carry no tag: reserved, never ours.
+            let earlier = format!("{}{}-{}-0123456789abcdef", kind.prefix(), own().pid, own().start);
+            assert!(reserved::is_reserved(earlier.as_bytes()) && !is_ours(earlier.as_bytes()));
         }
         #[cfg(target_os = "linux")]
         assert_ne!(own().start, 0, "the start time is read on Linux");
-        // Earlier forms.
-        assert_eq!(
-            parse(b".paperclip-extract-0000002a0000000100000000deadbeef"),
-            Some(Parsed { kind: Kind::Extract, owner: Some(Owner { pid: 42, start: 0 }) })
-        );
-        assert_eq!(parse(b".paperclip-ssh-sync-back-aB3xYz"), Some(Parsed { kind: Kind::Pull, owner: None }));
-        // A user's own names are not ours.
-        for name in [
-            &b".paperclip-merge-notes"[..],
-            b".paperclip-extract-",
-            b".paperclip-extract-1-2-3",
-            b".paperclip-extract-1-2-0123456789abcdef-x",
-            b"paperclip-extract-1-2-0123456789abcdef",
-            b".paperclip-runtime",
-            b".paperclip-ssh-sync-back-toolong",
-        ] {
-            assert!(!is_staging_name(name), "{}", String::from_utf8_lossy(name));
-        }
     }
 
     #[test]
@@ -408,27 +351,25 @@ mod tests {
     fn sweep_removes_stale_ones_and_keeps_live_ones() {
         let root_path = tmp("sweep");
         let root = Dir::open(&root_path).unwrap();
-        let dead = dead_pid();
-        let stale = format!("{EXTRACT_PREFIX}{dead}-7-0123456789abcdef");
+        let stale = dead_name(EXTRACT_PREFIX);
         fs::create_dir_all(root_path.join(&stale).join("tree/deep")).unwrap();
         fs::write(root_path.join(&stale).join("tree/deep/f"), b"x").unwrap();
-        let stale_pull = format!("{PULL_PREFIX}{dead}-7-0123456789abcdef");
+        let stale_pull = dead_name(PULL_PREFIX);
         fs::create_dir(root_path.join(&stale_pull)).unwrap();
-        let stale_restore = format!("{RESTORE_PREFIX}{dead}-7-0123456789abcdef");
+        let stale_restore = dead_name(RESTORE_PREFIX);
         fs::create_dir_all(root_path.join(&stale_restore).join("src")).unwrap();
         fs::write(root_path.join(&stale_restore).join("src/a.txt"), b"remote").unwrap();
+        // A restore's directory holds the remote tree: a `journal` there is the remote's file.
+        fs::write(root_path.join(&stale_restore).join(JOURNAL), b"merge\n").unwrap();
         let live = Staging::create(&root, Kind::Extract).unwrap();
-        let reused = format!("{MERGE_PREFIX}{}-{}-0123456789abcdef", own().pid, own().start + 1);
+        let reused = name_owned_by(MERGE_PREFIX, Owner { pid: own().pid, start: own().start + 1 });
         fs::create_dir(root_path.join(&reused)).unwrap();
         fs::write(root_path.join(".paperclip-merge-notes"), b"mine").unwrap();
         let swept = sweep(&root, &root_path, true).unwrap();
-        assert_eq!(swept, Swept { removed: 4, completed: 0, pulls: vec![] });
-        let mut left: Vec<String> =
-            fs::read_dir(&root_path).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
-        left.sort();
+        assert_eq!(swept, Swept { removed: 4, completed: 0, pulls: vec![], foreign: vec![] });
         let mut expected = vec![".paperclip-merge-notes".to_string(), live.name.to_string_lossy().into_owned()];
         expected.sort();
-        assert_eq!(left, expected);
+        assert_eq!(listing(&root_path), expected);
         drop(live);
         assert_eq!(fs::read_dir(&root_path).unwrap().count(), 1);
         fs::remove_dir_all(&root_path).unwrap();
@@ -438,8 +379,7 @@ mod tests {
     fn an_interrupted_merge_is_reported_and_a_pull_handed_back() {
         let root_path = tmp("journal");
         let root = Dir::open(&root_path).unwrap();
-        let dead = dead_pid();
-        let merge = format!("{MERGE_PREFIX}{dead}-0-0123456789abcdef");
+        let merge = dead_name(MERGE_PREFIX);
         fs::create_dir(root_path.join(&merge)).unwrap();
         fs::write(root_path.join(&merge).join(JOURNAL), b"merge\n").unwrap();
         let err = sweep(&root, &root_path, true).unwrap_err();
@@ -449,7 +389,7 @@ mod tests {
         assert!(root_path.join(&merge).join(JOURNAL).exists(), "the sign is kept");
         fs::remove_dir_all(root_path.join(&merge)).unwrap();
 
-        let pull = format!("{PULL_PREFIX}{dead}-0-0123456789abcdef");
+        let pull = dead_name(PULL_PREFIX);
         fs::create_dir(root_path.join(&pull)).unwrap();
         fs::write(root_path.join(&pull).join(JOURNAL), b"{}").unwrap();
         let swept = sweep(&root, &root_path, true).unwrap();
@@ -457,8 +397,40 @@ mod tests {
         let (claimed, journal) = &swept.pulls[0];
         assert_eq!(journal, b"{}");
         assert_eq!(parse(claimed.as_bytes()).unwrap().owner, Some(own()));
+        assert!(is_ours(claimed.as_bytes()), "the claimed name is a tagged one");
         assert!(root_path.join(claimed).join(JOURNAL).exists());
         assert!(!root_path.join(&pull).exists());
+        fs::remove_dir_all(&root_path).unwrap();
+    }
+
+    /// What this host cannot prove it created is reported, never obeyed: no interrupted
+    /// merge blocks the root, no planted extraction is completed, nothing is removed.
+    #[test]
+    fn foreign_look_alikes_are_reported_and_left_alone() {
+        let root_path = tmp("foreign");
+        let root = Dir::open(&root_path).unwrap();
+        let dead = dead_pid();
+        let forged_tag = format!("{MERGE_PREFIX}{dead}-0-{}", "0123456789abcdef".repeat(2));
+        let earlier = format!("{EXTRACT_PREFIX}{dead}-0-0123456789abcdef");
+        let earlier_pull = format!("{PULL_PREFIX}{dead}-0-fedcba9876543210");
+        let live_forged = format!("{RESTORE_PREFIX}{}-{}-{}", own().pid, own().start, "ab".repeat(16));
+        fs::create_dir(root_path.join(&forged_tag)).unwrap();
+        fs::write(root_path.join(&forged_tag).join(JOURNAL), b"merge\n").unwrap();
+        fs::create_dir_all(root_path.join(&earlier).join(TREE)).unwrap();
+        fs::write(root_path.join(&earlier).join(TREE).join("planted.sh"), b"#!/bin/sh\n").unwrap();
+        fs::write(root_path.join(&earlier).join(JOURNAL), b"extract 0\n").unwrap();
+        fs::create_dir(root_path.join(&earlier_pull)).unwrap();
+        fs::write(root_path.join(&earlier_pull).join(JOURNAL), b"{\"phase\":\"clear\",\"preserve\":[]}").unwrap();
+        fs::write(root_path.join(&live_forged), b"a file").unwrap();
+        let before = listing(&root_path);
+        let swept = sweep(&root, &root_path, true).unwrap();
+        let mut foreign: Vec<String> = swept.foreign.iter().map(|n| n.to_string_lossy().into_owned()).collect();
+        foreign.sort();
+        let mut expected = vec![forged_tag, earlier, earlier_pull, live_forged];
+        expected.sort();
+        assert_eq!(foreign, expected);
+        assert_eq!((swept.removed, swept.completed, swept.pulls.len()), (0, 0, 0));
+        assert_eq!(listing(&root_path), before, "nothing moved in, nothing removed");
         fs::remove_dir_all(&root_path).unwrap();
     }
 }

@@ -19,6 +19,7 @@ use std::sync::{Condvar, Mutex};
 
 use crate::error::{codes, Error, Result};
 use crate::fsat::{c_name, Dir, RawStat};
+use crate::reserved::{self, OnReserved};
 
 /// Sentinel parent index of the root's children.
 pub const ROOT: u32 = u32::MAX;
@@ -130,6 +131,9 @@ pub struct WalkOptions<'a> {
     /// the file's name and its stat: a cheap place to digest small files (`openat`, no
     /// path resolution). `Ok(None)` leaves the file for the caller.
     pub inline_file: Option<&'a InlineFile<'a>>,
+    /// What a name this library reserves ([`crate::reserved`]) is, at any depth: skipped
+    /// (a tree of ours) or refused (an untrusted source). Excluded paths are never refused.
+    pub on_reserved: OnReserved,
     pub cancel: &'a AtomicBool,
 }
 
@@ -170,10 +174,10 @@ pub fn name_to_string(name: OsString, parent_rel: &str, root: &Path) -> Result<S
 }
 
 /// Every entry below `root` as `(relative path, kind)`: directories descended, symlinks
-/// recorded but not followed, unreadable directories read as empty, nothing skipped; a path
-/// too long for path-based calls fails with `ENAMETOOLONG`. The order is unspecified
-/// (callers sort).
-pub fn list(root: &Path, threads: usize, cancel: &AtomicBool) -> Result<Vec<(String, Kind)>> {
+/// recorded but not followed, unreadable directories read as empty, nothing skipped but
+/// reserved names (left out or refused, as `on_reserved` says); a path too long for
+/// path-based calls fails with `ENAMETOOLONG`. The order is unspecified (callers sort).
+pub fn list(root: &Path, threads: usize, on_reserved: OnReserved, cancel: &AtomicBool) -> Result<Vec<(String, Kind)>> {
     let tree = walk(&WalkOptions {
         root,
         threads,
@@ -182,6 +186,7 @@ pub fn list(root: &Path, threads: usize, cancel: &AtomicBool) -> Result<Vec<(Str
         descend: &|_| true,
         read_link_targets: false,
         inline_file: None,
+        on_reserved,
         cancel,
     })?;
     Ok(tree.nodes.into_iter().map(|node| (node.rel, node.stat.kind)).collect())
@@ -301,7 +306,8 @@ fn read_directory(opts: &WalkOptions<'_>, rel: &str) -> Result<Vec<Node>> {
         if opts.cancel.load(Ordering::Relaxed) {
             return Err(Error::aborted());
         }
-        if crate::staging::is_staging_name(raw.as_bytes()) {
+        let reserved = reserved::is_reserved(raw.as_bytes());
+        if reserved && opts.on_reserved == OnReserved::Skip {
             continue; // our own staging, never part of a tree
         }
         // The skip check sees the name as Node would (lossily decoded), before any lstat.
@@ -309,6 +315,9 @@ fn read_directory(opts: &WalkOptions<'_>, rel: &str) -> Result<Vec<Node>> {
         let child_rel = if rel.is_empty() { lossy } else { format!("{rel}/{lossy}") };
         if (opts.skip)(&child_rel) {
             continue;
+        }
+        if let (true, OnReserved::Refuse(what)) = (reserved, opts.on_reserved) {
+            return Err(reserved::refusal(what, &child_rel));
         }
         if opts.readdir_errors == ReaddirErrors::TreatAsEmpty {
             check_path_length(opts.root, &child_rel)?;
@@ -462,7 +471,7 @@ fn enter(
 /// The names in `dir`, in byte order, each checked as UTF-8 (the `NON_UTF8_NAME` error).
 fn sorted_utf8_names(dir: &Dir, rel: &str, root: &Path) -> Result<Vec<CString>> {
     let mut names = dir.names().map_err(|e| Error::io(e, "scandir", &join_like_node(root, rel)))?;
-    names.retain(|name| !crate::staging::is_staging_name(name.as_bytes())); // our own staging
+    names.retain(|name| !reserved::is_reserved(name.as_bytes())); // our own staging
     names.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
     names
         .into_iter()
@@ -506,6 +515,7 @@ mod tests {
             descend: &|_| true,
             read_link_targets: true,
             inline_file: None,
+            on_reserved: OnReserved::Skip,
             cancel: &cancel,
         })
     }
@@ -568,6 +578,7 @@ mod tests {
             descend: &|_| true,
             read_link_targets: false,
             inline_file: None,
+            on_reserved: OnReserved::Skip,
             cancel: &cancel,
         })
         .unwrap_err();
@@ -602,7 +613,7 @@ mod tests {
                 assert_eq!(err.code, "ENAMETOOLONG", "{levels} levels: {err:?}");
                 assert_eq!(err.syscall, Some("lstat"));
                 assert!(err.path.as_ref().is_some_and(|p| p.as_os_str().len() > PATH_MAX_LEN));
-                let err = list(&root, threads, &AtomicBool::new(false)).unwrap_err();
+                let err = list(&root, threads, OnReserved::Skip, &AtomicBool::new(false)).unwrap_err();
                 assert_eq!(err.code, "ENAMETOOLONG");
             }
             // Skipping the deep part makes the rest walkable.
@@ -619,6 +630,7 @@ mod tests {
                 descend: &|_| true,
                 read_link_targets: false,
                 inline_file: None,
+                on_reserved: OnReserved::Skip,
                 cancel: &cancel,
             })
             .unwrap_err();
@@ -634,5 +646,38 @@ mod tests {
         assert_eq!(join_like_node(Path::new("/"), "a"), PathBuf::from("/a"));
         assert_eq!(join_like_node(Path::new("."), "a"), PathBuf::from("a"));
         assert_eq!(join_like_node(Path::new("/r"), ""), PathBuf::from("/r"));
+    }
+
+    /// A reserved name is left out of a tree of ours and refused, at any depth, in an
+    /// untrusted one; an excluded path is never refused (it is not read).
+    #[test]
+    fn reserved_names_are_skipped_or_refused() {
+        let root = tmp("reserved");
+        fs::create_dir_all(root.join("a/b")).unwrap();
+        fs::write(root.join("a/b/f"), b"f").unwrap();
+        fs::write(root.join(format!("a/b/{}", reserved::KEY_FILE)), b"k").unwrap();
+        let cancel = AtomicBool::new(false);
+        let mut kept: Vec<String> =
+            list(&root, 2, OnReserved::Skip, &cancel).unwrap().into_iter().map(|e| e.0).collect();
+        kept.sort();
+        assert_eq!(kept, vec!["a", "a/b", "a/b/f"]);
+        let err = list(&root, 2, OnReserved::Refuse("the test source"), &cancel).unwrap_err();
+        assert_eq!(err.code, codes::UNSAFE_ARCHIVE_ENTRY);
+        assert!(err.message.contains("'a/b/.paperclip-staging-key' in the test source"), "{}", err.message);
+        assert!(!err.message.contains(&*root.to_string_lossy()), "no host path: {}", err.message);
+        let tree = walk(&WalkOptions {
+            root: &root,
+            threads: 1,
+            readdir_errors: ReaddirErrors::Propagate,
+            skip: &|rel| rel == "a/b",
+            descend: &|_| true,
+            read_link_targets: false,
+            inline_file: None,
+            on_reserved: OnReserved::Refuse("the test source"),
+            cancel: &cancel,
+        })
+        .unwrap();
+        assert_eq!(tree.nodes.len(), 1, "only 'a': 'a/b' is excluded, so nothing in it is refused");
+        fs::remove_dir_all(&root).unwrap();
     }
 }

@@ -1,7 +1,8 @@
 //! Seeds for the cargo-fuzz target `extract` (`fuzz/fuzz_targets/extract.rs`), generated at
 //! run time rather than committed: archives from our packer and from GNU tar (its gnu, pax,
 //! ustar and oldgnu formats, with hard links, a FIFO and a sparse file), gzip-compressed ones,
-//! and the hostile archives of the extractor's tests built with [`RawArchive`].
+//! and the hostile archives of the extractor's tests built with [`RawArchive`], the planted
+//! reserved names ([`reserved_name_archives`]) among them.
 //!
 //! An ignored test, run by `scripts/fuzz.sh`:
 //! `PAPERCLIP_FUZZ_SEEDS=<dir> cargo test -p paperclip-sync-core --lib -- --ignored --exact
@@ -139,7 +140,12 @@ const OUTSIDE: &str = "../outside";
 /// ones, then more that it must take apart carefully.
 fn hostile_seeds(seeds: &mut Seeds<'_>) {
     let long = "long-name-".repeat(12);
-    let shared = [escaping_names(OUTSIDE), escaping_symlinks(OUTSIDE), bad_links_and_special_files(OUTSIDE)];
+    let shared = [
+        escaping_names(OUTSIDE),
+        escaping_symlinks(OUTSIDE),
+        bad_links_and_special_files(OUTSIDE),
+        reserved_name_archives(),
+    ];
     for (what, archive) in shared.into_iter().flatten() {
         let name = format!("hostile-{}", what.replace(|c: char| !c.is_ascii_alphanumeric(), "-"));
         seeds.write(&name, AS_IS | FIX_CHECKSUMS, &archive);

@@ -599,6 +599,66 @@ pub fn escaping_names(outside: &str) -> Vec<(String, Vec<u8>)> {
     cases
 }
 
+/// Archives that plant a name this library reserves ([`crate::reserved`]): every staging
+/// prefix, in the current (tagged, here with a forged tag) and an earlier form, of a live
+/// and a dead pid, with and without a journal, at the root and nested; the key file's name;
+/// a hard link and a symbolic link through a reserved name. Each starts with an ordinary
+/// member, so a refusal must leave even that one out.
+pub fn reserved_name_archives() -> Vec<(String, Vec<u8>)> {
+    use crate::reserved::Kind;
+    let journals = |kind: Kind| match kind {
+        Kind::Extract => &b"extract 0\n"[..],
+        Kind::Pull => br#"{"phase":"move","preserve":[]}"#,
+        Kind::Merge => b"merge\n",
+        Kind::Restore => b"restore\n",
+    };
+    let mut cases = Vec::new();
+    for kind in Kind::ALL {
+        for (pid, who) in [(std::process::id(), "live"), (4_194_000, "dead")] {
+            let forms = [
+                (format!("{}{pid}-0-0123456789abcdef", kind.prefix()), "earlier form"),
+                (format!("{}{pid}-77-{}", kind.prefix(), "0123456789abcdef".repeat(2)), "forged tag"),
+            ];
+            for (name, form) in forms {
+                for journal in [true, false] {
+                    for depth in ["", "sub/"] {
+                        let mut archive = RawArchive::new();
+                        archive.file("ok.txt", b"fine").dir(&format!("{depth}{name}/"), 0o700);
+                        if journal {
+                            archive.file(&format!("{depth}{name}/journal"), journals(kind));
+                        }
+                        archive.file(&format!("{depth}{name}/tree/planted.sh"), b"#!/bin/sh\necho planted\n");
+                        let what = format!(
+                            "{} {form}, {who} pid, {}journal, {}",
+                            kind.prefix(),
+                            if journal { "" } else { "no " },
+                            if depth.is_empty() { "root" } else { "nested" }
+                        );
+                        cases.push((what, archive.finish()));
+                    }
+                }
+            }
+        }
+    }
+    let key = crate::reserved::KEY_FILE;
+    cases.push(("the key file".into(), RawArchive::new().file("ok.txt", b"fine").file(key, &[7u8; 32]).finish()));
+    let nested = format!(".local/state/paperclip-native/{key}");
+    cases.push((
+        "the key file, nested".into(),
+        RawArchive::new().file("ok.txt", b"fine").file(&nested, &[7u8; 32]).finish(),
+    ));
+    let planted = ".paperclip-merge-1-0-0123456789abcdef";
+    cases.push((
+        "a hard link into a reserved name".into(),
+        RawArchive::new().file("ok.txt", b"fine").hard_link("h", &format!("{planted}/journal")).finish(),
+    ));
+    cases.push((
+        "a symbolic link through a reserved name".into(),
+        RawArchive::new().file("ok.txt", b"fine").symlink("s", &format!("{planted}/tree")).finish(),
+    ));
+    cases
+}
+
 /// Symbolic links that lead out of the destination or get written through (see
 /// [`escaping_names`]).
 pub fn escaping_symlinks(outside: &str) -> Vec<(String, Vec<u8>)> {

@@ -11,6 +11,8 @@
 //! * symbolic links with an absolute target, with more leading `..` than their depth, or with
 //!   a `..` after a name (`a/b/..` could climb out through a link `a/b`);
 //! * hard links whose target is outside the root, missing, or not a regular file;
+//! * a name this library reserves ([`crate::reserved`]: our staging directories and key) at
+//!   any depth of a member's name or of a link's target;
 //! * devices, FIFOs, sparse files and unknown entry types.
 //!
 //! Extraction follows `tar -xpf` otherwise: an existing file, link or empty directory in the
@@ -53,7 +55,8 @@ use std::sync::atomic::AtomicBool;
 use super::stream::{check_cancel, CountingReader, ReadState};
 use crate::error::{codes, Error, Result};
 use crate::fsat::Dir;
-use crate::staging::{self, Kind as StagingKind, Staging};
+use crate::reserved::{self, Kind as StagingKind};
+use crate::staging::{self, Staging};
 
 use limits::Budget;
 pub use limits::{default_min_free_bytes, ArchiveLimits};
@@ -63,7 +66,7 @@ use reader::{decompressed, ArchiveReader};
 
 /// Prefix of the staging directory an extraction fills inside its destination.
 #[cfg(test)]
-const STAGING_PREFIX: &str = staging::EXTRACT_PREFIX;
+const STAGING_PREFIX: &str = reserved::EXTRACT_PREFIX;
 
 /// How to extract.
 #[derive(Debug, Clone)]
@@ -82,12 +85,16 @@ impl Default for ExtractOptions {
 }
 
 /// What an extraction did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExtractSummary {
     /// Members extracted (the root's own `./` entry and pax/GNU metadata not counted).
     pub entries: u64,
     /// Bytes read from `reader` (compressed bytes for a gzip stream).
     pub bytes_read: u64,
+    /// Names of entries in the destination that carry one of our staging names but that
+    /// this host cannot prove it created ([`crate::staging::Swept::foreign`]): left alone,
+    /// for the caller to report.
+    pub foreign_staging: Vec<String>,
 }
 
 /// Extracts the archive read from `reader` into `dest` (created if missing).
@@ -107,12 +114,13 @@ pub fn extract<R: Read>(
     fs::create_dir_all(dest).map_err(|e| Error::io(e, "mkdir", dest))?;
     let dest_root = Dir::open(dest).map_err(|e| Error::io(e, "open", dest))?;
     // What a killed extraction (or merge) left here is cleaned up, or completed, first.
-    staging::sweep(&dest_root, dest, false)?;
+    let swept = staging::sweep(&dest_root, dest, false)?;
+    let foreign_staging = swept.foreign.iter().map(|name| name.to_string_lossy().into_owned()).collect();
     let budget = Budget::new(&opts.limits, &dest_root, dest)?;
     let staging = Staging::create(&dest_root, StagingKind::Extract).map_err(|e| Error::io(e, "mkdir", dest))?;
-    staging.dir.mkdir(std::ffi::OsStr::new(staging::TREE), 0o700).map_err(|e| Error::io(e, "mkdir", dest))?;
+    staging.dir.mkdir(std::ffi::OsStr::new(reserved::TREE), 0o700).map_err(|e| Error::io(e, "mkdir", dest))?;
     let root =
-        staging.dir.open_dir_nofollow(std::ffi::OsStr::new(staging::TREE)).map_err(|e| Error::io(e, "open", dest))?;
+        staging.dir.open_dir_nofollow(std::ffi::OsStr::new(reserved::TREE)).map_err(|e| Error::io(e, "open", dest))?;
     let state = ReadState::default();
     let counting = CountingReader::new(reader, progress, cancel, &state);
     let source = decompressed(counting).map_err(|e| state.take_failure().unwrap_or_else(|| bad(e.to_string())))?;
@@ -130,7 +138,7 @@ pub fn extract<R: Read>(
     check_cancel(cancel)?;
     extractor.commit()?;
     drop(staging);
-    Ok(ExtractSummary { entries, bytes_read: state.count() })
+    Ok(ExtractSummary { entries, bytes_read: state.count(), foreign_staging })
 }
 
 /// The `BAD_ARCHIVE` error.
@@ -329,13 +337,34 @@ mod tests {
         assert_eq!(staging_leftovers(&dest), Vec::<String>::new());
     }
 
+    /// No name this library reserves arrives from an archive: refused at any depth, with
+    /// nothing written, and the next extraction into the same destination succeeds.
+    #[test]
+    fn reserved_names_are_refused_at_any_depth() {
+        let sandbox = Sandbox::new();
+        let dest = sandbox.dest();
+        fs::write(dest.join("keep.txt"), b"keep").unwrap();
+        let before = snapshot(&dest, true);
+        let cases = reserved_name_archives();
+        assert!(cases.len() >= 66, "{}", cases.len());
+        for (what, archive) in cases {
+            let err = sandbox.refuses(&archive, codes::UNSAFE_ARCHIVE_ENTRY, &what);
+            assert!(err.message.contains("reserves"), "{what}: {}", err.message);
+            assert_same_tree(&snapshot(&dest, true), &before, &what);
+            assert_eq!(staging_leftovers(&dest), Vec::<String>::new(), "{what}");
+        }
+        let summary = run(&RawArchive::new().file("after.txt", b"after").finish(), &dest).unwrap();
+        assert_eq!((summary.entries, summary.foreign_staging.len()), (1, 0));
+        assert_eq!(fs::read(dest.join("after.txt")).unwrap(), b"after");
+    }
+
     /// Our staging names never enter a snapshot or a pack of the tree.
     #[test]
     fn staging_names_are_not_walked_or_packed() {
         let src = TempDir::new("staging-walk");
         fs::write(src.join("real"), b"r").unwrap();
         fs::create_dir_all(src.join(format!("{STAGING_PREFIX}1-2-0123456789abcdef/tree"))).unwrap();
-        fs::create_dir_all(src.join(format!("sub/{}1-2-0123456789abcdef", crate::staging::MERGE_PREFIX))).unwrap();
+        fs::create_dir_all(src.join(format!("sub/{}1-2-0123456789abcdef", crate::reserved::MERGE_PREFIX))).unwrap();
         fs::write(src.join(".paperclip-merge-notes"), b"a user's file").unwrap();
         let out = TempDir::new("staging-walk-out");
         run(&pack_tree(src.path(), None), out.path()).unwrap();

@@ -14,6 +14,7 @@ use super::reader::{ArchiveReader, Member};
 use super::{refuse, shown, ExtractOptions};
 use crate::error::{codes, Error, Result};
 use crate::fsat::{c_name, fchmod, futimens, Dir, Node};
+use crate::reserved;
 use crate::staging;
 use crate::tar::header::kind;
 use crate::tar::stream::COPY_BUFFER;
@@ -26,7 +27,7 @@ pub(crate) fn roll_forward(dest_root: &Dir, dest: &Path, name: &std::ffi::OsStr,
     let corrupt = || Error::new(codes::INTERNAL, "an interrupted extraction's journal is unreadable");
     let (preserve_mtime, deferred_dirs) = decode_journal(journal).ok_or_else(corrupt)?;
     let staging_dir = dest_root.open_dir_nofollow(name).map_err(|e| Error::io(e, "open", dest))?;
-    let root = match staging_dir.open_dir_nofollow(std::ffi::OsStr::new(staging::TREE)) {
+    let root = match staging_dir.open_dir_nofollow(std::ffi::OsStr::new(crate::reserved::TREE)) {
         Ok(root) => root,
         Err(e) if e.raw_os_error() == Some(libc::ENOENT) => return Ok(()),
         Err(e) => return Err(Error::io(e, "open", dest)),
@@ -98,8 +99,9 @@ impl Target {
     }
 }
 
-/// Splits and checks an archive path: UTF-8, relative, no `..`; `.` and empty components
-/// dropped. An empty result names the root itself.
+/// Splits and checks an archive path: UTF-8, relative, no `..`, no name this library
+/// reserves ([`reserved`]); `.` and empty components dropped. An empty result names the
+/// root itself.
 fn check_path(raw: &[u8], member: &str, what: &str) -> Result<Vec<String>> {
     let text = std::str::from_utf8(raw).map_err(|_| {
         Error::new(codes::NON_UTF8_NAME, format!("archive member '{member}': {what} is not valid UTF-8 bytes"))
@@ -115,6 +117,9 @@ fn check_path(raw: &[u8], member: &str, what: &str) -> Result<Vec<String>> {
         match component {
             "" | "." => {}
             ".." => return Err(refuse(member, format!("the {what} contains a '..' component"))),
+            name if reserved::is_reserved(name.as_bytes()) => {
+                return Err(refuse(member, format!("the {what} holds '{name}': {}", reserved::WHY)))
+            }
             name => components.push(name.to_owned()),
         }
     }
@@ -142,6 +147,12 @@ fn check_symlink_target(target: &[u8], depth: usize, member: &str) -> Result<CSt
                 return Err(refuse(member, format!("symbolic link target '{}' has '..' after a name", shown(target))))
             }
             ".." => climbs += 1,
+            name if reserved::is_reserved(name.as_bytes()) => {
+                return Err(refuse(
+                    member,
+                    format!("symbolic link target '{}' holds '{name}': {}", shown(target), reserved::WHY),
+                ))
+            }
             _ => after_name = true,
         }
     }
@@ -904,13 +915,14 @@ mod tests {
         fs::create_dir(dest.join("d")).unwrap();
         fs::write(dest.join("d/moved"), b"new").unwrap(); // already moved in
         fs::write(dest.join("old"), b"old").unwrap(); // still to be replaced
-        let staged = dest.join(format!("{STAGING_PREFIX}{}-0-0123456789abcdef", dead_pid()));
+        let dead = crate::reserved::Owner { pid: dead_pid(), start: 0 };
+        let staged = dest.join(staging::name_owned_by(STAGING_PREFIX, dead));
         fs::create_dir_all(staged.join("tree/d/deep")).unwrap();
         fs::write(staged.join("tree/d/deep/f"), b"deep").unwrap();
         fs::write(staged.join("tree/old"), b"new").unwrap();
         let deferred = vec![("d".to_string(), 0o750, 1_500_000_000), ("d/deep".to_string(), 0o700, 1_500_000_000)];
         fs::write(staged.join("journal"), encode_journal(true, &deferred)).unwrap();
-        let killed_early = dest.join(format!("{STAGING_PREFIX}{}-0-fedcba9876543210", dead_pid()));
+        let killed_early = dest.join(staging::name_owned_by(STAGING_PREFIX, dead));
         fs::create_dir_all(killed_early.join("tree/half")).unwrap();
         fs::write(killed_early.join("tree/half/written"), b"x").unwrap();
 
@@ -925,5 +937,29 @@ mod tests {
         assert_eq!((meta.mode() & 0o777, meta.mtime()), (0o750, 1_500_000_000));
         assert_eq!(decode_journal(&encode_journal(false, &deferred)), Some((false, deferred)));
         assert_eq!(decode_journal(b"extract 1\n644 0 ../x\0"), None);
+    }
+
+    /// A look-alike of an interrupted extraction that this host did not create (planted by
+    /// hand, or left by a version whose names had no tag) is reported and left alone: its
+    /// staged file is not moved in, and the extraction goes ahead.
+    #[test]
+    fn a_foreign_look_alike_is_reported_not_completed() {
+        let sandbox = Sandbox::new();
+        let dest = sandbox.dest();
+        let planted = format!("{STAGING_PREFIX}{}-0-0123456789abcdef", dead_pid());
+        fs::create_dir_all(dest.join(&planted).join("tree")).unwrap();
+        fs::write(dest.join(&planted).join("tree/planted.sh"), b"#!/bin/sh\n").unwrap();
+        fs::write(dest.join(&planted).join("journal"), b"extract 0\n").unwrap();
+        let forged = format!("{STAGING_PREFIX}{}-0-{}", dead_pid(), "0123456789abcdef".repeat(2));
+        fs::create_dir_all(dest.join(&forged).join("tree")).unwrap();
+        fs::write(dest.join(&forged).join("tree/planted.sh"), b"#!/bin/sh\n").unwrap();
+        fs::write(dest.join(&forged).join("journal"), b"extract 0\n").unwrap();
+        let summary = run(&RawArchive::new().file("other", b"o").finish(), &dest).unwrap();
+        let mut expected = vec![planted.clone(), forged.clone()];
+        expected.sort();
+        assert_eq!(summary.foreign_staging, expected);
+        assert!(!dest.join("planted.sh").exists(), "a planted journal was obeyed");
+        assert!(dest.join(&planted).join("tree/planted.sh").exists() && dest.join(&forged).join("journal").exists());
+        assert_eq!(fs::read(dest.join("other")).unwrap(), b"o");
     }
 }
