@@ -136,7 +136,7 @@ console.log(JSON.stringify({
     ours: Number(r.watchedMs.toFixed(1)),
     upstream: null,
     floor: null,
-    baseline: "cold native capture",
+    baseline: "a cold native capture",
     baselineMs: Number(r.coldMs.toFixed(0)),
   })),
   memory,

@@ -24,45 +24,48 @@ function range(pairs) {
 }
 
 /**
- * What one machine kind's rows of a hot path say: `9.1–45x` against upstream, then the other
- * comparisons (`1.3x \`tar -cf - | cat\``, `9.0x a cold native capture`, `upstream fails on
- * corpus b (ERR_…)`); null when none has a figure.
+ * What one machine kind's rows of a hot path say, by comparison: "" (upstream) → `9.1–45x`,
+ * "vs `tar -cf - | cat`" or "vs a cold native capture" → its range, and "upstream fails on
+ * corpus b (ERR_…)" → "" for a row whose upstream run failed.
  */
 function kindFigures(rows) {
-  const parts = [];
-  const withUpstream = rows.filter((r) => r.upstream != null);
-  if (withUpstream.length > 0) parts.push(range(withUpstream.map((r) => [r.upstream, r.ours])));
-  const others = new Map();
-  for (const r of rows.filter((row) => row.upstream == null)) {
-    const against = r.baselineMs != null ? r.baseline : r.floorTool && r.floor != null ? `\`${r.floorIs}\`` : null;
-    if (against) others.set(against, [...(others.get(against) ?? []), [r.baselineMs ?? r.floor, r.ours]]);
+  const pairs = new Map();
+  const add = (against, pair) => pairs.set(against, [...(pairs.get(against) ?? []), pair]);
+  const failures = [];
+  for (const r of rows) {
+    if (r.upstream != null) add("", [r.upstream, r.ours]);
+    else if (r.baselineMs != null) add(`vs ${r.baseline}`, [r.baselineMs, r.ours]);
+    else if (r.floorTool && r.floor != null) add(`vs \`${r.floorIs}\``, [r.floor, r.ours]);
+    if (r.upstream == null && r.upstreamFails) failures.push(`upstream fails${r.case ? ` on ${r.case}` : ""} (${r.upstreamFails})`);
   }
-  for (const [against, pairs] of others) parts.push(`${range(pairs)} ${against}`);
-  for (const r of rows.filter((row) => row.upstream == null && row.upstreamFails)) parts.push(`upstream fails${r.case ? ` on ${r.case}` : ""} (${r.upstreamFails})`);
-  return parts.length > 0 ? parts.join(", ") : null;
+  return new Map([...[...pairs].map(([against, list]) => [against, range(list)]), ...failures.map((f) => [f, ""])]);
 }
 
-/** A machine kind as the README names it: its file system when only that tells the kinds apart. */
+/** A machine kind as the README names it: its file system ("tmpfs", "disk") when only that tells the kinds apart. */
 function kindLabels(results) {
   const split = results.map((r) => r.machine.kind.split(", corpora on "));
   const sameMachine = split.every((parts) => parts.length === 2 && parts[0] === split[0][0]);
-  return results.map((r, i) => (sameMachine ? split[i][1] : r.machine.kind));
+  return results.map((r, i) => (sameMachine ? split[i][1].split(" (")[0] : r.machine.kind));
 }
 
 /**
  * The README lines for `results` (the saved results files, each `{ machine, rows, … }`):
- * `- [hot path](link): 9.1–45x on tmpfs, 8.0–30x on disk`. `link`: the benchmark page.
+ * `- [hot path][ref]: 28x on tmpfs, 14x on disk; vs \`tool\`: 1.0x on tmpfs, …`, then the
+ * definition of `[ref]` (`link`, the benchmark page); no lines when no row has a figure.
  */
-export function speedLines(results, link) {
+export function speedLines(results, link, ref = "benchmarks") {
   const labels = kindLabels(results);
   const hotPaths = [...new Set(results.flatMap((r) => r.rows.map(hotPathOf)))];
   const lines = [];
   for (const hotPath of hotPaths) {
-    const perKind = results
-      .map((r, i) => [kindFigures(r.rows.filter((row) => hotPathOf(row) === hotPath)), labels[i]])
-      .filter(([figures]) => figures != null)
-      .map(([figures, label]) => `${figures} on ${label}`);
-    if (perKind.length > 0) lines.push(`- [${hotPath}](${link}): ${perKind.join("; ")}`);
+    const perKind = results.map((r) => kindFigures(r.rows.filter((row) => hotPathOf(row) === hotPath)));
+    const comparisons = [...new Set(perKind.flatMap((figures) => [...figures.keys()]))];
+    const segments = comparisons.map((against) => {
+      const kinds = perKind.flatMap((figures, i) => (figures.has(against) ? [[figures.get(against), labels[i]]] : []));
+      if (kinds.every(([figure]) => figure === "")) return `${against} on ${kinds.map(([, label]) => label).join(" and ")}`;
+      return `${against ? `${against}: ` : ""}${kinds.map(([figure, label]) => `${figure} on ${label}`).join(", ")}`;
+    });
+    if (segments.length > 0) lines.push(`- [${hotPath}][${ref}]: ${segments.join("; ")}`);
   }
-  return lines;
+  return lines.length > 0 ? [...lines, "", `[${ref}]: ${link}`] : [];
 }

@@ -32,6 +32,9 @@ export function emitRows(rows) {
 const fmt = (ms) => (ms == null ? "-" : ms >= 100 ? ms.toFixed(0) : ms.toFixed(1));
 const mb = (value) => (value == null ? "-" : value.toFixed(0));
 
+/** `2.5x faster` or `1.4x slower`: how ours compares with `theirs`. */
+const faster = (theirs, ours) => (theirs >= ours ? `${(theirs / ours).toFixed(1)}x faster` : `${(ours / theirs).toFixed(1)}x slower`);
+
 /** Upstream's median, or what its run failed with. */
 const upstreamCell = (r) => (r.upstream != null ? fmt(r.upstream) : r.upstreamFails ? `fails (${r.upstreamFails})` : "-");
 
@@ -46,11 +49,11 @@ export function summaryColumns(r) {
     ours: fmt(r.ours),
     upstream: upstreamCell(r),
     floor: r.floor == null ? "-" : `${fmt(r.floor)} (${r.floorIs})`,
-    "ours/upstream": r.upstream == null ? "-" : `${(r.ours / r.upstream).toFixed(3)} (${(r.upstream / r.ours).toFixed(1)}x faster)`,
+    "ours/upstream": r.upstream == null ? "-" : `${(r.ours / r.upstream).toFixed(3)} (${faster(r.upstream, r.ours)})`,
     "ours/floor": r.floor == null ? "-" : `${(r.ours / r.floor).toFixed(2)}`,
     // A row measured against another of our own paths (the watched re-snapshot against a
     // cold native capture) names it.
-    "vs baseline": r.baselineMs == null ? "-" : `${(r.baselineMs / r.ours).toFixed(1)}x faster than ${r.baseline} (${fmt(r.baselineMs)})`,
+    "vs baseline": r.baselineMs == null ? "-" : `${faster(r.baselineMs, r.ours)} than ${r.baseline} (${fmt(r.baselineMs)})`,
     "peak RSS MB ours / upstream": r.oursRssMb == null && r.upstreamRssMb == null ? "-" : `${mb(r.oursRssMb)} / ${mb(r.upstreamRssMb)}`,
   };
 }

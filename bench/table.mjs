@@ -126,7 +126,7 @@ if (runArgs) {
   const corporaDir = path.resolve(dirIndex >= 0 ? runArgs[dirIndex + 1] : process.env.PC_BENCH_DIR ?? path.join(repo, ".bench"));
   const machine = machineKind(corporaDir);
   const upstream = JSON.parse(readFileSync(path.join(repo, "node_modules", "@paperclipai", "adapter-utils", "package.json"), "utf8")).version;
-  const result = { command: `node bench/table.mjs -- ${runArgs.map(quote).join(" ")}`, machine, node: process.version, upstream, rows };
+  const result = { command: ["node bench/table.mjs --", ...runArgs.map(quote)].join(" "), machine, node: process.version, upstream, rows };
   mkdirSync(resultsDir, { recursive: true });
   const file = path.join(resultsDir, `${machine.slug}.json`);
   writeFileSync(file, `${JSON.stringify(result, null, 2)}\n`);
