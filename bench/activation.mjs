@@ -131,7 +131,7 @@ const variant = `corpus ${name}, ${withGit ? "git workspace" : "plain directory"
 console.log(`${variant} (${describe}), ${runs} interleaved runs, scratch on ${scratchParent}: ${(summary.plain / summary.activated).toFixed(2)}x with activation; results equal`);
 emitRows([{
   path: `activation: upstream's SSH execution target (prepare + restore), ${variant}`,
-  hotPath: "Upstream's own SSH execution target, activated (prepare + restore)",
+  hotPath: "Upstream's SSH execution target, activated",
   case: variant,
   ours: summary.activated,
   upstream: summary.plain,

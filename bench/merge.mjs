@@ -107,7 +107,7 @@ for (const name of names) {
   });
   const floorIs = `remote max(walk ${remoteWalk.ms.toFixed(0)}, hash ${hashFloorMs(remoteWalk.bytes).toFixed(0)}) + host walk ${hostWalk.ms.toFixed(0)}`;
   summary.push({
-    path: `merge ${remoteWalk.files} files (1% changed), corpus ${name}`, hotPath: "Restore merge (1 % of the files changed)", case: `corpus ${name}`,
+    path: `merge ${remoteWalk.files} files (1% changed), corpus ${name}`, hotPath: "Restore merge (1 % changed)", case: `corpus ${name}`,
     ours: oursMs, upstream: upMs, floor: floorMs, floorIs, oursRssMb: peakRss(mine), upstreamRssMb: peakRss(theirs),
   });
 }

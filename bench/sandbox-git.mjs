@@ -62,7 +62,7 @@ try {
   const me = median(times.ours);
   console.log(`corpus ${name}: ${files} tracked files; repository on ${repoOn}, clone in ${os.tmpdir()}; ${runs} interleaved runs, medians`);
   console.log(`| upstream's clone | ours | upstream / ours |\n|---|---|---|\n| ${(up / 1000).toFixed(2)} s | ${(me / 1000).toFixed(2)} s | ${(up / me).toFixed(1)}x |`);
-  emitRows([{ path: `sandbox shallow HEAD clone, corpus ${name} (${files} tracked files)`, hotPath: "Sandbox lane's shallow HEAD clone (git workspace)", case: `corpus ${name}`, ours: me, upstream: up, floor: null }]);
+  emitRows([{ path: `sandbox shallow HEAD clone, corpus ${name} (${files} tracked files)`, hotPath: "Sandbox shallow HEAD clone", case: `corpus ${name}`, ours: me, upstream: up, floor: null }]);
 } finally {
   rmSync(parent, { recursive: true, force: true });
 }

@@ -73,7 +73,7 @@ function makeGitWorkspace(dir) {
 }
 
 /** What each of our modes moves the files through, as the summary rows name it. */
-const MODE_NAMES = { chunked: "base64 slices", single: "one stdin stream", duplex: "a duplex channel" };
+const MODE_NAMES = { chunked: "base64 slices", single: "one stdin stream", duplex: "duplex channel" };
 const summary = [];
 const cleanups = [];
 const variants = [["upstream", "chunked"], ...ourModes.map((mode) => ["ours", mode])];
@@ -111,7 +111,7 @@ try {
         const theirs = results.get("upstream chunked");
         const variant = `${name}${gitBacked ? ", git workspace" : ""}`;
         summary.push({
-          path: `sandbox lane ${mode} (prepare + restore), corpus ${variant}`, hotPath: `Sandbox lane over ${MODE_NAMES[mode] ?? mode} (prepare + restore)`, case: `corpus ${variant}`,
+          path: `sandbox lane ${mode} (prepare + restore), corpus ${variant}`, hotPath: `Sandbox lane, ${MODE_NAMES[mode] ?? mode}`, case: `corpus ${variant}`,
           ours: total, upstream: baseTotal, ...(baseTotal == null ? { upstreamFails: failureCode(theirs[0]?.failed) } : {}),
           floor: null, oursRssMb: peakRss(ok), upstreamRssMb: peakRss(base),
         });

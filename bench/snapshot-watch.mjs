@@ -131,7 +131,7 @@ const main = results.find((r) => r.place === "tmpfs") ?? results[0];
 console.log(JSON.stringify({
   rows: results.map((r) => ({
     path: `watched re-snapshot (100 changed${r === main ? "" : `, ${r.place}`}), corpus ${name}`,
-    hotPath: `Watched re-snapshot (${CHANGED} files changed)`,
+    hotPath: `Watched re-snapshot (${CHANGED} changed)`,
     case: `corpus ${name}${r === main ? "" : `, ${r.place}`}`,
     ours: Number(r.watchedMs.toFixed(1)),
     upstream: null,

@@ -53,7 +53,7 @@ function kindLabels(results) {
  * `- [hot path][ref]: 28x on tmpfs, 14x on disk; vs \`tool\`: 1.0x on tmpfs, …`, then the
  * definition of `[ref]` (`link`, the benchmark page); no lines when no row has a figure.
  */
-export function speedLines(results, link, ref = "benchmarks") {
+export function speedLines(results, link, ref = "bench") {
   const labels = kindLabels(results);
   const hotPaths = [...new Set(results.flatMap((r) => r.rows.map(hotPathOf)))];
   const lines = [];

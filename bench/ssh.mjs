@@ -81,7 +81,7 @@ try {
       const ours = results[`ours-${direction}`];
       const call = direction === "push" ? "syncDirectoryToSsh" : "syncDirectoryFromSsh";
       summary.push({
-        path: `ssh ${direction} (${call}), corpus ${name}`, hotPath: `SSH ${direction} (${call}, loopback)`, case: `corpus ${name}`,
+        path: `ssh ${direction} (${call}), corpus ${name}`, hotPath: `SSH ${direction} (loopback)`, case: `corpus ${name}`,
         ours: ours.ms, upstream: theirs.ms, floor: null, oursRssMb: ours.rssMb, upstreamRssMb: theirs.rssMb,
       });
       for (const [impl, r] of [["upstream", theirs], ["ours", ours]]) {
