@@ -7,18 +7,22 @@
 // stages, lets an "agent" edit, commit and leave an uncommitted change on the remote side,
 // restores, and reports the timings, its peak RSS (children not counted) and the host
 // child processes it started. The two runs' remote trees and restored workspaces are
-// checked equal. Prints medians and ratios, and the SSH logins each lifecycle cost (the
+// checked equal. Prints medians and ratios, the summary row (bench/summary.mjs), and the
+// SSH logins each lifecycle cost (the
 // server's log of accepted logins: with activation, the sessions the pool opened; without,
 // upstream's `ssh` processes). `PAPERCLIP_NATIVE_SSH_REUSE=0` in the environment runs the
-// activated side without session reuse and overlap (README "SSH").
+// activated side without session reuse and overlap (README "SSH"). Needs a Node with
+// `module.registerHooks` (>= 24.11, upstream's engine; scripts/node-versions.sh installs one).
 // Usage: node bench/activation.mjs [a|c] [--runs N] [--no-git]   (BENCH_SCRATCH: where the copies go; /dev/shm by default)
 import { execFileSync, spawnSync } from "node:child_process";
 import { accessSync, constants, cpSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import module from "node:module";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { startSshd } from "../__test__/helpers/sshd.js";
 import { corpus } from "./corpus.mjs";
+import { emitRows, median } from "./summary.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repo = path.join(here, "..");
@@ -29,6 +33,10 @@ const runs = runsIndex >= 0 ? Number(args[runsIndex + 1]) : 3;
 // --no-git: the workspace as a plain directory (upstream's own 60 s `git bundle create`
 // deadline can expire on corpus a's ~300 MB of incompressible tracked files on a loaded VM).
 const withGit = !args.includes("--no-git");
+if (typeof module.registerHooks !== "function") {
+  console.error(`bench/activation.mjs: Node ${process.versions.node} has no module.registerHooks, so the activation cannot load; run it under Node >= 24.11`);
+  process.exit(1);
+}
 const PINNED = { GIT_AUTHOR_DATE: "2026-01-02T03:04:05Z", GIT_COMMITTER_DATE: "2026-01-02T03:04:05Z" };
 
 function isWritableDir(dir) {
@@ -76,7 +84,6 @@ function measure(mode, i) {
   return { ...JSON.parse(out.stdout.trim().split("\n").pop()), logins: acceptedLogins() - loginsBefore };
 }
 
-const median = (xs) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const samples = { plain: [], activated: [] };
 try {
   for (let i = 0; i < runs; i += 1) {
@@ -102,20 +109,33 @@ const children = (r) => {
 };
 const rows = [];
 const summary = {};
+const peakRssMb = {};
 for (const mode of ["plain", "activated"]) {
   const s = samples[mode];
   const total = median(s.map((r) => r.prepare.ms + r.restore.ms));
   summary[mode] = total;
+  peakRssMb[mode] = Math.max(...s.map((r) => r.peakRssMb));
   const kids = children(s[0]);
   rows.push({
     run: mode === "plain" ? "upstream (no activation)" : "--import …/register",
     "prepare ms": median(s.map((r) => r.prepare.ms)).toFixed(0),
     "restore ms": median(s.map((r) => r.restore.ms)).toFixed(0),
     "total ms": total.toFixed(0),
-    "peak RSS MB": Math.max(...s.map((r) => r.peakRssMb)),
+    "peak RSS MB": peakRssMb[mode],
     "host ssh/tar/git": `${kids.ssh ?? 0}/${kids.tar ?? 0}/${kids.git ?? 0}`,
     "SSH logins": median(s.map((r) => r.logins)),
   });
 }
 console.table(rows);
-console.log(`corpus ${name} (${describe}${withGit ? ", git workspace" : ", plain directory"}), ${runs} interleaved runs, scratch on ${scratchParent}: ${(summary.plain / summary.activated).toFixed(2)}x with activation; results equal`);
+const variant = `corpus ${name}, ${withGit ? "git workspace" : "plain directory"}`;
+console.log(`${variant} (${describe}), ${runs} interleaved runs, scratch on ${scratchParent}: ${(summary.plain / summary.activated).toFixed(2)}x with activation; results equal`);
+emitRows([{
+  path: `activation: upstream's SSH execution target (prepare + restore), ${variant}`,
+  hotPath: "Upstream's SSH execution target, activated",
+  case: variant,
+  ours: summary.activated,
+  upstream: summary.plain,
+  floor: null,
+  oursRssMb: peakRssMb.activated,
+  upstreamRssMb: peakRssMb.plain,
+}]);

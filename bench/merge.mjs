@@ -11,11 +11,11 @@ import { existsSync, mkdirSync, readFileSync, readdirSync, unlinkSync, writeFile
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { BENCH_DIR, corpus } from "./corpus.mjs";
-import { emitRows, hashFloorMs, median, walkFloor } from "./summary.mjs";
+import { emitRows, hashFloorMs, median, peakRss, walkFloor } from "./summary.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
-const names = (args.find((a) => !a.startsWith("--")) ?? "a,c").split(",");
+const names = (args.find((a) => !a.startsWith("--") && !/^\d+$/.test(a)) ?? "a,c").split(",");
 const flag = (name, fallback) => (args.includes(name) ? Number(args[args.indexOf(name) + 1]) : fallback);
 const runs = flag("--runs", 3);
 const upstreamRuns = flag("--upstream-runs", 1);
@@ -106,7 +106,10 @@ for (const name of names) {
     "ours/floor": (oursMs / floorMs).toFixed(2),
   });
   const floorIs = `remote max(walk ${remoteWalk.ms.toFixed(0)}, hash ${hashFloorMs(remoteWalk.bytes).toFixed(0)}) + host walk ${hostWalk.ms.toFixed(0)}`;
-  summary.push({ path: `merge ${remoteWalk.files} files (1% changed), corpus ${name}`, ours: oursMs, upstream: upMs, floor: floorMs, floorIs });
+  summary.push({
+    path: `merge ${remoteWalk.files} files (1% changed), corpus ${name}`, hotPath: "Restore merge (1 % changed)", case: `corpus ${name}`,
+    ours: oursMs, upstream: upMs, floor: floorMs, floorIs, oursRssMb: peakRss(mine), upstreamRssMb: peakRss(theirs),
+  });
 }
 console.table(rows);
 emitRows(summary);

@@ -3,7 +3,8 @@
 // (lib/sandbox/git-history.js withShallowHeadClone: the commit's objects copied by
 // rev-list | pack-objects --window=0 | index-pack, then the checkout), each followed by the
 // clone's removal, on a git repository made from a corpus of bench/corpus.mjs (node_modules
-// ignored, the rest committed). Interleaved runs, medians. The clone goes to os.tmpdir()
+// ignored, the rest committed). Interleaved runs, medians, then the summary row
+// (bench/summary.mjs; both run in this process, so no peak RSS). The clone goes to os.tmpdir()
 // (set TMPDIR=/dev/shm for tmpfs); the repository is on tmpfs unless `--repo disk`.
 // Usage: [TMPDIR=…] node bench/sandbox-git.mjs [c] [--runs N] [--repo tmpfs|disk]
 import { execFileSync } from "node:child_process";
@@ -12,6 +13,7 @@ import { promises as fs } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { corpus } from "./corpus.mjs";
+import { emitRows, median } from "./summary.mjs";
 import { withShallowHeadClone } from "../lib/sandbox/git-history.js";
 
 const args = process.argv.slice(2);
@@ -56,11 +58,11 @@ try {
       times[label].push(Number(process.hrtime.bigint() - start) / 1e6);
     }
   }
-  const median = (xs) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)];
   const up = median(times.upstream);
   const me = median(times.ours);
   console.log(`corpus ${name}: ${files} tracked files; repository on ${repoOn}, clone in ${os.tmpdir()}; ${runs} interleaved runs, medians`);
   console.log(`| upstream's clone | ours | upstream / ours |\n|---|---|---|\n| ${(up / 1000).toFixed(2)} s | ${(me / 1000).toFixed(2)} s | ${(up / me).toFixed(1)}x |`);
+  emitRows([{ path: `sandbox shallow HEAD clone, corpus ${name} (${files} tracked files)`, hotPath: "Sandbox shallow HEAD clone", case: `corpus ${name}`, ours: me, upstream: up, floor: null }]);
 } finally {
   rmSync(parent, { recursive: true, force: true });
 }

@@ -3,7 +3,8 @@
 // directory on this host and runs the commands with sh), on the corpora of
 // bench/corpus.mjs. Each cycle runs in its own process (bench/sandbox-worker.mjs), which
 // reports its peak RSS and counts its own `tar` and `git` children from /proc. Runs are
-// interleaved (upstream, ours, ours duplex, upstream, …); prints medians and ratios.
+// interleaved (upstream, ours, ours duplex, upstream, …); prints medians and ratios, then
+// the summary rows (bench/summary.mjs: each of our modes against upstream's).
 // The sandbox directory is on tmpfs (/dev/shm) unless BENCH_SCRATCH says otherwise; the
 // workspace is a copy of the corpus on tmpfs (default) or on disk (`--workspace disk`, in
 // os.tmpdir()).
@@ -17,6 +18,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { corpus } from "./corpus.mjs";
+import { emitRows, failureCode, median, peakRss } from "./summary.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
@@ -70,7 +72,9 @@ function makeGitWorkspace(dir) {
   appendFileSync(path.join(dir, ".gitignore"), "*.log\n");
 }
 
-const median = (xs) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+/** What each of our modes moves the files through, as the summary rows name it. */
+const MODE_NAMES = { chunked: "base64 slices", single: "one stdin stream", duplex: "duplex channel" };
+const summary = [];
 const cleanups = [];
 const variants = [["upstream", "chunked"], ...ourModes.map((mode) => ["ours", mode])];
 try {
@@ -96,15 +100,27 @@ try {
     const baseTotal = base.length ? median(base.map((r) => r.ms)) : null;
     for (const [key, list] of results) {
       const ok = list.filter((r) => !r.failed);
+      if (ok.length < list.length && key !== "upstream chunked") process.exitCode = 1; // ours must not fail
       if (ok.length === 0) {
         console.log(`| ${key} | failed: ${list[0]?.failed ?? "?"} | | | | | |`);
         continue;
       }
       const total = median(ok.map((r) => r.ms));
+      if (key !== "upstream chunked") {
+        const mode = key.split(" ")[1];
+        const theirs = results.get("upstream chunked");
+        const variant = `${name}${gitBacked ? ", git workspace" : ""}`;
+        summary.push({
+          path: `sandbox lane ${mode} (prepare + restore), corpus ${variant}`, hotPath: `Sandbox lane, ${MODE_NAMES[mode] ?? mode}`, case: `corpus ${variant}`,
+          ours: total, upstream: baseTotal, ...(baseTotal == null ? { upstreamFails: failureCode(theirs[0]?.failed) } : {}),
+          floor: null, oursRssMb: peakRss(ok), upstreamRssMb: peakRss(base),
+        });
+      }
       const ratio = baseTotal && key !== "upstream chunked" ? ` (${(baseTotal / total).toFixed(1)}x)` : "";
       console.log(`| ${key} | ${(median(ok.map((r) => r.prepareMs)) / 1000).toFixed(1)} | ${(median(ok.map((r) => r.restoreMs)) / 1000).toFixed(1)} | ${(total / 1000).toFixed(1)}${ratio} | ${median(ok.map((r) => r.rssMb)).toFixed(0)} | ${median(ok.map((r) => r.hostTar))} | ${median(ok.map((r) => r.hostGit))} |`);
     }
   }
+  emitRows(summary);
 } finally {
   for (const dir of cleanups) rmSync(dir, { recursive: true, force: true });
   rmSync(scratch, { recursive: true, force: true });

@@ -1,16 +1,17 @@
-// Watched re-snapshot benchmark: on a copy of corpus a (bench/corpus.mjs), a cold native
+// Watched re-snapshot benchmark: on a copy of a corpus (bench/corpus.mjs; a unless named), a cold native
 // captureDirectorySnapshot against a watcher's capture() after 100 changed files, runs
 // interleaved (change 100 files → watched capture → cold capture, whose digests must be
 // equal), medians, on tmpfs (/dev/shm) and on disk; plus the watcher's memory per 100 000
 // entries (a fresh process, RSS and JS heap after a forced GC). Ends with one JSON line
 // `{"rows":[…]}` for the summary runner.
-// Usage: node bench/snapshot-watch.mjs [--runs N] [--fs tmpfs,disk] [--keep]
+// Usage: node bench/snapshot-watch.mjs [a|c] [--runs N] [--fs tmpfs,disk] [--keep]
 import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { corpus } from "./corpus.mjs";
+import { median } from "./summary.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
@@ -18,11 +19,10 @@ const option = (name, fallback) => {
   const i = args.indexOf(name);
   return i >= 0 ? args[i + 1] : fallback;
 };
+const name = args.find((a, i) => !a.startsWith("--") && !["--runs", "--fs"].includes(args[i - 1])) ?? "a";
 const runs = Number(option("--runs", "5"));
 const places = option("--fs", "tmpfs,disk").split(",");
 const CHANGED = 100;
-
-const median = (xs) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 function rng(seed) {
   let s = seed >>> 0;
@@ -108,8 +108,8 @@ function measureMemory(dir) {
   return JSON.parse(out.stdout.trim().split("\n").pop());
 }
 
-const { dir: source, describe } = corpus("a");
-console.error(`corpus a: ${describe}; ${runs} interleaved runs per file system; ${CHANGED} files changed before each watched capture`);
+const { dir: source, describe } = corpus(name);
+console.error(`corpus ${name}: ${describe}; ${runs} interleaved runs per file system; ${CHANGED} files changed before each watched capture`);
 const results = [];
 for (const place of places) {
   if (place === "tmpfs" && !existsSync("/dev/shm")) continue;
@@ -130,11 +130,13 @@ console.table(results.map((r) => ({
 const main = results.find((r) => r.place === "tmpfs") ?? results[0];
 console.log(JSON.stringify({
   rows: results.map((r) => ({
-    path: r === main ? "watched re-snapshot (100 changed)" : `watched re-snapshot (100 changed, ${r.place})`,
+    path: `watched re-snapshot (100 changed${r === main ? "" : `, ${r.place}`}), corpus ${name}`,
+    hotPath: `Watched re-snapshot (${CHANGED} changed)`,
+    case: `corpus ${name}${r === main ? "" : `, ${r.place}`}`,
     ours: Number(r.watchedMs.toFixed(1)),
     upstream: null,
     floor: null,
-    baseline: "cold native capture",
+    baseline: "a cold native capture",
     baselineMs: Number(r.coldMs.toFixed(0)),
   })),
   memory,

@@ -7,11 +7,11 @@ import { execFileSync, spawnSync } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { corpus } from "./corpus.mjs";
-import { emitRows, hashFloorMs, median, walkFloor } from "./summary.mjs";
+import { emitRows, hashFloorMs, median, peakRss, walkFloor } from "./summary.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
-const names = (args.find((a) => !a.startsWith("--")) ?? "a,b,c").split(",");
+const names = (args.find((a) => !a.startsWith("--") && !/^\d+$/.test(a)) ?? "a,b,c").split(",");
 const runsIndex = args.indexOf("--runs");
 const runs = runsIndex >= 0 ? Number(args[runsIndex + 1]) : 3;
 const skipUpstream = args.includes("--skip-upstream");
@@ -66,10 +66,16 @@ for (const name of names) {
     "ours/floor": (oursMs / floorMs).toFixed(2),
   });
   const floorIs = `max(walk ${walk.ms.toFixed(0)}, hash ${hashMs.toFixed(0)})`;
-  summary.push({ path: `snapshot cold, corpus ${name}`, ours: oursMs, upstream: theirs?.[0].ms ?? null, floor: floorMs, floorIs });
+  summary.push({
+    path: `snapshot cold, corpus ${name}`, hotPath: "Snapshot (cold)", case: `corpus ${name}`,
+    ours: oursMs, upstream: theirs?.[0].ms ?? null, floor: floorMs, floorIs, oursRssMb: peakRss(ours), upstreamRssMb: theirs ? peakRss(theirs) : null,
+  });
   if (incremental) {
     const incMs = median(incremental.map((r) => r.ms));
-    summary.push({ path: `snapshot incremental (previous, nothing changed), corpus ${name}`, ours: incMs, upstream: null, floor: walk.ms, floorIs: "walk" });
+    summary.push({
+      path: `snapshot incremental (previous, nothing changed), corpus ${name}`, hotPath: "Snapshot (incremental, nothing changed)", case: `corpus ${name}`,
+      ours: incMs, upstream: null, floor: walk.ms, floorIs: "walk", oursRssMb: peakRss(incremental),
+    });
   }
 }
 console.table(rows);

@@ -4,7 +4,7 @@
 // (bench/ssh-worker.mjs), which counts its child processes from /proc while it runs (ours:
 // none; upstream: `tar` and `ssh`, plus `ssh` for the restore's size probe) and reports its
 // peak RSS (upstream's excludes its tar and ssh children). Prints medians, MB/s of the tar
-// stream, ratios.
+// stream, ratios, then the summary rows (bench/summary.mjs).
 // Usage: node bench/ssh.mjs [a,b,c] [--runs N]
 import { spawnSync } from "node:child_process";
 import { accessSync, constants, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
@@ -14,10 +14,11 @@ import { fileURLToPath } from "node:url";
 import { startSshd } from "../__test__/helpers/sshd.js";
 import { native } from "../lib/native.js";
 import { corpus } from "./corpus.mjs";
+import { emitRows, median } from "./summary.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
-const names = (args.find((a) => !a.startsWith("--")) ?? "a,b").split(",");
+const names = (args.find((a) => !a.startsWith("--") && !/^\d+$/.test(a)) ?? "a,b").split(",");
 const runsIndex = args.indexOf("--runs");
 const runs = runsIndex >= 0 ? Number(args[runsIndex + 1]) : 3;
 
@@ -47,8 +48,8 @@ function measure(impl, direction, localDir, remoteDir) {
   return JSON.parse(out.stdout.trim().split("\n").pop());
 }
 
-const median = (xs) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const rows = [];
+const summary = [];
 try {
   for (const name of names) {
     const { dir, describe } = corpus(name);
@@ -78,6 +79,11 @@ try {
       }
       const theirs = results[`upstream-${direction}`];
       const ours = results[`ours-${direction}`];
+      const call = direction === "push" ? "syncDirectoryToSsh" : "syncDirectoryFromSsh";
+      summary.push({
+        path: `ssh ${direction} (${call}), corpus ${name}`, hotPath: `SSH ${direction} (loopback)`, case: `corpus ${name}`,
+        ours: ours.ms, upstream: theirs.ms, floor: null, oursRssMb: ours.rssMb, upstreamRssMb: theirs.rssMb,
+      });
       for (const [impl, r] of [["upstream", theirs], ["ours", ours]]) {
         rows.push({
           corpus: `${name}: ${describe}`,
@@ -97,3 +103,4 @@ try {
   rmSync(scratch, { recursive: true, force: true });
 }
 console.table(rows);
+emitRows(summary);

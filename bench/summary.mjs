@@ -12,34 +12,63 @@ const FLOOR_BIN = path.join(repo, "target", "release", "examples", "bench_floor"
 export const median = (xs) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 /**
- * Prints the script's summary rows as one JSON line `{"rows":[…]}`: each row is
- * `{ path, ours, upstream, floor, floorIs }` in ms (`upstream`/`floor` null where there is
- * none; `floorIs` says what the floor is).
+ * Prints the script's summary rows as one JSON line `{"rows":[…]}` (bench/run.mjs collects
+ * them). A row, times in ms (medians), peak RSS in MB of 2^20 bytes:
+ *   path         the row's label in the tables of docs/benchmarks.md
+ *   hotPath      the hot path it measures (one README "Speed" line gathers its rows)
+ *   case         what this row measured of it (the corpus, the mode), for the README line
+ *   ours         our median
+ *   upstream     upstream's median on the same input, or null (none, or it failed)
+ *   upstreamFails  instead of `upstream`: what upstream's run failed with (an error code)
+ *   floor, floorIs  the floor or system-tool figure and what it is, or null
+ *   floorTool    true when the floor is a system tool's time (a comparison, not a bound)
+ *   baseline, baselineMs  another of our own paths this row is measured against
+ *   oursRssMb, upstreamRssMb  peak RSS of the measuring process, where it has its own
  */
 export function emitRows(rows) {
   console.log(JSON.stringify({ rows }));
 }
 
 const fmt = (ms) => (ms == null ? "-" : ms >= 100 ? ms.toFixed(0) : ms.toFixed(1));
+const mb = (value) => (value == null ? "-" : value.toFixed(0));
+
+/** `2.5x faster` or `1.4x slower`: how ours compares with `theirs`. */
+const faster = (theirs, ours) => (theirs >= ours ? `${(theirs / ours).toFixed(1)}x faster` : `${(ours / theirs).toFixed(1)}x slower`);
+
+/** Upstream's median, or what its run failed with. */
+const upstreamCell = (r) => (r.upstream != null ? fmt(r.upstream) : r.upstreamFails ? `fails (${r.upstreamFails})` : "-");
 
 /**
  * One summary row as the columns of the summary table (the console table of bench/run.mjs
  * and the tables bench/table.mjs writes into docs/benchmarks.md): path, ours, upstream,
- * floor, ours/upstream, ours/floor, vs baseline.
+ * floor, ours/upstream, ours/floor, vs baseline, peak RSS.
  */
 export function summaryColumns(r) {
   return {
     path: r.path,
     ours: fmt(r.ours),
-    upstream: fmt(r.upstream),
+    upstream: upstreamCell(r),
     floor: r.floor == null ? "-" : `${fmt(r.floor)} (${r.floorIs})`,
-    "ours/upstream": r.upstream == null ? "-" : `${(r.ours / r.upstream).toFixed(3)} (${(r.upstream / r.ours).toFixed(1)}x faster)`,
+    "ours/upstream": r.upstream == null ? "-" : `${(r.ours / r.upstream).toFixed(3)} (${faster(r.upstream, r.ours)})`,
     "ours/floor": r.floor == null ? "-" : `${(r.ours / r.floor).toFixed(2)}`,
     // A row measured against another of our own paths (the watched re-snapshot against a
     // cold native capture) names it.
-    "vs baseline": r.baselineMs == null ? "-" : `${(r.baselineMs / r.ours).toFixed(1)}x faster than ${r.baseline} (${fmt(r.baselineMs)})`,
+    "vs baseline": r.baselineMs == null ? "-" : `${faster(r.baselineMs, r.ours)} than ${r.baseline} (${fmt(r.baselineMs)})`,
+    "peak RSS MB ours / upstream": r.oursRssMb == null && r.upstreamRssMb == null ? "-" : `${mb(r.oursRssMb)} / ${mb(r.upstreamRssMb)}`,
   };
 }
+
+/** The largest peak RSS of `samples` (each with `rssMb`), or null when none has one. */
+export const peakRss = (samples) => {
+  const values = samples.map((s) => s?.rssMb).filter((v) => typeof v === "number");
+  return values.length > 0 ? Math.max(...values) : null;
+};
+
+/**
+ * The error code a failed run's message names (`ERR_FS_FILE_TOO_LARGE`, `ENOSPC`, …), or
+ * "error" when it names none: what a row's `upstreamFails` says.
+ */
+export const failureCode = (message) => /\b(ERR_[A-Z0-9_]+|E[A-Z]{3,})\b/.exec(String(message ?? ""))?.[1] ?? "error";
 
 let built = false;
 /** Runs the floor probe binary (built on first use, release, no default features). */

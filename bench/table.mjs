@@ -1,22 +1,28 @@
 // Writes the benchmark tables of docs/benchmarks.md: one table per machine kind (platform,
 // cores, CPU, the file system the corpora live on), each from a saved results file in
 // bench/results/, between the `<!-- bench-tables:start -->` and `<!-- bench-tables:end -->`
-// markers. The tables are never edited by hand: run the benchmarks through this script.
+// markers; and the README's "Speed" lines (bench/speed.mjs: one per hot path, its speed-up
+// per machine kind) between `<!-- speed:start -->` and `<!-- speed:end -->`. Neither is ever
+// edited by hand: run the benchmarks through this script.
 //
 // Usage:
 //   node bench/table.mjs -- <bench/run.mjs arguments>   run bench/run.mjs with them, save its
 //                                                       summary rows as bench/results/<kind>.json
 //                                                       (replacing that kind's), rewrite the tables
-//   node bench/table.mjs                                rewrite the tables from bench/results/
-//   node bench/table.mjs --check                        exit 1 when the tables differ from what
-//                                                       bench/results/ gives (nothing written)
-// Options: --doc FILE (default docs/benchmarks.md), --results DIR (default bench/results).
-// Example: node bench/table.mjs -- snapshot,snapshot-watch,tar,merge,ignore --corpora a --runs 3 --dir /dev/shm/pc-bench
+//   node bench/table.mjs                                rewrite the tables and the README lines
+//                                                       from bench/results/
+//   node bench/table.mjs --check                        exit 1 when the tables or the README
+//                                                       lines differ from what bench/results/
+//                                                       gives (nothing written)
+// Options: --doc FILE (default docs/benchmarks.md), --readme FILE (default README.md),
+// --results DIR (default bench/results).
+// Example: node bench/table.mjs -- --runs 3 --dir /dev/shm/pc-bench
 import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { speedLines } from "./speed.mjs";
 import { summaryColumns } from "./summary.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -27,10 +33,8 @@ const own = split >= 0 ? argv.slice(0, split) : argv;
 const runArgs = split >= 0 ? argv.slice(split + 1) : null;
 const option = (name, fallback) => (own.includes(name) ? own[own.indexOf(name) + 1] : fallback);
 const docFile = path.resolve(option("--doc", path.join(repo, "docs", "benchmarks.md")));
+const readmeFile = path.resolve(option("--readme", path.join(repo, "README.md")));
 const resultsDir = path.resolve(option("--results", path.join(here, "results")));
-
-const START = "<!-- bench-tables:start -->";
-const END = "<!-- bench-tables:end -->";
 
 /** The file system type of `dir` (`tmpfs`, `ext2/ext3`, …), or null when it cannot be told. */
 function fsType(dir) {
@@ -83,26 +87,33 @@ function renderResult(result) {
   ].join("\n");
 }
 
-/** The whole block between the markers, from every results file. */
-function renderBlock() {
+/** The saved results, one per machine kind, in the order of their file names. */
+function savedResults() {
   const files = existsSync(resultsDir) ? readdirSync(resultsDir).filter((f) => f.endsWith(".json")).sort() : [];
-  const sections = files.map((f) => renderResult(JSON.parse(readFileSync(path.join(resultsDir, f), "utf8"))));
-  const source = path.relative(repo, resultsDir);
-  return [
-    START,
-    `<!-- written by \`node bench/table.mjs\` from ${source}/*.json: do not edit by hand -->`,
-    "",
-    ...(sections.length > 0 ? sections.join("\n\n").split("\n") : ["No saved results yet."]),
-    END,
-  ].join("\n");
+  return files.map((f) => JSON.parse(readFileSync(path.join(resultsDir, f), "utf8")));
 }
 
-function docWithBlock() {
-  const doc = readFileSync(docFile, "utf8");
-  const start = doc.indexOf(START);
-  const end = doc.indexOf(END);
-  if (start < 0 || end < start) throw new Error(`${docFile} has no ${START} … ${END} block`);
-  return { doc, updated: doc.slice(0, start) + renderBlock() + doc.slice(end + END.length) };
+/** The generated blocks: in which file, between which markers, what. */
+function blocks() {
+  const results = savedResults();
+  const written = `<!-- written by \`node bench/table.mjs\` from ${path.relative(repo, resultsDir)}/*.json: do not edit by hand -->`;
+  const none = ["No saved results yet."];
+  const tables = results.length > 0 ? results.map(renderResult).join("\n\n").split("\n") : none;
+  const link = `${path.relative(path.dirname(readmeFile), docFile)}#current-results`;
+  const speed = speedLines(results, link);
+  return [
+    { file: docFile, start: "<!-- bench-tables:start -->", end: "<!-- bench-tables:end -->", lines: [written, "", ...tables] },
+    { file: readmeFile, start: "<!-- speed:start -->", end: "<!-- speed:end -->", lines: [written, ...(speed.length > 0 ? speed : none)] },
+  ];
+}
+
+/** `file`'s text and its text with the block between `start` and `end` replaced by `lines`. */
+function withBlock({ file, start, end, lines }) {
+  const doc = readFileSync(file, "utf8");
+  const from = doc.indexOf(start);
+  const to = doc.indexOf(end);
+  if (from < 0 || to < from) throw new Error(`${file} has no ${start} … ${end} block`);
+  return { file, doc, updated: doc.slice(0, from) + [start, ...lines, end].join("\n") + doc.slice(to + end.length) };
 }
 
 if (runArgs) {
@@ -115,21 +126,22 @@ if (runArgs) {
   const corporaDir = path.resolve(dirIndex >= 0 ? runArgs[dirIndex + 1] : process.env.PC_BENCH_DIR ?? path.join(repo, ".bench"));
   const machine = machineKind(corporaDir);
   const upstream = JSON.parse(readFileSync(path.join(repo, "node_modules", "@paperclipai", "adapter-utils", "package.json"), "utf8")).version;
-  const result = { command: `node bench/table.mjs -- ${runArgs.map(quote).join(" ")}`, machine, node: process.version, upstream, rows };
+  const result = { command: ["node bench/table.mjs --", ...runArgs.map(quote)].join(" "), machine, node: process.version, upstream, rows };
   mkdirSync(resultsDir, { recursive: true });
   const file = path.join(resultsDir, `${machine.slug}.json`);
   writeFileSync(file, `${JSON.stringify(result, null, 2)}\n`);
   console.log(`\nsaved ${path.relative(process.cwd(), file)}`);
 }
 
-const { doc, updated } = docWithBlock();
+const stale = blocks().map(withBlock).filter(({ doc, updated }) => doc !== updated);
+const names = stale.map(({ file }) => path.relative(process.cwd(), file)).join(" and ");
 if (own.includes("--check")) {
-  if (updated !== doc) {
-    console.error(`${path.relative(process.cwd(), docFile)}: the benchmark tables differ from ${path.relative(process.cwd(), resultsDir)}/; run node bench/table.mjs`);
+  if (stale.length > 0) {
+    console.error(`${names}: the benchmark tables or speed lines differ from ${path.relative(process.cwd(), resultsDir)}/; run node bench/table.mjs`);
     process.exit(1);
   }
-  console.log("benchmark tables: up to date");
+  console.log("benchmark tables and speed lines: up to date");
 } else {
-  writeFileSync(docFile, updated);
-  console.log(`wrote the benchmark tables of ${path.relative(process.cwd(), docFile)}`);
+  for (const { file, updated } of stale) writeFileSync(file, updated);
+  console.log(stale.length > 0 ? `rewrote ${names}` : "benchmark tables and speed lines: already up to date");
 }

@@ -69,8 +69,12 @@ for (const name of names) {
     rows.push(row("system: tar -cf - | cat", system, oursStream));
     rows.push(row("ours: createTarballFromDirectory", oursFile, oursFile));
     rows.push(row("upstream: createTarballFromDirectory", skipUpstream ? null : upstreamFile, oursFile));
-    summary.push({ path: `tar pack (stream), corpus ${name}`, ours: oursStream.ms, upstream: null, floor: system.ms, floorIs: "tar -cf - | cat" });
-    summary.push({ path: `tar pack (file), corpus ${name}`, ours: oursFile.ms, upstream: upstreamFile?.ms ?? null, floor: system.ms, floorIs: "tar -cf - | cat" });
+    const tool = { floor: system.ms, floorIs: "tar -cf - | cat", floorTool: true };
+    summary.push({ path: `tar pack (stream), corpus ${name}`, hotPath: "Tar pack (stream)", case: `corpus ${name}`, ours: oursStream.ms, upstream: null, ...tool, oursRssMb: oursStream.rssMb });
+    summary.push({
+      path: `tar pack (file), corpus ${name}`, hotPath: "Tar pack (file)", case: `corpus ${name}`,
+      ours: oursFile.ms, upstream: upstreamFile?.ms ?? null, ...tool, oursRssMb: oursFile.rssMb, upstreamRssMb: upstreamFile?.rssMb ?? null,
+    });
   }
   const gnuGz = sample("system-gz1", Math.min(runs, 2));
   const gzipRow = (label, s) => ({
@@ -85,7 +89,10 @@ for (const name of names) {
   });
   gzipRows.push({ ...gzipRow("ours: stream, pack + gzip on 1 thread", oursGz), "speed vs GNU": `${(gnuGz.ms / oursGz.ms).toFixed(2)}x` });
   gzipRows.push({ ...gzipRow("tar -cf - | gzip -1 (GNU)", gnuGz), "speed vs GNU": "1.00x" });
-  summary.push({ path: `tar pack + gzip -1 (stream), corpus ${name}`, ours: oursGz.ms, upstream: null, floor: gnuGz.ms, floorIs: "tar -cf - | gzip -1 (GNU)" });
+  summary.push({
+    path: `tar pack + gzip -1 (stream), corpus ${name}`, hotPath: "Tar pack + gzip -1 (stream)", case: `corpus ${name}`,
+    ours: oursGz.ms, upstream: null, floor: gnuGz.ms, floorIs: "tar -cf - | gzip -1 (GNU)", floorTool: true, oursRssMb: oursGz.rssMb,
+  });
   console.error(`corpus ${name}: uncompressed tar ${tarMb.toFixed(0)} MB`);
 }
 if (rows.length > 0) console.table(rows);
