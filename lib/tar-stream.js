@@ -17,7 +17,7 @@ const EXTRACT_PIECE = 1024 * 1024;
 const SOURCE_OPTIONS = ["localDir", "exclude", "followSymlinks", "gzip", "signal", "progress"];
 const STREAM_OPTIONS = [...SOURCE_OPTIONS, "chunkSize", "precomputeSize"];
 const PACK_FILE_OPTIONS = [...SOURCE_OPTIONS, "archivePath", "precomputeSize"];
-const EXTRACT_OPTIONS = ["source", "localDir", "preserveMtime", "signal", "progress", "totalBytes", "limits"];
+const EXTRACT_OPTIONS = ["source", "localDir", "preserveMtime", "signal", "progress", "totalBytes", "limits", "knownLinks"];
 
 /**
  * A tar (or tar.gz) archive of a directory, produced as it is read. Iterate it once with
@@ -241,6 +241,7 @@ export async function extractTarballToDirectory(input) {
   const signal = checkSignal(input.signal);
   const reporter = checkReporter(input.progress);
   const extract = { dest: requireString(input.localDir, "localDir"), preserveMtime: input.preserveMtime !== false, limits };
+  if (input.knownLinks !== undefined) extract.knownLinks = requireString(input.knownLinks, "knownLinks");
   const { source } = input;
   if (signal?.aborted) throw abortError(signal);
   let summary;
@@ -266,6 +267,6 @@ export async function extractTarballToDirectory(input) {
     throw error;
   }
   await bridge?.complete(summary.bytesRead, summary.bytesRead);
-  reportForeignStaging(localDir, summary.foreignStaging);
+  reportForeignStaging(extract.dest, summary.foreignStaging);
   return { entries: summary.entries, bytesRead: summary.bytesRead };
 }
