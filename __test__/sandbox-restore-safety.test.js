@@ -3,7 +3,7 @@
 // fails or times out mid-transfer leaves a `failed at` progress line, no workspace change,
 // no host temp file and no staged upload in the sandbox.
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -106,6 +106,43 @@ describe("restoreWorkspace refuses hostile archives from the sandbox", () => {
       });
     }
   }
+});
+
+describe("restoreWorkspace and the workspace's own links out of the tree", () => {
+  // A Python virtualenv's absolute links and a link out of the workspace went out with the
+  // prepare and come back unchanged: restored as upstream restores them (placed, never
+  // followed). A new absolute link from the sandbox is still refused (above).
+  for (const gitBacked of [false, true]) {
+    it(`come back and are restored with the sandbox's work (${gitBacked ? "git-backed" : "plain"} workspace)`, async () => {
+      const local = workspace({ gitBacked });
+      mkdirSync(path.join(local, ".venv", "bin"), { recursive: true });
+      symlinkSync("/usr/bin/python3", path.join(local, ".venv", "bin", "python3"));
+      symlinkSync("../../outside-target", path.join(local, ".venv", "up"));
+      const remote = fresh("remote");
+      const made = spawnRunner();
+      const prepared = await prepareCommandManagedRuntime({ runner: made.runner, spec: { remoteCwd: remote, timeoutMs: 30_000 }, adapterKey: "t", workspaceLocalDir: local });
+      writeFileSync(path.join(remote, "agent.txt"), "agent work\n");
+      await prepared.restoreWorkspace(() => {});
+      expect(readlinkSync(path.join(local, ".venv", "bin", "python3"))).toBe("/usr/bin/python3");
+      expect(readlinkSync(path.join(local, ".venv", "up"))).toBe("../../outside-target");
+      expect(treeState(local)["agent.txt"]).toBeDefined();
+      expect(readdirSync(tmp)).toEqual([]);
+    });
+  }
+
+  it("a link the sandbox retargeted is refused; workspace untouched", async () => {
+    const local = workspace({ gitBacked: false });
+    symlinkSync("/usr/bin/python3", path.join(local, "python3"));
+    const remote = fresh("remote");
+    const made = spawnRunner();
+    const prepared = await prepareCommandManagedRuntime({ runner: made.runner, spec: { remoteCwd: remote, timeoutMs: 30_000 }, adapterKey: "t", workspaceLocalDir: local });
+    rmSync(path.join(remote, "python3"));
+    symlinkSync("/etc/passwd", path.join(remote, "python3"));
+    const before = treeState(local);
+    const error = await prepared.restoreWorkspace(() => {}).catch((e) => e);
+    expect(error.code).toBe("ERR_PAPERCLIP_NATIVE_UNSAFE_ARCHIVE_ENTRY");
+    expect(treeState(local)).toEqual(before);
+  });
 });
 
 describe("restoreWorkspace bounds what the sandbox sends back (limits)", () => {

@@ -127,6 +127,15 @@ export interface ExtractTarballOptions {
     totalBytes?: number;
     /** Bounds for an untrusted archive, and the free-space floor. */
     limits?: ExtractLimits;
+    /**
+     * The tree whose symbolic links vouch for the archive's. A member that is a symbolic link
+     * to an absolute path or out of `localDir` is refused (`ERR_PAPERCLIP_NATIVE_UNSAFE_ARCHIVE_ENTRY`)
+     * unless this directory holds a symbolic link at the same relative path with exactly that
+     * target (the link went out and came back unchanged, as a virtualenv's
+     * `bin/python3 -> /usr/bin/python3`); such a link is placed, never followed. Default:
+     * `localDir` itself.
+     */
+    knownLinks?: string;
 }
 
 /**

@@ -486,6 +486,8 @@ export interface TarExtractInput {
   preserveMtime: boolean
   /** Bounds and the free-space floor; absent: no bounds and the default floor. */
   limits?: ArchiveLimits
+  /** The tree whose symbolic links vouch for the archive's escaping ones; absent: `dest`. */
+  knownLinks?: string
 }
 
 /** Creates an extract sink as `input` says (internal). */

@@ -197,13 +197,16 @@ pub struct TarExtractInput {
     pub preserve_mtime: bool,
     /// Bounds and the free-space floor; absent: no bounds and the default floor.
     pub limits: Option<ArchiveLimits>,
+    /// The tree whose symbolic links vouch for the archive's escaping ones; absent: `dest`.
+    pub known_links: Option<String>,
 }
 
 impl TarExtractInput {
     /// The destination and the core options.
     pub(crate) fn into_core(self) -> (PathBuf, ExtractOptions) {
         let limits = self.limits.map(tar::ArchiveLimits::from).unwrap_or_default();
-        (PathBuf::from(self.dest), ExtractOptions { preserve_mtime: self.preserve_mtime, limits })
+        let known_links = self.known_links.map(PathBuf::from);
+        (PathBuf::from(self.dest), ExtractOptions { preserve_mtime: self.preserve_mtime, limits, known_links })
     }
 }
 

@@ -538,7 +538,7 @@ export async function prepareSandbox(input, sources) {
           await fs.mkdir(extractedDir, { recursive: true });
           let bytes;
           try {
-            bytes = await readRemoteIntoDirectory(input.client, remoteTar, extractedDir, progress.options, signal, limits);
+            bytes = await readRemoteIntoDirectory(input.client, remoteTar, extractedDir, progress.options, signal, limits, input.workspaceLocalDir);
           } catch (error) {
             await progress.fail();
             await input.client.remove(remoteTar).catch(() => undefined);
@@ -624,10 +624,11 @@ async function readRemoteToFile(client, remotePath, localPath, options) {
 
 /**
  * Reads a remote tar archive slice by slice straight into the safe extractor (every member
- * that would land or point outside `localDir` is refused and nothing is left half-written);
+ * that would land or point outside `localDir` is refused and nothing is left half-written,
+ * but for the symbolic links `knownLinks`, the workspace, holds unchanged at the same path);
  * returns the archive's size.
  */
-async function readRemoteIntoDirectory(client, remotePath, localDir, options, signal, limits) {
+async function readRemoteIntoDirectory(client, remotePath, localDir, options, signal, limits, knownLinks) {
   let size = 0;
   const counted = (async function* count() {
     for await (const slice of remoteSlices(client, remotePath, options)) {
@@ -635,6 +636,6 @@ async function readRemoteIntoDirectory(client, remotePath, localDir, options, si
       yield slice;
     }
   })();
-  await extractTarballToDirectory({ source: counted, localDir, signal, ...(limits !== undefined ? { limits } : {}) });
+  await extractTarballToDirectory({ source: counted, localDir, signal, knownLinks, ...(limits !== undefined ? { limits } : {}) });
   return size;
 }

@@ -49,7 +49,7 @@ mod test_support;
 
 use std::fs;
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
 use super::stream::{check_cancel, CountingReader, ReadState};
@@ -76,11 +76,18 @@ pub struct ExtractOptions {
     /// Bounds for an untrusted archive (none by default) and the free-space floor (the
     /// default floor by default).
     pub limits: ArchiveLimits,
+    /// The tree whose symbolic links vouch for the archive's: a member that is a symbolic
+    /// link to an absolute path or out of the root (refused otherwise) is extracted when
+    /// this directory holds a symbolic link at the same path with exactly that target: the
+    /// link went out and came back unchanged (a Python virtualenv's `bin/python3 ->
+    /// /usr/bin/python3`). Links are never followed, so such a link writes nothing outside.
+    /// `None`: the destination itself.
+    pub known_links: Option<PathBuf>,
 }
 
 impl Default for ExtractOptions {
     fn default() -> Self {
-        ExtractOptions { preserve_mtime: true, limits: ArchiveLimits::default() }
+        ExtractOptions { preserve_mtime: true, limits: ArchiveLimits::default(), known_links: None }
     }
 }
 
@@ -125,7 +132,12 @@ pub fn extract<R: Read>(
     let counting = CountingReader::new(reader, progress, cancel, &state);
     let source = decompressed(counting).map_err(|e| state.take_failure().unwrap_or_else(|| bad(e.to_string())))?;
     let mut archive = ArchiveReader::new(source, &state);
-    let mut extractor = Extractor::new(dest, root, dest_root, opts, budget, &staging.dir);
+    // A reference tree that cannot be opened vouches for nothing.
+    let known_links = match &opts.known_links {
+        Some(path) => Dir::open_nofollow(path).ok(),
+        None => dest_root.try_clone().ok(),
+    };
+    let mut extractor = Extractor::new(dest, root, dest_root, opts, budget, &staging.dir).vouched_by(known_links);
     let mut entries = 0;
     while let Some(member) = archive.next_member()? {
         check_cancel(cancel)?;

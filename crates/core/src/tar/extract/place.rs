@@ -7,6 +7,7 @@ use std::collections::HashSet;
 use std::ffi::CString;
 use std::fs;
 use std::io::{self, Write};
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 use super::limits::Budget;
@@ -43,6 +44,7 @@ pub(crate) fn roll_forward(dest_root: &Dir, dest: &Path, name: &std::ffi::OsStr,
         buffer: Vec::new(),
         budget: Budget::unlimited(),
         journal: None,
+        known_links: None,
     };
     extractor.merge(&extractor.root, &extractor.dest_root)?;
     extractor.finish()
@@ -186,6 +188,8 @@ pub(super) struct Extractor<'a> {
     /// The staging directory, where the journal goes before the first move (`None` when
     /// completing an interrupted extraction).
     journal: Option<&'a Dir>,
+    /// The tree whose symbolic links vouch for escaping ones ([`ExtractOptions::known_links`]).
+    known_links: Option<Dir>,
 }
 
 impl<'a> Extractor<'a> {
@@ -209,7 +213,32 @@ impl<'a> Extractor<'a> {
             buffer: vec![0; COPY_BUFFER],
             budget,
             journal: Some(staging),
+            known_links: None,
         }
+    }
+
+    /// The same extractor, with `known_links` vouching for escaping symbolic links.
+    pub(super) fn vouched_by(mut self, known_links: Option<Dir>) -> Self {
+        self.known_links = known_links;
+        self
+    }
+
+    /// Whether the reference tree holds a symbolic link at `target`'s path whose target is
+    /// exactly `link` (reached through directories only, never through a link).
+    fn holds_same_link(&self, target: &Target, link: &[u8]) -> bool {
+        let Some(reference) = &self.known_links else { return false };
+        let Some((name, parents)) = target.components.split_last() else { return false };
+        let mut dir = match reference.try_clone() {
+            Ok(dir) => dir,
+            Err(_) => return false,
+        };
+        for component in parents {
+            dir = match dir.open_dir_nofollow(std::ffi::OsStr::new(component)) {
+                Ok(next) => next,
+                Err(_) => return false,
+            };
+        }
+        dir.readlink(std::ffi::OsStr::new(name)).is_ok_and(|held| held.as_bytes() == link)
     }
 
     /// Extracts one member; `false` when it was skipped (the root's own entry).
@@ -417,7 +446,15 @@ impl<'a> Extractor<'a> {
     }
 
     fn symlink(&mut self, target: &Target, link: &[u8], mtime: i64) -> Result<()> {
-        let link = check_symlink_target(link, target.components.len() - 1, &target.shown)?;
+        let link = match check_symlink_target(link, target.components.len() - 1, &target.shown) {
+            Ok(checked) => checked,
+            // An absolute or escaping target the host itself holds at this path: the link
+            // came back as it went out. It is placed, never followed.
+            Err(refused) if refused.code == codes::UNSAFE_ARCHIVE_ENTRY && self.holds_same_link(target, link) => {
+                c_name(link).map_err(|_| refuse(&target.shown, "the link target contains a NUL byte"))?
+            }
+            Err(refused) => return Err(refused),
+        };
         let parent = self.take_parent(target)?;
         let name = target.file_name()?;
         let path = self.host_path(&target.components);
@@ -725,6 +762,55 @@ mod tests {
         let err = sandbox.refuses(&archive.finish(), codes::UNSAFE_ARCHIVE_ENTRY, "write through a replaced directory");
         assert!(err.message.contains("symbolic link 'a/b/c'"), "{}", err.message);
         assert_eq!(fs::read_dir(sandbox.dest()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn escaping_links_the_host_holds_unchanged_are_placed_and_never_followed() {
+        use std::os::unix::fs::symlink;
+        let sandbox = Sandbox::new();
+        let dest = sandbox.dest();
+        let outside = sandbox.outside().to_string_lossy().into_owned();
+        // What the host sent: a virtualenv's absolute links and a link out of the tree.
+        fs::create_dir_all(dest.join("venv/bin")).unwrap();
+        symlink("/usr/bin/python3", dest.join("venv/bin/python3")).unwrap();
+        symlink("../../outside-target", dest.join("venv/up")).unwrap();
+        symlink(&outside, dest.join("out")).unwrap();
+        let mut back = RawArchive::new();
+        back.dir("venv/", 0o755).dir("venv/bin/", 0o755).symlink("venv/bin/python3", "/usr/bin/python3");
+        back.symlink("venv/up", "../../outside-target").symlink("out", &outside).file("venv/new.txt", b"agent");
+        run(&back.finish(), &dest).unwrap();
+        assert_eq!(fs::read_link(dest.join("venv/bin/python3")).unwrap(), Path::new("/usr/bin/python3"));
+        assert_eq!(fs::read_link(dest.join("venv/up")).unwrap(), Path::new("../../outside-target"));
+        assert_eq!(fs::read(dest.join("venv/new.txt")).unwrap(), b"agent");
+        // Another target at the same path, or a new escaping link, is refused as before.
+        let changed = RawArchive::new().symlink("venv/bin/python3", "/bin/sh").finish();
+        sandbox.refuses(&changed, codes::UNSAFE_ARCHIVE_ENTRY, "a held link with another target");
+        let new = RawArchive::new().symlink("venv/bin/pip", "/usr/bin/pip").finish();
+        sandbox.refuses(&new, codes::UNSAFE_ARCHIVE_ENTRY, "a new absolute link");
+        // A vouched link is still never written through.
+        let through = RawArchive::new().symlink("out", &outside).file("out/x", b"evil").finish();
+        sandbox.refuses(&through, codes::UNSAFE_ARCHIVE_ENTRY, "a write through a held link");
+        assert!(!sandbox.outside().join("x").exists());
+    }
+
+    #[test]
+    fn a_reference_tree_vouches_only_through_directories() {
+        use std::os::unix::fs::symlink;
+        let sandbox = Sandbox::new();
+        let reference = sandbox.outside().join("workspace");
+        fs::create_dir_all(reference.join("real")).unwrap();
+        symlink("/usr/bin/python3", reference.join("real/python3")).unwrap();
+        symlink("real", reference.join("alias")).unwrap();
+        let opts = ExtractOptions { known_links: Some(reference.clone()), ..ExtractOptions::default() };
+        let extract_with = |archive: &[u8]| {
+            crate::tar::extract(archive, &sandbox.dest(), &opts, |_| {}, &std::sync::atomic::AtomicBool::new(false))
+        };
+        // Held in the reference tree (the destination is an empty staging directory).
+        extract_with(&RawArchive::new().symlink("real/python3", "/usr/bin/python3").finish()).unwrap();
+        assert_eq!(fs::read_link(sandbox.dest().join("real/python3")).unwrap(), Path::new("/usr/bin/python3"));
+        // Reached through a symbolic link in the reference: not vouched.
+        let err = extract_with(&RawArchive::new().symlink("alias/python3", "/usr/bin/python3").finish()).unwrap_err();
+        assert_eq!(err.code, codes::UNSAFE_ARCHIVE_ENTRY, "{}", err.message);
     }
 
     #[test]
