@@ -24,7 +24,7 @@ export function sshSessionReuse() {
   return process.env.PAPERCLIP_NATIVE_SSH_REUSE !== "0";
 }
 
-/** The native connection target for an upstream `SshConnectionConfig` and our limits. */
+/** The native connection target for an upstream `SshConnectionConfig` and our connection options (timeouts). */
 export function sshTarget(config, { connectTimeoutMs, inactivityTimeoutMs } = {}) {
   if (!config || typeof config !== "object") throw invalidArgument("config must be an SshConnectionConfig");
   if (typeof config.host !== "string" || config.host === "") throw invalidArgument("config.host must be a non-empty string");

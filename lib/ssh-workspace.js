@@ -39,11 +39,12 @@ function lifecycleInput(input) {
   const remoteDir = input.remoteDir ?? input.spec.remoteCwd;
   if (typeof remoteDir !== "string" || remoteDir === "") throw invalidArgument("remoteDir (or spec.remoteCwd) must be a non-empty string");
   const signal = checkSignal(input.signal);
-  // The connection limits every step of the lifecycle passes on.
-  const limits = { signal, connectTimeoutMs: input.connectTimeoutMs, inactivityTimeoutMs: input.inactivityTimeoutMs };
+  // The connection options (cancellation and timeouts) every step of the lifecycle passes
+  // on; `input.limits` is something else: the archive bounds of a restore.
+  const connection = { signal, connectTimeoutMs: input.connectTimeoutMs, inactivityTimeoutMs: input.inactivityTimeoutMs };
   // Validated once here, so a bad config fails before any local git work.
-  sshTarget(input.spec, limits);
-  return { remoteDir, signal, limits };
+  sshTarget(input.spec, connection);
+  return { remoteDir, signal, connection };
 }
 
 /** Throws the signal's `AbortError` between steps. */
@@ -127,7 +128,7 @@ async function withBundleFile(fn) {
  * HEAD) out, resets and cleans the tree (sparing `.paperclip-runtime`) and carries the
  * credential-free `origin` over. Progress: `Importing git history to ssh`, exact percent.
  */
-async function pushGitHistory({ spec, localDir, remoteDir, state, onProgress, limits }) {
+async function pushGitHistory({ spec, localDir, remoteDir, state, onProgress, connection }) {
   const ref = `refs/paperclip/ssh-sync/import/${randomUUID()}`;
   const q = shellQuote;
   const git = `git -C ${q(remoteDir)}`;
@@ -156,9 +157,9 @@ async function pushGitHistory({ spec, localDir, remoteDir, state, onProgress, li
         `${git} update-ref -d ${q(ref)} >/dev/null 2>&1 || true`,
       ].join("\n");
       const { size } = await fs.stat(bundle);
-      const target = transferTarget(spec, limits);
+      const target = transferTarget(spec, connection);
       const progress = transferProgress({ onProgress, phase: "Importing git history", direction: "to", total: size });
-      await runTransfer(progress, limits.signal, (id, onBytes) =>
+      await runTransfer(progress, connection.signal, (id, onBytes) =>
         native.sshUploadFile(target, `sh -c ${q(script)}`, bundle, id, onBytes));
     } finally {
       await runLocalGit(localDir, ["update-ref", "-d", ref], QUICK).catch(() => undefined);
@@ -171,7 +172,7 @@ async function pushGitHistory({ spec, localDir, remoteDir, state, onProgress, li
  * imported commit; with `reset`, the local work tree is reset to it and the ref dropped.
  * Progress: `Exporting git history from ssh`, bytes received (the size is unknown up front).
  */
-async function pullGitHistory({ spec, localDir, remoteDir, ref, reset, onProgress, limits }) {
+async function pullGitHistory({ spec, localDir, remoteDir, ref, reset, onProgress, connection }) {
   const q = shellQuote;
   const git = `git -C ${q(remoteDir)}`;
   const script = [
@@ -186,9 +187,9 @@ async function pullGitHistory({ spec, localDir, remoteDir, ref, reset, onProgres
   ].join("\n");
   try {
     return await withBundleFile(async (bundle) => {
-      const target = transferTarget(spec, limits);
+      const target = transferTarget(spec, connection);
       const progress = transferProgress({ onProgress, phase: "Exporting git history", direction: "from", total: null });
-      await runTransfer(progress, limits.signal, (id, onBytes) =>
+      await runTransfer(progress, connection.signal, (id, onBytes) =>
         native.sshDownloadFile(target, `sh -c ${q(script)}`, bundle, id, onBytes));
       await runLocalGit(localDir, ["fetch", "--force", bundle, `${EXPORT_REF}:${ref}`], SLOW);
       if (reset) await runLocalGit(localDir, ["reset", "--hard", ref], SLOW);
@@ -295,20 +296,20 @@ function integrateImportedHead(localDir, imported) {
  */
 export async function prepareWorkspaceOverSsh(input, transfers) {
   const { runSshCommand, syncDirectoryToSsh } = transfers;
-  const { remoteDir, signal, limits } = lifecycleInput(input);
+  const { remoteDir, signal, connection } = lifecycleInput(input);
   const { spec, localDir, onProgress } = input;
   const state = await readLocalGitState(localDir);
   throwIfAborted(signal);
   if (state) {
-    await pushGitHistory({ spec, localDir, remoteDir, state, onProgress, limits });
+    await pushGitHistory({ spec, localDir, remoteDir, state, onProgress, connection });
     throwIfAborted(signal);
     await syncDirectoryToSsh({
-      ...limits, spec, localDir, remoteDir, exclude: [".git", RUNTIME_DIR], onProgress, progressLabel: "workspace",
+      ...connection, spec, localDir, remoteDir, exclude: [".git", RUNTIME_DIR], onProgress, progressLabel: "workspace",
     });
     if (state.deletedPaths.length > 0) {
       throwIfAborted(signal);
       const paths = state.deletedPaths.map(shellQuote).join(" ");
-      await runSshCommand(spec, `cd ${shellQuote(remoteDir)} && rm -rf -- ${paths}`, { ...limits, ...REMOTE_SCRIPT });
+      await runSshCommand(spec, `cd ${shellQuote(remoteDir)} && rm -rf -- ${paths}`, { ...connection, ...REMOTE_SCRIPT });
     }
     return { gitBacked: true };
   }
@@ -317,10 +318,10 @@ export async function prepareWorkspaceOverSsh(input, transfers) {
     `mkdir -p ${shellQuote(remoteDir)}`,
     `find ${shellQuote(remoteDir)} -mindepth 1 -maxdepth 1 ! -name ${shellQuote(RUNTIME_DIR)} -exec rm -rf -- {} +`,
   ].join("\n");
-  await runSshCommand(spec, clear, { ...limits, ...REMOTE_SCRIPT });
+  await runSshCommand(spec, clear, { ...connection, ...REMOTE_SCRIPT });
   throwIfAborted(signal);
   await syncDirectoryToSsh({
-    ...limits, spec, localDir, remoteDir, exclude: [RUNTIME_DIR], onProgress, progressLabel: "workspace",
+    ...connection, spec, localDir, remoteDir, exclude: [RUNTIME_DIR], onProgress, progressLabel: "workspace",
   });
   return { gitBacked: false };
 }
@@ -339,7 +340,7 @@ export async function prepareWorkspaceOverSsh(input, transfers) {
  */
 export async function restoreWorkspaceOverSsh(input, transfers) {
   const { syncDirectoryFromSsh } = transfers;
-  const { remoteDir, signal, limits } = lifecycleInput(input);
+  const { remoteDir, signal, connection } = lifecycleInput(input);
   const { spec, localDir, onProgress, baselineSnapshot } = input;
   // Ours: the extraction's bounds, checked before any work and passed to every pull.
   archiveLimits(input.limits);
@@ -349,9 +350,9 @@ export async function restoreWorkspaceOverSsh(input, transfers) {
     const ref = input.restoreGitHistory ? `refs/paperclip/ssh-sync/imported/${randomUUID()}` : null;
     try {
       const pullTree = (over) => syncDirectoryFromSsh({
-        ...limits, ...archive, spec, remoteDir, localDir: stagingDir, exclude: baselineSnapshot.exclude, onProgress, progressLabel: "workspace", ...over,
+        ...connection, ...archive, spec, remoteDir, localDir: stagingDir, exclude: baselineSnapshot.exclude, onProgress, progressLabel: "workspace", ...over,
       });
-      const exportHistory = () => pullGitHistory({ spec, localDir, remoteDir, ref, reset: false, onProgress, limits });
+      const exportHistory = () => pullGitHistory({ spec, localDir, remoteDir, ref, reset: false, onProgress, connection });
       let imported = null;
       if (ref && pullMayOverlapExport(baselineSnapshot.exclude)) {
         // Both only read the remote tree and write different local places (the repository's
@@ -382,14 +383,14 @@ export async function restoreWorkspaceOverSsh(input, transfers) {
   throwIfAborted(signal);
   if (state) {
     const ref = `refs/paperclip/ssh-sync/imported/${randomUUID()}`;
-    await pullGitHistory({ spec, localDir, remoteDir, ref, reset: true, onProgress, limits });
+    await pullGitHistory({ spec, localDir, remoteDir, ref, reset: true, onProgress, connection });
     throwIfAborted(signal);
     await syncDirectoryFromSsh({
-      ...limits, ...archive, spec, remoteDir, localDir, exclude: [".git", RUNTIME_DIR], preserveLocalEntries: [".git"], onProgress, progressLabel: "workspace",
+      ...connection, ...archive, spec, remoteDir, localDir, exclude: [".git", RUNTIME_DIR], preserveLocalEntries: [".git"], onProgress, progressLabel: "workspace",
     });
     return;
   }
   await syncDirectoryFromSsh({
-    ...limits, ...archive, spec, remoteDir, localDir, exclude: [RUNTIME_DIR], onProgress, progressLabel: "workspace",
+    ...connection, ...archive, spec, remoteDir, localDir, exclude: [RUNTIME_DIR], onProgress, progressLabel: "workspace",
   });
 }

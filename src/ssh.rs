@@ -28,7 +28,7 @@ use crate::runtime::run_dedicated;
 use crate::tar::TarPackInput;
 
 /// Where and how to connect (internal): upstream's `SshConnectionConfig` fields that matter
-/// to the connection, plus our limits.
+/// to the connection, plus our connection timeouts and the reuse switch.
 #[napi(object)]
 pub struct SshTargetInput {
     pub host: String,

@@ -52,7 +52,7 @@ const PIPELINE_DEPTH: usize = 8;
 /// Remote stderr kept for the error message of a transfer (the start of it).
 pub const TRANSFER_STDERR_LIMIT: usize = 64 * 1024;
 
-/// Where and how to connect: upstream's `SshConnectionConfig` plus our limits.
+/// Where and how to connect: upstream's `SshConnectionConfig` plus our connection timeouts.
 #[derive(Debug, Clone)]
 pub struct SshTarget {
     /// Host name or address.
