@@ -1,7 +1,7 @@
 //! Writing a directory as a tar stream: the members `tar -c --no-xattrs [-h] -C root
 //! --exclude ._* --exclude <each> -- <top-level names>` would archive, in GNU format.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ffi::CStr;
 use std::fs::{self, File, OpenOptions};
 use std::io::{BufWriter, Read, Write};
@@ -13,6 +13,7 @@ use std::sync::{mpsc, Arc, Condvar, Mutex};
 use super::exclude::TarExcludeSet;
 use super::gzip::GzipWriter;
 use super::header::{self, kind, long_entry, long_entry_cost, padded, HeaderSpec, BLOCK, NAME_FIELD};
+use super::members::MemberRecord;
 use super::stream::{stream_error, CountingWriter, WriteFailure, COPY_BUFFER};
 use super::walk::{self, EntryKind, Walk, WalkEntry};
 use crate::error::{codes, Error, Result};
@@ -80,7 +81,56 @@ pub fn pack<W: Write>(
     progress: impl FnMut(u64),
     cancel: &AtomicBool,
 ) -> Result<PackSummary> {
-    pack_to(opts, writer, progress, cancel, &[], None).map(|(summary, _)| summary)
+    pack_to(opts, writer, progress, cancel, &[], None, Selection::ALL).map(|(summary, _)| summary)
+}
+
+/// [`pack`] restricted to the members named in `only` (`None`: all of them): the walk still
+/// goes everywhere the excludes allow, but writes only the named members (a directory
+/// not named is descended into without an entry of its own). `record` receives each
+/// written member's `stat` record, taken before the member was read.
+pub fn pack_selected<W: Write>(
+    opts: &PackOptions,
+    only: Option<&HashSet<String>>,
+    writer: W,
+    progress: impl FnMut(u64),
+    cancel: &AtomicBool,
+    record: &mut (dyn FnMut(MemberRecord) + Send),
+) -> Result<PackSummary> {
+    pack_to(opts, writer, progress, cancel, &[], None, Selection { only, record: Some(record) })
+        .map(|(summary, _)| summary)
+}
+
+/// The `stat` record of every member [`pack`] would write now, in archive order, from a
+/// walk that reads metadata only.
+pub fn member_records(opts: &PackOptions, cancel: &AtomicBool) -> Result<Vec<MemberRecord>> {
+    let plan = Plan::new(opts)?;
+    let mut members = Vec::new();
+    plan.walk(opts, &[], cancel).run(|entry| {
+        members.push(MemberRecord::of(entry));
+        Ok(())
+    })?;
+    Ok(members)
+}
+
+/// Which members a pack writes, and who hears of each.
+struct Selection<'a> {
+    only: Option<&'a HashSet<String>>,
+    record: Option<&'a mut (dyn FnMut(MemberRecord) + Send)>,
+}
+
+impl Selection<'_> {
+    const ALL: Selection<'static> = Selection { only: None, record: None };
+
+    /// Whether `entry` is written (telling the recorder when it is).
+    fn take(&mut self, entry: &WalkEntry<'_>) -> bool {
+        if self.only.is_some_and(|only| !only.contains(entry.member)) {
+            return false;
+        }
+        if let Some(record) = self.record.as_mut() {
+            record(MemberRecord::of(entry));
+        }
+        true
+    }
 }
 
 /// The exact size in bytes of the uncompressed stream [`pack`] would write now, from a walk
@@ -124,7 +174,7 @@ pub fn pack_to_file(
         skip.push((existing.dev(), existing.ino()));
     }
     let file = temp.file.try_clone().map_err(|e| Error::io(e, "open", &temp.path))?;
-    let (summary, _) = pack_to(opts, file, progress, cancel, &skip, Some(&temp.path))?;
+    let (summary, _) = pack_to(opts, file, progress, cancel, &skip, Some(&temp.path), Selection::ALL)?;
     temp.persist(path)?;
     Ok(summary)
 }
@@ -510,6 +560,7 @@ fn pack_to<W: Write>(
     cancel: &AtomicBool,
     skip: &[(u64, u64)],
     target: Option<&Path>,
+    selection: Selection<'_>,
 ) -> Result<(PackSummary, W)> {
     let sink = match opts.gzip {
         None => Sink::Plain(BufWriter::with_capacity(COPY_BUFFER, writer)),
@@ -526,7 +577,7 @@ fn pack_to<W: Write>(
         owners: OwnerNames::default(),
         buffer: vec![0; COPY_BUFFER],
     };
-    let entries = read_ahead(&plan, opts, skip, cancel, |member, content| tar.member(member, content))?;
+    let entries = read_ahead(&plan, opts, skip, cancel, selection, |member, content| tar.member(member, content))?;
     tar.put(&END_OF_ARCHIVE)?;
     let tar_bytes = tar.out.count();
     let writer = tar.out.into_inner().finish().map_err(|e| stream_error(e, "write", target))?;
@@ -545,6 +596,7 @@ fn read_ahead(
     opts: &PackOptions,
     skip: &[(u64, u64)],
     cancel: &AtomicBool,
+    mut selection: Selection<'_>,
     mut write: impl FnMut(&Member, Result<Content>) -> Result<()>,
 ) -> Result<u64> {
     let stop = AtomicBool::new(false);
@@ -586,6 +638,9 @@ fn read_ahead(
             };
             let mut batch = Batch::default();
             let walked = plan.walk(opts, skip, cancel).run(|entry| {
+                if !selection.take(entry) {
+                    return Ok(());
+                }
                 let content = match entry.kind {
                     EntryKind::File { .. } => open_regular(entry, follow).map(|(file, size)| {
                         if size == 0 {

@@ -47,6 +47,9 @@ pub(crate) struct WalkEntry<'a> {
     pub uid: u32,
     pub gid: u32,
     pub mtime: i64,
+    /// The whole `lstat` (`stat` when following symlinks) record, for callers that keep
+    /// more than the header fields (the SSH lane's delta manifest).
+    pub stat: crate::walk::Stat,
 }
 
 /// The walk's settings.
@@ -101,6 +104,7 @@ impl Walk<'_> {
                 uid: st.st_uid,
                 gid: st.st_gid,
                 mtime: st.st_mtime,
+                stat: crate::walk::Stat::from_raw(found.stat),
             })?;
             Ok(true)
         })
