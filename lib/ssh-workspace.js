@@ -16,6 +16,7 @@ import { INTEGRATION_LABELS, integrateImportedHead as integrateInto } from "./gi
 import { runLocalGit } from "./local-git.js";
 import { abortError, native } from "./native.js";
 import { runTransfer, shellQuote, sshSessionReuse, sshTarget, transferProgress, transferTarget } from "./ssh-common.js";
+import { markRestored, stageTree } from "./ssh-delta.js";
 import { archiveLimits, checkSignal, invalidArgument } from "./tar-common.js";
 import { mergeDirectoryWithBaseline } from "./workspace-restore-merge.js";
 
@@ -295,7 +296,7 @@ function integrateImportedHead(localDir, imported) {
  * the remote tree the push writes into, and the removal of deleted paths follows both.
  */
 export async function prepareWorkspaceOverSsh(input, transfers) {
-  const { runSshCommand, syncDirectoryToSsh } = transfers;
+  const { runSshCommand, syncDirectoryToSsh, uploadTree } = transfers;
   const { remoteDir, signal, connection } = lifecycleInput(input);
   const { spec, localDir, onProgress } = input;
   const state = await readLocalGitState(localDir);
@@ -318,10 +319,21 @@ export async function prepareWorkspaceOverSsh(input, transfers) {
     `mkdir -p ${shellQuote(remoteDir)}`,
     `find ${shellQuote(remoteDir)} -mindepth 1 -maxdepth 1 ! -name ${shellQuote(RUNTIME_DIR)} -exec rm -rf -- {} +`,
   ].join("\n");
-  await runSshCommand(spec, clear, { ...connection, ...REMOTE_SCRIPT });
-  throwIfAborted(signal);
-  await syncDirectoryToSsh({
-    ...connection, spec, localDir, remoteDir, exclude: [RUNTIME_DIR], onProgress, progressLabel: "workspace",
+  const tree = { ...connection, spec, localDir, remoteDir, exclude: [RUNTIME_DIR], onProgress, progressLabel: "workspace" };
+  // Upstream's clear and full upload, or (to a host that kept the tree) only what changed.
+  await stageTree({
+    spec,
+    connection,
+    localDir,
+    remoteDir,
+    exclude: [RUNTIME_DIR],
+    fullUpload: async ({ record }) => {
+      await runSshCommand(spec, clear, { ...connection, ...REMOTE_SCRIPT });
+      throwIfAborted(signal);
+      const q = shellQuote(remoteDir);
+      return await uploadTree(tree, { command: `sh -c ${shellQuote(`mkdir -p ${q} && tar -xf - -C ${q}`)}`, record });
+    },
+    uploadDelta: ({ command, only }) => uploadTree(tree, { command, only, record: true, collectStdout: 256 * 1024 * 1024 }),
   });
   return { gitBacked: false };
 }
@@ -373,6 +385,8 @@ export async function restoreWorkspaceOverSsh(input, transfers) {
         // so uncommitted remote edits win.
         beforeApply: imported ? () => integrateImportedHead(localDir, imported) : undefined,
       });
+      // The run's work is back on this host: its remote directory may start the next run's.
+      await markRestored(spec, remoteDir, localDir).catch(() => undefined);
     } finally {
       if (ref) await runLocalGit(localDir, ["update-ref", "-d", ref], QUICK).catch(() => undefined);
       await fs.rm(stagingDir, { recursive: true, force: true }).catch(() => undefined);

@@ -8,7 +8,8 @@
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import { abortError, codes, constants, native, runCancellable, toJsError } from "./native.js";
-import { runTransfer, shellQuote, sshTarget, transferProgress, transferTarget } from "./ssh-common.js";
+import { shellQuote, sshTarget, transferProgress, transferTarget, uploadProgress } from "./ssh-common.js";
+import { parseMembers } from "./ssh-delta.js";
 import { prepareWorkspaceOverSsh, restoreWorkspaceOverSsh } from "./ssh-workspace.js";
 import { archiveLimits, checkSignal, invalidArgument, packInput } from "./tar-common.js";
 
@@ -108,6 +109,17 @@ function transferInput(input, dirKey) {
  * archive into `sh -c 'mkdir -p <dir> && tar -xf - -C <dir>'` on one session.
  */
 export async function syncDirectoryToSsh(input) {
+  const remoteDir = shellQuote(input?.remoteDir ?? "");
+  await uploadTree(input, { command: `sh -c ${shellQuote(`mkdir -p ${remoteDir} && tar -xf - -C ${remoteDir}`)}` });
+}
+
+/**
+ * One upload of `input.localDir` (checked as `syncDirectoryToSsh` checks it) into the stdin
+ * of `command`, with upstream's progress lines. `only`: the members to write (all when
+ * absent); `record`: resolve the members written (their `stat` records, for the delta
+ * manifest); `collectStdout`: resolve the command's stdout (up to this many bytes).
+ */
+async function uploadTree(input, { command, only, record = false, collectStdout }) {
   const { signal, target } = transferInput(input, "localDir");
   // Members named `./x` with the excludes matched against those names, as upstream's
   // `tar -C <localDir> --exclude … -cf - .` archives them.
@@ -115,18 +127,26 @@ export async function syncDirectoryToSsh(input) {
     ...(await packInput({ localDir: input.localDir, exclude: input.exclude, followSymlinks: input.followSymlinks })),
     dotMembers: true,
   };
-  const remoteDir = shellQuote(input.remoteDir);
-  const command = `sh -c ${shellQuote(`mkdir -p ${remoteDir} && tar -xf - -C ${remoteDir}`)}`;
-  const progress = transferProgress({
+  const progress = uploadProgress({
     onProgress: input.onProgress,
-    phase: "Syncing",
-    direction: "to",
     label: input.progressLabel,
-    // The exact size of the stream the packer writes, walked while the transfer starts
-    // (and stopped by the signal, like the transfer).
-    total: typeof input.onProgress === "function" ? runCancellable(signal, (id) => native.tarPrecomputeSize(pack, id)) : null,
+    // Upstream's total (the regular files' sizes), walked while the transfer starts (and
+    // stopped by the signal, like the transfer).
+    estimate: typeof input.onProgress === "function"
+      ? runCancellable(signal, (id) => native.sshUploadEstimate(input.localDir, input.exclude ?? [], Boolean(input.followSymlinks), id))
+      : null,
   });
-  await runTransfer(progress, signal, (id, onBytes) => native.sshUploadTar(target, command, pack, id, onBytes));
+  const options = only || record || collectStdout != null ? { only, record, collectStdout } : undefined;
+  let result;
+  try {
+    result = await runCancellable(signal, (id) =>
+      native.sshUploadTar(target, command, pack, id, progress ? (bytes) => progress.update(bytes) : undefined, options));
+    await progress?.finish(result.tarBytes);
+  } catch (error) {
+    await progress?.fail();
+    throw error;
+  }
+  return { stdout: result.stdout ?? null, members: result.members ? parseMembers(result.members) : [] };
 }
 
 /** Upstream's remote size estimate for a restore: `du -sk` in bytes, `null` when unknown. */
@@ -285,7 +305,7 @@ export async function syncDirectoryFromSsh(input) {
 // The workspace lifecycle on top of these transfers lives in ./ssh-workspace.js (the bundles
 // use the same channel code); it is handed the three transfers above rather than importing
 // this module back.
-const TRANSFERS = { runSshCommand, syncDirectoryToSsh, syncDirectoryFromSsh };
+const TRANSFERS = { runSshCommand, syncDirectoryToSsh, syncDirectoryFromSsh, uploadTree };
 
 /**
  * Stages a local workspace on the SSH host before a run, as upstream does (see ssh.d.ts and

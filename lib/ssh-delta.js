@@ -1,0 +1,317 @@
+// Delta uploads of a workspace tree to an SSH host that keeps it between runs (docs: "SSH",
+// delta uploads). Internal: used by ./ssh-workspace.js for the plain (not git-backed)
+// prepare.
+//
+// A manifest on this host records, for every regular file last sent to a remote directory,
+// the file's `stat` as the packer saw it before reading it and the remote copy's `stat`
+// (size, mtime, ctime, inode, mode) right after the remote `tar` wrote it. Before the next
+// upload one remote command lists the remote tree (`find -printf`, gzip'd); a file is left
+// alone only when both its local `stat` and its remote `stat` are still the recorded ones
+// (a remote edit that kept size and mtime still moved the ctime); everything else is sent,
+// entries the remote has and the host does not are removed, and the directories around
+// them get their mode and mtime back. The remote tree then equals what upstream's clear
+// and full upload leave. Without a manifest, when the remote cannot answer (no GNU `find`
+// or `tar`), or on any doubt, the full upload runs (with upstream's command lines), and is
+// counted (`sshDeltaStats`). The manifest never overrides the remote's own listing.
+//
+// A run directory `<base>/.paperclip-runtime/runs/<runId>/workspace` (the managed runtime's)
+// starts from the previous run's directory of the same host, base and local workspace when
+// that run was restored: the remote moves it into place (its `.paperclip-runtime` removed,
+// as a new directory has none), then the delta runs against it.
+import { createHash } from "node:crypto";
+import { promises as fs } from "node:fs";
+import path from "node:path";
+import { gunzipSync } from "node:zlib";
+import { resolveInstanceRoot } from "./merge-lock.js";
+import { native, runCancellable } from "./native.js";
+import { shellQuote, transferTarget } from "./ssh-common.js";
+
+/** The remote directory Paperclip keeps for itself: never synced, never cleared. */
+const RUNTIME_DIR = ".paperclip-runtime";
+const MANIFEST_VERSION = 1;
+/** Limits of the listing commands. */
+const LISTING_TIMEOUT_MS = 120_000;
+const LISTING_MAX_BUFFER = 256 * 1024 * 1024;
+/** Above this many bytes of removal arguments the removals go through `xargs` on stdin. */
+const INLINE_REMOVALS_MAX = 64 * 1024;
+/** A managed run's workspace directory: `<base>/.paperclip-runtime/runs/<runId>/workspace`. */
+const RUN_DIR = /^(.*)\/\.paperclip-runtime\/runs\/[^/]+\/workspace$/;
+/** What every remote listing prints per entry: kind, size, mtime, ctime, inode, mode, path, link target. */
+const LISTING_FORMAT = "%y %s %T@ %C@ %i %m %P\\0%l\\0";
+
+const stats = { delta: 0, full: 0, seeded: 0, fallbacks: {} };
+
+/**
+ * What the delta uploads did in this process: uploads done as deltas, full uploads, run
+ * directories started from the previous run's, and the full uploads' reasons.
+ */
+export function sshDeltaStats() {
+  return { delta: stats.delta, full: stats.full, seeded: stats.seeded, fallbacks: { ...stats.fallbacks } };
+}
+
+/** True unless `PAPERCLIP_NATIVE_SSH_DELTA=0` (read at every call). */
+export function sshDeltaEnabled() {
+  return process.env.PAPERCLIP_NATIVE_SSH_DELTA !== "0";
+}
+
+function countFull(reason) {
+  stats.full += 1;
+  stats.fallbacks[reason] = (stats.fallbacks[reason] ?? 0) + 1;
+}
+
+/** The family of a remote directory: a managed run's base, or the directory itself. */
+function familyOf(remoteDir) {
+  return RUN_DIR.exec(remoteDir)?.[1] ?? remoteDir;
+}
+
+/** Where the manifest of (host, family, local workspace) lives. */
+async function manifestPath(spec, remoteDir, localDir) {
+  const local = await fs.realpath(localDir).catch(() => path.resolve(localDir));
+  const key = createHash("sha256").update(JSON.stringify([spec.host, Number(spec.port), spec.username, familyOf(remoteDir), local])).digest("hex");
+  return { file: path.join(resolveInstanceRoot(process.env), "cache", "ssh-delta", `${key}.json`), local };
+}
+
+async function readManifest(file) {
+  try {
+    const parsed = JSON.parse(await fs.readFile(file, "utf8"));
+    return parsed?.version === MANIFEST_VERSION && parsed.files && typeof parsed.files === "object" ? parsed : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Writes a manifest atomically (private directory, temporary name, rename). */
+async function writeManifest(file, manifest) {
+  await fs.mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+  const temporary = `${file}.${process.pid}.${Date.now()}.tmp`;
+  await fs.writeFile(temporary, JSON.stringify(manifest), { mode: 0o600 });
+  await fs.rename(temporary, file);
+}
+
+/** Marks the manifest of a run directory restored (its work is back on this host). */
+export async function markRestored(spec, remoteDir, localDir) {
+  if (!sshDeltaEnabled()) return;
+  const { file } = await manifestPath(spec, remoteDir, localDir);
+  const manifest = await readManifest(file);
+  if (!manifest || manifest.remoteDir !== remoteDir || manifest.restored) return;
+  await writeManifest(file, { ...manifest, restored: true }).catch(() => undefined);
+}
+
+/** The listing pipeline: every entry below `.` but the top-level `.paperclip-runtime`, NUL-separated, then an end record with find's status. */
+function listingPipeline(filter = "") {
+  return `{ find . -mindepth 1 -path ./${RUNTIME_DIR} -prune -o ${filter}-printf '${LISTING_FORMAT}'; printf 'pcdelta-end %s\\0' "$?"; } | $Z`;
+}
+
+/** The remote's answer: header fields, then the entries. */
+function parseListing(buffer) {
+  const newline = buffer.indexOf(10);
+  if (newline < 0) return { header: [], entries: null };
+  const header = buffer.subarray(0, newline).toString("utf8").split(" ");
+  if (header[1] !== "ok") return { header, entries: null };
+  let body = buffer.subarray(newline + 1);
+  if (header[5] === "gzip") body = gunzipSync(body);
+  const fields = body.toString("utf8").split("\0");
+  const entries = new Map();
+  let ended = false;
+  for (let i = 0; i + 1 < fields.length; i += 2) {
+    const record = fields[i];
+    if (record.startsWith("pcdelta-end ")) {
+      ended = record === "pcdelta-end 0";
+      break;
+    }
+    const match = /^(\S) (\d+) (\S+) (\S+) (\d+) ([0-7]+) ([\s\S]*)$/.exec(record);
+    if (!match) return { header, entries: null };
+    const [, kind, size, mtime, ctime, ino, mode, member] = match;
+    entries.set(member, { kind, size: Number(size), mtime, mtimeS: Math.floor(Number(mtime)), ctime, ino, mode: Number.parseInt(mode, 8), link: fields[i + 1] });
+  }
+  return { header, entries: ended ? entries : null };
+}
+
+/** The header line every listing command prints first: `pcdelta ok <umask> <uid> <now> <gzip|cat>`. */
+const HEADER = [
+  `if ! tar --version 2>/dev/null | grep -q 'GNU tar'; then echo 'pcdelta no-gnu-tar'; exit 0; fi`,
+  `if command -v gzip >/dev/null 2>&1; then Z='gzip -1'; z=gzip; else Z=cat; z=cat; fi`,
+  `printf 'pcdelta ok %s %s %s %s\\n' "$(umask)" "$(id -u)" "$(date +%s)" "$z"`,
+];
+
+/** Runs one internal command on the pooled session, its stdout as a Buffer. */
+async function exec(target, script, signal, stdin) {
+  const result = await runCancellable(signal, (id) =>
+    native.sshExec(target, `sh -c ${shellQuote(script)}`, stdin, LISTING_TIMEOUT_MS, LISTING_MAX_BUFFER, id));
+  if (result.exitStatus !== 0 || result.exitSignal) {
+    throw Object.assign(new Error(result.stderr.toString("utf8").trim() || `exit ${result.exitStatus}`), { code: "ERR_PAPERCLIP_NATIVE_SSH_REMOTE_FAILED" });
+  }
+  return result.stdout;
+}
+
+/** Local member records from their JSON form. */
+function parseMembers(json) {
+  return JSON.parse(json).map(([member, kind, size, mode, mtimeNs, ctimeNs, ino, dev, link]) => ({ member, kind, size, mode, mtimeNs, ctimeNs, ino, dev, link }));
+}
+
+const seconds = (ns) => Number(BigInt(ns) / 1_000_000_000n) - (BigInt(ns) < 0n && BigInt(ns) % 1_000_000_000n !== 0n ? 1 : 0);
+
+/** The mode the remote tar gives a member: as archived for root, under the umask otherwise. */
+function expectedMode(mode, header) {
+  return header.uid === 0 ? mode : mode & ~header.umask & 0o7777;
+}
+
+/** A manifest row: the local stat sent and the remote stat that resulted. */
+function manifestRow(local, remote) {
+  return [local.size, local.mtimeNs, local.ctimeNs, local.ino, local.dev, remote.size, remote.mtime, remote.ctime, remote.ino, remote.mode];
+}
+
+/** Whether a recorded row still describes both sides. */
+function unchanged(row, local, remote) {
+  return Array.isArray(row) && row[0] === local.size && row[1] === local.mtimeNs && row[2] === local.ctimeNs && row[3] === local.ino && row[4] === local.dev &&
+    row[5] === remote.size && row[6] === remote.mtime && row[7] === remote.ctime && row[8] === remote.ino && row[9] === remote.mode;
+}
+
+/**
+ * What to send and remove so the remote tree equals the local members: `send` (members to
+ * pack), `remove` (remote paths to delete first, outermost only).
+ */
+export function planDelta(locals, remote, manifest, header) {
+  const send = new Set();
+  const remove = new Set();
+  const localByName = new Map(locals.map((entry) => [entry.member, entry]));
+  const touchParent = (member) => {
+    const slash = member.lastIndexOf("/");
+    if (slash > 0 && localByName.get(member.slice(0, slash))?.kind === "d") send.add(member.slice(0, slash));
+  };
+  for (const local of locals) {
+    const theirs = remote.get(local.member);
+    let same = false;
+    if (theirs && theirs.kind === local.kind) {
+      const mtimeOk = theirs.mtimeS === seconds(local.mtimeNs);
+      if (local.kind === "d") same = mtimeOk && theirs.mode === expectedMode(local.mode, header);
+      else if (local.kind === "l") same = mtimeOk && theirs.link === local.link;
+      else if (local.kind === "f") {
+        same = mtimeOk && theirs.size === local.size && theirs.mode === expectedMode(local.mode, header) &&
+          unchanged(manifest.files[local.member], local, theirs);
+      }
+    } else if (theirs) {
+      remove.add(local.member);
+    }
+    if (!same) {
+      send.add(local.member);
+      if (local.kind !== "d") touchParent(local.member);
+    }
+  }
+  const removedDirs = [];
+  for (const member of [...remote.keys()].sort()) {
+    if (localByName.has(member)) continue;
+    if (removedDirs.some((dir) => member.startsWith(`${dir}/`))) continue;
+    remove.add(member);
+    if (remote.get(member).kind === "d") removedDirs.push(member);
+    touchParent(member);
+  }
+  for (const member of remove) touchParent(member);
+  return { send, remove };
+}
+
+/** The remote header fields as numbers. */
+function headerOf(fields) {
+  return { umask: Number.parseInt(fields[2], 8), uid: Number(fields[3]), now: Number(fields[4]), compressor: fields[5] };
+}
+
+/**
+ * Stages `localDir` (minus `exclude`) into `remoteDir` as the plain prepare does: the
+ * remote directory ends holding exactly the local tree and its own `.paperclip-runtime`.
+ * `fullUpload({ record })` is the upstream path (clear + full upload; resolves the packer's
+ * member records when `record`). Resolves `{ mode: "delta" | "full", reason? }`.
+ */
+export async function stageTree({ spec, connection, localDir, remoteDir, exclude, fullUpload, uploadDelta }) {
+  if (!sshDeltaEnabled()) return { mode: "full", reason: "off", ...(await fullUpload({ record: false })) };
+  const { file, local } = await manifestPath(spec, remoteDir, localDir);
+  const target = transferTarget(spec, connection);
+  const signal = connection.signal;
+  const manifest = await readManifest(file);
+  const pack = { root: localDir, exclude, followSymlinks: false, dotMembers: true };
+  const full = async (reason) => {
+    countFull(reason);
+    await fs.rm(file, { force: true }).catch(() => undefined);
+    const { members } = await fullUpload({ record: true });
+    await recordFull({ target, signal, file, local, remoteDir, members }).catch(() => undefined);
+    return { mode: "full", reason };
+  };
+  if (!manifest || manifest.localDir !== local) return await full("no-manifest");
+  let seed = null;
+  if (manifest.remoteDir !== remoteDir) {
+    if (!manifest.restored || familyOf(manifest.remoteDir) !== familyOf(remoteDir) || !RUN_DIR.test(remoteDir)) return await full("no-manifest");
+    seed = manifest.remoteDir;
+  }
+  const locals = parseMembers(await runCancellable(signal, (id) => native.tarListMembers(pack, id)));
+  const q = shellQuote(remoteDir);
+  const probe = [
+    "set -e",
+    ...(seed
+      ? [`if [ ! -e ${q} ] && [ -d ${shellQuote(seed)} ]; then mkdir -p ${shellQuote(path.posix.dirname(remoteDir))} && mv ${shellQuote(seed)} ${q} && rm -rf ${shellQuote(`${remoteDir}/${RUNTIME_DIR}`)}; fi`]
+      : []),
+    `if [ ! -d ${q} ]; then echo 'pcdelta absent'; exit 0; fi`,
+    `cd ${q}`,
+    ...HEADER,
+    listingPipeline(),
+  ].join("\n");
+  let listing;
+  try {
+    listing = parseListing(await exec(target, probe, signal));
+  } catch (error) {
+    if (error?.name === "AbortError") throw error;
+    return await full("remote-cannot-answer");
+  }
+  if (!listing.entries) return await full(listing.header[1] === "absent" ? "remote-absent" : "remote-cannot-answer");
+  if (seed) stats.seeded += 1;
+  const header = headerOf(listing.header);
+  const plan = planDelta(locals, listing.entries, manifest, header);
+  const removals = [...plan.remove].map((member) => shellQuote(member)).join(" ");
+  const inline = removals.length <= INLINE_REMOVALS_MAX;
+  if (!inline) {
+    await exec(target, `cd ${q} && xargs -0 rm -rf --`, signal, Buffer.from([...plan.remove].map((m) => `${m}\0`).join(""), "utf8"));
+  }
+  const apply = [
+    "set -e",
+    `cd ${q}`,
+    ...(inline && plan.remove.size > 0 ? [`rm -rf -- ${removals}`] : []),
+    "tar -xf -",
+    `Z=${header.compressor === "gzip" ? "'gzip -1'" : "cat"}`,
+    `printf 'pcdelta ok %s %s %s %s\\n' "$(umask)" "$(id -u)" "$(date +%s)" ${header.compressor}`,
+    listingPipeline(`-newerct @${header.now - 2} `),
+  ].join("\n");
+  const { stdout, members } = await uploadDelta({ command: `sh -c ${shellQuote(apply)}`, only: [...plan.send] });
+  const post = parseListing(stdout);
+  stats.delta += 1;
+  const files = {};
+  const sent = new Map(members.map((record) => [record.member, record]));
+  for (const entry of locals) {
+    if (entry.kind !== "f") continue;
+    const record = sent.get(entry.member);
+    if (record) {
+      const theirs = post.entries?.get(entry.member);
+      if (theirs?.kind === "f" && theirs.size === record.size) files[entry.member] = manifestRow(record, theirs);
+    } else {
+      const theirs = listing.entries.get(entry.member);
+      const after = post.entries?.get(entry.member);
+      if (!post.entries || (after && (after.ctime !== theirs.ctime || after.ino !== theirs.ino))) continue;
+      files[entry.member] = manifestRow(entry, theirs);
+    }
+  }
+  await writeManifest(file, { version: MANIFEST_VERSION, localDir: local, remoteDir, restored: false, files }).catch(() => undefined);
+  return { mode: "delta", sent: plan.send.size, removed: plan.remove.size };
+}
+
+/** After a full upload: lists the remote tree and records every file whose remote copy matches what was packed. */
+async function recordFull({ target, signal, file, local, remoteDir, members }) {
+  const q = shellQuote(remoteDir);
+  const listing = parseListing(await exec(target, [`cd ${q}`, ...HEADER, listingPipeline()].join("\n"), signal));
+  if (!listing.entries) return;
+  const files = {};
+  for (const record of members) {
+    if (record.kind !== "f") continue;
+    const theirs = listing.entries.get(record.member);
+    if (theirs?.kind === "f" && theirs.size === record.size && theirs.mtimeS === seconds(record.mtimeNs)) files[record.member] = manifestRow(record, theirs);
+  }
+  await writeManifest(file, { version: MANIFEST_VERSION, localDir: local, remoteDir, restored: false, files });
+}
+
+export { parseMembers };
