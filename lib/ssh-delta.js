@@ -222,7 +222,11 @@ function headerOf(fields) {
  * member records when `record`). Resolves `{ mode: "delta" | "full", reason? }`.
  */
 export async function stageTree({ spec, connection, localDir, remoteDir, exclude, fullUpload, uploadDelta }) {
-  if (!sshDeltaEnabled()) return { mode: "full", reason: "off", ...(await fullUpload({ record: false })) };
+  if (!sshDeltaEnabled()) {
+    countFull("off");
+    await fullUpload({ record: false });
+    return { mode: "full", reason: "off" };
+  }
   const { file, local } = await manifestPath(spec, remoteDir, localDir);
   const target = transferTarget(spec, connection);
   const signal = connection.signal;
