@@ -240,3 +240,58 @@ describe(`SSH delta uploads (seed ${seed})`, () => {
     await third.restoreWorkspace();
   });
 });
+
+describe(`SSH delta restores (seed ${seed})`, () => {
+  // The reference is the full pull and merge (delta off): how that compares with upstream's
+  // restore is the subject of ssh-workspace.test.js (upstream's copy rewrites relative
+  // link targets into its staging path, for one).
+  it("bring back only what the run changed and merge it as the full pull does", async () => {
+    const rng = createRandom(seed ^ 0x5a5a);
+    const { restoreWorkspaceFromSshExecution } = await import("../lib/ssh.js");
+    const { captureDirectorySnapshot } = await import("../lib/workspace-restore-merge.js");
+    for (let round = 0; round < 4; round += 1) {
+      const local = places.local("restore-local");
+      await writeRandomTree(rng, local, { maxDepth: 3, maxEntries: 7, special: false });
+      execFileSync("chmod", ["-R", "u+rwX", local]);
+      const remoteDir = places.remote("restore-ours");
+      await prepareWorkspaceForSshExecution({ spec: server.spec, localDir: local, remoteDir });
+      const baseline = await captureDirectorySnapshot(local, { exclude: [".paperclip-runtime"] });
+      // The same start for upstream: a copy of the local tree and of the remote tree.
+      const theirsLocal = places.local("restore-theirs");
+      const theirsRemote = places.remote("restore-theirs");
+      execFileSync("cp", ["-a", `${local}/.`, theirsLocal]);
+      // The run: remote changes (the agent), and host changes made meanwhile.
+      execFileSync("chmod", ["-R", "u+rwX", remoteDir]);
+      const applied = mutate(rng, remoteDir, REMOTE_OPS, 1 + rng.int(5), { avoid: ["excluded"] });
+      const files = inventory(remoteDir).files;
+      if (files.length > 0 && sameSizeSameMtime(remoteDir, rng.pick(files))) applied.push("same-size-and-mtime");
+      if (rng.chance(0.5)) {
+        const hostOps = mutate(rng, local, HOST_OPS, 1 + rng.int(2), { avoid: ["dirToLink", "dirToFile"] });
+        rmSync(theirsLocal, { recursive: true, force: true });
+        execFileSync("cp", ["-a", local, theirsLocal]);
+        applied.push(...hostOps.map((n) => `host-${n}`));
+      }
+      execFileSync("cp", ["-a", `${remoteDir}/.`, theirsRemote]);
+      const before = sshDeltaStats().restore.delta;
+      const ours = await restoreWorkspaceFromSshExecution({ spec: server.spec, localDir: local, remoteDir, baselineSnapshot: baseline }).catch((e) => e);
+      expect(sshDeltaStats().restore.delta, `round ${round}`).toBe(before + 1);
+      process.env.PAPERCLIP_NATIVE_SSH_DELTA = "0";
+      let theirs;
+      try {
+        theirs = await restoreWorkspaceFromSshExecution({ spec: server.spec, localDir: theirsLocal, remoteDir: theirsRemote, baselineSnapshot: baseline }).catch((e) => e);
+      } finally {
+        delete process.env.PAPERCLIP_NATIVE_SSH_DELTA;
+      }
+      const context = `round ${round}: ${applied.join(", ")}`;
+      // The safe extraction refuses a link that is absolute or leaves the tree: the full pull
+      // fails on any such link of the remote tree, the delta only on one the run changed
+      // (an unchanged one is the baseline's own and is not pulled).
+      if (theirs?.code === "ERR_PAPERCLIP_NATIVE_UNSAFE_ARCHIVE_ENTRY" && ours === undefined) continue;
+      expect(ours?.code, context).toBe(theirs?.code);
+      // Entries the merge applied carry the time it applied them: kinds, modes, contents
+      // and link targets are compared.
+      const timeless = (state) => Object.fromEntries(Object.entries(state).map(([k, v]) => [k, v.replace(/^(file \d+|dir \d+) \d+/, "$1")]));
+      expect(timeless(remoteState(local)), context).toEqual(timeless(remoteState(theirsLocal)));
+    }
+  });
+});

@@ -40,13 +40,20 @@ const RUN_DIR = /^(.*)\/\.paperclip-runtime\/runs\/[^/]+\/workspace$/;
 const LISTING_FORMAT = "%y %s %T@ %C@ %i %m %P\\0%l\\0";
 
 const stats = { delta: 0, full: 0, seeded: 0, fallbacks: {} };
+const pulls = { delta: 0, full: 0, fallbacks: {} };
 
 /**
  * What the delta uploads did in this process: uploads done as deltas, full uploads, run
  * directories started from the previous run's, and the full uploads' reasons.
  */
 export function sshDeltaStats() {
-  return { delta: stats.delta, full: stats.full, seeded: stats.seeded, fallbacks: { ...stats.fallbacks } };
+  return {
+    delta: stats.delta,
+    full: stats.full,
+    seeded: stats.seeded,
+    fallbacks: { ...stats.fallbacks },
+    restore: { delta: pulls.delta, full: pulls.full, fallbacks: { ...pulls.fallbacks } },
+  };
 }
 
 /** True unless `PAPERCLIP_NATIVE_SSH_DELTA=0` (read at every call). */
@@ -316,6 +323,73 @@ async function recordFull({ target, signal, file, local, remoteDir, members }) {
     if (theirs?.kind === "f" && theirs.size === record.size && theirs.mtimeS === seconds(record.mtimeNs)) files[record.member] = manifestRow(record, theirs);
   }
   await writeManifest(file, { version: MANIFEST_VERSION, localDir: local, remoteDir, restored: false, files });
+}
+
+/** An exclude value the restore delta can apply to a listing: a plain name (tar matches it as any path component). */
+const PLAIN_NAME = /^[^/*?[\\]+$/;
+
+/**
+ * The delta of a baseline restore (the managed runtime's), or `null` for upstream's full
+ * pull (counted): when the remote directory is the one this host last sent, unrestored,
+ * and every exclude is a plain name, one remote listing tells which entries changed since
+ * the prepare (a file whose remote or local `stat` moved since it was sent, a link or a
+ * directory the baseline does not hold as it is, anything new) and which the remote
+ * deleted. Pulling only those and merging them against the baseline cut to them (and
+ * their ancestors) gives what the full pull and merge give: every other entry is, on the
+ * remote, the baseline's version, which the merge leaves alone. Resolves
+ * `{ members, baseline }`: the members to pull and the baseline to merge against.
+ */
+export async function planRestore({ spec, connection, remoteDir, localDir, baseline }) {
+  if (!sshDeltaEnabled()) return null;
+  const exclude = [...new Set(baseline.exclude ?? [])];
+  const { file, local } = await manifestPath(spec, remoteDir, localDir);
+  const manifest = await readManifest(file);
+  if (!manifest || manifest.remoteDir !== remoteDir || manifest.localDir !== local || manifest.restored) return countPull("no-manifest");
+  if (!exclude.every((name) => PLAIN_NAME.test(name))) return countPull("excludes");
+  const target = transferTarget(spec, connection);
+  const signal = connection.signal;
+  const excluded = (member) => member.split("/").some((part) => part.startsWith("._") || exclude.includes(part));
+  const q = shellQuote(remoteDir);
+  let listing;
+  try {
+    listing = parseListing(await exec(target, ["set -e", `cd ${q}`, ...HEADER, listingPipeline()].join("\n"), signal));
+  } catch (error) {
+    if (error?.name === "AbortError") throw error;
+    return countPull("remote-cannot-answer");
+  }
+  if (!listing.entries) return countPull("remote-cannot-answer");
+  const pack = { root: localDir, exclude, followSymlinks: false, dotMembers: true };
+  const locals = new Map(parseMembers(await runCancellable(signal, (id) => native.tarListMembers(pack, id))).map((m) => [m.member, m]));
+  const entries = baseline.entries instanceof Map ? baseline.entries : new Map(Object.entries(baseline.entries ?? {}));
+  const changed = [];
+  for (const [member, theirs] of listing.entries) {
+    if (excluded(member)) continue;
+    const base = entries.get(member);
+    let same = false;
+    if (theirs.kind === "f") {
+      const row = manifest.files[member];
+      const mine = locals.get(member);
+      same = base?.kind === "file" && Boolean(mine) && unchanged(row, mine, theirs);
+    } else if (theirs.kind === "l") same = base?.kind === "symlink" && base.target === theirs.link;
+    else if (theirs.kind === "d") same = base?.kind === "dir";
+    if (!same) changed.push(member);
+  }
+  const keep = new Set(changed);
+  for (const member of entries.keys()) if (!listing.entries.has(member)) keep.add(member);
+  for (const member of changed) {
+    for (let at = member.lastIndexOf("/"); at > 0; at = member.lastIndexOf("/", at - 1)) keep.add(member.slice(0, at));
+  }
+  // The pull names each member on the remote command line.
+  if (changed.reduce((sum, member) => sum + member.length + 8, 0) > INLINE_REMOVALS_MAX) return countPull("too-many-changes");
+  const cut = new Map([...entries].filter(([member]) => keep.has(member)));
+  pulls.delta += 1;
+  return { members: changed.sort(), baseline: { ...baseline, exclude, entries: cut } };
+}
+
+function countPull(reason) {
+  pulls.full += 1;
+  pulls.fallbacks[reason] = (pulls.fallbacks[reason] ?? 0) + 1;
+  return null;
 }
 
 export { parseMembers };

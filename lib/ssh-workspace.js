@@ -16,7 +16,7 @@ import { INTEGRATION_LABELS, integrateImportedHead as integrateInto } from "./gi
 import { runLocalGit } from "./local-git.js";
 import { abortError, native } from "./native.js";
 import { runTransfer, shellQuote, sshSessionReuse, sshTarget, transferProgress, transferTarget } from "./ssh-common.js";
-import { markRestored, stageTree } from "./ssh-delta.js";
+import { markRestored, planRestore, stageTree } from "./ssh-delta.js";
 import { archiveLimits, checkSignal, invalidArgument } from "./tar-common.js";
 import { mergeDirectoryWithBaseline } from "./workspace-restore-merge.js";
 
@@ -361,9 +361,14 @@ export async function restoreWorkspaceOverSsh(input, transfers) {
     const stagingDir = await restoreStaging(localDir);
     const ref = input.restoreGitHistory ? `refs/paperclip/ssh-sync/imported/${randomUUID()}` : null;
     try {
-      const pullTree = (over) => syncDirectoryFromSsh({
-        ...connection, ...archive, spec, remoteDir, localDir: stagingDir, exclude: baselineSnapshot.exclude, onProgress, progressLabel: "workspace", ...over,
-      });
+      // Without history to bring back, and to a host that kept what was sent: only what
+      // the run changed comes back (ssh-delta.js), merged against the baseline cut to it.
+      const delta = ref ? null : await planRestore({ spec, connection, remoteDir, localDir, baseline: baselineSnapshot });
+      const pullTree = (over) => {
+        const tree = { ...connection, ...archive, spec, remoteDir, localDir: stagingDir, exclude: baselineSnapshot.exclude, onProgress, progressLabel: "workspace", ...over };
+        if (!delta) return syncDirectoryFromSsh(tree);
+        return delta.members.length > 0 ? transfers.pullTree(tree, { members: delta.members }) : undefined;
+      };
       const exportHistory = () => pullGitHistory({ spec, localDir, remoteDir, ref, reset: false, onProgress, connection });
       let imported = null;
       if (ref && pullMayOverlapExport(baselineSnapshot.exclude)) {
@@ -378,7 +383,7 @@ export async function restoreWorkspaceOverSsh(input, transfers) {
       }
       throwIfAborted(signal);
       await mergeDirectoryWithBaseline({
-        baseline: baselineSnapshot,
+        baseline: delta?.baseline ?? baselineSnapshot,
         sourceDir: stagingDir,
         targetDir: localDir,
         // History moves inside the lock; the working tree still comes from the remote files,

@@ -268,11 +268,21 @@ async function completeInterruptedPulls(localDir) {
  * one session; only a complete, successful transfer replaces the contents of `localDir`.
  */
 export async function syncDirectoryFromSsh(input) {
+  await pullTree(input, {});
+}
+
+/**
+ * One pull of `input.remoteDir` into `input.localDir` (checked as `syncDirectoryFromSsh`
+ * checks it), upstream's: the whole tree, or with `members` only those entries (each
+ * alone, `--no-recursion`; the restore delta's pull).
+ */
+async function pullTree(input, { members }) {
   const { signal, target } = transferInput(input, "localDir");
   const excludeArgs = [APPLE_DOUBLE, ...(input.exclude ?? [])].flatMap((entry) => ["--exclude", entry]);
+  const what = members ? ["--no-recursion", "-cf", "-", "--", ...members.map((member) => shellQuote(`./${member}`))] : ["-cf", "-", "."];
   const remoteScript = [
     `cd ${shellQuote(input.remoteDir)}`,
-    `tar ${[...excludeArgs.map(shellQuote), "-cf", "-", "."].join(" ")}`,
+    `tar ${[...excludeArgs.map(shellQuote), ...what].join(" ")}`,
   ].join(" && ");
   const command = `sh -c ${shellQuote(remoteScript)}`;
   const limits = archiveLimits(input.limits);
@@ -305,7 +315,7 @@ export async function syncDirectoryFromSsh(input) {
 // The workspace lifecycle on top of these transfers lives in ./ssh-workspace.js (the bundles
 // use the same channel code); it is handed the three transfers above rather than importing
 // this module back.
-const TRANSFERS = { runSshCommand, syncDirectoryToSsh, syncDirectoryFromSsh, uploadTree };
+const TRANSFERS = { runSshCommand, syncDirectoryToSsh, syncDirectoryFromSsh, uploadTree, pullTree };
 
 /**
  * Stages a local workspace on the SSH host before a run, as upstream does (see ssh.d.ts and
