@@ -193,6 +193,26 @@ describe(`SSH delta uploads (seed ${seed})`, () => {
     }
   });
 
+  it("compressed on the wire (gzip before the remote tar), the full upload and the delta leave upstream's tree", async () => {
+    const rng = createRandom(seed ^ 0x77);
+    const local = places.local("gzip");
+    await writeRandomTree(rng, local, { maxDepth: 3, maxEntries: 7, special: false });
+    execFileSync("chmod", ["-R", "u+rwX", local]);
+    const remoteDir = places.remote("gzip");
+    process.env.PAPERCLIP_NATIVE_SSH_COMPRESS = "gzip";
+    try {
+      await prepareWorkspaceForSshExecution({ spec: server.spec, localDir: local, remoteDir });
+      expect(remoteState(remoteDir)).toEqual(await upstreamResult(local));
+      mutate(rng, local, HOST_OPS, 4, { avoid: ["dirToLink"] });
+      const before = delta();
+      await prepareWorkspaceForSshExecution({ spec: server.spec, localDir: local, remoteDir });
+      expect(delta()).toBe(before + 1);
+      expect(remoteState(remoteDir)).toEqual(await upstreamResult(local));
+    } finally {
+      delete process.env.PAPERCLIP_NATIVE_SSH_COMPRESS;
+    }
+  });
+
   it("never trusts a manifest over the remote: a forged manifest still ends in upstream's tree", async () => {
     const local = places.local("forged");
     for (let i = 0; i < 5; i += 1) writeFileSync(path.join(local, `f${i}.txt`), `file ${i}\n`);

@@ -18,7 +18,7 @@
 // starts from the previous run's directory of the same host, base and local workspace when
 // that run was restored: the remote moves it into place (its `.paperclip-runtime` removed,
 // as a new directory has none), then the delta runs against it.
-import { createHash } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import { gunzipSync } from "node:zlib";
@@ -59,6 +59,67 @@ export function sshDeltaStats() {
 /** True unless `PAPERCLIP_NATIVE_SSH_DELTA=0` (read at every call). */
 export function sshDeltaEnabled() {
   return process.env.PAPERCLIP_NATIVE_SSH_DELTA !== "0";
+}
+
+/** Below this many bytes of measured throughput per second the upload is gzip'd (about 200 Mbit/s). */
+const COMPRESS_BELOW_BYTES_PER_SECOND = 25e6;
+/** A link measurement is kept this long (in this process and on disk). */
+const LINK_MEASUREMENT_TTL_MS = 15 * 60_000;
+/** Uploads smaller than this are never measured for: gzip'd when the remote has it and the link is not known to be fast. */
+const SMALL_UPLOAD = 4 * 1024 * 1024;
+const CALIBRATION_BYTES = 1024 * 1024;
+const links = new Map();
+
+/** The host's link measurement file (beside the manifests). */
+function linkFile(spec) {
+  const key = createHash("sha256").update(JSON.stringify([spec.host, Number(spec.port), spec.username])).digest("hex");
+  return path.join(resolveInstanceRoot(process.env), "cache", "ssh-delta", `link-${key}.json`);
+}
+
+/** `{ bytesPerSecond, gzip }` measured for the host: one command that swallows 1 MiB of incompressible bytes, against one that does nothing. */
+async function measureLink(target, spec, signal) {
+  const key = linkFile(spec);
+  const known = links.get(key) ?? (await fs.readFile(key, "utf8").then(JSON.parse, () => null));
+  if (known && Date.now() - known.at < LINK_MEASUREMENT_TTL_MS) {
+    links.set(key, known);
+    return known;
+  }
+  const timed = async (script, stdin) => {
+    const started = process.hrtime.bigint();
+    const out = await exec(target, script, signal, stdin);
+    return { ms: Number(process.hrtime.bigint() - started) / 1e6, out };
+  };
+  const idle = await timed("true");
+  const { ms, out } = await timed("if command -v gzip >/dev/null 2>&1; then echo gzip; fi; cat >/dev/null", randomBytes(CALIBRATION_BYTES));
+  const measured = { bytesPerSecond: CALIBRATION_BYTES / (Math.max(ms - idle.ms, 1) / 1000), gzip: out.toString().trim() === "gzip", at: Date.now() };
+  links.set(key, measured);
+  await fs.mkdir(path.dirname(key), { recursive: true, mode: 0o700 }).then(() => writeManifest(key, measured)).catch(() => undefined);
+  return measured;
+}
+
+/**
+ * Whether an upload of about `bytes` goes gzip'd (level 1) on the wire: `off` and `gzip`
+ * from `PAPERCLIP_NATIVE_SSH_COMPRESS`; by default (`auto`) when the remote has gzip and
+ * the link's measured throughput is below what gzip sustains here (25 MB/s), so never on
+ * a loopback-fast link. A small upload (under 4 MiB) is not worth a measurement: it goes
+ * gzip'd when the remote has gzip (`hasGzip`, when known) and no measurement says the link
+ * is fast, and with upstream's command line when nothing is known.
+ */
+export async function wireCompression({ spec, connection, bytes, hasGzip }) {
+  const setting = process.env.PAPERCLIP_NATIVE_SSH_COMPRESS ?? "auto";
+  if (setting === "off" || setting === "0") return false;
+  const target = transferTarget(spec, connection);
+  if (bytes < SMALL_UPLOAD) {
+    if (setting === "gzip") return hasGzip !== false;
+    const known = links.get(linkFile(spec));
+    return hasGzip === true && bytes >= 64 * 1024 && !(known && known.bytesPerSecond >= COMPRESS_BELOW_BYTES_PER_SECOND);
+  }
+  const link = await measureLink(target, spec, connection.signal).catch((error) => {
+    if (error?.name === "AbortError") throw error;
+    return null;
+  });
+  if (!link?.gzip) return false;
+  return setting === "gzip" || link.bytesPerSecond < COMPRESS_BELOW_BYTES_PER_SECOND;
 }
 
 function countFull(reason) {
@@ -231,7 +292,7 @@ function headerOf(fields) {
 export async function stageTree({ spec, connection, localDir, remoteDir, exclude, fullUpload, uploadDelta }) {
   if (!sshDeltaEnabled()) {
     countFull("off");
-    await fullUpload({ record: false });
+    await fullUpload({ record: false, gzip: false });
     return { mode: "full", reason: "off" };
   }
   const { file, local } = await manifestPath(spec, remoteDir, localDir);
@@ -242,7 +303,9 @@ export async function stageTree({ spec, connection, localDir, remoteDir, exclude
   const full = async (reason) => {
     countFull(reason);
     await fs.rm(file, { force: true }).catch(() => undefined);
-    const { members } = await fullUpload({ record: true });
+    const estimate = await runCancellable(signal, (id) => native.sshUploadEstimate(localDir, exclude, false, id));
+    const gzip = await wireCompression({ spec, connection, bytes: estimate });
+    const { members } = await fullUpload({ record: true, gzip });
     await recordFull({ target, signal, file, local, remoteDir, members }).catch(() => undefined);
     return { mode: "full", reason };
   };
@@ -280,16 +343,18 @@ export async function stageTree({ spec, connection, localDir, remoteDir, exclude
   if (!inline) {
     await exec(target, `cd ${q} && xargs -0 rm -rf --`, signal, Buffer.from([...plan.remove].map((m) => `${m}\0`).join(""), "utf8"));
   }
+  const sendBytes = locals.reduce((sum, entry) => sum + (plan.send.has(entry.member) ? entry.size + 512 : 0), 0);
+  const gzip = await wireCompression({ spec, connection, bytes: sendBytes, hasGzip: header.compressor === "gzip" });
   const apply = [
     "set -e",
     `cd ${q}`,
     ...(inline && plan.remove.size > 0 ? [`rm -rf -- ${removals}`] : []),
-    "tar -xf -",
+    gzip ? "gzip -dc | tar -xf -" : "tar -xf -",
     `Z=${header.compressor === "gzip" ? "'gzip -1'" : "cat"}`,
     `printf 'pcdelta ok %s %s %s %s\\n' "$(umask)" "$(id -u)" "$(date +%s)" ${header.compressor}`,
     listingPipeline(`-newerct @${header.now - 2} `),
   ].join("\n");
-  const { stdout, members } = await uploadDelta({ command: `sh -c ${shellQuote(apply)}`, only: [...plan.send] });
+  const { stdout, members } = await uploadDelta({ command: `sh -c ${shellQuote(apply)}`, only: [...plan.send], gzip });
   const post = parseListing(stdout);
   stats.delta += 1;
   const files = {};

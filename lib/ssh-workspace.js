@@ -327,13 +327,16 @@ export async function prepareWorkspaceOverSsh(input, transfers) {
     localDir,
     remoteDir,
     exclude: [RUNTIME_DIR],
-    fullUpload: async ({ record }) => {
+    // Upstream's command lines, but for `gzip -dc |` before the remote tar when the link
+    // asks for compression (ssh-delta.js `wireCompression`).
+    fullUpload: async ({ record, gzip }) => {
       await runSshCommand(spec, clear, { ...connection, ...REMOTE_SCRIPT });
       throwIfAborted(signal);
       const q = shellQuote(remoteDir);
-      return await uploadTree(tree, { command: `sh -c ${shellQuote(`mkdir -p ${q} && tar -xf - -C ${q}`)}`, record });
+      const extract = gzip ? `gzip -dc | tar -xf - -C ${q}` : `tar -xf - -C ${q}`;
+      return await uploadTree(tree, { command: `sh -c ${shellQuote(`mkdir -p ${q} && ${extract}`)}`, record, gzip });
     },
-    uploadDelta: ({ command, only }) => uploadTree(tree, { command, only, record: true, collectStdout: 256 * 1024 * 1024 }),
+    uploadDelta: ({ command, only, gzip }) => uploadTree(tree, { command, only, record: true, collectStdout: 256 * 1024 * 1024, gzip }),
   });
   return { gitBacked: false };
 }
