@@ -12,7 +12,7 @@ import net from "node:net";
 const [port, statsFile] = process.argv.slice(2);
 let commands = 0;
 
-net.createServer((socket) => {
+net.createServer({ allowHalfOpen: true }, (socket) => {
   let buffered = Buffer.alloc(0);
   let header = null;
   const chunks = [];

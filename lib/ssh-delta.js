@@ -122,6 +122,11 @@ export async function wireCompression({ spec, connection, bytes, hasGzip }) {
   return setting === "gzip" || link.bytesPerSecond < COMPRESS_BELOW_BYTES_PER_SECOND;
 }
 
+/** `PAPERCLIP_NATIVE_SSH_DELTA_TRACE=1`: each step's milliseconds on stderr (diagnostics). */
+function trace(label, started) {
+  if (process.env.PAPERCLIP_NATIVE_SSH_DELTA_TRACE === "1") process.stderr.write(`[ssh-delta] ${label} ${(performance.now() - started).toFixed(0)} ms\n`);
+}
+
 function countFull(reason) {
   stats.full += 1;
   stats.fallbacks[reason] = (stats.fallbacks[reason] ?? 0) + 1;
@@ -295,10 +300,12 @@ export async function stageTree({ spec, connection, localDir, remoteDir, exclude
     await fullUpload({ record: false, gzip: false });
     return { mode: "full", reason: "off" };
   }
+  const started = performance.now();
   const { file, local } = await manifestPath(spec, remoteDir, localDir);
   const target = transferTarget(spec, connection);
   const signal = connection.signal;
   const manifest = await readManifest(file);
+  trace("manifest read", started);
   const pack = { root: localDir, exclude, followSymlinks: false, dotMembers: true };
   const full = async (reason) => {
     countFull(reason);
@@ -315,7 +322,9 @@ export async function stageTree({ spec, connection, localDir, remoteDir, exclude
     if (!manifest.restored || familyOf(manifest.remoteDir) !== familyOf(remoteDir) || !RUN_DIR.test(remoteDir)) return await full("no-manifest");
     seed = manifest.remoteDir;
   }
-  const locals = parseMembers(await runCancellable(signal, (id) => native.tarListMembers(pack, id)));
+  // The local walk runs while the remote lists its tree.
+  const walking = runCancellable(signal, (id) => native.tarListMembers(pack, id));
+  walking.catch(() => undefined);
   const q = shellQuote(remoteDir);
   const probe = [
     "set -e",
@@ -331,10 +340,17 @@ export async function stageTree({ spec, connection, localDir, remoteDir, exclude
   try {
     listing = parseListing(await exec(target, probe, signal));
   } catch (error) {
+    await walking.catch(() => undefined);
     if (error?.name === "AbortError") throw error;
     return await full("remote-cannot-answer");
   }
-  if (!listing.entries) return await full(listing.header[1] === "absent" ? "remote-absent" : "remote-cannot-answer");
+  if (!listing.entries) {
+    await walking.catch(() => undefined);
+    return await full(listing.header[1] === "absent" ? "remote-absent" : "remote-cannot-answer");
+  }
+  trace("remote listed", started);
+  const locals = parseMembers(await walking);
+  trace("local walked", started);
   if (seed) stats.seeded += 1;
   const header = headerOf(listing.header);
   const plan = planDelta(locals, listing.entries, manifest, header);
@@ -349,12 +365,16 @@ export async function stageTree({ spec, connection, localDir, remoteDir, exclude
     "set -e",
     `cd ${q}`,
     ...(inline && plan.remove.size > 0 ? [`rm -rf -- ${removals}`] : []),
-    gzip ? "gzip -dc | tar -xf -" : "tar -xf -",
+    // Nothing to send: the removals and the listing alone (no walk to pack nothing).
+    plan.send.size === 0 ? ":" : gzip ? "gzip -dc | tar -xf -" : "tar -xf -",
     `Z=${header.compressor === "gzip" ? "'gzip -1'" : "cat"}`,
     `printf 'pcdelta ok %s %s %s %s\\n' "$(umask)" "$(id -u)" "$(date +%s)" ${header.compressor}`,
     listingPipeline(`-newerct @${header.now - 2} `),
   ].join("\n");
-  const { stdout, members } = await uploadDelta({ command: `sh -c ${shellQuote(apply)}`, only: [...plan.send], gzip });
+  const { stdout, members } = plan.send.size > 0
+    ? await uploadDelta({ command: `sh -c ${shellQuote(apply)}`, only: [...plan.send], gzip })
+    : { stdout: await exec(target, apply, signal), members: [] };
+  trace("delta applied", started);
   const post = parseListing(stdout);
   stats.delta += 1;
   const files = {};
@@ -373,6 +393,7 @@ export async function stageTree({ spec, connection, localDir, remoteDir, exclude
     }
   }
   await writeManifest(file, { version: MANIFEST_VERSION, localDir: local, remoteDir, restored: false, files }).catch(() => undefined);
+  trace("manifest written", started);
   return { mode: "delta", sent: plan.send.size, removed: plan.remove.size };
 }
 
@@ -406,6 +427,7 @@ const PLAIN_NAME = /^[^/*?[\\]+$/;
  */
 export async function planRestore({ spec, connection, remoteDir, localDir, baseline }) {
   if (!sshDeltaEnabled()) return null;
+  const started = performance.now();
   const exclude = [...new Set(baseline.exclude ?? [])];
   const { file, local } = await manifestPath(spec, remoteDir, localDir);
   const manifest = await readManifest(file);
@@ -415,16 +437,23 @@ export async function planRestore({ spec, connection, remoteDir, localDir, basel
   const signal = connection.signal;
   const excluded = (member) => member.split("/").some((part) => part.startsWith("._") || exclude.includes(part));
   const q = shellQuote(remoteDir);
+  const pack = { root: localDir, exclude, followSymlinks: false, dotMembers: true };
+  const walking = runCancellable(signal, (id) => native.tarListMembers(pack, id));
+  walking.catch(() => undefined);
   let listing;
   try {
     listing = parseListing(await exec(target, ["set -e", `cd ${q}`, ...HEADER, listingPipeline()].join("\n"), signal));
   } catch (error) {
+    await walking.catch(() => undefined);
     if (error?.name === "AbortError") throw error;
     return countPull("remote-cannot-answer");
   }
-  if (!listing.entries) return countPull("remote-cannot-answer");
-  const pack = { root: localDir, exclude, followSymlinks: false, dotMembers: true };
-  const locals = new Map(parseMembers(await runCancellable(signal, (id) => native.tarListMembers(pack, id))).map((m) => [m.member, m]));
+  if (!listing.entries) {
+    await walking.catch(() => undefined);
+    return countPull("remote-cannot-answer");
+  }
+  const locals = new Map(parseMembers(await walking).map((m) => [m.member, m]));
+  trace("restore: remote listed, local walked", started);
   const entries = baseline.entries instanceof Map ? baseline.entries : new Map(Object.entries(baseline.entries ?? {}));
   const changed = [];
   for (const [member, theirs] of listing.entries) {
