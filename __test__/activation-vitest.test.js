@@ -14,6 +14,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { upstreamWorkspace } from "./helpers/upstream-workspace.js";
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 let work;
@@ -132,3 +133,65 @@ describe("adapterUtilsNative() in a monorepo's vitest.config", () => {
     expect(report).toMatchObject({ sibling: false, subpath: false, works: false, prepared: "upstream orchestrator", mockedCalls: [] });
   }, 180_000);
 });
+
+// Upstream's published modules as a workspace package of a development version (0.3.1).
+const WORKSPACE_TEST = `
+import { expect, it } from "vitest";
+import * as ssh from "@paperclipai/adapter-utils/ssh";
+import * as execute from "@paperclipai/adapter-utils/acpx-engine/execute";
+import { syncDirectoryToSsh as ours } from ${JSON.stringify(path.join(repo, "lib/ssh.js"))};
+import { nativeActivation } from ${JSON.stringify(path.join(repo, "lib/activation/state.js"))};
+
+it("reports", () => {
+  console.log("REPORT " + JSON.stringify({
+    ssh: ssh.syncDirectoryToSsh === ours,
+    signature: typeof execute.referencedSourceContentSignature,
+    activation: nativeActivation(),
+  }));
+  expect(ssh.buildSshEnvLabFixtureConfig).toBeTypeOf("function");
+});
+`;
+
+function workspaceRun(name, pluginOptions) {
+  const root = path.join(work, name);
+  upstreamWorkspace(root);
+  mkdirSync(path.join(root, "test"));
+  writeFileSync(path.join(root, "test/ws.test.mjs"), WORKSPACE_TEST);
+  writeFileSync(path.join(root, "vitest.config.mjs"), [
+    `import { adapterUtilsNative } from ${JSON.stringify(pathToFileURL(path.join(repo, "lib/activation/vitest.js")).href)};`,
+    `export default { plugins: [adapterUtilsNative(${JSON.stringify(pluginOptions)})], cacheDir: ${JSON.stringify(path.join(root, ".vite"))}, test: { include: ["test/**/*.test.mjs"] } };`,
+  ].join("\n"));
+  const result = spawnSync(process.execPath, [path.join(repo, "node_modules/vitest/vitest.mjs"), "run", "--root", root], {
+    cwd: root,
+    env: { ...process.env, NODE_OPTIONS: "" },
+    encoding: "utf8",
+    timeout: 120_000,
+  });
+  const output = `${result.stdout}\n${result.stderr}`;
+  const line = output.split("\n").find((l) => l.includes("REPORT {"));
+  if (!line) throw new Error(`no report (status ${result.status}):\n${output}`);
+  const ours = output.split("\n").filter((l) => l.startsWith("@paperclipai/adapter-utils-native: "));
+  return { status: result.status, lines: ours, report: JSON.parse(line.slice(line.indexOf("REPORT ") + 7)) };
+}
+
+describe("adapterUtilsNative() and an unpublished upstream workspace (0.3.1)", () => {
+  it("refuses it by default, saying how to opt in; the report is not active and says why", () => {
+    const { status, lines, report } = workspaceRun("ws-plugin-default", {});
+    expect(status).toBe(0);
+    expect(lines).toEqual([expect.stringMatching(/0\.3\.1 is not a verified version .*opt in with .*adapterUtilsNative\(\{ upstream: "workspace" \}\)/)]);
+    expect(report).toMatchObject({ ssh: false, signature: "string", activation: { active: false, upstream: [] } });
+    expect(report.activation.reason).toMatch(/0\.3\.1, not a verified version|0\.3\.1 is not a verified version/);
+  }, 180_000);
+
+  it("with upstream: \"workspace\", composes the modules whose exports match and names the one left upstream's", () => {
+    const { status, lines, report } = workspaceRun("ws-plugin-opt-in", { upstream: "workspace" });
+    expect(status).toBe(0);
+    expect(lines).toEqual([expect.stringMatching(/0\.3\.1 at .* is an unverified workspace version, composed by opt-in: serving .*ssh.*; left upstream's where the exports differ: acpx-engine\/execute \(referencedSourceContentSignature\)$/)]);
+    expect(report).toMatchObject({ ssh: true, signature: "string", activation: { active: true, reason: null } });
+    const [served] = report.activation.upstream;
+    expect(served.version).toBe("0.3.1");
+    expect(served.modules.ssh).toContain("syncDirectoryToSsh");
+    expect(Object.keys(served.modules)).not.toContain("acpx-engine/execute");
+  }, 180_000);
+});
+

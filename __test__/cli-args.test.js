@@ -1,7 +1,7 @@
-// The CLI's argument parsing (lib/cli/args.js over node:util.parseArgs): defaults, repeated
+// The CLI's argument parsing (cli/args.js over node:util.parseArgs): defaults, repeated
 // and optional-value options, `--`, and parse errors as one-line usage errors.
 import { describe, expect, it } from "vitest";
-import { parseCommandArgs, UsageError } from "../lib/cli/args.js";
+import { parseCommandArgs, UsageError } from "../cli/args.js";
 
 const OPTIONS = {
   out: { type: "string" },

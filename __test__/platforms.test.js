@@ -1,23 +1,17 @@
 // The shipped platforms are one list: package.json `napi.targets`, the per-platform
-// packages under npm/, the builds of the release workflow, and the builds and test jobs of
-// the pull-request workflow (README "Platforms").
+// packages under npm/, the builds of build.yml (called by the pull-request and the release
+// workflows), and the test jobs of the pull-request workflow.
 import { readFileSync, readdirSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import { platformOfTarget } from "../lib/platforms.js";
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const read = (rel) => readFileSync(path.join(repo, rel), "utf8");
 const targets = [...JSON.parse(read("package.json")).napi.targets].sort();
 
-/** napi-rs's platform name of a Rust target triple (`npm/<name>/`). */
-function platformName(triple) {
-  const [arch, , os, abi] = triple.split("-");
-  const cpu = { x86_64: "x64", aarch64: "arm64" }[arch];
-  if (os === "darwin") return `darwin-${cpu}`;
-  if (os === "linux") return `linux-${cpu}-${abi}`;
-  throw new Error(`no platform name for ${triple}`);
-}
+const platformName = platformOfTarget;
 
 /** The `target:` values of the matrix `include` rows of one job in a workflow file. */
 function matrixTargets(file, job) {
@@ -43,18 +37,22 @@ describe("shipped platforms", () => {
       const manifest = JSON.parse(read(`npm/${platformName(triple)}/package.json`));
       expect(manifest.os).toEqual([triple.includes("darwin") ? "darwin" : "linux"]);
       expect(manifest.cpu).toEqual([triple.startsWith("x86_64") ? "x64" : "arm64"]);
+      // The Node versions we support, the same for the binary as for the package.
+      expect(manifest.engines).toEqual(JSON.parse(read("package.json")).engines);
     }
   });
 
-  it("are exactly what the release workflow builds", () => {
-    expect(matrixTargets(".github/workflows/release.yml", "build")).toEqual(targets);
+  it("are exactly what the one build workflow builds, which the pull-request and release workflows both call", () => {
+    expect(matrixTargets(".github/workflows/build.yml", "build")).toEqual(targets);
+    for (const workflow of [".github/workflows/ci.yml", ".github/workflows/release.yml"]) {
+      expect(read(workflow), workflow).toMatch(/\n {2}build:\n {4}uses: \.\/\.github\/workflows\/build\.yml\n/);
+    }
   });
 
-  it("are exactly what the pull-request workflow builds and tests", () => {
+  it("are exactly what the pull-request workflow tests", () => {
     const ci = ".github/workflows/ci.yml";
-    expect(matrixTargets(ci, "build")).toEqual(targets);
     const tested = [
-      "x86_64-unknown-linux-gnu", // test-linux-x64-gnu: its own job, Node 20 and 24
+      "x86_64-unknown-linux-gnu", // test-linux-x64-gnu: its own job, Node 24 and 26
       ...matrixTargets(ci, "test-native"),
       ...matrixTargets(ci, "test-musl"),
     ].sort();

@@ -3,16 +3,18 @@
 // `{"rows":[{path, ours, upstream, floor, floorIs}]}` (ms); this collects those lines into one
 // summary table at the end: path, ours, upstream, floor, ours/upstream, ours/floor.
 // Not part of the test run.
-// Usage: node bench/run.mjs [snapshot,tar,ignore,...] [--runs N] [--quick] [--dir DIR]
+// Usage: node bench/run.mjs [snapshot,tar,ignore,...] [--runs N] [--quick] [--dir DIR] [--save FILE]
 //   --runs N  passed on to every script (their default otherwise)
 //   --quick   one run each, corpus a only where a script takes corpora (a first look)
 //   --corpora L  these corpora (e.g. a,c) where a script takes corpora
 //   --dir D   the corpora live under D (e.g. /dev/shm/pc-bench for tmpfs figures; default .bench/)
+//   --save F  also write the summary rows to F as JSON `{"rows":[…]}` (bench/table.mjs reads it)
 import { spawn } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { summaryColumns } from "./summary.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
@@ -21,7 +23,8 @@ const quick = args.includes("--quick");
 const runs = option("--runs") ?? (quick ? "1" : undefined);
 const dir = option("--dir");
 const corpora = option("--corpora") ?? (quick ? "a" : undefined);
-const positional = args.filter((a, i) => !a.startsWith("--") && !["--runs", "--dir", "--corpora"].includes(args[i - 1]));
+const save = option("--save");
+const positional = args.filter((a, i) => !a.startsWith("--") && !["--runs", "--dir", "--corpora", "--save"].includes(args[i - 1]));
 const all = ["snapshot", "snapshot-watch", "ignore", "tar", "deep-tar", "merge", "ssh"].filter((name) => existsSync(path.join(here, `${name}.mjs`)));
 const selected = positional[0] ? positional[0].split(",") : all;
 const CORPUS_SCRIPTS = new Set(["snapshot", "tar", "merge", "ssh"]);
@@ -50,7 +53,6 @@ function runScript(name) {
   });
 }
 
-const fmt = (ms) => (ms == null ? "-" : ms >= 100 ? ms.toFixed(0) : ms.toFixed(1));
 let failed = 0;
 const summary = [];
 for (const name of selected) {
@@ -60,17 +62,6 @@ for (const name of selected) {
   summary.push(...rows);
 }
 console.log(`\n## summary (ms, medians; ${os.cpus().length} cores, load average ${os.loadavg().map((l) => l.toFixed(2)).join(" ")} at the end; corpora under ${dir ?? ".bench/"})\n`);
-console.table(
-  summary.map((r) => ({
-    path: r.path,
-    ours: fmt(r.ours),
-    upstream: fmt(r.upstream),
-    floor: r.floor == null ? "-" : `${fmt(r.floor)} (${r.floorIs})`,
-    "ours/upstream": r.upstream == null ? "-" : `${(r.ours / r.upstream).toFixed(3)} (${(r.upstream / r.ours).toFixed(1)}x faster)`,
-    "ours/floor": r.floor == null ? "-" : `${(r.ours / r.floor).toFixed(2)}`,
-    // A row measured against another of our own paths (the watched re-snapshot against a
-    // cold native capture) names it.
-    "vs baseline": r.baselineMs == null ? "-" : `${(r.baselineMs / r.ours).toFixed(1)}x faster than ${r.baseline} (${fmt(r.baselineMs)})`,
-  })),
-);
+console.table(summary.map(summaryColumns));
+if (save) writeFileSync(save, `${JSON.stringify({ rows: summary })}\n`);
 process.exitCode = failed === 0 ? 0 : 1;

@@ -20,6 +20,27 @@ export function emitRows(rows) {
   console.log(JSON.stringify({ rows }));
 }
 
+const fmt = (ms) => (ms == null ? "-" : ms >= 100 ? ms.toFixed(0) : ms.toFixed(1));
+
+/**
+ * One summary row as the columns of the summary table (the console table of bench/run.mjs
+ * and the tables bench/table.mjs writes into docs/benchmarks.md): path, ours, upstream,
+ * floor, ours/upstream, ours/floor, vs baseline.
+ */
+export function summaryColumns(r) {
+  return {
+    path: r.path,
+    ours: fmt(r.ours),
+    upstream: fmt(r.upstream),
+    floor: r.floor == null ? "-" : `${fmt(r.floor)} (${r.floorIs})`,
+    "ours/upstream": r.upstream == null ? "-" : `${(r.ours / r.upstream).toFixed(3)} (${(r.upstream / r.ours).toFixed(1)}x faster)`,
+    "ours/floor": r.floor == null ? "-" : `${(r.ours / r.floor).toFixed(2)}`,
+    // A row measured against another of our own paths (the watched re-snapshot against a
+    // cold native capture) names it.
+    "vs baseline": r.baselineMs == null ? "-" : `${(r.baselineMs / r.ours).toFixed(1)}x faster than ${r.baseline} (${fmt(r.baselineMs)})`,
+  };
+}
+
 let built = false;
 /** Runs the floor probe binary (built on first use, release, no default features). */
 function floorTool(args) {

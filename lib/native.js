@@ -2,9 +2,12 @@
 // The generated loader picks the prebuilt binary for this platform: a local `native/*.node`
 // in a checkout, otherwise the per-platform package
 // `@paperclipai/adapter-utils-native-<platform>`; its error names the platform it looked for.
+import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
+import path from "node:path";
 import { FALLBACK_ERROR_CODES } from "./error-codes.js";
 import { FALLBACK_CONSTANTS } from "./shared-constants.js";
+import { currentPlatform, PACKAGE_NAME, platformOfTarget, platformPackageName } from "./platforms.js";
 
 const require = createRequire(import.meta.url);
 
@@ -36,20 +39,68 @@ function deepFreeze(object) {
 
 /** The platform the loader looked for, e.g. `linux-x64-gnu` (for messages). */
 export function nativePlatform() {
-  const libc = process.platform === "linux" ? (process.report?.getReport?.().header?.glibcVersionRuntime ? "-gnu" : "-musl") : "";
-  return `${process.platform}-${process.arch}${libc}`;
+  return currentPlatform();
 }
 
 /**
  * Null when the native binary loaded; otherwise an `Error` (code
- * `ERR_PAPERCLIP_NATIVE_UNSUPPORTED_PLATFORM`) naming the platform. Importing the package
- * never throws for a missing binary: a native call does (see `native`).
+ * `ERR_PAPERCLIP_NATIVE_UNSUPPORTED_PLATFORM`) naming the platform, the package that carries
+ * its binary and what to do. Importing the package never throws for a missing binary: a
+ * native call does (see `native`).
  */
 export const nativeLoadError = loadError ? unsupportedPlatformError() : null;
 
+/** Our package's `version` and `napi.targets` (read only to explain a binary that did not load). */
+function ownManifest() {
+  try {
+    return JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8"));
+  } catch {
+    return { version: "", napi: { targets: [] } };
+  }
+}
+
+/**
+ * Why no binary loaded, in words an operator can act on: the platform has no published
+ * binary; its platform package is not installed (and the usual causes); or it is installed
+ * and does not load (the system's reason). Never the generated loader's generic advice.
+ */
+export function describeLoadFailure(platform, failure) {
+  const { version, napi } = ownManifest();
+  const published = (napi?.targets ?? []).flatMap((triple) => {
+    try {
+      return [platformOfTarget(triple)];
+    } catch {
+      return [];
+    }
+  });
+  if (!published.includes(platform)) {
+    return `${PACKAGE_NAME} has no prebuilt binary for ${platform} (published: ${published.join(", ")}); use @paperclipai/adapter-utils here (the activation leaves it in place)`;
+  }
+  const pkg = platformPackageName(platform);
+  const spec = version ? `${pkg}@${version}` : pkg;
+  let installedAt = null;
+  try {
+    installedAt = path.dirname(require.resolve(`${pkg}/package.json`));
+  } catch {
+    installedAt = null;
+  }
+  if (!installedAt) {
+    return `${PACKAGE_NAME}: the native binary for ${platform} is not installed: the package ${spec} is missing. `
+      + "npm installs it as an optional dependency on this platform only; it is left out when dependencies were installed with "
+      + "--no-optional or --omit=optional (or npm's `omit` config includes optional), from a lockfile made on another platform, "
+      + `or copied from another machine. Install it: npm install ${spec}`;
+  }
+  const reasons = [];
+  for (let error = failure; error && reasons.length < 8; error = error.cause) {
+    const line = String(error.message ?? error).split("\n")[0];
+    if (line && !/^Cannot find (module|native binding)/.test(line)) reasons.push(line);
+  }
+  return `${PACKAGE_NAME}: ${spec} is installed (${installedAt}) but its binary does not load on ${platform}: `
+    + `${reasons[0] ?? "unknown reason"}. Reinstall it for this machine: npm install ${spec}`;
+}
+
 function unsupportedPlatformError() {
-  const first = String(loadError?.message ?? loadError).split("\n")[0];
-  const error = new Error(`@paperclipai/adapter-utils-native has no native binary that loads on ${nativePlatform()} (${first}); use @paperclipai/adapter-utils, or the activation, which leaves it in place here`);
+  const error = new Error(describeLoadFailure(currentPlatform(), loadError));
   error.code = codes.UNSUPPORTED_PLATFORM;
   return error;
 }

@@ -20,7 +20,11 @@
 // A `Skipping …` line (upstream's ssh-fixture without sshd) counts as one failed check.
 // Prints the counts per mode and writes `--json <file>` for the test command's summary.
 //
-// Usage: node scripts/activation-suites.mjs [--package @paperclipai/adapter-utils]
+// The plugin and the hook are loaded from `--native DIR` (default: this checkout); the test
+// command passes the package as installed from the release tarballs (scripts/install-release.mjs),
+// so our modules sit under node_modules as in a user's project.
+//
+// Usage: node scripts/activation-suites.mjs [--package @paperclipai/adapter-utils] [--native DIR]
 //          [--modes plain,hook,plugin-inline,plugin-external] [--suites a,b] [--exclude-suites a,b] [--json out.json]
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
@@ -36,13 +40,14 @@ const ALL_MODES = ["plain", "plain-inline", "hook", "plugin-inline", "plugin-ext
 const BASELINE = { hook: "plain", "plugin-external": "plain", "plugin-inline": "plain-inline" };
 
 function parseArgs(argv) {
-  const out = { pkg: "@paperclipai/adapter-utils", modes: ALL_MODES, exclude: [], json: null };
+  const out = { pkg: "@paperclipai/adapter-utils", modes: ALL_MODES, exclude: [], json: null, native: repo };
   for (let i = 0; i < argv.length; i += 1) {
     if (argv[i] === "--package") out.pkg = argv[++i];
     else if (argv[i] === "--modes") out.modes = argv[++i].split(",").filter(Boolean);
     else if (argv[i] === "--exclude-suites") out.exclude = argv[++i].split(",").filter(Boolean);
     else if (argv[i] === "--suites") out.only = argv[++i].split(",").filter(Boolean);
     else if (argv[i] === "--json") out.json = path.resolve(argv[++i]);
+    else if (argv[i] === "--native") out.native = path.resolve(argv[++i]);
     else throw new Error(`unknown argument ${argv[i]}`);
   }
   const needed = new Set(out.modes.map((m) => BASELINE[m] ?? m));
@@ -60,7 +65,7 @@ function listSuites(dir, base = dir) {
   return out.sort();
 }
 
-async function runMode(pkgDir, suites, mode, scratch) {
+async function runMode(pkgDir, suites, mode, scratch, native) {
   const dir = path.join(scratch, mode);
   mkdirSync(path.join(dir, "h"), { recursive: true });
   mkdirSync(path.join(dir, "t"), { recursive: true });
@@ -69,7 +74,7 @@ async function runMode(pkgDir, suites, mode, scratch) {
   const plugin = mode.startsWith("plugin-");
   const config = path.join(dir, "vitest.config.mjs");
   writeFileSync(config, [
-    plugin ? `import { adapterUtilsNative } from ${JSON.stringify(pathToFileURL(path.join(repo, "lib/activation/vitest.js")).href)};` : "",
+    plugin ? `import { adapterUtilsNative } from ${JSON.stringify(pathToFileURL(path.join(native, "lib/activation/vitest.js")).href)};` : "",
     "export default {",
     `  root: ${JSON.stringify(pkgDir)},`,
     `  cacheDir: ${JSON.stringify(path.join(dir, "vite-cache"))},`,
@@ -96,7 +101,7 @@ async function runMode(pkgDir, suites, mode, scratch) {
     PAPERCLIP_ADAPTER_UTILS_NATIVE_REPORT: reportFile,
   };
   if (mode === "hook") {
-    env.NODE_OPTIONS = `${process.env.NODE_OPTIONS ?? ""} --import ${pathToFileURL(path.join(repo, "lib/activation/register.js")).href}`.trim();
+    env.NODE_OPTIONS = `${process.env.NODE_OPTIONS ?? ""} --import ${pathToFileURL(path.join(native, "lib/activation/register.js")).href}`.trim();
   }
   const vitest = path.join(repo, "node_modules", "vitest", "vitest.mjs");
   const started = Date.now();
@@ -191,7 +196,7 @@ async function main() {
     await Promise.all(Array.from({ length: Math.max(1, parallel) }, async () => {
       while (queue.length) {
         const mode = queue.shift();
-        results[mode] = await runMode(pkgDir, suites, mode, scratch);
+        results[mode] = await runMode(pkgDir, suites, mode, scratch, args.native);
         report(mode);
       }
     }));
@@ -218,7 +223,7 @@ async function main() {
       const files = [...differing].sort();
       console.log(`activation-suites: re-running (attempt ${attempt + 1}) ${files.length} suite file(s) with differences, in every mode: ${files.join(", ")}`);
       for (const mode of args.modes) {
-        const again = await runMode(pkgDir, files, mode, scratch);
+        const again = await runMode(pkgDir, files, mode, scratch, args.native);
         for (const [name, status] of again.tests) if (status === "passed") results[mode].tests.set(name, "passed");
         results[mode].served = [...new Set([...results[mode].served, ...again.served])].sort();
         results[mode].skips.push(...again.skips);

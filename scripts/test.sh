@@ -43,7 +43,20 @@ if [ "$(id -u)" = 0 ]; then
   fi
 fi
 
-# 2-3. npm dependencies and the addon build (shared with the demo command).
+# 2-3. Node 24 for the whole run (scripts/node-versions.sh; Node 26 for a second pass below),
+#      then the npm dependencies and the addon build (shared with the demo command).
+source scripts/node-versions.sh
+# The vitest files of the Node 26 pass (step 7).
+NODE26_VITEST="__test__/activation.test.js __test__/activation-parts.test.js __test__/activation-vitest.test.js
+  __test__/release-install.test.js __test__/error-codes.test.js __test__/cli.test.js __test__/types.test.js
+  __test__/exclude.diff.test.js __test__/ignore.diff.test.js __test__/limits.test.js __test__/merge.diff.test.js
+  __test__/merge-lock.test.js __test__/mirror.diff.test.js __test__/runtime-progress.diff.test.js
+  __test__/snapshot.diff.test.js __test__/tar-extract.test.js __test__/transfer-deadline.test.js"
+if [ "$(uname -s)-$(uname -m)" = Linux-x86_64 ]; then
+  node26_bin=$(node_dir "$NODE26_VERSION")
+  use_node "$NODE24_VERSION"
+fi
+step "node $(node --version)"
 source scripts/setup.sh
 host=$(rustc -vV | sed -n 's/host: //p')
 
@@ -87,7 +100,7 @@ bounded 900 bash scripts/fuzz.sh "$results/fuzz-pack.json" pack || fuzz_status=$
 # The activation suite runs (scripts/activation-suites.mjs): every compiled suite of upstream
 # and of two real consumers, without activation and through the --import hook and the vitest
 # plugin (each against the unactivated run with the same module loading).
-activation_modes=${ACTIVATION_MODES:-hook,plugin-inline}
+activation_modes=${ACTIVATION_MODES:-hook,plugin-external,plugin-inline}
 
 # 5. Our vitest suites, then the upstream suites with our exports swapped in.
 step "vitest"
@@ -106,13 +119,19 @@ if $as_root; then
   copy=$(mktemp -d /tmp/pc-native-ssh.XXXXXX)
   tar -C "$repo" --exclude=./target --exclude=./.git --exclude=./.swap --exclude=./.cache \
       --exclude=./.test-results --exclude=./.bench --exclude=./fuzz -cf - . | tar -xf - -C "$copy"
+  # This run's Node, inside the copy (the repository's .cache may not be readable by the user),
+  # and the release tarballs installed as an operator would (the activation suites load the
+  # plugin and the hook from there, as a project that installed the package does).
+  mkdir -p "$copy/.node/bin" && cp "$(command -v node)" "$copy/.node/bin/node"
+  (cd "$copy" && node scripts/install-release.mjs --dir "$copy/.release" --no-build >/dev/null)
   chown -R "$ssh_user:" "$copy"
   chmod 755 "$copy"
-  (cd "$copy" && bounded 900 runuser -u "$ssh_user" -- node node_modules/vitest/vitest.mjs run __test__/ssh \
+  as_user=(runuser -u "$ssh_user" -- env PATH="$copy/.node/bin:$PATH" HOME="$(getent passwd "$ssh_user" | cut -d: -f6)")
+  (cd "$copy" && bounded 900 "${as_user[@]}" node node_modules/vitest/vitest.mjs run __test__/ssh \
       --reporter=default --reporter=json --outputFile.json="$copy/ssh-vitest.json")
   ssh_status=$?
   step "upstream-swap (ssh-fixture) as $ssh_user"
-  (cd "$copy" && bounded 600 runuser -u "$ssh_user" -- node scripts/upstream-swap.mjs --suites ssh-fixture --json "$copy/ssh-swap.json")
+  (cd "$copy" && bounded 600 "${as_user[@]}" node scripts/upstream-swap.mjs --suites ssh-fixture --json "$copy/ssh-swap.json")
   ssh_swap_status=$?
   step "activation suites as $ssh_user (upstream's and two consumers' compiled suites, with and without activation)"
   # The three packages at once (their suites mostly wait); each prints to its own log,
@@ -121,8 +140,8 @@ if $as_root; then
   activation_status=0
   pids=()
   for pkg in adapter-utils adapter-claude-local adapter-codex-local; do
-    (cd "$copy" && ACTIVATION_SUITES_BARRIER="$copy/.activation-barrier:3" bounded 2400 runuser -u "$ssh_user" -- \
-        node scripts/activation-suites.mjs --package "@paperclipai/$pkg" \
+    (cd "$copy" && ACTIVATION_SUITES_BARRIER="$copy/.activation-barrier:3" bounded 2400 "${as_user[@]}" \
+        node scripts/activation-suites.mjs --package "@paperclipai/$pkg" --native "$copy/.release/project/node_modules/@paperclipai/adapter-utils-native" \
         --modes "$activation_modes" --json "$copy/activation-$pkg.json") > "$results/activation-$pkg.log" 2>&1 &
     pids+=($!)
   done
@@ -143,23 +162,36 @@ else
   ssh_status=0
   ssh_swap_status=0
   step "activation suites (upstream's and two consumers' compiled suites, with and without activation)"
+  node scripts/install-release.mjs --dir "$results/release" --no-build >/dev/null
   activation_status=0
   pids=()
   for pkg in adapter-utils adapter-claude-local adapter-codex-local; do
     ACTIVATION_SUITES_BARRIER="$results/activation-barrier:3" bounded 2400 node scripts/activation-suites.mjs \
-        --package "@paperclipai/$pkg" --modes "$activation_modes" \
+        --package "@paperclipai/$pkg" --native "$results/release/project/node_modules/@paperclipai/adapter-utils-native" --modes "$activation_modes" \
         --json "$results/activation-$pkg.json" > "$results/activation-$pkg.log" 2>&1 &
     pids+=($!)
   done
   for pid in "${pids[@]}"; do wait "$pid" || activation_status=1; done
   for pkg in adapter-utils adapter-claude-local adapter-codex-local; do cat "$results/activation-$pkg.log"; done
 fi
+
+# 7. Node 26: the vitest files where the Node version matters (module hooks and require of ES
+#    modules in the activation, loading the binary, the release install, the CLI) and those
+#    every platform runs, under the other supported Node.
+node26_status=0
+if [ -n "${node26_bin:-}" ]; then
+  step "vitest under Node $("$node26_bin/node" --version)"
+  PATH="$node26_bin:$PATH" bounded 900 node node_modules/vitest/vitest.mjs run $NODE26_VITEST \
+      --reporter=default --reporter=json --outputFile.json="$results/vitest-node26.json"
+  node26_status=$?
+fi
 set -e
 
 reports=("$results/cargo-test.log" "$results/lint.json" "$results/vitest.json" "$results/upstream-swap.json")
+[ -n "${node26_bin:-}" ] && reports+=("$results/vitest-node26.json")
 $as_root && reports+=("$results/ssh-vitest.json" "$results/upstream-swap-ssh.json")
 reports+=("$results/activation-adapter-utils.json" "$results/activation-adapter-claude-local.json" "$results/activation-adapter-codex-local.json")
 reports+=("$results/fuzz-extract.json" "$results/fuzz-pack.json")
 node scripts/summary.mjs "${reports[@]}"
 [ "$(cat "$results/cargo-test.status")" = 0 ] && [ $lint_status -eq 0 ] && [ $vitest_status -eq 0 ] && [ $swap_status -eq 0 ] && [ $ssh_status -eq 0 ] && [ $ssh_swap_status -eq 0 ] \
-  && [ $fuzz_status -eq 0 ] && [ $activation_status -eq 0 ]
+  && [ $fuzz_status -eq 0 ] && [ $activation_status -eq 0 ] && [ $node26_status -eq 0 ]

@@ -3,9 +3,14 @@
 // that maps to a drop-in module under lib/, so a new drop-in subpath is picked up with no
 // change here). Shared by the `--import` hook, the vitest plugin, the diagnostics and the
 // upstream-swap runner.
-import { readFileSync } from "node:fs";
-import path from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+// Built-in modules through process.getBuiltinModule rather than `import`: the modules on the
+// `--import …/register` path load in every child Node process of an activated host, and an ES
+// import of a built-in builds its module namespace (about 3 MiB for node:fs) that those children
+// would pay for nothing.
+const { existsSync, readFileSync } = process.getBuiltinModule("node:fs");
+const { createRequire } = process.getBuiltinModule("node:module");
+const path = process.getBuiltinModule("node:path");
+const { fileURLToPath, pathToFileURL } = process.getBuiltinModule("node:url");
 
 const packageRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
 
@@ -39,19 +44,38 @@ export function coveredModules() {
     .map(([key, value]) => ({ module: key.slice(2), file: path.join(packageRoot, value.default) }));
 }
 
+/** The kind of one of our exports: `function`, `class` or `value` (admission.js compares it with upstream's). */
+export function shapeOf(value) {
+  if (typeof value !== "function") return "value";
+  return /^class\b/.test(Function.prototype.toString.call(value)) ? "class" : "function";
+}
+
+/** One entry of the composition plan, from our module's namespace. */
+function planEntry({ module, file }, namespace) {
+  const names = Object.keys(namespace).sort();
+  const shapes = Object.fromEntries(names.map((name) => [name, shapeOf(namespace[name])]));
+  return { module, file, url: pathToFileURL(file).href, names, shapes };
+}
+
 /**
- * The composition plan: `[{ module, file, url, names }]`, where `names` are the exports of
- * our module for `module` (sorted). Imports our modules, so it loads the native binary and
- * rejects when that cannot load.
+ * The composition plan: `[{ module, file, url, names, shapes }]`, where `names` are the
+ * exports of our module for `module` (sorted) and `shapes` their kinds (`function`, `class`,
+ * `value`). Imports our modules, so it loads the native binary.
  */
 export async function compositionPlan() {
   const plan = [];
-  for (const { module, file } of coveredModules()) {
-    const url = pathToFileURL(file).href;
-    const ours = await import(url);
-    plan.push({ module, file, url, names: Object.keys(ours).sort() });
-  }
+  for (const covered of coveredModules()) plan.push(planEntry(covered, await import(pathToFileURL(covered.file).href)));
   return plan;
+}
+
+/**
+ * The same plan, loaded synchronously (`require` of our ES modules, which have no top-level
+ * await): for the synchronous Node hook, which computes it when the first covered upstream
+ * module loads, so a process that never loads upstream never loads our modules or the binary.
+ */
+export function compositionPlanSync() {
+  const require = createRequire(import.meta.url);
+  return coveredModules().map((covered) => planEntry(covered, require(covered.file)));
 }
 
 /**
@@ -96,7 +120,8 @@ function readPackage(dir) {
 /**
  * Which upstream module a file is, if any: for `<root>/dist/<module>.js` (the published
  * package) or `<root>/src/<module>.ts` (a workspace package built from TypeScript sources),
- * where `<root>/package.json` names upstream, `{ root, version, module }`; otherwise null.
+ * where `<root>/package.json` names upstream, `{ root, version, kind, module }` (`kind` is
+ * `dist` or `src`); otherwise null.
  */
 export function upstreamModuleOf(filePath) {
   const match = /^(.*)[\\/](dist|src)[\\/](.+)\.(js|ts|mts|mjs)$/.exec(filePath);
@@ -105,7 +130,7 @@ export function upstreamModuleOf(filePath) {
   if ((kind === "dist") !== (ext === "js" || ext === "mjs")) return null;
   const pkg = readPackage(root);
   if (!pkg || pkg.name !== UPSTREAM_PACKAGE) return null;
-  return { root, version: pkg.version, module: rest.split(path.sep).join("/") };
+  return { root, version: pkg.version, kind, module: rest.split(path.sep).join("/") };
 }
 
 /**
@@ -144,4 +169,19 @@ export function boundSource(entry, coveredNames) {
     }
     return `${lead}${quote}${pathToFileURL(target).href}${quote}`;
   });
+}
+
+/** The upstream package a program started in `dir` would import (`{ root, version }`), or null. */
+export function findInstalledUpstream(dir = process.cwd()) {
+  for (let current = path.resolve(dir); ; current = path.dirname(current)) {
+    const file = path.join(current, "node_modules", ...UPSTREAM_PACKAGE.split("/"), "package.json");
+    if (existsSync(file)) {
+      try {
+        return { root: path.dirname(file), version: JSON.parse(readFileSync(file, "utf8")).version };
+      } catch {
+        return { root: path.dirname(file), version: null };
+      }
+    }
+    if (path.dirname(current) === current) return null;
+  }
 }

@@ -1,60 +1,102 @@
-// The Node module customization hook of the activation (no native code here: with
-// `module.register` it runs on Node's loader thread). For the URL of an upstream module we
-// cover, in an upstream version we verified, `load` serves the composition (upstream's
-// original, loaded from the same URL plus `?paperclip-native-original`, with our names
-// overriding); every other URL, the original included, loads as usual. Upstream's own
-// relative imports (`./ssh.js` from `remote-managed-runtime.js`) resolve to the plain URL,
-// so they get the composition too.
-import { writeSync } from "node:fs";
-import { fileURLToPath } from "node:url";
-import { BOUND_QUERY, ORIGINAL_QUERY, boundSource, isBoundModule, isVerifiedUpstreamVersion, shimSource, upstreamModuleOf, VERIFIED_UPSTREAM_VERSIONS } from "./coverage.js";
+// The Node module hook of the activation (`module.registerHooks`: synchronous, on the thread
+// that loads the module). For the URL of an upstream module we cover, in an upstream package
+// the admission accepts (lib/activation/admission.js), `load` serves the composition
+// (upstream's original, loaded from the same URL plus `?paperclip-native-original`, with our
+// names overriding); every other URL, the original included, loads as usual. Upstream's own
+// relative imports (`./ssh.js` from `remote-managed-runtime.js`) resolve to the plain URL, so
+// they get the composition too.
+//
+// Nothing native loads until the first covered upstream module does: then our drop-in modules
+// are loaded (and with them the binary). A process that never imports upstream pays only for
+// this file and the checks of the URLs it loads.
+import { admit } from "./admission.js";
+import { BOUND_QUERY, ORIGINAL_QUERY, boundSource, compositionPlanSync, coveredModules, isBoundModule, shimSource, upstreamModuleOf } from "./coverage.js";
+import { recordDisabled, recordSkipped } from "./state.js";
 
-let plan = null;
-let recordUrl = null;
-const warned = new Set();
+// Built-ins through process.getBuiltinModule, as in coverage.js (this module loads in every
+// child process of an activated host).
+const { writeSync } = process.getBuiltinModule("node:fs");
+const { createRequire } = process.getBuiltinModule("node:module");
+const { fileURLToPath } = process.getBuiltinModule("node:url");
 
-/**
- * Sets the composition plan (`{ plan: [{ module, url, names }], recordUrl }`, computed on
- * the main thread, where the native binary was loaded). Node calls it for `module.register`.
- */
+const PREFIX = "@paperclipai/adapter-utils-native";
+
+let settings = null;
+let covered = null;
+/** `{ plan, byModule }` once our modules loaded, `{ failed }` when they could not. */
+let runtime = null;
+const decisions = new Map();
+
+/** Sets what the hook needs: `{ recordUrl, optIn }` (the state module's URL, the workspace opt-in). */
 export function initialize(data) {
-  plan = new Map(data.plan.map((entry) => [entry.module, entry]));
-  recordUrl = data.recordUrl ?? null;
+  settings = { recordUrl: data.recordUrl ?? null, optIn: data.optIn ?? null };
+}
+
+function say(line) {
+  writeSync(2, `${PREFIX}: ${line}\n`);
+}
+
+/** Our drop-ins and the binary, loaded on first use; null when they cannot load (said once). */
+function loadRuntime() {
+  if (runtime) return runtime.failed ? null : runtime;
+  try {
+    const { nativeLoadError } = createRequire(import.meta.url)("../native.js");
+    if (nativeLoadError) throw nativeLoadError;
+    const plan = compositionPlanSync();
+    runtime = { plan, byModule: new Map(plan.map((entry) => [entry.module, entry])) };
+    return runtime;
+  } catch (error) {
+    const reason = String(error?.message ?? error).split("\n")[0];
+    runtime = { failed: true };
+    recordDisabled(`native binary unavailable: ${reason}`);
+    say(`native binary unavailable (${reason}); @paperclipai/adapter-utils unchanged`);
+    return null;
+  }
+}
+
+/** The admission of one upstream package (decided and said once per package). */
+function decide(info, plan) {
+  let decision = decisions.get(info.root);
+  if (!decision) {
+    decision = admit({ root: info.root, version: info.version, kind: info.kind, plan, optIn: settings?.optIn });
+    decisions.set(info.root, decision);
+    if (decision.line) say(decision.line);
+    if (decision.modules.size === 0) recordSkipped(info.root, info.version, decision.reason);
+  }
+  return decision;
 }
 
 /** The composed source for `url`, or null when `url` is not a module we serve. */
 export function composedSource(url) {
-  if (!plan || !url.startsWith("file:")) return null;
+  if (!settings || !url.startsWith("file:")) return null;
   const parsed = new URL(url);
   const bound = parsed.search === `?${BOUND_QUERY}`;
   if ((parsed.search && !bound) || parsed.hash) return null;
   parsed.search = "";
   const info = upstreamModuleOf(fileURLToPath(parsed));
   if (!info) return null;
-  const entry = plan.get(info.module);
-  if (!entry) return null;
-  if (!isVerifiedUpstreamVersion(info.version)) {
-    if (!warned.has(info.root)) {
-      warned.add(info.root);
-      writeSync(2, `@paperclipai/adapter-utils-native: @paperclipai/adapter-utils ${info.version} is not a verified version (${VERIFIED_UPSTREAM_VERSIONS.join(", ")}); left unchanged\n`);
-    }
-    return null;
-  }
+  covered ??= new Set(coveredModules().map((entry) => entry.module));
+  if (!covered.has(info.module)) return null;
+  const loaded = loadRuntime();
+  if (!loaded) return null;
+  const entry = loaded.byModule.get(info.module);
+  const names = decide(info, loaded.plan).modules.get(info.module);
+  if (!entry || !names) return null;
   const plain = parsed.href;
-  if (bound) return boundSource(entry, new Set(plan.keys()));
+  if (bound) return boundSource(entry, new Set(loaded.byModule.keys()));
   return shimSource({
     originalSpecifier: `${plain}?${ORIGINAL_QUERY}`,
     ours: isBoundModule(info.module) ? `${plain}?${BOUND_QUERY}` : entry.url,
-    names: entry.names,
+    names,
     module: info.module,
     upstreamRoot: info.root,
     version: info.version,
-    recordUrl,
+    recordUrl: settings.recordUrl,
     mechanism: "node-hooks",
   });
 }
 
-/** The `load` hook (works as an asynchronous `module.register` hook and a synchronous `module.registerHooks` one). */
+/** The `load` hook for `module.registerHooks`. */
 export function load(url, context, nextLoad) {
   const source = composedSource(url);
   if (source !== null) return { format: "module", source, shortCircuit: true };

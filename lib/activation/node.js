@@ -1,84 +1,70 @@
-// Installs the activation in this Node process (the `--import` entry and the vitest
-// plugin's worker setup call it). Never throws: every reason not to activate prints one
-// line to stderr and leaves upstream untouched.
-import { existsSync, readFileSync } from "node:fs";
-import module from "node:module";
-import path from "node:path";
-import { ACTIVATION_ENV, UPSTREAM_PACKAGE, VERIFIED_UPSTREAM_VERSIONS, compositionPlan, isVerifiedUpstreamVersion } from "./coverage.js";
-import { activationStore, recordDisabled, recordMechanism, recordSkipped } from "./state.js";
+// Installs the activation in this Node process (the `--import` entry and the vitest plugin's
+// worker setup call it). Never throws: every reason not to activate prints one line to
+// stderr and leaves upstream untouched.
+//
+// It loads nothing native: the hook loads our drop-ins and the binary when the first covered
+// upstream module is imported. And it keeps child processes working: when this process was
+// started through `NODE_OPTIONS`, our `--import` entry there is rewritten to this file's
+// absolute URL, so a child started from any working directory finds it (a bare specifier
+// would be resolved from the child's own directory).
+import { WORKSPACE_OPT_IN, UPSTREAM_OPT_IN_ENV } from "./admission.js";
+import { ACTIVATION_ENV } from "./coverage.js";
+import { rewriteNodeOptions } from "./node-options.js";
+import { activationStore, recordDisabled, recordMechanism } from "./state.js";
+
+// Built-ins through process.getBuiltinModule, as in coverage.js (on the register path).
+const module = process.getBuiltinModule("node:module");
 
 const PREFIX = "@paperclipai/adapter-utils-native";
+const REGISTER_URL = new URL("./register.js", import.meta.url).href;
 
 function say(line) {
   process.stderr.write(`${PREFIX}: ${line}\n`);
 }
 
-/** The upstream package a program started in `dir` would import, or null. */
-export function findInstalledUpstream(dir = process.cwd()) {
-  for (let current = path.resolve(dir); ; current = path.dirname(current)) {
-    const file = path.join(current, "node_modules", ...UPSTREAM_PACKAGE.split("/"), "package.json");
-    if (existsSync(file)) {
-      try {
-        return { root: path.dirname(file), version: JSON.parse(readFileSync(file, "utf8")).version };
-      } catch {
-        return { root: path.dirname(file), version: null };
-      }
-    }
-    if (path.dirname(current) === current) return null;
-  }
-}
-
-/** Why the native binary cannot load here, or null when it loads. */
-export async function nativeUnavailableReason() {
-  const { nativeLoadError } = await import("../native.js");
-  return nativeLoadError ? nativeLoadError.message : null;
-}
-
 /**
- * Installs the Node module hook once per process (later calls return the first result).
- * Resolves to `{ active, reason }`.
+ * Installs the Node module hook once per process (later calls return the first result):
+ * `{ active, reason }`, where `active` means the hook is installed (what it serves shows in
+ * `nativeActivation()` as upstream's modules load).
  */
 export async function activate({ mechanism = "node-hooks" } = {}) {
   const store = activationStore();
   if (store.installing) return store.installing;
   store.installing = (async () => {
-    const off = (reason, line = reason) => {
+    const off = (reason, line) => {
       recordDisabled(reason);
       say(line);
       return { active: false, reason };
     };
     try {
       if (process.env[ACTIVATION_ENV] === "0") {
+        // Said once: this process's children are not given the hook, so they do not repeat it.
+        setNodeOptions(rewriteNodeOptions(process.env.NODE_OPTIONS, { registerUrl: REGISTER_URL, cwd: process.cwd(), remove: true }));
         return off(`${ACTIVATION_ENV}=0`, `${ACTIVATION_ENV}=0: native paths off, @paperclipai/adapter-utils unchanged`);
       }
-      if (typeof module.registerHooks !== "function" && typeof module.register !== "function") {
-        return off(`Node ${process.versions.node} has no module hooks (20.6+ needed)`, `Node ${process.versions.node} has no module hooks (20.6+ needed); @paperclipai/adapter-utils unchanged`);
-      }
-      const missing = await nativeUnavailableReason();
-      if (missing) return off(`native binary unavailable: ${missing}`, `native binary unavailable (${missing}); @paperclipai/adapter-utils unchanged`);
-      const installed = findInstalledUpstream();
-      if (installed && !isVerifiedUpstreamVersion(installed.version)) {
-        recordSkipped(installed.root, installed.version, "unverified version");
+      if (typeof module.registerHooks !== "function") {
         return off(
-          `@paperclipai/adapter-utils ${installed.version} is not a verified version`,
-          `@paperclipai/adapter-utils ${installed.version} is not a verified version (${VERIFIED_UPSTREAM_VERSIONS.join(", ")}); left unchanged`,
+          `Node ${process.versions.node} has no synchronous module hooks (module.registerHooks: Node 22.15+, 23.5+; supported: Node >= 24.11)`,
+          `Node ${process.versions.node} has no module.registerHooks (supported: Node >= 24.11); @paperclipai/adapter-utils unchanged`,
         );
       }
-      const plan = (await compositionPlan()).map(({ module: name, file, url, names }) => ({ module: name, file, url, names }));
-      const data = { plan, recordUrl: new URL("./state.js", import.meta.url).href };
-      if (typeof module.registerHooks === "function") {
-        // Synchronous, in-thread hooks (Node 22.15+, 23.5+): no loader thread to start.
-        const hooks = await import("./hooks.js");
-        hooks.initialize(data);
-        module.registerHooks({ load: hooks.load });
-      } else {
-        module.register(new URL("./hooks.js", import.meta.url), { data });
-      }
+      setNodeOptions(rewriteNodeOptions(process.env.NODE_OPTIONS, { registerUrl: REGISTER_URL, cwd: process.cwd() }));
+      const optIn = process.env[UPSTREAM_OPT_IN_ENV] === WORKSPACE_OPT_IN ? WORKSPACE_OPT_IN : null;
+      const hooks = await import("./hooks.js");
+      hooks.initialize({ recordUrl: new URL("./state.js", import.meta.url).href, optIn });
+      module.registerHooks({ load: hooks.load });
       recordMechanism(mechanism);
       return { active: true, reason: null };
     } catch (error) {
-      return off(`activation failed: ${error?.message ?? error}`, `activation failed (${String(error?.message ?? error).split("\n")[0]}); @paperclipai/adapter-utils unchanged`);
+      const first = String(error?.message ?? error).split("\n")[0];
+      return off(`activation failed: ${first}`, `activation failed (${first}); @paperclipai/adapter-utils unchanged`);
     }
   })();
   return store.installing;
+}
+
+function setNodeOptions(value) {
+  if (value === process.env.NODE_OPTIONS) return;
+  if (value === undefined || value === "") delete process.env.NODE_OPTIONS;
+  else process.env.NODE_OPTIONS = value;
 }

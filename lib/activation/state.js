@@ -1,6 +1,6 @@
 // The activation's diagnostics: what is served natively in this process. The store lives on
 // `globalThis` so every copy of this module (Node's and vitest's module graphs) shares it.
-import { VERIFIED_UPSTREAM_VERSIONS } from "./coverage.js";
+import { findInstalledUpstream, isVerifiedUpstreamVersion, VERIFIED_UPSTREAM_VERSIONS } from "./coverage.js";
 
 const KEY = Symbol.for("paperclipai.adapterUtilsNative.activation");
 
@@ -40,12 +40,13 @@ export function recordComposition({ module, upstreamRoot, version, names, mechan
 
 /**
  * What the activation does in this process, for an operator checking a running host:
- * `active` (a mechanism is installed and nothing turned it off), `mechanism` (`"node-hooks"`
- * for `--import @paperclipai/adapter-utils-native/register`, `"vitest-plugin"`, or null),
- * `reason` (why it is off, when it is), `verifiedVersions`, and `upstream`: per installed
- * upstream package loaded so far, its `root`, `version` and `modules` (upstream module →
- * the names served natively), plus `skipped` (packages left untouched, with the reason).
- * Modules appear once they are loaded.
+ * `active` (upstream modules are served natively here: a mechanism is installed, nothing
+ * turned it off, and at least one covered upstream module was composed), `mechanism`
+ * (`"node-hooks"` for `--import @paperclipai/adapter-utils-native/register`,
+ * `"vitest-plugin"`, or null), `reason` (why it is not active, when it is not),
+ * `verifiedVersions`, and `upstream`: per installed upstream package loaded so far, its `root`,
+ * `version` and `modules` (upstream module → the names served natively), plus `skipped`
+ * (packages left untouched, with the reason). Modules appear once they are loaded.
  */
 export function nativeActivation() {
   const store = activationStore();
@@ -54,12 +55,25 @@ export function nativeActivation() {
     if (!byRoot.has(upstreamRoot)) byRoot.set(upstreamRoot, { root: upstreamRoot, version, modules: {} });
     byRoot.get(upstreamRoot).modules[module] = [...names];
   }
+  const skipped = [...store.skipped.values()];
+  const active = Boolean(store.mechanism) && !store.reason && byRoot.size > 0;
   return {
-    active: Boolean(store.mechanism) && !store.reason,
+    active,
     mechanism: store.mechanism,
-    reason: store.reason,
+    reason: active ? null : store.reason ?? notServingReason(store, skipped),
     verifiedVersions: [...VERIFIED_UPSTREAM_VERSIONS],
     upstream: [...byRoot.values()],
-    skipped: [...store.skipped.values()],
+    skipped,
   };
+}
+
+/** Why nothing is served although nothing turned the activation off. */
+function notServingReason(store, skipped) {
+  if (!store.mechanism) return "not installed in this process (start Node with --import @paperclipai/adapter-utils-native/register, or use the vitest plugin)";
+  if (skipped.length > 0) return skipped.map((entry) => entry.reason).join("; ");
+  const installed = findInstalledUpstream();
+  if (installed && !isVerifiedUpstreamVersion(installed.version)) {
+    return `nothing served: ${installed.root} holds @paperclipai/adapter-utils ${installed.version}, not a verified version`;
+  }
+  return "nothing served yet: no covered @paperclipai/adapter-utils module has been loaded in this process";
 }

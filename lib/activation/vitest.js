@@ -9,33 +9,32 @@
 // native binary does not load, the plugin does nothing and prints one line to stderr.
 import { writeSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import {
-  ACTIVATION_ENV,
-  BOUND_QUERY,
-  ORIGINAL_QUERY,
-  VERIFIED_UPSTREAM_VERSIONS,
-  boundSource,
-  compositionPlan,
-  isBoundModule,
-  isVerifiedUpstreamVersion,
-  shimSource,
-  upstreamModuleOf,
-} from "./coverage.js";
+import { admit, UPSTREAM_OPT_IN_ENV, WORKSPACE_OPT_IN } from "./admission.js";
+import { ACTIVATION_ENV, BOUND_QUERY, ORIGINAL_QUERY, boundSource, compositionPlan, isBoundModule, shimSource, upstreamModuleOf } from "./coverage.js";
 
 const PREFIX = "@paperclipai/adapter-utils-native";
 const statePath = fileURLToPath(new URL("./state.js", import.meta.url));
 const setupPath = fileURLToPath(new URL("./vitest-setup.js", import.meta.url));
+const libDir = fileURLToPath(new URL("..", import.meta.url));
+
+/** A pattern of the files of our lib/ directory, for vitest's `server.deps.inline`. */
+const OUR_MODULES = new RegExp(`^${libDir.replace(/[.*+?^${}()|[\]\\]/g, "\\$&").replace(/[\\/]$/, "")}[\\/]`);
 
 /**
  * The Vite plugin for a `vitest.config.ts`: `plugins: [adapterUtilsNative()]`. Options:
  * `externalized` (default true) also composes upstream modules vitest leaves to Node, through
- * a setup file that installs the Node hook in each worker.
+ * a setup file that installs the Node hook in each worker; `upstream: "workspace"` opts in to
+ * an unpublished upstream workspace package (its version unverified): each module whose
+ * exports match ours by name and kind is composed, the others stay upstream's, and one line
+ * says which. Our drop-in modules are processed by vitest (added to `server.deps.inline`), so
+ * a suite's `vi.mock("node:fs")` and spies reach their calls as they reach upstream's.
  */
 export function adapterUtilsNative(options = {}) {
   const externalized = options.externalized !== false;
+  const optIn = (options.upstream ?? process.env[UPSTREAM_OPT_IN_ENV]) === WORKSPACE_OPT_IN ? WORKSPACE_OPT_IN : null;
   let plan = null;
   let off = null;
-  const warned = new Set();
+  const decisions = new Map();
   const ready = (async () => {
     if (process.env[ACTIVATION_ENV] === "0") {
       off = `${ACTIVATION_ENV}=0: native paths off, @paperclipai/adapter-utils unchanged`;
@@ -47,11 +46,21 @@ export function adapterUtilsNative(options = {}) {
       return;
     }
     try {
-      plan = new Map((await compositionPlan()).map((entry) => [entry.module, entry]));
+      plan = await compositionPlan();
     } catch (error) {
       off = `activation failed (${String(error?.message ?? error).split("\n")[0]}); @paperclipai/adapter-utils unchanged`;
     }
   })();
+  /** The admission of one upstream package, decided and said once. */
+  const decide = (info) => {
+    let decision = decisions.get(info.root);
+    if (!decision) {
+      decision = admit({ root: info.root, version: info.version, kind: info.kind, plan, optIn });
+      decisions.set(info.root, decision);
+      if (decision.line) writeSync(2, `${PREFIX}: ${decision.line}\n`);
+    }
+    return decision;
+  };
   return {
     name: "paperclip-adapter-utils-native",
     enforce: "pre",
@@ -61,9 +70,19 @@ export function adapterUtilsNative(options = {}) {
         writeSync(2, `${PREFIX}: ${off}\n`);
         return undefined;
       }
+      config.test ??= {};
+      // Our drop-ins run in vitest's module graph, so mocks of node:fs (and of any module they
+      // import) apply to them.
+      config.test.server ??= {};
+      config.test.server.deps ??= {};
+      const inline = config.test.server.deps.inline;
+      if (inline !== true) config.test.server.deps.inline = [...(inline ? [inline].flat() : []), OUR_MODULES];
+      if (optIn) {
+        // The workers' Node hook (externalized modules) takes the same opt-in.
+        config.test.env = { ...config.test.env, [UPSTREAM_OPT_IN_ENV]: optIn };
+      }
       if (!externalized) return undefined;
       // First among the setup files, so modules the project's own setup imports are composed too.
-      config.test ??= {};
       const existing = config.test.setupFiles === undefined ? [] : [config.test.setupFiles].flat();
       config.test.setupFiles = [setupPath, ...existing.filter((file) => file !== setupPath)];
       return undefined;
@@ -77,20 +96,15 @@ export function adapterUtilsNative(options = {}) {
       if (query && query !== BOUND_QUERY) return null;
       const info = upstreamModuleOf(file);
       if (!info) return null;
-      const entry = plan.get(info.module);
+      const entry = plan.find((candidate) => candidate.module === info.module);
       if (!entry) return null;
-      if (!isVerifiedUpstreamVersion(info.version)) {
-        if (!warned.has(info.root)) {
-          warned.add(info.root);
-          writeSync(2, `${PREFIX}: @paperclipai/adapter-utils ${info.version} is not a verified version (${VERIFIED_UPSTREAM_VERSIONS.join(", ")}); left unchanged\n`);
-        }
-        return null;
-      }
-      if (query === BOUND_QUERY) return boundSource(entry, new Set(plan.keys()));
+      const names = decide(info).modules.get(info.module);
+      if (!names) return null;
+      if (query === BOUND_QUERY) return boundSource(entry, new Set(plan.map((candidate) => candidate.module)));
       return shimSource({
         originalSpecifier: `${file}?${ORIGINAL_QUERY}`,
         ours: isBoundModule(info.module) ? `${file}?${BOUND_QUERY}` : entry.file,
-        names: entry.names,
+        names,
         module: info.module,
         upstreamRoot: info.root,
         version: info.version,

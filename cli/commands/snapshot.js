@@ -1,7 +1,7 @@
 // `paperclip-sync snapshot <dir>`: captures a directory snapshot and prints a summary.
 import { writeFileSync } from "node:fs";
 import path from "node:path";
-import { captureDirectorySnapshot, directorySnapshotSha256, serializeDirectorySnapshot } from "../../../index.js";
+import { captureDirectorySnapshot, directorySnapshotSha256, serializeDirectorySnapshot } from "../../index.js";
 import { formatBytes, requireDir, table, timed } from "../output.js";
 import { summarize } from "../snapshots.js";
 

@@ -1,6 +1,6 @@
 // `paperclip-sync push <dir>`: uploads a directory to a remote directory over SSH.
 import path from "node:path";
-import { syncDirectoryToSsh } from "../../../index.js";
+import { syncDirectoryToSsh } from "../../index.js";
 import { requireDir, timed } from "../output.js";
 import { interruptSignal, SSH_OPTIONS, SSH_OPTIONS_HELP, sshSpec } from "../ssh-options.js";
 

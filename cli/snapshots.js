@@ -1,8 +1,8 @@
 // Snapshot files and summaries for the snapshot, diff, merge and demo commands.
 import { readFileSync, statSync } from "node:fs";
 import path from "node:path";
-import { parseDirectorySnapshot } from "../../index.js";
-import { codes } from "../native.js";
+import { parseDirectorySnapshot } from "../index.js";
+import { codes } from "../lib/native.js";
 import { UsageError } from "./args.js";
 
 /** Entry counts by kind and the files' total size (stat'ed after the capture). */

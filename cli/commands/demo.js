@@ -16,7 +16,7 @@ import {
   referencedSourceIgnoreExcludeEntries,
   resolveReferencedSourceIgnore,
   snapshotReusedHashCount,
-} from "../../../index.js";
+} from "../../index.js";
 import { UsageError } from "../args.js";
 import { formatBytes, progressReporter, table, timed } from "../output.js";
 import { diffSnapshots } from "../snapshots.js";
@@ -98,7 +98,7 @@ const RACY_WINDOW_MS = 2100;
  * processes each run started.
  */
 async function demoExecutionTarget(work, workspace, record, log) {
-  const repoRoot = new URL("../../../", import.meta.url);
+  const repoRoot = new URL("../../", import.meta.url);
   const probe = new URL("scripts/execution-target-probe.mjs", repoRoot);
   const helper = new URL("__test__/helpers/sshd.js", repoRoot);
   if (!existsSync(probe) || !existsSync(helper) || !["/usr/sbin/sshd", "/usr/local/sbin/sshd"].some((f) => existsSync(f))) {

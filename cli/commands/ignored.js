@@ -1,6 +1,6 @@
 // `paperclip-sync ignored <dir>`: a project's Git-ignored paths, or why they cannot be resolved.
 import path from "node:path";
-import { resolveReferencedSourceIgnore } from "../../../index.js";
+import { resolveReferencedSourceIgnore } from "../../index.js";
 import { PROGRAM } from "../args.js";
 import { requireDir, timed } from "../output.js";
 

@@ -1,6 +1,6 @@
 // `paperclip-sync merge`: merges a remote result back into a workspace against a baseline.
 import path from "node:path";
-import { captureDirectorySnapshot, mergeDirectoryWithBaseline } from "../../../index.js";
+import { captureDirectorySnapshot, mergeDirectoryWithBaseline } from "../../index.js";
 import { UsageError } from "../args.js";
 import { requireDir, table, timed } from "../output.js";
 import { diffSnapshots, loadSnapshot } from "../snapshots.js";

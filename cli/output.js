@@ -1,7 +1,7 @@
 // What several paperclip-sync commands print or check: tables, byte counts, timings, the
 // directory argument, and transfer progress on stderr.
 import { existsSync } from "node:fs";
-import { createRuntimeProgressReporter } from "../../index.js";
+import { createRuntimeProgressReporter } from "../index.js";
 import { UsageError } from "./args.js";
 
 /** `rows` as a text table with a header line and a rule, columns padded to fit. */

@@ -1,7 +1,7 @@
 // `paperclip-sync extract <archive> <dir>`: safely extracts a tar or tar.gz archive.
 import { existsSync, mkdirSync, statSync } from "node:fs";
 import path from "node:path";
-import { extractTarballToDirectory } from "../../../index.js";
+import { extractTarballToDirectory } from "../../index.js";
 import { UsageError } from "../args.js";
 import { progressReporter } from "../output.js";
 

@@ -1,10 +1,9 @@
 // `paperclip-sync doctor`: whether the native binary loads, which upstream is installed and
 // verified, and what the activation serves here and in a process started with the hook.
 import { spawnSync } from "node:child_process";
-import { nativeActivation } from "../../activation/state.js";
-import { ACTIVATION_ENV, compositionPlan, isVerifiedUpstreamVersion, VERIFIED_UPSTREAM_VERSIONS } from "../../activation/coverage.js";
-import { findInstalledUpstream } from "../../activation/node.js";
-import { nativeLoadError, nativePlatform } from "../../native.js";
+import { nativeActivation } from "../../lib/activation/state.js";
+import { ACTIVATION_ENV, compositionPlan, findInstalledUpstream, isVerifiedUpstreamVersion, VERIFIED_UPSTREAM_VERSIONS } from "../../lib/activation/coverage.js";
+import { nativeLoadError, nativePlatform } from "../../lib/native.js";
 import { table } from "../output.js";
 
 /** The command's help. */
@@ -26,8 +25,8 @@ export async function run({ values: opts }) {
   let plan = [];
   if (!nativeLoadError) plan = (await compositionPlan()).map(({ module, names }) => ({ module, names }));
   // What a process started with the hook gets: a child loads every covered module.
-  const register = new URL("../../activation/register.js", import.meta.url).href;
-  const state = new URL("../../activation/state.js", import.meta.url).href;
+  const register = new URL("../../lib/activation/register.js", import.meta.url).href;
+  const state = new URL("../../lib/activation/state.js", import.meta.url).href;
   const probe = `for (const m of ${JSON.stringify(plan.map((p) => p.module))}) await import("@paperclipai/adapter-utils/" + m).catch(() => {});
     const { nativeActivation } = await import(${JSON.stringify(state)}); console.log(JSON.stringify(nativeActivation()));`;
   let child = null;
@@ -62,8 +61,8 @@ export async function run({ values: opts }) {
   console.log(`this process        ${report.thisProcess.active ? `active (${report.thisProcess.mechanism})` : `not active${report.thisProcess.reason ? ` (${report.thisProcess.reason})` : ""}`}`);
   console.log(`with --import …/register: ${on ? "active" : `off${report.withRegister?.stderr ? ` (${report.withRegister.stderr})` : ""}`}`);
   if (plan.length) {
-    console.log(`\n${table(plan.map(({ module, names }) => ({ "upstream module": module, "served natively": report.withRegister?.modules?.[module] ? `${names.length} names` : "no", names: names.join(", ") })), ["upstream module", "served natively", "names"])}`);
+    console.log(`\n${table(plan.map(({ module, names }) => ({ "upstream module": module, "served natively": report.withRegister?.modules?.[module] ? `${names.length} ${names.length === 1 ? "name" : "names"}` : "no", names: names.join(", ") })), ["upstream module", "served natively", "names"])}`);
   }
-  console.log("\nEnable: NODE_OPTIONS=\"--import @paperclipai/adapter-utils-native/register\"; turn off: PAPERCLIP_ADAPTER_UTILS_NATIVE=0");
+  console.log(`\nEnable: NODE_OPTIONS="--import=${register}"; turn off: ${ACTIVATION_ENV}=0`);
   return on ? 0 : 1;
 }

@@ -4,7 +4,7 @@
 //
 // Exit codes: 0 success; 1 the operation failed (one line `paperclip-sync: CODE: message`);
 // 2 bad usage (unknown command or option, missing argument).
-import { codes } from "../native.js";
+import { codes } from "../lib/native.js";
 import { parseCommandArgs, PROGRAM, UsageError } from "./args.js";
 
 const HELP = `Usage: ${PROGRAM} <command> [options]

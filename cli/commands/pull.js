@@ -1,7 +1,7 @@
 // `paperclip-sync pull <dir>`: downloads a remote directory over SSH into a local directory.
 import { mkdirSync } from "node:fs";
 import path from "node:path";
-import { syncDirectoryFromSsh } from "../../../index.js";
+import { syncDirectoryFromSsh } from "../../index.js";
 import { UsageError } from "../args.js";
 import { timed } from "../output.js";
 import { interruptSignal, SSH_OPTIONS, SSH_OPTIONS_HELP, sshSpec } from "../ssh-options.js";

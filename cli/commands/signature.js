@@ -1,6 +1,6 @@
 // `paperclip-sync signature <dir>`: the content signature of a referenced project.
 import path from "node:path";
-import { referencedSourceContentSignature } from "../../../index.js";
+import { referencedSourceContentSignature } from "../../index.js";
 import { requireDir } from "../output.js";
 
 /** The command's help. */

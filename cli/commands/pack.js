@@ -1,6 +1,6 @@
 // `paperclip-sync pack <dir>`: archives a directory as tar (optionally gzip), with progress.
 import path from "node:path";
-import { createTarballStreamFromDirectory, packDirectoryToFile } from "../../../index.js";
+import { createTarballStreamFromDirectory, packDirectoryToFile } from "../../index.js";
 import { UsageError } from "../args.js";
 import { progressReporter, requireDir } from "../output.js";
 
