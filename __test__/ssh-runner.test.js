@@ -45,7 +45,7 @@ async function withoutChildren(work) {
   }
 }
 
-const strip = ({ startedAt, ...rest }) => rest;
+const strip = ({ startedAt: _startedAt, ...rest }) => rest;
 
 describe("SSH drop-ins that upstream runs through its own runSshCommand", () => {
   it("ensureSshWorkspaceReady creates the directory and resolves the remote pwd, as upstream", async () => {

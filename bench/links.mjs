@@ -17,7 +17,9 @@
 // must leave the same remote tree and the same restored workspace. The namespace is
 // removed and every process it held is ended by pid afterwards.
 // Usage: node bench/links.mjs [--quick] [--links 1000,100,20] [--lanes ssh,sandbox]
-//          [--workspaces source,random,git] [--runs N]
+//          [--workspaces source,random,git] [--runs N] [--doc]
+//   --doc:   also writes the table into docs/benchmarks.md (between the links-table markers),
+//            with the command that made it and the machine's load.
 //   --quick: the 100 Mbit/s link, the source-like tree, both lanes, one round; ends with
 //            `links: repeat-ssh <t>x time <b>x bytes, first-ssh <t>x, first-sandbox <t>x`.
 // Needs root (ip netns, tc). Workspaces and remote directories live on /dev/shm.
@@ -203,7 +205,35 @@ for (const mbit of links) {
   }
 }
 console.table(rows);
+// One JSON rows line for bench/run.mjs's summary: the source tree on the 100 Mbit/s link.
+const summaryRows = rows.filter((r) => r.workspace === "source" && r.link === "100 Mbit/s").map((r) => ({ path: `links ${r.lane} ${r.case} (100 Mbit/s)`, ours: Number(r["ours s"]) * 1000, upstream: Number(r["upstream s"]) * 1000, floor: null }));
+console.log(JSON.stringify({ rows: summaryRows }));
+if (args.includes("--doc")) writeDocTable(rows);
 console.log(`round trips: SSH logins/channels/commands, sandbox runner commands (upstream → ours); ${rounds} round(s), medians; ${os.cpus().length} cores, load average ${os.loadavg().map((l) => l.toFixed(2)).join(" ")} at the end; workspaces and remote on /dev/shm`);
+/** Rewrites the links table of docs/benchmarks.md (between its markers) from `rows`. */
+function writeDocTable(table) {
+  const doc = path.join(repo, "docs", "benchmarks.md");
+  const text = readFileSync(doc, "utf8");
+  const start = "<!-- links-table:start -->";
+  const end = "<!-- links-table:end -->";
+  if (!text.includes(start) || !text.includes(end)) throw new Error(`${doc} has no ${start} … ${end} block`);
+  const columns = Object.keys(table[0]);
+  const command = `node bench/links.mjs ${args.filter((a) => a !== "--doc").join(" ")}`.trim();
+  const block = [
+    start,
+    `<!-- written by \`${command} --doc\`: do not edit by hand -->`,
+    "",
+    `\`${command}\` on linux x64, ${os.cpus().length} cores (${os.cpus()[0]?.model ?? "unknown CPU"}), workspaces and remote on tmpfs, ${rounds} round(s), medians; load average ${os.loadavg().map((l) => l.toFixed(1)).join(" ")} at the end (a shared machine). Round trips: SSH logins/channel opens/remote commands, sandbox runner commands, upstream → ours.`,
+    "",
+    `| ${columns.join(" | ")} |`,
+    `|${columns.map(() => "---").join("|")}|`,
+    ...table.map((row) => `| ${columns.map((c) => String(row[c]).replace(/\|/g, "\\|")).join(" | ")} |`),
+    "",
+    end,
+  ].join("\n");
+  writeFileSync(doc, text.slice(0, text.indexOf(start)) + block + text.slice(text.indexOf(end) + end.length));
+}
+
 const fmt = (v) => (v == null ? "-" : `${v.toFixed(1)}x`);
 if (summary["repeat-host-ssh"] || summary["first-ssh"] || summary["first-sandbox"]) {
   console.log(`links: repeat-ssh ${fmt(summary["repeat-host-ssh"]?.time)} time ${fmt(summary["repeat-host-ssh"]?.bytes)} bytes, first-ssh ${fmt(summary["first-ssh"]?.time)}, first-sandbox ${fmt(summary["first-sandbox"]?.time)}`);

@@ -25,7 +25,7 @@ const dir = option("--dir");
 const corpora = option("--corpora") ?? (quick ? "a" : undefined);
 const save = option("--save");
 const positional = args.filter((a, i) => !a.startsWith("--") && !["--runs", "--dir", "--corpora", "--save"].includes(args[i - 1]));
-const all = ["snapshot", "snapshot-watch", "ignore", "tar", "deep-tar", "merge", "ssh"].filter((name) => existsSync(path.join(here, `${name}.mjs`)));
+const all = ["snapshot", "snapshot-watch", "ignore", "tar", "deep-tar", "merge", "ssh", "links"].filter((name) => existsSync(path.join(here, `${name}.mjs`)));
 const selected = positional[0] ? positional[0].split(",") : all;
 const CORPUS_SCRIPTS = new Set(["snapshot", "tar", "merge", "ssh"]);
 

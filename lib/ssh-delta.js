@@ -153,12 +153,23 @@ async function readManifest(file) {
   }
 }
 
-/** Writes a manifest atomically (private directory, temporary name, rename). */
+/** Manifests (and link measurements) not written for this long are removed. */
+const MANIFEST_MAX_AGE_MS = 14 * 24 * 3600_000;
+
+/** Writes a manifest atomically (private directory, temporary name, rename); now and then removes stale ones. */
 async function writeManifest(file, manifest) {
-  await fs.mkdir(path.dirname(file), { recursive: true, mode: 0o700 });
+  const dir = path.dirname(file);
+  await fs.mkdir(dir, { recursive: true, mode: 0o700 });
   const temporary = `${file}.${process.pid}.${Date.now()}.tmp`;
   await fs.writeFile(temporary, JSON.stringify(manifest), { mode: 0o600 });
   await fs.rename(temporary, file);
+  if (Math.random() < 0.05) {
+    for (const name of await fs.readdir(dir).catch(() => [])) {
+      const full = path.join(dir, name);
+      const stat = await fs.stat(full).catch(() => null);
+      if (stat && Date.now() - stat.mtimeMs > MANIFEST_MAX_AGE_MS) await fs.rm(full, { force: true }).catch(() => undefined);
+    }
+  }
 }
 
 /** Marks the manifest of a run directory restored (its work is back on this host). */
