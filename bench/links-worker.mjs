@@ -58,6 +58,7 @@ function digest(root) {
 }
 
 const { prepareAdapterExecutionTargetRuntime } = await import("@paperclipai/adapter-utils/execution-target");
+const { nativeActivation } = await import("../lib/activation/state.js");
 const target = lane === "ssh"
   ? { kind: "remote", transport: "ssh", spec: JSON.parse(readFileSync(where, "utf8")) }
   : { kind: "remote", transport: "sandbox", remoteCwd, runner: tcpRunner(Number(where)), timeoutMs: 3_600_000 };
@@ -86,4 +87,4 @@ bytes = wire();
 await prepared.restoreWorkspace();
 const restoreMs = Number(process.hrtime.bigint() - t) / 1e6;
 const restoreBytes = wire() - bytes;
-process.stdout.write(`${JSON.stringify({ prepareMs, restoreMs, prepareBytes, restoreBytes, remote, local: digest(workspace) })}\n`);
+process.stdout.write(`${JSON.stringify({ prepareMs, restoreMs, prepareBytes, restoreBytes, remote, local: digest(workspace), active: nativeActivation().active })}\n`);

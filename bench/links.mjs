@@ -35,6 +35,12 @@ const args = process.argv.slice(2);
 const option = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
 const quick = args.includes("--quick");
 
+const [major, minor] = process.versions.node.split(".").map(Number);
+if (major < 24 || (major === 24 && minor < 11)) {
+  console.error(`bench/links.mjs needs Node >= 24.11 (the activation's module hooks); this is ${process.version} (scripts/node-versions.sh installs one)`);
+  process.exit(2);
+}
+
 // ── Outside the namespace: create it, run this script inside it, remove it. ──
 if (!process.env.PC_LINKS_NS) {
   const ns = `pclinks${process.pid}`;
@@ -140,6 +146,7 @@ function measure({ lane, mode, workspace, runId, agentEdits, remoteCwd, home }) 
   const out = spawnSync(process.execPath, argv, { cwd: repo, encoding: "utf8", env: { ...process.env, ...PINNED, NODE_OPTIONS: "", PAPERCLIP_HOME: home }, maxBuffer: 1 << 26 });
   if (out.status !== 0) throw new Error(`${lane} ${mode} ${runId} failed: ${out.stderr.slice(-3000)}`);
   const result = JSON.parse(out.stdout.trim().split("\n").pop());
+  if (result.active !== (mode === "ours")) throw new Error(`${lane} ${mode} ${runId}: the activation was ${result.active ? "" : "not "}active`);
   const after = lane === "ssh" ? sshCounts() : { commands: runnerCommands() };
   const trips = lane === "ssh"
     ? `${after.logins - before.logins}/${after.channels - before.channels}/${after.commands - before.commands}`
