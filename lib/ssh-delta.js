@@ -89,6 +89,7 @@ async function measureLink(target, spec, signal) {
     const out = await exec(target, script, signal, stdin);
     return { ms: Number(process.hrtime.bigint() - started) / 1e6, out };
   };
+  await exec(target, "true", signal); // the session's login, not part of either time
   const idle = await timed("true");
   const { ms, out } = await timed("if command -v gzip >/dev/null 2>&1; then echo gzip; fi; cat >/dev/null", randomBytes(CALIBRATION_BYTES));
   const measured = { bytesPerSecond: CALIBRATION_BYTES / (Math.max(ms - idle.ms, 1) / 1000), gzip: out.toString().trim() === "gzip", at: Date.now() };
