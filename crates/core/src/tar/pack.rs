@@ -84,9 +84,9 @@ pub fn pack<W: Write>(
     pack_to(opts, writer, progress, cancel, &[], None, Selection::ALL).map(|(summary, _)| summary)
 }
 
-/// [`pack`] restricted to the members named in `only` (`None`: all of them): the walk still
-/// goes everywhere the excludes allow, but writes only the named members (a directory
-/// not named is descended into without an entry of its own). `record` receives each
+/// [`pack`] restricted to the members named in `only` (`None`: all of them): the walk goes
+/// only where the named members lead and writes only them (a directory not named is
+/// descended into without an entry of its own; a name that is not there is not an error). `record` receives each
 /// written member's `stat` record, taken before the member was read.
 pub fn pack_selected<W: Write>(
     opts: &PackOptions,
@@ -96,8 +96,7 @@ pub fn pack_selected<W: Write>(
     cancel: &AtomicBool,
     record: &mut (dyn FnMut(MemberRecord) + Send),
 ) -> Result<PackSummary> {
-    pack_to(opts, writer, progress, cancel, &[], None, Selection { only, record: Some(record) })
-        .map(|(summary, _)| summary)
+    pack_to(opts, writer, progress, cancel, &[], None, Selection::new(only, record)).map(|(summary, _)| summary)
 }
 
 /// The `stat` record of every member [`pack`] would write now, in archive order, from a
@@ -115,11 +114,30 @@ pub fn member_records(opts: &PackOptions, cancel: &AtomicBool) -> Result<Vec<Mem
 /// Which members a pack writes, and who hears of each.
 struct Selection<'a> {
     only: Option<&'a HashSet<String>>,
+    /// `only` and every ancestor of its members: where the walk needs to go.
+    within: Option<HashSet<String>>,
     record: Option<&'a mut (dyn FnMut(MemberRecord) + Send)>,
 }
 
-impl Selection<'_> {
-    const ALL: Selection<'static> = Selection { only: None, record: None };
+impl<'a> Selection<'a> {
+    const ALL: Selection<'static> = Selection { only: None, within: None, record: None };
+
+    fn new(only: Option<&'a HashSet<String>>, record: &'a mut (dyn FnMut(MemberRecord) + Send)) -> Selection<'a> {
+        let within = only.map(|only| {
+            let mut within = only.clone();
+            for member in only {
+                let mut at = member.as_str();
+                while let Some(slash) = at.rfind('/') {
+                    at = &at[..slash];
+                    if !within.insert(at.to_string()) {
+                        break;
+                    }
+                }
+            }
+            within
+        });
+        Selection { only, within, record: Some(record) }
+    }
 
     /// Whether `entry` is written (telling the recorder when it is).
     fn take(&mut self, entry: &WalkEntry<'_>) -> bool {
@@ -226,6 +244,7 @@ impl Plan {
             top_level: &self.top_level,
             exclude_prefix: self.prefix,
             skip,
+            within: None,
             cancel,
         }
     }
@@ -637,7 +656,9 @@ fn read_ahead(
                 reads.send((batch, slot.clone())).is_ok() && batches.send(slot).is_ok()
             };
             let mut batch = Batch::default();
-            let walked = plan.walk(opts, skip, cancel).run(|entry| {
+            let within = selection.within.take();
+            let walk = Walk { within: within.as_ref(), ..plan.walk(opts, skip, cancel) };
+            let walked = walk.run(|entry| {
                 if !selection.take(entry) {
                     return Ok(());
                 }
