@@ -187,8 +187,11 @@ function listingPipeline(filter = "") {
   return `{ find . -mindepth 1 -path ./${RUNTIME_DIR} -prune -o ${filter}-printf '${LISTING_FORMAT}'; printf 'pcdelta-end %s\\0' "$?"; } | $Z`;
 }
 
-/** The remote's answer: header fields, then the entries. */
-function parseListing(buffer) {
+/**
+ * The remote's answer: header fields, then the entries (paths as `%P`, or `./`-prefixed
+ * when `dotted`), and the directories whose children were all listed (`pcdelta-dir` records).
+ */
+function parseListing(buffer, { dotted = false } = {}) {
   const newline = buffer.indexOf(10);
   if (newline < 0) return { header: [], entries: null };
   const header = buffer.subarray(0, newline).toString("utf8").split(" ");
@@ -197,6 +200,8 @@ function parseListing(buffer) {
   if (header[5] === "gzip") body = gunzipSync(body);
   const fields = body.toString("utf8").split("\0");
   const entries = new Map();
+  const enumerated = new Set();
+  const undot = (value) => (value === "." ? "" : value.replace(/^\.\//, ""));
   let ended = false;
   for (let i = 0; i + 1 < fields.length; i += 2) {
     const record = fields[i];
@@ -204,12 +209,17 @@ function parseListing(buffer) {
       ended = record === "pcdelta-end 0";
       break;
     }
+    if (record.startsWith("pcdelta-dir ")) {
+      enumerated.add(undot(record.slice("pcdelta-dir ".length)));
+      continue;
+    }
     const match = /^(\S) (\d+) (\S+) (\S+) (\d+) ([0-7]+) ([\s\S]*)$/.exec(record);
     if (!match) return { header, entries: null };
-    const [, kind, size, mtime, ctime, ino, mode, member] = match;
+    const [, kind, size, mtime, ctime, ino, mode, path] = match;
+    const member = dotted ? undot(path) : path;
     entries.set(member, { kind, size: Number(size), mtime, mtimeS: Math.floor(Number(mtime)), ctime, ino, mode: Number.parseInt(mode, 8), link: fields[i + 1] });
   }
-  return { header, entries: ended ? entries : null };
+  return { header, entries: ended ? entries : null, enumerated };
 }
 
 /** The header line every listing command prints first: `pcdelta ok <umask> <uid> <now> <gzip|cat>`. */
@@ -404,7 +414,8 @@ export async function stageTree({ spec, connection, localDir, remoteDir, exclude
       files[entry.member] = manifestRow(entry, theirs);
     }
   }
-  await writeManifest(file, { version: MANIFEST_VERSION, localDir: local, remoteDir, restored: false, files }).catch(() => undefined);
+  const listedAt = post.entries ? headerOf(post.header).now : null;
+  await writeManifest(file, { version: MANIFEST_VERSION, localDir: local, remoteDir, restored: false, listedAt, files }).catch(() => undefined);
   trace("manifest written", started);
   return { mode: "delta", sent: plan.send.size, removed: plan.remove.size };
 }
@@ -420,7 +431,7 @@ async function recordFull({ target, signal, file, local, remoteDir, members }) {
     const theirs = listing.entries.get(record.member);
     if (theirs?.kind === "f" && theirs.size === record.size && theirs.mtimeS === seconds(record.mtimeNs)) files[record.member] = manifestRow(record, theirs);
   }
-  await writeManifest(file, { version: MANIFEST_VERSION, localDir: local, remoteDir, restored: false, files });
+  await writeManifest(file, { version: MANIFEST_VERSION, localDir: local, remoteDir, restored: false, listedAt: headerOf(listing.header).now, files });
 }
 
 /** An exclude value the restore delta can apply to a listing: a plain name (tar matches it as any path component). */
@@ -452,9 +463,25 @@ export async function planRestore({ spec, connection, remoteDir, localDir, basel
   const pack = { root: localDir, exclude, followSymlinks: false, dotMembers: true };
   const walking = runCancellable(signal, (id) => native.tarListMembers(pack, id));
   walking.catch(() => undefined);
+  // What changed since the manifest's listing (its remote time, less a margin for the
+  // coarse clock of file times), and every child of a directory that changed (what is
+  // gone); the whole tree when the manifest has no time.
+  const since = Number.isFinite(manifest.listedAt) ? manifest.listedAt - 2 : null;
+  const script = since == null
+    ? ["set -e", `cd ${q}`, ...HEADER, listingPipeline()]
+    : [
+      "set -e",
+      `cd ${q}`,
+      ...HEADER,
+      `F='${LISTING_FORMAT.replace("%P", "%p")}'`,
+      `{ find . -mindepth 1 -path ./${RUNTIME_DIR} -prune -o -newerct @${since} -printf '${LISTING_FORMAT.replace("%P", "./%P")}'; ` +
+        `find . -path ./${RUNTIME_DIR} -prune -o -type d -newerct @${since} -print0 | ` +
+        `xargs -0 -r sh -c 'for d; do printf "pcdelta-dir %s\\0\\0" "$d"; done; find "$@" -mindepth 1 -maxdepth 1 -printf "$0"' "$F"; ` +
+        `printf 'pcdelta-end %s\\0' "$?"; } | $Z`,
+    ];
   let listing;
   try {
-    listing = parseListing(await exec(target, ["set -e", `cd ${q}`, ...HEADER, listingPipeline()].join("\n"), signal));
+    listing = parseListing(await exec(target, script.join("\n"), signal), { dotted: since != null });
   } catch (error) {
     await walking.catch(() => undefined);
     if (error?.name === "AbortError") throw error;
@@ -480,8 +507,33 @@ export async function planRestore({ spec, connection, remoteDir, localDir, basel
     else if (theirs.kind === "d") same = base?.kind === "dir";
     if (!same) changed.push(member);
   }
+  // Gone from the remote: not listed, in a listed directory (or below one that is gone or
+  // is no longer a directory); with the whole tree listed, simply not listed.
+  const goneMemo = new Map();
+  const isGone = (member) => {
+    if (listing.entries.has(member)) return false;
+    if (since == null) return true;
+    if (goneMemo.has(member)) return goneMemo.get(member);
+    const slash = member.lastIndexOf("/");
+    const parent = slash < 0 ? "" : member.slice(0, slash);
+    const above = listing.entries.get(parent);
+    const gone = listing.enumerated.has(parent) || (above ? above.kind !== "d" : parent !== "" && isGone(parent));
+    goneMemo.set(member, gone);
+    return gone;
+  };
+  if (since != null) {
+    // Unchanged on the remote since the listing: still pulled when the host's copy moved
+    // since it was sent (the baseline may then not be what was sent) or was never recorded.
+    for (const [member, base] of entries) {
+      if (base?.kind !== "file" || listing.entries.has(member) || excluded(member) || isGone(member)) continue;
+      const row = manifest.files[member];
+      const mine = locals.get(member);
+      const sentAsIs = Array.isArray(row) && mine && row[0] === mine.size && row[1] === mine.mtimeNs && row[2] === mine.ctimeNs && row[3] === mine.ino && row[4] === mine.dev;
+      if (!sentAsIs) changed.push(member);
+    }
+  }
   const keep = new Set(changed);
-  for (const member of entries.keys()) if (!listing.entries.has(member)) keep.add(member);
+  for (const member of entries.keys()) if (isGone(member)) keep.add(member);
   for (const member of changed) {
     for (let at = member.lastIndexOf("/"); at > 0; at = member.lastIndexOf("/", at - 1)) keep.add(member.slice(0, at));
   }
