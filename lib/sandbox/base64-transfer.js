@@ -87,9 +87,17 @@ export function runnerLink(runner) {
     link = {
       bytesPerSecond: null,
       noGzip: false,
-      // A link's capacity is its best rate seen (a loaded host only ever slows a sample).
+      // What a call costs without data (starting the command, the round trip): the
+      // quickest call seen with no stdin; it is not the link's time.
+      idleMs: null,
+      observeIdle(ms) {
+        link.idleMs = Math.min(link.idleMs ?? ms, ms);
+      },
+      // A link's capacity is its best rate seen (a loaded host only ever slows a sample),
+      // over the time the data took beyond an idle call.
       observe(bytes, ms) {
-        if (bytes >= 1024 * 1024 && ms > 0) link.bytesPerSecond = Math.max(link.bytesPerSecond ?? 0, bytes / (ms / 1000));
+        const moving = ms - (link.idleMs ?? 0);
+        if (bytes >= 1024 * 1024 && moving > 0) link.bytesPerSecond = Math.max(link.bytesPerSecond ?? 0, bytes / (moving / 1000));
       },
       slow() {
         return !link.noGzip && link.bytesPerSecond != null && link.bytesPerSecond < COMPRESS_BELOW_BYTES_PER_SECOND;
@@ -142,7 +150,9 @@ export async function writeBase64(runShell, { remotePath, slices, total, singleS
       await onProgress?.(total, total);
       return;
     }
+    const idleStarted = performance.now();
     await runShell(`mkdir -p ${shellQuote(dir)} && rm -f ${shellQuote(staged)} && : > ${shellQuote(staged)}`);
+    link?.observeIdle(performance.now() - idleStarted);
     let done = 0;
     for await (const slice of slices) {
       // Each slice its own gzip member once the link measured slow (members concatenate).
