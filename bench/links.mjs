@@ -88,6 +88,8 @@ process.on("exit", () => {
   }
   rmSync(scratch, { recursive: true, force: true });
 });
+// Ended from outside: the same clean-up (sshd and the runner by pid, the scratch directory).
+for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => process.exit(1));
 
 /** Shapes the namespace's loopback to `mbit` Mbit/s (burst large enough for the rate). */
 function shape(mbit) {
@@ -245,3 +247,5 @@ const fmt = (v) => (v == null ? "-" : `${v.toFixed(1)}x`);
 if (summary["repeat-host-ssh"] || summary["first-ssh"] || summary["first-sandbox"]) {
   console.log(`links: repeat-ssh ${fmt(summary["repeat-host-ssh"]?.time)} time ${fmt(summary["repeat-host-ssh"]?.bytes)} bytes, first-ssh ${fmt(summary["first-ssh"]?.time)}, first-sandbox ${fmt(summary["first-sandbox"]?.time)}`);
 }
+// sshd and the runner would keep this process alive: end it (the exit handler stops them).
+process.exit(0);
