@@ -293,7 +293,8 @@ export function planDelta(locals, remote, manifest, header) {
       if (local.kind !== "d") touchParent(local.member);
     }
   }
-  const removedDirs = [];
+  // A directory removed because the host has another kind there takes its children along.
+  const removedDirs = [...remove].filter((member) => remote.get(member)?.kind === "d");
   for (const member of [...remote.keys()].sort()) {
     if (localByName.has(member)) continue;
     if (removedDirs.some((dir) => member.startsWith(`${dir}/`))) continue;
