@@ -229,6 +229,17 @@ const HEADER = [
   `printf 'pcdelta ok %s %s %s %s\\n' "$(umask)" "$(id -u)" "$(date +%s)" "$z"`,
 ];
 
+/**
+ * The header of a listing on a remote already probed (`compressor` as the probe found it):
+ * only the time is asked again (each `$(…)` is a process on a busy remote).
+ */
+function lightHeader(compressor) {
+  return [
+    `Z=${compressor === "gzip" ? "'gzip -1'" : "cat"}`,
+    `printf 'pcdelta ok - - %s ${compressor === "gzip" ? "gzip" : "cat"}\\n' "$(date +%s)"`,
+  ];
+}
+
 /** Runs one internal command on the pooled session, its stdout as a Buffer. */
 async function exec(target, script, signal, stdin) {
   const result = await runCancellable(signal, (id) =>
@@ -390,8 +401,7 @@ export async function stageTree({ spec, connection, localDir, remoteDir, exclude
     ...(inline && plan.remove.size > 0 ? [`rm -rf -- ${removals}`] : []),
     // Nothing to send: the removals and the listing alone (no walk to pack nothing).
     plan.send.size === 0 ? ":" : gzip ? "gzip -dc | tar -xf -" : "tar -xf -",
-    `Z=${header.compressor === "gzip" ? "'gzip -1'" : "cat"}`,
-    `printf 'pcdelta ok %s %s %s %s\\n' "$(umask)" "$(id -u)" "$(date +%s)" ${header.compressor}`,
+    ...lightHeader(header.compressor),
     listingPipeline(`-newerct @${header.now - 2} `),
   ].join("\n");
   const { stdout, members } = plan.send.size > 0
@@ -416,7 +426,7 @@ export async function stageTree({ spec, connection, localDir, remoteDir, exclude
     }
   }
   const listedAt = post.entries ? headerOf(post.header).now : null;
-  await writeManifest(file, { version: MANIFEST_VERSION, localDir: local, remoteDir, restored: false, listedAt, files }).catch(() => undefined);
+  await writeManifest(file, { version: MANIFEST_VERSION, localDir: local, remoteDir, restored: false, listedAt, compressor: header.compressor, files }).catch(() => undefined);
   trace("manifest written", started);
   return { mode: "delta", sent: plan.send.size, removed: plan.remove.size };
 }
@@ -432,7 +442,8 @@ async function recordFull({ target, signal, file, local, remoteDir, members }) {
     const theirs = listing.entries.get(record.member);
     if (theirs?.kind === "f" && theirs.size === record.size && theirs.mtimeS === seconds(record.mtimeNs)) files[record.member] = manifestRow(record, theirs);
   }
-  await writeManifest(file, { version: MANIFEST_VERSION, localDir: local, remoteDir, restored: false, listedAt: headerOf(listing.header).now, files });
+  const { now, compressor } = headerOf(listing.header);
+  await writeManifest(file, { version: MANIFEST_VERSION, localDir: local, remoteDir, restored: false, listedAt: now, compressor, files });
 }
 
 /** An exclude value the restore delta can apply to a listing: a plain name (tar matches it as any path component). */
@@ -473,7 +484,8 @@ export async function planRestore({ spec, connection, remoteDir, localDir, basel
     : [
       "set -e",
       `cd ${q}`,
-      ...HEADER,
+      // Probed at the prepare (GNU tar and find, gzip): only the time is asked.
+      ...(manifest.compressor ? lightHeader(manifest.compressor) : HEADER),
       `F='${LISTING_FORMAT.replace("%P", "%p")}'`,
       `{ find . -mindepth 1 -path ./${RUNTIME_DIR} -prune -o -newerct @${since} -printf '${LISTING_FORMAT.replace("%P", "./%P")}'; ` +
         `find . -path ./${RUNTIME_DIR} -prune -o -type d -newerct @${since} -print0 | ` +
