@@ -76,7 +76,7 @@ function linkFile(spec) {
   return path.join(resolveInstanceRoot(process.env), "cache", "ssh-delta", `link-${key}.json`);
 }
 
-/** `{ bytesPerSecond, gzip }` measured for the host: one command that swallows 1 MiB of incompressible bytes, against one that does nothing. */
+/** `{ bytesPerSecond, gzip }` measured for the host: one command that swallows 1 MiB of incompressible bytes, against the quicker of two that do nothing. */
 async function measureLink(target, spec, signal) {
   const key = linkFile(spec);
   const known = links.get(key) ?? (await fs.readFile(key, "utf8").then(JSON.parse, () => null));
@@ -90,9 +90,10 @@ async function measureLink(target, spec, signal) {
     return { ms: Number(process.hrtime.bigint() - started) / 1e6, out };
   };
   await exec(target, "true", signal); // the session's login, not part of either time
-  const idle = await timed("true");
+  // The quicker of two idle commands (a busy host slows one now and then).
+  const idle = Math.min((await timed("true")).ms, (await timed("true")).ms);
   const { ms, out } = await timed("if command -v gzip >/dev/null 2>&1; then echo gzip; fi; cat >/dev/null", randomBytes(CALIBRATION_BYTES));
-  const measured = { bytesPerSecond: CALIBRATION_BYTES / (Math.max(ms - idle.ms, 1) / 1000), gzip: out.toString().trim() === "gzip", at: Date.now() };
+  const measured = { bytesPerSecond: CALIBRATION_BYTES / (Math.max(ms - idle, 1) / 1000), gzip: out.toString().trim() === "gzip", at: Date.now() };
   links.set(key, measured);
   await fs.mkdir(path.dirname(key), { recursive: true, mode: 0o700 }).then(() => writeManifest(key, measured)).catch(() => undefined);
   return measured;

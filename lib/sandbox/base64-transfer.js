@@ -93,11 +93,15 @@ export function runnerLink(runner) {
       observeIdle(ms) {
         link.idleMs = Math.min(link.idleMs ?? ms, ms);
       },
-      // A link's capacity is its best rate seen (a loaded host only ever slows a sample),
-      // over the time the data took beyond an idle call.
+      // The rate of the data over the time it took beyond an idle call; the link's figure
+      // is the median of the last three (one call slowed or sped by a busy host moves it
+      // no further than its neighbours allow).
+      samples: [],
       observe(bytes, ms) {
         const moving = ms - (link.idleMs ?? 0);
-        if (bytes >= 1024 * 1024 && moving > 0) link.bytesPerSecond = Math.max(link.bytesPerSecond ?? 0, bytes / (moving / 1000));
+        if (bytes < 1024 * 1024 || !(moving > 0)) return;
+        link.samples = [...link.samples.slice(-2), bytes / (moving / 1000)];
+        link.bytesPerSecond = [...link.samples].sort((a, b) => a - b)[Math.floor(link.samples.length / 2)];
       },
       slow() {
         return !link.noGzip && link.bytesPerSecond != null && link.bytesPerSecond < COMPRESS_BELOW_BYTES_PER_SECOND;
