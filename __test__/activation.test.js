@@ -13,6 +13,7 @@ import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { coveredModules, VERIFIED_UPSTREAM_VERSIONS } from "../lib/activation/coverage.js";
+import { INHERITED_ENV } from "../lib/activation/env.js";
 import { upstreamWorkspace } from "./helpers/upstream-workspace.js";
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -57,7 +58,7 @@ let work;
 function run(cwd, app, { env = {}, importArg = registerUrl, node = process.execPath } = {}) {
   const result = spawnSync(node, [...(importArg ? ["--import", importArg] : []), app], {
     cwd,
-    env: { ...process.env, NODE_OPTIONS: "", ...env },
+    env: { ...process.env, NODE_OPTIONS: "", [INHERITED_ENV]: undefined, ...env },
     encoding: "utf8",
     timeout: 60_000,
   });
@@ -164,6 +165,20 @@ describe("node --import @paperclipai/adapter-utils-native/register", () => {
     expect(out.activation.reason).toMatch(/2026\.1\.1 is not a verified version/);
   });
 
+  it("a Node without module.registerHooks: upstream untouched, one line naming the supported versions", () => {
+    const dir = project("no-hooks", { upstream: upstreamDir, native: repo });
+    // Stands in for an older Node: the hook API is gone before our entry runs.
+    writeFileSync(path.join(dir, "old-node.mjs"), 'process.getBuiltinModule("node:module").registerHooks = undefined;\n');
+    const result = spawnSync(process.execPath, ["--import", "./old-node.mjs", "--import", registerUrl, "app.mjs"], {
+      cwd: dir, env: { ...process.env, NODE_OPTIONS: "", [INHERITED_ENV]: undefined }, encoding: "utf8", timeout: 60_000,
+    });
+    expect(result.status).toBe(EXIT);
+    expect(stderrLines(result.stderr)).toEqual([expect.stringMatching(/^@paperclipai\/adapter-utils-native: Node [\d.]+ has no module\.registerHooks \(supported: Node >= 24\.11\); @paperclipai\/adapter-utils unchanged$/)]);
+    const out = JSON.parse(result.stdout.trim().split("\n").pop());
+    expect(out).toMatchObject({ ssh: false, remote: false, exclude: false, excludeWorks: true });
+    expect(out.activation).toMatchObject({ active: false });
+  });
+
   it("a copy of this package without its native binary: upstream untouched, one line; direct calls name the platform", () => {
     const copy = path.join(work, "no-binary");
     mkdirSync(path.join(copy, "native"), { recursive: true });
@@ -213,6 +228,15 @@ out.children.push(child("node -e", process.execPath, ["-e", "console.log('child 
 out.children.push(child("npx --version", "npx", ["--version"], "/"));
 out.children.push(child("upstream", process.execPath, ["--input-type=module", "-e",
   "await import('@paperclipai/adapter-utils/ssh'); const { nativeActivation } = await import('@paperclipai/adapter-utils-native'); console.log(JSON.stringify(nativeActivation().active));"], process.cwd()));
+// A child on a Node the activation cannot use (an agent CLI on an older system Node): the
+// hook API is removed before our entry runs, as on such a Node.
+const olderEnv = { ...env, PROBE_LABEL: "older node", NODE_OPTIONS: "--import=" + process.env.OLD_NODE_URL + " " + env.NODE_OPTIONS };
+const older = spawnSync(process.execPath, ["-e", "console.log('old ok')"], { cwd: process.env.ELSEWHERE, env: olderEnv, encoding: "utf8", timeout: 60_000 });
+out.children.push({ label: "older node", status: older.status, stdout: older.stdout.trim(), stderr: older.stderr.trim() });
+// Worker threads run --import too (a host's logger thread): each says nothing of its own.
+const { Worker } = await import("node:worker_threads");
+await Promise.all([1, 2].map(() => new Promise((resolve, reject) => new Worker(new URL("./worker.mjs", import.meta.url)).on("exit", resolve).on("error", reject))));
+await new Promise((resolve) => setTimeout(resolve, 300)); // their stderr reaches ours
 await import("@paperclipai/adapter-utils/exclude-patterns");
 out.parentBinaryAfterUpstream = binaryMapped();
 console.log(JSON.stringify(out));
@@ -225,6 +249,8 @@ describe.skipIf(!onLinux)("NODE_OPTIONS=\"--import @paperclipai/adapter-utils-na
     const dir = project(name, { upstream: upstreamDir, native: repo });
     writeFileSync(path.join(dir, "parent.mjs"), PARENT);
     writeFileSync(path.join(dir, "probe.mjs"), PROBE);
+    writeFileSync(path.join(dir, "old-node.mjs"), 'process.getBuiltinModule("node:module").registerHooks = undefined;\n');
+    writeFileSync(path.join(dir, "worker.mjs"), "setTimeout(() => {}, 200);\n");
     const probeOut = path.join(dir, "probe");
     const elsewhere = mkdtempSync(path.join(os.tmpdir(), "pc-elsewhere-"));
     try {
@@ -234,10 +260,12 @@ describe.skipIf(!onLinux)("NODE_OPTIONS=\"--import @paperclipai/adapter-utils-na
         timeout: 120_000,
         env: {
           ...process.env,
+          [INHERITED_ENV]: undefined,
           // Children find this Node first, as they would find the host's.
           PATH: `${path.dirname(process.execPath)}${path.delimiter}${process.env.PATH}`,
           NODE_OPTIONS: "--import @paperclipai/adapter-utils-native/register",
           PROBE_URL: pathToFileURL(path.join(dir, "probe.mjs")).href,
+          OLD_NODE_URL: pathToFileURL(path.join(dir, "old-node.mjs")).href,
           PROBE_OUT: probeOut,
           ELSEWHERE: elsewhere,
           ...env,
@@ -259,8 +287,10 @@ describe.skipIf(!onLinux)("NODE_OPTIONS=\"--import @paperclipai/adapter-utils-na
     expect(out.nodeOptions).toBe(`--import=${registerUrl}`);
     expect(out.parentBinaryAtStart).toBe(false);
     expect(out.parentBinaryAfterUpstream).toBe(true);
-    const [nodeE, npx, upstream] = out.children;
+    const [nodeE, npx, upstream, older] = out.children;
     expect(nodeE).toMatchObject({ status: 0, stdout: "child ok", stderr: "" });
+    // Not activated (no hooks there) and quiet: its stderr is the agent CLI's own.
+    expect(older).toMatchObject({ status: 0, stdout: "old ok", stderr: "" });
     expect(npx.status).toBe(0);
     expect(npx.stdout).toMatch(/^\d+\.\d+\.\d+$/);
     expect(upstream).toMatchObject({ status: 0, stdout: "true", stderr: "" });
@@ -279,7 +309,7 @@ describe.skipIf(!onLinux)("NODE_OPTIONS=\"--import @paperclipai/adapter-utils-na
     expect(nodeEProbes).toHaveLength(1);
   }, 180_000);
 
-  it("PAPERCLIP_ADAPTER_UTILS_NATIVE=0: the parent says it once, its children are not given the hook", () => {
+  it("PAPERCLIP_ADAPTER_UTILS_NATIVE=0: the parent says it once (not once per worker thread), its children are not given the hook", () => {
     const { status, stderr, out, probes } = runParent("children-off", { PAPERCLIP_ADAPTER_UTILS_NATIVE: "0" });
     expect(status).toBe(0);
     expect(stderrLines(stderr)).toEqual([expect.stringMatching(/^@paperclipai\/adapter-utils-native: PAPERCLIP_ADAPTER_UTILS_NATIVE=0: /)]);

@@ -90,7 +90,7 @@ describe("error codes", () => {
     const script = [
       'import { codes, nativeLoadError } from "./lib/native.js";',
       'import { FALLBACK_ERROR_CODES } from "./lib/error-codes.js";',
-      'import { INVALID_ARGUMENT } from "./lib/tar-common.js";',
+      'import { INVALID_ARGUMENT } from "./lib/arguments.js";',
       'import { constants } from "./lib/native.js";',
       'import { FALLBACK_CONSTANTS } from "./lib/shared-constants.js";',
       'import { GIT_ARCHIVE_EXCLUDES } from "./lib/git-workspace-sync.js";',

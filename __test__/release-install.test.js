@@ -4,7 +4,7 @@
 // `paperclip-sync doctor` reports the activation, a drop-in works, the README's recipe turns
 // the activation on in a process whose children start from anywhere, and with the platform
 // package removed every message names the package to install.
-import { execFileSync, spawnSync } from "node:child_process";
+import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -99,13 +99,40 @@ describe.skipIf(!onLinuxX64Gnu)("the release tarballs, installed into an empty p
     expect(host.status, host.stderr).toBe(0);
     expect(host.stderr).toBe("");
     expect(JSON.parse(host.stdout)).toEqual({ active: true, child: 0, childErr: "" });
-    // What doctor prints as the recipe is an absolute form that works from any directory.
-    const doctor = inProject(installed.project, "npx", ["paperclip-sync", "doctor"]);
-    const recipe = /NODE_OPTIONS="([^"]+)"/.exec(doctor.stdout)?.[1];
+    // The README's absolute form (`doctor --node-options`) works from any directory.
+    const recipe = inProject(installed.project, "npx", ["paperclip-sync", "doctor", "--node-options"]).stdout.trim();
     expect(recipe).toBe(`--import=${pathToFileURL(path.join(installed.nativeRoot, "lib/activation/register.js")).href}`);
+    expect(inProject(installed.project, "npx", ["paperclip-sync", "doctor"]).stdout).toContain(`NODE_OPTIONS="${recipe}"`);
     const elsewhere = inProject(installed.project, process.execPath, [path.join(installed.project, "host.mjs")], { cwd: os.tmpdir(), env: { NODE_OPTIONS: recipe } });
     expect(elsewhere.status, elsewhere.stderr).toBe(0);
     expect(JSON.parse(elsewhere.stdout)).toEqual({ active: true, child: 0, childErr: "" });
+  }, 180_000);
+
+  it("doctor --pid tells whether a running host serves upstream natively", async () => {
+    writeFileSync(path.join(installed.project, "server.mjs"), [
+      'await import("@paperclipai/adapter-utils/workspace-restore-merge");',
+      'console.log("ready");',
+      "setTimeout(() => {}, 60_000);",
+    ].join("\n"));
+    const start = (env) => {
+      const child = spawn(process.execPath, ["server.mjs"], { cwd: installed.project, env: { ...process.env, NODE_OPTIONS: "", ...env }, stdio: ["ignore", "pipe", "inherit"] });
+      return new Promise((resolve) => child.stdout.once("data", () => resolve(child)));
+    };
+    const recipe = inProject(installed.project, "npx", ["paperclip-sync", "doctor", "--node-options"]).stdout.trim();
+    const activated = await start({ NODE_OPTIONS: recipe });
+    const plain = await start({});
+    try {
+      const on = inProject(installed.project, "npx", ["paperclip-sync", "doctor", "--pid", String(activated.pid), "--json"]);
+      expect(on.status, on.stderr).toBe(0);
+      expect(JSON.parse(on.stdout)).toMatchObject({ pid: activated.pid, startedWithHook: true, turnedOff: false, binary: expect.stringContaining(`adapter-utils-native.${platform}.node`) });
+      const off = inProject(installed.project, "npx", ["paperclip-sync", "doctor", "--pid", String(plain.pid)]);
+      expect(off.status).toBe(1);
+      expect(off.stdout).toMatch(/started with hook\s+no/);
+      expect(off.stdout).toMatch(/native binary\s+not mapped/);
+    } finally {
+      activated.kill();
+      plain.kill();
+    }
   }, 180_000);
 
   it("without the platform package: doctor exits 1 and every message names the package to install and why it may be missing", () => {

@@ -2,6 +2,7 @@
 import { readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { parseDirectorySnapshot } from "../index.js";
+import { invalidArgument } from "../lib/arguments.js";
 import { codes } from "../lib/native.js";
 import { UsageError } from "./args.js";
 
@@ -38,11 +39,7 @@ export function loadSnapshot(file) {
     throw wrapped;
   }
   const snapshot = parseDirectorySnapshot(raw);
-  if (!snapshot) {
-    const error = new Error(`${file} is not a valid serialized snapshot`);
-    error.code = codes.INVALID_ARGUMENT;
-    throw error;
-  }
+  if (!snapshot) throw invalidArgument(`${file} is not a valid serialized snapshot`, Error);
   return snapshot;
 }
 

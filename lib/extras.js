@@ -1,7 +1,7 @@
 // Our additions that have no upstream twin (exported from the package root only).
+import { checkOptionNames, invalidArgument } from "./arguments.js";
 import { native } from "./native.js";
 import { statCaches } from "./snapshot-cache.js";
-import { checkOptionNames, invalidArgument } from "./tar-common.js";
 
 /**
  * For a snapshot captured with `incremental: true` or `previous`, how many file hashes the

@@ -27,8 +27,8 @@ export const codes = binding ? Object.freeze({ ...binding.errorCodes() }) : FALL
 
 /**
  * The constants shared with the core crate (`constants.appleDoubleExclude`,
- * `constants.gitArchiveExcludes`, the ignore scan's bounds): the binding's values, or their
- * frozen copy where no binary loads.
+ * `constants.gitArchiveExcludes`, the ignore scan's bounds, the structured error prefix):
+ * the binding's values, or their frozen copy where no binary loads.
  */
 export const constants = binding ? deepFreeze(binding.sharedConstants()) : FALLBACK_CONSTANTS;
 
@@ -118,7 +118,8 @@ export const native = binding ?? new Proxy({}, {
   },
 });
 
-const STRUCTURED_PREFIX = "\u0000paperclip-native:";
+/** The prefix of a native rejection whose reason carries the error's details as JSON. */
+const STRUCTURED_PREFIX = constants.structuredErrorPrefix;
 
 /**
  * Turns a native rejection into the JS error callers expect: Node-shaped for file-system

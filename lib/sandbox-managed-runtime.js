@@ -6,13 +6,14 @@ import { randomUUID } from "node:crypto";
 // observe the same calls.
 import { constants as fsConstants, promises as fs } from "node:fs";
 import path from "node:path";
+import { checkSignal, requireString } from "./arguments.js";
 import {
   readReferencedSourceGitIgnoredPaths,
   ReferencedSourceIgnoreScanLimitExceededError,
   WORKSPACE_GIT_SCAN_SATURATED_CODE,
 } from "./git-workspace-sync.js";
 import { abortError, codes, native, runCancellable } from "./native.js";
-import { checkSignal, packInput, requireString } from "./tar-common.js";
+import { packInput } from "./tar-common.js";
 import { prepareSandbox } from "./sandbox/prepare.js";
 
 export { assertSyncOperationsConfined } from "./sandbox/confinement.js";

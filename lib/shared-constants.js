@@ -12,4 +12,5 @@ export const FALLBACK_CONSTANTS = Object.freeze({
   ignoreScanMaxTotalBytes: 2 * 1024 * 1024,
   ignoreScanMaxOutputBytes: 4 * 1024 * 1024,
   maxChunkSize: 64 * 1024 * 1024,
+  structuredErrorPrefix: "\u0000paperclip-native:",
 });

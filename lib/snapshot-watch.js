@@ -7,26 +7,19 @@
 // sorted in upstream's order (`localeCompare` in the process locale, as
 // `./snapshot-transfer.js` sorts a cold capture) and rebuilds upstream's `Map` from them.
 import path from "node:path";
+import { checkOptionNames, invalidArgument, requireString, requireStringArray } from "./arguments.js";
 import { codes, native, runCancellable } from "./native.js";
 
 const KIND_DIR = 1;
 const KIND_FILE = 2;
 const KIND_SYMLINK = 3;
-const WATCHER_OPTIONS = new Set(["exclude", "maxWatches"]);
-const CAPTURE_OPTIONS = new Set(["signal"]);
+const WATCHER_OPTIONS = ["exclude", "maxWatches"];
+const CAPTURE_OPTIONS = ["signal"];
 
-function invalidArgument(message) {
-  const error = new TypeError(message);
-  error.code = codes.INVALID_ARGUMENT;
-  return error;
-}
-
-function checkOptions(options, allowed, what) {
-  if (options === undefined || options === null) return {};
-  if (typeof options !== "object") throw invalidArgument(`${what} options must be an object`);
-  for (const key of Object.keys(options)) {
-    if (!allowed.has(key)) throw invalidArgument(`unknown ${what} option: ${key}`);
-  }
+/** `options` (absent: none) once its names are checked against `known`. */
+function checkOptions(options, known, what) {
+  if (options == null) return {};
+  checkOptionNames(options, known, what);
   return options;
 }
 
@@ -198,13 +191,11 @@ class SnapshotWatcher {
  */
 export function createSnapshotWatcher(dir, options) {
   const { exclude, maxWatches } = checkOptions(options, WATCHER_OPTIONS, "createSnapshotWatcher");
-  if (typeof dir !== "string" || dir.length === 0) throw invalidArgument("dir must be a non-empty string");
+  requireString(dir, "dir");
   if (maxWatches !== undefined && !(Number.isInteger(maxWatches) && maxWatches >= 0 && maxWatches <= 0xffffffff)) {
     throw invalidArgument("maxWatches must be a non-negative integer");
   }
-  if (exclude !== undefined && !(Array.isArray(exclude) && exclude.every((e) => typeof e === "string"))) {
-    throw invalidArgument("exclude must be an array of strings");
-  }
+  if (exclude !== undefined) requireStringArray(exclude, "exclude");
   return new SnapshotWatcher(path.resolve(dir), [...new Set(exclude ?? [])], maxWatches);
 }
 

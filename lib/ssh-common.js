@@ -3,7 +3,8 @@
 // shared reporter. Internal: not part of the package's exports.
 import { runCancellable } from "./native.js";
 import { createRuntimeProgressReporter } from "./runtime-progress.js";
-import { invalidArgument, progressBridge } from "./tar-common.js";
+import { invalidArgument } from "./arguments.js";
+import { progressBridge } from "./tar-common.js";
 
 /** Default inactivity timeout of a transfer: no byte moved for 5 minutes fails it. */
 const DEFAULT_TRANSFER_INACTIVITY_MS = 5 * 60_000;

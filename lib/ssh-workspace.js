@@ -16,8 +16,8 @@ import { INTEGRATION_LABELS, integrateImportedHead as integrateInto } from "./gi
 import { runLocalGit } from "./local-git.js";
 import { abortError, native } from "./native.js";
 import { runTransfer, shellQuote, sshSessionReuse, sshTarget, transferProgress, transferTarget } from "./ssh-common.js";
+import { archiveLimits, checkSignal, invalidArgument } from "./arguments.js";
 import { markRestored, planRestore, stageTree } from "./ssh-delta.js";
-import { archiveLimits, checkSignal, invalidArgument } from "./tar-common.js";
 import { mergeDirectoryWithBaseline } from "./workspace-restore-merge.js";
 
 /** The remote directory Paperclip keeps for itself: never synced, never cleared. */
@@ -358,8 +358,7 @@ export async function restoreWorkspaceOverSsh(input, transfers) {
   const { remoteDir, signal, connection } = lifecycleInput(input);
   const { spec, localDir, onProgress, baselineSnapshot } = input;
   // Ours: the extraction's bounds, checked before any work and passed to every pull.
-  archiveLimits(input.limits);
-  const archive = input.limits === undefined ? {} : { limits: input.limits };
+  const archive = { limits: archiveLimits(input.limits) };
   if (baselineSnapshot) {
     const stagingDir = await restoreStaging(localDir);
     const ref = input.restoreGitHistory ? `refs/paperclip/ssh-sync/imported/${randomUUID()}` : null;

@@ -11,7 +11,8 @@ import { abortError, codes, constants, native, runCancellable, toJsError } from 
 import { shellQuote, sshTarget, transferProgress, transferTarget, uploadProgress } from "./ssh-common.js";
 import { parseMembers } from "./ssh-delta.js";
 import { prepareWorkspaceOverSsh, restoreWorkspaceOverSsh } from "./ssh-workspace.js";
-import { archiveLimits, checkSignal, invalidArgument, packInput } from "./tar-common.js";
+import { archiveLimits, checkSignal, invalidArgument } from "./arguments.js";
+import { packInput } from "./tar-common.js";
 
 /** Upstream's default `timeoutMs` and `maxBuffer` for `runSshCommand`. */
 const DEFAULT_COMMAND_TIMEOUT_MS = 15_000;
@@ -366,7 +367,7 @@ async function pullTree(input, { members }) {
   let failed = true;
   try {
     const summary = await runCancellable(signal, (id) =>
-      native.sshDownloadTar(target, command, staging.tree, id, progress ? (bytes) => progress.update(bytes) : undefined, limits));
+      native.sshDownloadTar(target, command, { dest: staging.tree, preserveMtime: true, limits }, id, progress ? (bytes) => progress.update(bytes) : undefined));
     if (signal?.aborted) throw abortError(signal);
     await progress?.finish(summary.bytes);
     await replaceDirectoryContents(staging.dir, input.localDir, input.preserveLocalEntries);

@@ -3,17 +3,9 @@
 // stream. The member set is `createTarballFromDirectory`'s; the work is native (see
 // src/tar.rs) and never buffers more than a few chunks.
 import fs from "node:fs/promises";
+import { archiveLimits, checkOptionNames, checkReporter, checkSignal, invalidArgument, requireString } from "./arguments.js";
 import { abortError, constants, native, runCancellable, toJsError } from "./native.js";
-import {
-  archiveLimits,
-  checkOptionNames,
-  checkReporter,
-  checkSignal,
-  invalidArgument,
-  packInput,
-  progressBridge,
-  requireString,
-} from "./tar-common.js";
+import { packInput, progressBridge } from "./tar-common.js";
 
 /** Default chunk size of a tarball stream: 1 MiB. */
 export const TARBALL_STREAM_DEFAULT_CHUNK_SIZE = 1024 * 1024;
@@ -192,14 +184,17 @@ function release(source, iterator) {
     .catch(() => undefined);
 }
 
-/** Feeds an (async) iterable of chunks into a native extract sink and returns its result. */
-async function extractFromChunks(source, localDir, preserveMtime, signal, bridge, limits) {
+/**
+ * Feeds an (async) iterable of chunks into a native extract sink (`extract`: the native
+ * extract input) and returns its result.
+ */
+async function extractFromChunks(source, extract, signal, bridge) {
   const iterator = typeof source[Symbol.asyncIterator] === "function"
     ? source[Symbol.asyncIterator]()
     : source[Symbol.iterator]();
   let sink;
   try {
-    sink = native.tarExtractStream(localDir, preserveMtime, limits);
+    sink = native.tarExtractStream(extract);
   } catch (error) {
     throw toJsError(error, signal);
   }
@@ -244,8 +239,7 @@ export async function extractTarballToDirectory(input) {
   const limits = archiveLimits(input.limits);
   const signal = checkSignal(input.signal);
   const reporter = checkReporter(input.progress);
-  const localDir = requireString(input.localDir, "localDir");
-  const preserveMtime = input.preserveMtime !== false;
+  const extract = { dest: requireString(input.localDir, "localDir"), preserveMtime: input.preserveMtime !== false, limits };
   const { source } = input;
   if (signal?.aborted) throw abortError(signal);
   let summary;
@@ -255,14 +249,14 @@ export async function extractTarballToDirectory(input) {
       const total = reporter ? await fs.stat(source).then((s) => s.size, () => null) : null;
       bridge = reporter ? progressBridge(reporter, total) : null;
       summary = await runCancellable(signal, (cancelId) =>
-        native.tarExtractFile(source, localDir, preserveMtime, cancelId, bridge ? (bytes) => bridge.update(bytes) : undefined, limits));
+        native.tarExtractFile(extract, source, cancelId, bridge ? (bytes) => bridge.update(bytes) : undefined));
     } else if (source instanceof Uint8Array || source instanceof ArrayBuffer) {
       bridge = reporter ? progressBridge(reporter, source.byteLength) : null;
-      summary = await extractFromChunks([source], localDir, preserveMtime, signal, bridge, limits);
+      summary = await extractFromChunks([source], extract, signal, bridge);
     } else if (source != null && (typeof source[Symbol.asyncIterator] === "function" || typeof source[Symbol.iterator] === "function")) {
       const total = Number.isFinite(input.totalBytes) && input.totalBytes > 0 ? input.totalBytes : null;
       bridge = reporter ? progressBridge(reporter, total) : null;
-      summary = await extractFromChunks(source, localDir, preserveMtime, signal, bridge, limits);
+      summary = await extractFromChunks(source, extract, signal, bridge);
     } else {
       throw invalidArgument("source must be a file path, a Buffer or Uint8Array, or an (async) iterable of them");
     }

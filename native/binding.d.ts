@@ -62,6 +62,19 @@ export declare class TarPackStream {
   get summary(): TarPackSummary | null
 }
 
+/**
+ * The `limits` of an extraction (internal): the core's `ArchiveLimits` by the same
+ * names, as `archiveLimits` in `lib/arguments.js` checked them (non-negative safe integers,
+ * `minFreeBytes` from `PAPERCLIP_NATIVE_MIN_FREE_BYTES` when the caller gave none).
+ */
+export interface ArchiveLimits {
+  maxBytes?: number
+  maxEntries?: number
+  maxFileBytes?: number
+  /** Absent: the core's default floor; 0: no free-space check. */
+  minFreeBytes?: number
+}
+
 /** Signals the token's work to stop (internal). */
 export declare function cancelTokenAbort(id: number): void
 
@@ -92,18 +105,6 @@ export declare function escapeTarExcludeLiteral(entry: string): string
  * is a literal, root-anchored path-or-descendant match.
  */
 export declare function excludePatternMatches(relative: string, pattern: string): boolean
-
-/**
- * Bounds for an untrusted archive and the free-space floor (internal; see `limits` of
- * `extractTarballToDirectory`, validated in JS: non-negative safe integers).
- */
-export interface ExtractLimitsInput {
-  maxBytes?: number
-  maxEntries?: number
-  maxFileBytes?: number
-  /** Absent: the default floor; 0: no free-space check. */
-  minFreeBytes?: number
-}
 
 /**
  * The user environment git would see (internal): only `HOME` and `XDG_CONFIG_HOME` change
@@ -219,6 +220,11 @@ export interface SharedConstants {
   ignoreScanMaxOutputBytes: number
   /** The largest `chunkSize` a tar pack stream takes (64 MiB). */
   maxChunkSize: number
+  /**
+   * The prefix of a native rejection's reason that carries the error's details as JSON
+   * (`src/error.rs`; `lib/native.js` turns it into a coded JS error).
+   */
+  structuredErrorPrefix: string
 }
 
 /** Upstream `shouldExcludePath`: true when any entry of `exclude` matches `relative`. */
@@ -330,10 +336,11 @@ export interface SnapshotWatchTransfer {
 export declare function sshDownloadFile(target: SshTargetInput, command: string, path: string, cancelId?: number | undefined | null, onProgress?: ((bytes: number) => void) | undefined | null): Promise<SshTransferSummary>
 
 /**
- * Extracts the stdout of `command` (a tar stream) into `dest` on a new session (internal;
- * see `syncDirectoryFromSsh`). `on_progress` receives the bytes read from the channel.
+ * Extracts the stdout of `command` (a tar stream) as `extract` says on a new session
+ * (internal; see `syncDirectoryFromSsh`). `on_progress` receives the bytes read from the
+ * channel.
  */
-export declare function sshDownloadTar(target: SshTargetInput, command: string, dest: string, cancelId?: number | undefined | null, onProgress?: ((bytes: number) => void) | undefined | null, limits?: ExtractLimitsInput | undefined | null): Promise<SshTransferSummary>
+export declare function sshDownloadTar(target: SshTargetInput, command: string, extract: TarExtractInput, cancelId?: number | undefined | null, onProgress?: ((bytes: number) => void) | undefined | null): Promise<SshTransferSummary>
 
 /**
  * Runs `command` on a new session (internal; see `runSshCommand`). `stdin` is sent and
@@ -474,13 +481,23 @@ export interface StagingPendingPull {
 export declare function stagingSweep(dir: string): Promise<Array<StagingPendingPull>>
 
 /**
- * Extracts the tar or tar.gz file `archive` into `dest` (internal; see
+ * Extracts the tar or tar.gz file `archive_path` as `input` says (internal; see
  * `extractTarballToDirectory`). `on_progress` receives the bytes read from the file.
  */
-export declare function tarExtractFile(archive: string, dest: string, preserveMtime: boolean, cancelId?: number | undefined | null, onProgress?: ((bytes: number) => void) | undefined | null, limits?: ExtractLimitsInput | undefined | null): Promise<TarExtractSummary>
+export declare function tarExtractFile(input: TarExtractInput, archivePath: string, cancelId?: number | undefined | null, onProgress?: ((bytes: number) => void) | undefined | null): Promise<TarExtractSummary>
 
-/** Creates an extract sink into `dest` (internal). */
-export declare function tarExtractStream(dest: string, preserveMtime: boolean, limits?: ExtractLimitsInput | undefined | null): TarExtractSink
+/** Where and how to extract (internal; see `extractTarballToDirectory` and the SSH download). */
+export interface TarExtractInput {
+  /** The destination directory (created if missing). */
+  dest: string
+  /** Restore modification times from the archive. */
+  preserveMtime: boolean
+  /** Bounds and the free-space floor; absent: no bounds and the default floor. */
+  limits?: ArchiveLimits
+}
+
+/** Creates an extract sink as `input` says (internal). */
+export declare function tarExtractStream(input: TarExtractInput): TarExtractSink
 
 /** What an extraction did (internal). */
 export interface TarExtractSummary {

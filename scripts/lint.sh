@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The lints of the test command and the pull-request workflow: `cargo fmt --check`
 # (rustfmt.toml), `cargo clippy --all-targets -- -D warnings` on the workspace, `cargo fmt
-# --check` on the fuzz crate (a workspace of its own), and oxlint on the JavaScript
-# (.oxlintrc.json; warnings fail too).
+# --check` on the fuzz crate (a workspace of its own), oxlint on the JavaScript
+# (.oxlintrc.json; warnings fail too), and that docs/benchmarks.md's tables are what
+# bench/results/ gives (bench/table.mjs --check: they are never edited by hand).
 #
 # Usage: scripts/lint.sh [report.json] — with a report, writes the one scripts/summary.mjs
 # reads (one check per lint); exits non-zero when any lint fails.
@@ -28,6 +29,7 @@ lint "cargo fmt --check" cargo fmt --all -- --check
 lint "cargo clippy -D warnings" cargo clippy --workspace --all-targets --target "$host" --quiet -- -D warnings
 lint "cargo fmt --check (fuzz)" bash -c 'cd fuzz && cargo fmt --all -- --check'
 lint "oxlint" node node_modules/oxlint/bin/oxlint --deny-warnings
+lint "benchmark tables (docs/benchmarks.md from bench/results)" node bench/table.mjs --check
 
 failed=0
 json='{"lint":['

@@ -19,6 +19,9 @@ pub struct SharedConstants {
     pub ignore_scan_max_output_bytes: u32,
     /// The largest `chunkSize` a tar pack stream takes (64 MiB).
     pub max_chunk_size: u32,
+    /// The prefix of a native rejection's reason that carries the error's details as JSON
+    /// (`src/error.rs`; `lib/native.js` turns it into a coded JS error).
+    pub structured_error_prefix: &'static str,
 }
 
 /// The core's constants that JS also uses (internal; see `constants` in `lib/native.js`).
@@ -31,5 +34,6 @@ pub fn shared_constants() -> SharedConstants {
         ignore_scan_max_total_bytes: ignore_scan::MAX_TOTAL_BYTES as u32,
         ignore_scan_max_output_bytes: ignore_scan::MAX_OUTPUT_BYTES as u32,
         max_chunk_size: crate::tar::MAX_CHUNK_SIZE,
+        structured_error_prefix: crate::error::STRUCTURED_PREFIX,
     }
 }

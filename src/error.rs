@@ -20,7 +20,8 @@ pub fn error_codes() -> HashMap<&'static str, &'static str> {
     codes::ALL.iter().copied().collect()
 }
 
-/// Marks a reason as structured, so the JS layer only parses what we produced.
+/// Marks a reason as structured, so the JS layer only parses what we produced (read by
+/// `lib/native.js` as `constants.structuredErrorPrefix`, see `src/constants.rs`).
 pub const STRUCTURED_PREFIX: &str = "\u{0}paperclip-native:";
 
 /// What crosses to JS for one core error.

@@ -8,7 +8,7 @@
 //! packing and encryption overlap. Byte progress reaches JS through the coalescing
 //! [`Progress`] forwarder (`src/progress.rs`) shared with the tar binding.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -25,7 +25,7 @@ use crate::cancel;
 use crate::error::{run_blocking, to_napi};
 use crate::progress::{Progress, ProgressCallback};
 use crate::runtime::run_dedicated;
-use crate::tar::TarPackInput;
+use crate::tar::{TarExtractInput, TarPackInput};
 
 /// Where and how to connect (internal): upstream's `SshConnectionConfig` fields that matter
 /// to the connection, plus our connection timeouts and the reuse switch.
@@ -275,20 +275,20 @@ pub async fn ssh_upload_estimate(
         .await
 }
 
-/// Extracts the stdout of `command` (a tar stream) into `dest` on a new session (internal;
-/// see `syncDirectoryFromSsh`). `on_progress` receives the bytes read from the channel.
+/// Extracts the stdout of `command` (a tar stream) as `extract` says on a new session
+/// (internal; see `syncDirectoryFromSsh`). `on_progress` receives the bytes read from the
+/// channel.
 #[napi]
 pub async fn ssh_download_tar(
     target: SshTargetInput,
     command: String,
-    dest: String,
+    extract: TarExtractInput,
     cancel_id: Option<u32>,
     #[napi(ts_arg_type = "((bytes: number) => void) | undefined | null")] on_progress: Option<ProgressCallback>,
-    limits: Option<crate::tar::ExtractLimitsInput>,
 ) -> napi::Result<SshTransferSummary> {
+    let (dest, opts) = extract.into_core();
     transfer("paperclip-ssh-download", target, cancel_id, on_progress, move |sessions, target, cancel, progress| {
-        let opts = crate::tar::extract_options(true, limits);
-        ssh::download_tar(sessions, target, &command, &PathBuf::from(dest), opts, cancel, progress)
+        ssh::download_tar(sessions, target, &command, &dest, opts, cancel, progress)
     })
     .await
 }

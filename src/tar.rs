@@ -26,7 +26,7 @@ use napi::{Env, Status};
 use napi_derive::napi;
 use paperclip_sync_core::error::{codes, Error as CoreError};
 use paperclip_sync_core::pipe::{ChunkReader, ChunkSink, ChunkWriter};
-use paperclip_sync_core::tar::{self, ExtractLimits, ExtractOptions, ExtractSummary, PackOptions, PackSummary};
+use paperclip_sync_core::tar::{self, ExtractOptions, ExtractSummary, PackOptions, PackSummary};
 use paperclip_sync_core::worker::Worker;
 use tokio::sync::{mpsc, watch};
 
@@ -156,51 +156,66 @@ pub async fn tar_precompute_size(input: TarPackInput, cancel_id: Option<u32>) ->
     run_blocking(move || tar::precompute_size(&opts, &cancel).map(|n| n as f64)).await
 }
 
-/// Bounds for an untrusted archive and the free-space floor (internal; see `limits` of
-/// `extractTarballToDirectory`, validated in JS: non-negative safe integers).
+/// The `limits` of an extraction (internal): the core's `ArchiveLimits` by the same
+/// names, as `archiveLimits` in `lib/arguments.js` checked them (non-negative safe integers,
+/// `minFreeBytes` from `PAPERCLIP_NATIVE_MIN_FREE_BYTES` when the caller gave none).
 #[napi(object)]
-#[derive(Default)]
-pub struct ExtractLimitsInput {
+pub struct ArchiveLimits {
     pub max_bytes: Option<f64>,
     pub max_entries: Option<f64>,
     pub max_file_bytes: Option<f64>,
-    /// Absent: the default floor; 0: no free-space check.
+    /// Absent: the core's default floor; 0: no free-space check.
     pub min_free_bytes: Option<f64>,
 }
 
-/// The core options for an extraction with `limits`.
-pub(crate) fn extract_options(preserve_mtime: bool, limits: Option<ExtractLimitsInput>) -> ExtractOptions {
-    let limits = limits.unwrap_or_default();
-    let whole = |value: Option<f64>| value.map(|v| v.max(0.0) as u64);
-    ExtractOptions {
-        preserve_mtime,
-        limits: ExtractLimits {
+impl From<ArchiveLimits> for tar::ArchiveLimits {
+    fn from(limits: ArchiveLimits) -> Self {
+        // Checked in JS: whole numbers from 0 to 2^53 - 1, which `as` converts exactly.
+        let whole = |value: Option<f64>| value.map(|v| v as u64);
+        tar::ArchiveLimits {
             max_bytes: whole(limits.max_bytes),
             max_entries: whole(limits.max_entries),
             max_file_bytes: whole(limits.max_file_bytes),
-        },
-        min_free_bytes: whole(limits.min_free_bytes),
+            min_free_bytes: whole(limits.min_free_bytes),
+        }
     }
 }
 
-/// Extracts the tar or tar.gz file `archive` into `dest` (internal; see
+/// Where and how to extract (internal; see `extractTarballToDirectory` and the SSH download).
+#[napi(object)]
+pub struct TarExtractInput {
+    /// The destination directory (created if missing).
+    pub dest: String,
+    /// Restore modification times from the archive.
+    pub preserve_mtime: bool,
+    /// Bounds and the free-space floor; absent: no bounds and the default floor.
+    pub limits: Option<ArchiveLimits>,
+}
+
+impl TarExtractInput {
+    /// The destination and the core options.
+    pub(crate) fn into_core(self) -> (PathBuf, ExtractOptions) {
+        let limits = self.limits.map(tar::ArchiveLimits::from).unwrap_or_default();
+        (PathBuf::from(self.dest), ExtractOptions { preserve_mtime: self.preserve_mtime, limits })
+    }
+}
+
+/// Extracts the tar or tar.gz file `archive_path` as `input` says (internal; see
 /// `extractTarballToDirectory`). `on_progress` receives the bytes read from the file.
 #[napi]
 pub async fn tar_extract_file(
-    archive: String,
-    dest: String,
-    preserve_mtime: bool,
+    input: TarExtractInput,
+    archive_path: String,
     cancel_id: Option<u32>,
     #[napi(ts_arg_type = "((bytes: number) => void) | undefined | null")] on_progress: Option<ProgressCallback>,
-    limits: Option<ExtractLimitsInput>,
 ) -> napi::Result<TarExtractSummary> {
     let cancel = cancel::flag(cancel_id);
+    let (dest, opts) = input.into_core();
     run_blocking(move || {
-        let archive = PathBuf::from(archive);
+        let archive = PathBuf::from(archive_path);
         let file = std::fs::File::open(&archive).map_err(|e| CoreError::io(e, "open", &archive))?;
         let mut progress = Progress::new(on_progress);
-        let opts = extract_options(preserve_mtime, limits);
-        tar::extract(file, Path::new(&dest), &opts, |n| progress.update(n), &cancel).map(TarExtractSummary::from)
+        tar::extract(file, &dest, &opts, |n| progress.update(n), &cancel).map(TarExtractSummary::from)
     })
     .await
 }
@@ -499,13 +514,10 @@ pub struct TarExtractSink {
     state: Arc<ExtractState>,
 }
 
-/// Creates an extract sink into `dest` (internal).
+/// Creates an extract sink as `input` says (internal).
 #[napi]
-pub fn tar_extract_stream(
-    dest: String,
-    preserve_mtime: bool,
-    limits: Option<ExtractLimitsInput>,
-) -> napi::Result<TarExtractSink> {
+pub fn tar_extract_stream(input: TarExtractInput) -> napi::Result<TarExtractSink> {
+    let (dest, opts) = input.into_core();
     let (tx, rx) = mpsc::channel(EXTRACT_QUEUE_CHUNKS);
     let (outcome_tx, outcome_rx) = watch::channel(None);
     let cancel = Arc::new(AtomicBool::new(false));
@@ -514,8 +526,7 @@ pub fn tar_extract_stream(
     let mut rx = rx;
     let reader = ChunkReader::with_cancel(move || rx.blocking_recv(), Arc::clone(&cancel));
     let worker = Worker::with_flag("paperclip-tar-extract", Arc::clone(&cancel), move |cancel| {
-        let opts = extract_options(preserve_mtime, limits);
-        let result = tar::extract(reader, Path::new(&dest), &opts, |_| {}, cancel);
+        let result = tar::extract(reader, &dest, &opts, |_| {}, cancel);
         let _ = outcome_tx.send(Some(result));
         Ok(())
     })

@@ -1,31 +1,91 @@
 // `paperclip-sync doctor`: whether the native binary loads, which upstream is installed and
 // verified, and what the activation serves here and in a process started with the hook.
 import { spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { nativeActivation } from "../../lib/activation/state.js";
 import { ACTIVATION_ENV, compositionPlan, findInstalledUpstream, isVerifiedUpstreamVersion, VERIFIED_UPSTREAM_VERSIONS } from "../../lib/activation/coverage.js";
 import { nativeLoadError, nativePlatform } from "../../lib/native.js";
+import { UsageError } from "../args.js";
 import { table } from "../output.js";
 
 /** The command's help. */
 export const help = `Usage: paperclip-sync doctor [--json]
+       paperclip-sync doctor --node-options
+       paperclip-sync doctor --pid PID [--json]
 
 Reports whether the native binary loads here, the installed @paperclipai/adapter-utils
 (found from the working directory) and whether its version is one this package was verified
 against, the upstream modules and names the activation serves, whether the activation is
 on in this process (nativeActivation()), and what a Node started with
 --import @paperclipai/adapter-utils-native/register gets (checked in a child process).
-Exit code 1 when the activation would stay off.`;
+Exit code 1 when the activation would stay off.
+
+--node-options prints only the NODE_OPTIONS value that turns the activation on for this
+installation (--import=<absolute file: URL>), which works from any working directory:
+  export NODE_OPTIONS="$(npx paperclip-sync doctor --node-options)"
+
+--pid PID looks at a running process (a Paperclip server; Linux, the same user or root):
+whether it was started with the activation (its NODE_OPTIONS or arguments), whether it is
+turned off there, and whether the native binary is mapped into it, which happens when the
+activation first served one of upstream's modules there. Exit code 1 when it is not mapped.`;
 
 /** The command's options (node:util.parseArgs). */
-export const options = { json: { type: "boolean" } };
+export const options = { json: { type: "boolean" }, "node-options": { type: "boolean" }, pid: { type: "string" } };
+
+/** What /proc tells of a running process: how it was started and whether the binary is mapped. */
+function inspectProcess(pid) {
+  const read = (name) => readFileSync(`/proc/${pid}/${name}`, "utf8");
+  const environ = Object.fromEntries(read("environ").split("\0").filter(Boolean).map((pair) => {
+    const at = pair.indexOf("=");
+    return [pair.slice(0, at), pair.slice(at + 1)];
+  }));
+  const argv = read("cmdline").split("\0").filter(Boolean);
+  const binary = read("maps").split("\n").map((line) => /(\S*adapter-utils-native\.[\w-]+\.node)$/.exec(line)?.[1]).find(Boolean) ?? null;
+  const names = (value) => /adapter-utils-native[\\/](?:register|lib[\\/]activation[\\/]register\.js)/.test(value ?? "");
+  return {
+    pid: Number(pid),
+    command: argv.join(" "),
+    nodeOptions: environ.NODE_OPTIONS ?? null,
+    startedWithHook: names(environ.NODE_OPTIONS) || argv.some(names),
+    turnedOff: environ[ACTIVATION_ENV] === "0",
+    binary,
+  };
+}
+
+function runPid(pid, json) {
+  let found;
+  try {
+    found = inspectProcess(pid);
+  } catch (error) {
+    const why = error.code === "ENOENT" ? "no such process (or no /proc here)" : error.code === "EACCES" ? "not permitted: run as the process's user or root" : error.message;
+    throw Object.assign(new Error(`cannot inspect process ${pid}: ${why}`), { code: error.code === "ENOENT" ? "ESRCH" : error.code });
+  }
+  if (json) {
+    console.log(JSON.stringify(found));
+    return found.binary ? 0 : 1;
+  }
+  console.log(`process             ${found.pid}: ${found.command}`);
+  console.log(`started with hook   ${found.startedWithHook ? "yes" : "no"}${found.nodeOptions ? ` (NODE_OPTIONS=${found.nodeOptions})` : ""}`);
+  if (found.turnedOff) console.log(`${ACTIVATION_ENV}  0: turned off there`);
+  console.log(`native binary       ${found.binary ? `mapped (${found.binary}): upstream is served natively there` : "not mapped: nothing has been served natively there yet"}`);
+  return found.binary ? 0 : 1;
+}
 
 /** Runs the command on its parsed arguments; resolves the exit code (1: the activation would stay off). */
 export async function run({ values: opts }) {
+  const register = new URL("../../lib/activation/register.js", import.meta.url).href;
+  if (opts["node-options"]) {
+    console.log(`--import=${register}`);
+    return 0;
+  }
+  if (opts.pid !== undefined) {
+    if (!/^\d+$/.test(opts.pid)) throw new UsageError(`--pid takes a process id, got '${opts.pid}'`);
+    return runPid(opts.pid, opts.json);
+  }
   const installed = findInstalledUpstream();
   let plan = [];
   if (!nativeLoadError) plan = (await compositionPlan()).map(({ module, names }) => ({ module, names }));
   // What a process started with the hook gets: a child loads every covered module.
-  const register = new URL("../../lib/activation/register.js", import.meta.url).href;
   const state = new URL("../../lib/activation/state.js", import.meta.url).href;
   const probe = `for (const m of ${JSON.stringify(plan.map((p) => p.module))}) await import("@paperclipai/adapter-utils/" + m).catch(() => {});
     const { nativeActivation } = await import(${JSON.stringify(state)}); console.log(JSON.stringify(nativeActivation()));`;
@@ -58,8 +118,7 @@ export async function run({ values: opts }) {
   console.log(`native binary       ${report.nativeBinary}`);
   console.log(`upstream            ${installed ? `${installed.version} at ${installed.root} (${report.upstream.verified ? "verified" : `not verified; verified: ${VERIFIED_UPSTREAM_VERSIONS.join(", ")}`})` : "not found from this directory"}`);
   console.log(`${ACTIVATION_ENV}  ${process.env[ACTIVATION_ENV] ?? "(unset)"}`);
-  console.log(`this process        ${report.thisProcess.active ? `active (${report.thisProcess.mechanism})` : `not active${report.thisProcess.reason ? ` (${report.thisProcess.reason})` : ""}`}`);
-  console.log(`with --import …/register: ${on ? "active" : `off${report.withRegister?.stderr ? ` (${report.withRegister.stderr})` : ""}`}`);
+  console.log(`with the hook       ${on ? "active" : `off${report.withRegister?.stderr ? `: ${report.withRegister.stderr}` : report.withRegister?.reason ? `: ${report.withRegister.reason}` : ""}`}`);
   if (plan.length) {
     console.log(`\n${table(plan.map(({ module, names }) => ({ "upstream module": module, "served natively": report.withRegister?.modules?.[module] ? `${names.length} ${names.length === 1 ? "name" : "names"}` : "no", names: names.join(", ") })), ["upstream module", "served natively", "names"])}`);
   }

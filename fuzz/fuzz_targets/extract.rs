@@ -47,7 +47,7 @@ use flate2::write::GzEncoder;
 use flate2::Compression;
 use libfuzzer_sys::fuzz_target;
 use paperclip_sync_core::error::{codes, Error};
-use paperclip_sync_core::tar::{extract, ExtractOptions};
+use paperclip_sync_core::tar::{extract, ArchiveLimits, ExtractOptions};
 
 /// Longer inputs are skipped: they slow the run down and reach nothing new.
 const MAX_INPUT: usize = 128 << 10;
@@ -92,8 +92,10 @@ fn run(data: &[u8]) {
     let before = sandbox.outside_state();
     let root_before = sandbox.root_state();
     // No free-space floor: declared sizes far beyond the disk must reach the parser's checks.
-    let opts =
-        ExtractOptions { preserve_mtime: flags & NO_MTIME == 0, min_free_bytes: Some(0), ..ExtractOptions::default() };
+    let opts = ExtractOptions {
+        preserve_mtime: flags & NO_MTIME == 0,
+        limits: ArchiveLimits { min_free_bytes: Some(0), ..ArchiveLimits::default() },
+    };
     // A relative path resolved against the working directory by mistake lands in `cwd`.
     // (libFuzzer's own relative paths need the real one back.)
     let home = std::env::current_dir().unwrap();

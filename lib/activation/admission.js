@@ -5,13 +5,13 @@
 // implement with the same kind (function, class or value). Shared by the Node hook and the
 // vitest plugin; both print the one line `admit` returns.
 import { isVerifiedUpstreamVersion, UPSTREAM_PACKAGE, VERIFIED_UPSTREAM_VERSIONS } from "./coverage.js";
+import { UPSTREAM_OPT_IN_ENV } from "./env.js";
 
 // Built-ins through process.getBuiltinModule, as in coverage.js (on the register path).
 const { existsSync, readFileSync, realpathSync } = process.getBuiltinModule("node:fs");
 const path = process.getBuiltinModule("node:path");
 
-/** The environment variable of the workspace opt-in for the `--import` form (`workspace`). */
-export const UPSTREAM_OPT_IN_ENV = "PAPERCLIP_ADAPTER_UTILS_NATIVE_UPSTREAM";
+export { UPSTREAM_OPT_IN_ENV } from "./env.js";
 
 /** The value of the opt-in (the plugin's `upstream` option, or `UPSTREAM_OPT_IN_ENV`). */
 export const WORKSPACE_OPT_IN = "workspace";

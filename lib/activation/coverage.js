@@ -23,8 +23,7 @@ export const UPSTREAM_PACKAGE = "@paperclipai/adapter-utils";
  */
 export const VERIFIED_UPSTREAM_VERSIONS = Object.freeze(["2026.916.1"]);
 
-/** The environment variable that turns the activation off when set to `0`. */
-export const ACTIVATION_ENV = "PAPERCLIP_ADAPTER_UTILS_NATIVE";
+export { ACTIVATION_ENV } from "./env.js";
 
 /** Whether `version` of upstream is one the drop-ins were verified against. */
 export function isVerifiedUpstreamVersion(version) {

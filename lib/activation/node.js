@@ -7,13 +7,14 @@
 // started through `NODE_OPTIONS`, our `--import` entry there is rewritten to this file's
 // absolute URL, so a child started from any working directory finds it (a bare specifier
 // would be resolved from the child's own directory).
-import { WORKSPACE_OPT_IN, UPSTREAM_OPT_IN_ENV } from "./admission.js";
-import { ACTIVATION_ENV } from "./coverage.js";
+import { WORKSPACE_OPT_IN } from "./admission.js";
+import { ACTIVATION_ENV, INHERITED_ENV, mayNotifyAtStart, UPSTREAM_OPT_IN_ENV } from "./env.js";
 import { rewriteNodeOptions } from "./node-options.js";
 import { activationStore, recordDisabled, recordMechanism } from "./state.js";
 
 // Built-ins through process.getBuiltinModule, as in coverage.js (on the register path).
 const module = process.getBuiltinModule("node:module");
+const { isMainThread } = process.getBuiltinModule("node:worker_threads");
 
 const PREFIX = "@paperclipai/adapter-utils-native";
 const REGISTER_URL = new URL("./register.js", import.meta.url).href;
@@ -31,21 +32,24 @@ export async function activate({ mechanism = "node-hooks" } = {}) {
   const store = activationStore();
   if (store.installing) return store.installing;
   store.installing = (async () => {
-    const off = (reason, line) => {
+    // Start-up notices are said by the main thread of the process the operator started, not
+    // by each worker thread (which runs --import too) nor by the children of an activated host.
+    const off = (reason, line, { atStart = false } = {}) => {
       recordDisabled(reason);
-      say(line);
+      if (!atStart || mayNotifyAtStart(isMainThread)) say(line);
       return { active: false, reason };
     };
     try {
       if (process.env[ACTIVATION_ENV] === "0") {
         // Said once: this process's children are not given the hook, so they do not repeat it.
         setNodeOptions(rewriteNodeOptions(process.env.NODE_OPTIONS, { registerUrl: REGISTER_URL, cwd: process.cwd(), remove: true }));
-        return off(`${ACTIVATION_ENV}=0`, `${ACTIVATION_ENV}=0: native paths off, @paperclipai/adapter-utils unchanged`);
+        return off(`${ACTIVATION_ENV}=0`, `${ACTIVATION_ENV}=0: native paths off, @paperclipai/adapter-utils unchanged`, { atStart: true });
       }
       if (typeof module.registerHooks !== "function") {
         return off(
           `Node ${process.versions.node} has no synchronous module hooks (module.registerHooks: Node 22.15+, 23.5+; supported: Node >= 24.11)`,
           `Node ${process.versions.node} has no module.registerHooks (supported: Node >= 24.11); @paperclipai/adapter-utils unchanged`,
+          { atStart: true },
         );
       }
       setNodeOptions(rewriteNodeOptions(process.env.NODE_OPTIONS, { registerUrl: REGISTER_URL, cwd: process.cwd() }));
@@ -54,6 +58,7 @@ export async function activate({ mechanism = "node-hooks" } = {}) {
       hooks.initialize({ recordUrl: new URL("./state.js", import.meta.url).href, optIn });
       module.registerHooks({ load: hooks.load });
       recordMechanism(mechanism);
+      process.env[INHERITED_ENV] = "1";
       return { active: true, reason: null };
     } catch (error) {
       const first = String(error?.message ?? error).split("\n")[0];

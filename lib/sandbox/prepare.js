@@ -10,11 +10,11 @@ import { createHash, randomUUID } from "node:crypto";
 import { createReadStream, promises as fs } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { archiveLimits, checkSignal } from "../arguments.js";
 import { shouldExcludePath } from "../exclude-patterns.js";
 import { GIT_ARCHIVE_EXCLUDES, readGitWorkspaceSnapshot } from "../git-workspace-sync.js";
 import { createRuntimeProgressReporter } from "../runtime-progress.js";
 import { abortError, native } from "../native.js";
-import { archiveLimits, checkSignal } from "../tar-common.js";
 import { extractTarballToDirectory } from "../tar-stream.js";
 import { captureDirectorySnapshot, mergeDirectoryWithBaseline } from "../workspace-restore-merge.js";
 import { asBuffer } from "./base64-transfer.js";
@@ -199,7 +199,7 @@ export async function prepareSandbox(input, sources) {
   const signal = checkSignal(input.signal);
   // Our addition: `limits` bounds the restore's extraction of what the sandbox sends back
   // (see `extractTarballToDirectory`); checked here so a bad value fails before any work.
-  const limits = input.limits === undefined ? undefined : (archiveLimits(input.limits), input.limits);
+  const limits = input.limits === undefined ? undefined : archiveLimits(input.limits);
   const stopIfAborted = () => {
     if (signal?.aborted) throw abortError(signal);
   };

@@ -3,20 +3,26 @@
 
 use std::path::Path;
 
-use super::ExtractOptions;
 use crate::error::{codes, Error, Result};
 use crate::fsat::Dir;
 
-/// Opt-in bounds on what an archive may create; each is checked before anything past it is
-/// written (at the member's header), failing with `ERR_PAPERCLIP_NATIVE_ARCHIVE_LIMIT_EXCEEDED`.
+/// The `limits` of an extraction, by the names JS gives them (`maxBytes`, `maxEntries`,
+/// `maxFileBytes`, `minFreeBytes`). The three bounds are opt-in; each is checked before
+/// anything past it is written (at the member's header), failing with
+/// `ERR_PAPERCLIP_NATIVE_ARCHIVE_LIMIT_EXCEEDED`. The free-space floor is on by default.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ExtractLimits {
+pub struct ArchiveLimits {
     /// Largest total of the members' data sizes, in bytes.
     pub max_bytes: Option<u64>,
     /// Largest number of members (files, directories, links; the root's `./` not counted).
     pub max_entries: Option<u64>,
     /// Largest data size of one member, in bytes.
     pub max_file_bytes: Option<u64>,
+    /// The free-space floor: extraction is refused before the destination's file system
+    /// would have less than this many bytes available, failing with
+    /// `ERR_PAPERCLIP_NATIVE_INSUFFICIENT_SPACE`. `None`: [`default_min_free_bytes`];
+    /// `Some(0)`: no check.
+    pub min_free_bytes: Option<u64>,
 }
 
 /// The default free-space floor for a file system of `total` bytes: 2 % of it, at most
@@ -30,7 +36,7 @@ const SPACE_RECHECK_BYTES: u64 = 64 << 20;
 
 /// The limits and the free-space guard, charged member by member before each is created.
 pub(super) struct Budget {
-    limits: ExtractLimits,
+    limits: ArchiveLimits,
     entries: u64,
     bytes: u64,
     /// `(floor, available at the last check, reserved since)`; `None` when off.
@@ -40,17 +46,18 @@ pub(super) struct Budget {
 impl Budget {
     /// No limits and no free-space floor (completing an interrupted extraction).
     pub(super) fn unlimited() -> Budget {
-        Budget { limits: ExtractLimits::default(), entries: 0, bytes: 0, space: None }
+        Budget { limits: ArchiveLimits::default(), entries: 0, bytes: 0, space: None }
     }
 
-    pub(super) fn new(opts: &ExtractOptions, dest_root: &Dir, dest: &Path) -> Result<Budget> {
-        let space = if opts.min_free_bytes == Some(0) {
+    /// The budget of an extraction into `dest_root` (at `dest`) under `limits`.
+    pub(super) fn new(limits: &ArchiveLimits, dest_root: &Dir, dest: &Path) -> Result<Budget> {
+        let space = if limits.min_free_bytes == Some(0) {
             None
         } else {
             let (available, total) = dest_root.free_space().map_err(|e| Error::io(e, "statfs", dest))?;
-            Some((opts.min_free_bytes.unwrap_or_else(|| default_min_free_bytes(total)), available, 0))
+            Some((limits.min_free_bytes.unwrap_or_else(|| default_min_free_bytes(total)), available, 0))
         };
-        Ok(Budget { limits: opts.limits, entries: 0, bytes: 0, space })
+        Ok(Budget { limits: *limits, entries: 0, bytes: 0, space })
     }
 
     /// Charges one member of `size` data bytes; refuses it when it breaches a limit or the
@@ -126,18 +133,18 @@ mod tests {
         let archive = archive.finish();
         let cases = [
             (
-                ExtractLimits { max_entries: Some(4), ..Default::default() },
-                ExtractLimits { max_entries: Some(3), ..Default::default() },
+                ArchiveLimits { max_entries: Some(4), ..Default::default() },
+                ArchiveLimits { max_entries: Some(3), ..Default::default() },
                 "maxEntries is 3",
             ),
             (
-                ExtractLimits { max_bytes: Some(400), ..Default::default() },
-                ExtractLimits { max_bytes: Some(399), ..Default::default() },
+                ArchiveLimits { max_bytes: Some(400), ..Default::default() },
+                ArchiveLimits { max_bytes: Some(399), ..Default::default() },
                 "maxBytes is 399",
             ),
             (
-                ExtractLimits { max_file_bytes: Some(300), ..Default::default() },
-                ExtractLimits { max_file_bytes: Some(299), ..Default::default() },
+                ArchiveLimits { max_file_bytes: Some(300), ..Default::default() },
+                ArchiveLimits { max_file_bytes: Some(299), ..Default::default() },
                 "maxFileBytes is 299",
             ),
         ];
@@ -187,10 +194,10 @@ mod tests {
         let header = header[..header.len() - 1024].to_vec(); // without the end-of-archive blocks
         let cases = [
             (
-                limited(ExtractLimits { max_file_bytes: Some(1 << 20), ..Default::default() }),
+                limited(ArchiveLimits { max_file_bytes: Some(1 << 20), ..Default::default() }),
                 codes::ARCHIVE_LIMIT_EXCEEDED,
             ),
-            (limited(ExtractLimits { max_bytes: Some(1 << 30), ..Default::default() }), codes::ARCHIVE_LIMIT_EXCEEDED),
+            (limited(ArchiveLimits { max_bytes: Some(1 << 30), ..Default::default() }), codes::ARCHIVE_LIMIT_EXCEEDED),
             (ExtractOptions::default(), codes::INSUFFICIENT_SPACE),
         ];
         for (opts, code) in cases {
@@ -219,12 +226,12 @@ mod tests {
         let dest = sandbox.dest();
         let (available, _) = Dir::open(&dest).unwrap().free_space().unwrap();
         let archive = RawArchive::new().file("a", b"x").finish();
-        let high = ExtractOptions { min_free_bytes: Some(available + (1 << 30)), ..ExtractOptions::default() };
+        let high = limited(ArchiveLimits { min_free_bytes: Some(available + (1 << 30)), ..Default::default() });
         let err = run_with(&archive, &dest, &high).unwrap_err();
         assert_eq!(err.code, codes::INSUFFICIENT_SPACE, "{}", err.message);
         assert!(!err.message.contains(&*dest.to_string_lossy()), "no host path: {}", err.message);
         assert_eq!(fs::read_dir(&dest).unwrap().count(), 0);
-        let off = ExtractOptions { min_free_bytes: Some(0), ..ExtractOptions::default() };
+        let off = limited(ArchiveLimits { min_free_bytes: Some(0), ..Default::default() });
         run_with(&archive, &dest, &off).unwrap();
         assert_eq!(default_min_free_bytes(10 << 30), (10 << 30) / 50);
         assert_eq!(default_min_free_bytes(1 << 40), 1 << 30);

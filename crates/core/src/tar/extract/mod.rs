@@ -36,9 +36,8 @@
 //! moves is completed by the next extraction into the same destination ([`roll_forward`]),
 //! one killed earlier is removed by it.
 //!
-//! Bounds ([`ExtractLimits`], opt-in) and the free-space floor
-//! ([`ExtractOptions::min_free_bytes`], on by default) are charged at each member's header,
-//! before its entry or any of its data is written.
+//! The [`ArchiveLimits`] (bounds, opt-in, and the free-space floor, on by default) are
+//! charged at each member's header, before its entry or any of its data is written.
 
 mod limits;
 mod place;
@@ -57,7 +56,7 @@ use crate::fsat::Dir;
 use crate::staging::{self, Kind as StagingKind, Staging};
 
 use limits::Budget;
-pub use limits::{default_min_free_bytes, ExtractLimits};
+pub use limits::{default_min_free_bytes, ArchiveLimits};
 pub(crate) use place::roll_forward;
 use place::Extractor;
 use reader::{decompressed, ArchiveReader};
@@ -71,17 +70,14 @@ const STAGING_PREFIX: &str = staging::EXTRACT_PREFIX;
 pub struct ExtractOptions {
     /// Restore modification times from the archive (default `true`).
     pub preserve_mtime: bool,
-    /// Opt-in bounds for an untrusted archive (none by default).
-    pub limits: ExtractLimits,
-    /// The free-space floor: extraction is refused before the destination's file system
-    /// would have less than this many bytes available. `None`: [`default_min_free_bytes`];
-    /// `Some(0)`: no check.
-    pub min_free_bytes: Option<u64>,
+    /// Bounds for an untrusted archive (none by default) and the free-space floor (the
+    /// default floor by default).
+    pub limits: ArchiveLimits,
 }
 
 impl Default for ExtractOptions {
     fn default() -> Self {
-        ExtractOptions { preserve_mtime: true, limits: ExtractLimits::default(), min_free_bytes: None }
+        ExtractOptions { preserve_mtime: true, limits: ArchiveLimits::default() }
     }
 }
 
@@ -112,7 +108,7 @@ pub fn extract<R: Read>(
     let dest_root = Dir::open(dest).map_err(|e| Error::io(e, "open", dest))?;
     // What a killed extraction (or merge) left here is cleaned up, or completed, first.
     staging::sweep(&dest_root, dest, false)?;
-    let budget = Budget::new(opts, &dest_root, dest)?;
+    let budget = Budget::new(&opts.limits, &dest_root, dest)?;
     let staging = Staging::create(&dest_root, StagingKind::Extract).map_err(|e| Error::io(e, "mkdir", dest))?;
     staging.dir.mkdir(std::ffi::OsStr::new(staging::TREE), 0o700).map_err(|e| Error::io(e, "mkdir", dest))?;
     let root =

@@ -556,7 +556,7 @@ mod tests {
         let archive = RawArchive::new().pax(&[("size", value.as_bytes())]).file("f", b"").finish();
         // No file system has that much room: the free-space guard refuses it at its header.
         sandbox.refuses(&archive, codes::INSUFFICIENT_SPACE, "pax size i64::MAX");
-        let no_floor = ExtractOptions { min_free_bytes: Some(0), ..ExtractOptions::default() };
+        let no_floor = limited(ArchiveLimits { min_free_bytes: Some(0), ..Default::default() });
         let err = extract(&archive[..], &sandbox.dest(), &no_floor, |_| {}, &AtomicBool::new(false)).unwrap_err();
         assert_eq!(err.code, codes::BAD_ARCHIVE, "{}", err.message);
         assert!(err.message.contains("truncated"), "{}", err.message);

@@ -2,7 +2,7 @@
 //! sandbox that checks nothing outside the destination changed.
 
 // What the tests of every part use, for their `use test_support::*`.
-pub(super) use super::{extract, ExtractLimits, ExtractOptions, ExtractSummary, STAGING_PREFIX};
+pub(super) use super::{extract, ArchiveLimits, ExtractOptions, ExtractSummary, STAGING_PREFIX};
 pub(super) use crate::error::{codes, Error, Result};
 pub(super) use crate::fsat::{c_name, Dir};
 pub(super) use crate::staging;
@@ -108,7 +108,7 @@ pub(super) fn run_with(archive: &[u8], dest: &Path, opts: &ExtractOptions) -> Re
     extract(archive, dest, opts, |_| {}, &AtomicBool::new(false))
 }
 
-pub(super) fn limited(limits: ExtractLimits) -> ExtractOptions {
+pub(super) fn limited(limits: ArchiveLimits) -> ExtractOptions {
     ExtractOptions { limits, ..ExtractOptions::default() }
 }
 
