@@ -234,7 +234,7 @@ describe(`syncDirectoryToSsh / syncDirectoryFromSsh (seed ${seed})`, () => {
     expect(stagingDirs()).toEqual([]);
   });
 
-  it("reports upload progress against the exact archive size: monotonic, under 100% until done, then 100%", async () => {
+  it("reports upload progress against upstream's total (the files' sizes): monotonic, under 100% until done, then 100%", async () => {
     const local = scratch("progress-src");
     for (let i = 0; i < 6; i += 1) writeFileSync(path.join(local, `blob-${i}.bin`), Buffer.alloc(1024 * 1024 + i, i + 1));
     const lines = [];
@@ -245,9 +245,9 @@ describe(`syncDirectoryToSsh / syncDirectoryFromSsh (seed ${seed})`, () => {
     for (let i = 1; i < done.length; i += 1) expect(done[i]).toBeGreaterThanOrEqual(done[i - 1]);
     for (const line of lines.slice(0, -1)) if (line.percent != null) expect(line.percent).toBeLessThanOrEqual(99);
     const last = lines.at(-1);
-    const exact = await native.tarPrecomputeSize({ root: local, exclude: [], followSymlinks: false, dotMembers: true });
+    const files = Array.from({ length: 6 }, (_, i) => 1024 * 1024 + i).reduce((a, b) => a + b, 0);
     expect(last.percent).toBe(100);
-    expect(last.totalMb).toBe(Number((exact / 1048576).toFixed(1)));
+    expect(last.totalMb).toBe(Number((files / 1048576).toFixed(1)));
     expect(last.doneMb).toBe(last.totalMb);
   });
 

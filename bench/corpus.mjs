@@ -3,6 +3,7 @@
 //   b: 20 large files totalling 2 GB
 //   c: 5 000 files
 //   d: 20 large files totalling 2 GB of source-like text (compressible, gzip -1 ~1/3)
+//   e: ~12 000 files / ~55 MB in corpus a's shape with corpus d's kind of text (a source tree)
 import { existsSync, mkdirSync, openSync, closeSync, writeSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -22,11 +23,15 @@ function fillBuffer(buf, next) {
   for (let i = 0; i < buf.length; i += 4) buf.writeUInt32LE(Math.floor(next() * 4294967296), i);
 }
 
-/** A tree of `files` files averaging `avgBytes`, ~30% under node_modules, 8 files a dir. */
-function sourceTree(root, files, avgBytes, seed) {
+/**
+ * A tree of `files` files averaging `avgBytes`, ~30% under node_modules, 8 files a dir;
+ * each file a slice of a 1 MiB pool of random bytes, or of source-like text with `text`.
+ */
+function sourceTree(root, files, avgBytes, seed, { text = false } = {}) {
   const next = rng(seed);
-  const pool = Buffer.alloc(1 << 20);
-  fillBuffer(pool, next);
+  let pool = Buffer.alloc(1 << 20);
+  if (text) pool = sourceText(1 << 20, next);
+  else fillBuffer(pool, next);
   let written = 0;
   let dirIndex = 0;
   while (written < files) {
@@ -138,6 +143,7 @@ const CORPORA = {
   b: { describe: "20 large files, 2 GB", make: (dir) => largeFiles(dir, 20, 2 * 1024 ** 3, 2) },
   c: { describe: "5 000 files", make: (dir) => sourceTree(dir, 5_000, 4500, 3) },
   d: { describe: "20 large source-like text files, 2 GB", make: (dir) => largeTextFiles(dir, 20, 2 * 1024 ** 3, 4) },
+  e: { describe: "~12 000 files / ~55 MB source-like text tree with node_modules", make: (dir) => sourceTree(dir, 12_000, 4500, 5, { text: true }) },
 };
 
 /** The corpus directory, generated on first use. */

@@ -52,6 +52,8 @@ const SCRIPTS = {
   // Upstream's own `git bundle create` of corpus a's ~300 MB of tracked files can pass its
   // 60 s deadline, so corpus a runs as a plain directory (bench/activation.mjs --no-git).
   activation: { corpora: "each", defaults: "c,a", perCorpus: (name) => (name === "a" ? ["--no-git"] : []) },
+  // The shaped-link benchmark (its own network namespace: root only), with its own defaults.
+  links: {},
 };
 const selected = positional[0] ? positional[0].split(",") : Object.keys(SCRIPTS);
 const unknown = selected.filter((name) => !SCRIPTS[name]);

@@ -11,6 +11,7 @@ import {
   base64Length,
   readBase64,
   reslice,
+  runnerLink,
   SINGLE_STREAM_MAX_BASE64_BYTES,
   SLICE_BYTES,
   slicesOfBuffer,
@@ -95,6 +96,8 @@ export function createCommandManagedRuntimeClient(input) {
       singleStream: base64Length(total) <= SINGLE_STREAM_MAX_BASE64_BYTES && runner.supportsSingleStreamStdinProgress === true,
       onProgress,
       removeStaged: (staged) => client.remove(staged).catch(() => undefined),
+      // The runner's measured link: gzip before base64 once it is slow (base64-transfer.js).
+      link: runnerLink(runner),
     });
   };
 
@@ -217,7 +220,14 @@ export function createCommandManagedRuntimeClient(input) {
     return native ? await nativeSyncIn(operations) : await fallbackSyncIn(operations, options?.onBytes);
   };
   if (native) client.syncOut = (operations) => nativeSyncOut(operations);
-  Object.defineProperty(client, OUR_CLIENT, { value: { streamsPackedSources: !native } });
+  Object.defineProperty(client, OUR_CLIENT, {
+    value: {
+      streamsPackedSources: !native,
+      // The base64 transport on a link measured slower than gzip: what comes back is worth
+      // compressing in the sandbox first (the safe extraction reads gzip as well as tar).
+      compressDownloads: () => !native && !useDuplex && runnerLink(runner).slow(),
+    },
+  });
   return client;
 }
 

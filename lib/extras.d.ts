@@ -51,5 +51,20 @@ export interface SshPoolStats {
  * known hosts. Diagnostics: counts since the process started.
  */
 export declare function sshPoolStats(): SshPoolStats;
+/** What the SSH lane's delta uploads and restores did in this process (docs "SSH", delta uploads). */
+export interface SshDeltaStats {
+    /** Workspace uploads sent as deltas. */
+    delta: number;
+    /** Full uploads (upstream's clear and upload). */
+    full: number;
+    /** Managed run directories started from the previous restored run's. */
+    seeded: number;
+    /** Full uploads by reason: `no-manifest`, `remote-absent`, `remote-cannot-answer`, `off`. */
+    fallbacks: Record<string, number>;
+    /** The same for baseline restores (reasons: `no-manifest`, `excludes`, `remote-cannot-answer`, `too-many-changes`). */
+    restore: { delta: number; full: number; fallbacks: Record<string, number> };
+}
+/** What the SSH lane's delta uploads and restores did in this process. */
+export declare function sshDeltaStats(): SshDeltaStats;
 /** Closes every idle pooled SSH session now (they also close by themselves after 10 s idle). */
 export declare function closeIdleSshSessions(): void;

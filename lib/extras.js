@@ -52,6 +52,13 @@ export function sshPoolStats() {
   return { ...native.sshPoolStats() };
 }
 
+/**
+ * What the SSH lane's delta uploads and restores did in this process: uploads sent as
+ * deltas, full uploads and why (`no-manifest`, `remote-absent`, `remote-cannot-answer`,
+ * `off`), run directories started from the previous run's, and the same for restores.
+ */
+export { sshDeltaStats } from "./ssh-delta.js";
+
 /** Closes every idle pooled SSH session now (they also close by themselves after 10 s idle). */
 export function closeIdleSshSessions() {
   native.sshPoolClear();

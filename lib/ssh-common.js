@@ -25,7 +25,7 @@ export function sshSessionReuse() {
   return process.env.PAPERCLIP_NATIVE_SSH_REUSE !== "0";
 }
 
-/** The native connection target for an upstream `SshConnectionConfig` and our limits. */
+/** The native connection target for an upstream `SshConnectionConfig` and our connection options (timeouts). */
 export function sshTarget(config, { connectTimeoutMs, inactivityTimeoutMs } = {}) {
   if (!config || typeof config !== "object") throw invalidArgument("config must be an SshConnectionConfig");
   if (typeof config.host !== "string" || config.host === "") throw invalidArgument("config.host must be a non-empty string");
@@ -85,6 +85,68 @@ export function transferProgress({ onProgress, phase, direction, label, total })
     async fail() {
       await ready;
       await bridge.fail(transferred);
+    },
+  };
+}
+
+/** GNU tar's record: `tar -cf -` writes whole records of 20 blocks. */
+const TAR_RECORD = 10_240;
+/** The `./` member GNU tar writes first for `tar -cf - .` (our packer has no root member). */
+const DOT_MEMBER = 512;
+/** What Node reads from a child's stdout pipe at a time: the chunks upstream's counter sees. */
+const PIPE_CHUNK = 65_536;
+
+/**
+ * Upstream's upload progress (its `createTransferProgress` over the host `tar -cf - .`
+ * pipe) for our packer's stream, so the lines are upstream's for the same tree: the total
+ * is upstream's estimate (the sizes of the regular files, `estimate`, a promise), every
+ * count after the first is capped at 99% of it, and the counts are the positions GNU
+ * tar's stream (a `./` member first, records of 10 240 bytes) reaches chunk by chunk as
+ * Node reads it from the pipe (64 KiB at a time). As upstream's walk does in practice,
+ * the estimate arrives after the first chunk, which is reported in MB. `finish` writes
+ * `100% (total/total)`, or without a total the padded archive size; `fail` the
+ * `failed at` line. `null` without a sink.
+ */
+export function uploadProgress({ onProgress, label, estimate }) {
+  if (typeof onProgress !== "function") return null;
+  const reporter = createRuntimeProgressReporter({ sink: onProgress, phase: "Syncing", direction: "to", label, target: "ssh" });
+  let total = null;
+  let cap = null;
+  const estimated = Promise.resolve(estimate).then((value) => value, () => null);
+  let chain = Promise.resolve();
+  let position = 0; // bytes of GNU tar's stream Node would have read so far
+  /** Reports each pipe chunk between the two stream positions. */
+  const feed = async (to) => {
+    while (position < to) {
+      const first = position === 0;
+      position = Math.min(to, (Math.floor(position / PIPE_CHUNK) + 1) * PIPE_CHUNK);
+      await reporter.report(cap == null ? position : Math.min(position, cap), total);
+      if (first) {
+        const value = await estimated;
+        total = Number.isFinite(value) && value > 0 ? value : null;
+        cap = total == null ? null : Math.floor(total * PROGRESS_CAP);
+      }
+    }
+  };
+  const advance = (to) => {
+    chain = chain.then(() => feed(to)).catch(() => undefined);
+  };
+  return {
+    /** The running count of our (uncompressed) tar stream. */
+    update(tarBytes) {
+      advance(Math.floor((tarBytes + DOT_MEMBER) / PIPE_CHUNK) * PIPE_CHUNK);
+    },
+    /** The terminal line once the remote confirmed; `tarBytes` is our stream's final size. */
+    async finish(tarBytes) {
+      advance(Math.ceil((tarBytes + DOT_MEMBER) / TAR_RECORD) * TAR_RECORD);
+      await chain;
+      if (total == null) total = await estimated.then((value) => (Number.isFinite(value) && value > 0 ? value : null));
+      await reporter.complete(total ?? position, total).catch(() => undefined);
+    },
+    /** The `failed at NN% (x/y MB)` (or `failed after x MB`) line. */
+    async fail() {
+      await chain;
+      await reporter.fail(position, total).catch(() => undefined);
     },
   };
 }

@@ -17,6 +17,7 @@ import { runLocalGit } from "./local-git.js";
 import { abortError, native } from "./native.js";
 import { runTransfer, shellQuote, sshSessionReuse, sshTarget, transferProgress, transferTarget } from "./ssh-common.js";
 import { archiveLimits, checkSignal, invalidArgument } from "./arguments.js";
+import { markRestored, planRestore, stageTree } from "./ssh-delta.js";
 import { mergeDirectoryWithBaseline } from "./workspace-restore-merge.js";
 
 /** The remote directory Paperclip keeps for itself: never synced, never cleared. */
@@ -39,11 +40,12 @@ function lifecycleInput(input) {
   const remoteDir = input.remoteDir ?? input.spec.remoteCwd;
   if (typeof remoteDir !== "string" || remoteDir === "") throw invalidArgument("remoteDir (or spec.remoteCwd) must be a non-empty string");
   const signal = checkSignal(input.signal);
-  // The connection limits every step of the lifecycle passes on.
-  const limits = { signal, connectTimeoutMs: input.connectTimeoutMs, inactivityTimeoutMs: input.inactivityTimeoutMs };
+  // The connection options (cancellation and timeouts) every step of the lifecycle passes
+  // on; `input.limits` is something else: the archive bounds of a restore.
+  const connection = { signal, connectTimeoutMs: input.connectTimeoutMs, inactivityTimeoutMs: input.inactivityTimeoutMs };
   // Validated once here, so a bad config fails before any local git work.
-  sshTarget(input.spec, limits);
-  return { remoteDir, signal, limits };
+  sshTarget(input.spec, connection);
+  return { remoteDir, signal, connection };
 }
 
 /** Throws the signal's `AbortError` between steps. */
@@ -127,7 +129,7 @@ async function withBundleFile(fn) {
  * HEAD) out, resets and cleans the tree (sparing `.paperclip-runtime`) and carries the
  * credential-free `origin` over. Progress: `Importing git history to ssh`, exact percent.
  */
-async function pushGitHistory({ spec, localDir, remoteDir, state, onProgress, limits }) {
+async function pushGitHistory({ spec, localDir, remoteDir, state, onProgress, connection }) {
   const ref = `refs/paperclip/ssh-sync/import/${randomUUID()}`;
   const q = shellQuote;
   const git = `git -C ${q(remoteDir)}`;
@@ -156,9 +158,9 @@ async function pushGitHistory({ spec, localDir, remoteDir, state, onProgress, li
         `${git} update-ref -d ${q(ref)} >/dev/null 2>&1 || true`,
       ].join("\n");
       const { size } = await fs.stat(bundle);
-      const target = transferTarget(spec, limits);
+      const target = transferTarget(spec, connection);
       const progress = transferProgress({ onProgress, phase: "Importing git history", direction: "to", total: size });
-      await runTransfer(progress, limits.signal, (id, onBytes) =>
+      await runTransfer(progress, connection.signal, (id, onBytes) =>
         native.sshUploadFile(target, `sh -c ${q(script)}`, bundle, id, onBytes));
     } finally {
       await runLocalGit(localDir, ["update-ref", "-d", ref], QUICK).catch(() => undefined);
@@ -171,7 +173,7 @@ async function pushGitHistory({ spec, localDir, remoteDir, state, onProgress, li
  * imported commit; with `reset`, the local work tree is reset to it and the ref dropped.
  * Progress: `Exporting git history from ssh`, bytes received (the size is unknown up front).
  */
-async function pullGitHistory({ spec, localDir, remoteDir, ref, reset, onProgress, limits }) {
+async function pullGitHistory({ spec, localDir, remoteDir, ref, reset, onProgress, connection }) {
   const q = shellQuote;
   const git = `git -C ${q(remoteDir)}`;
   const script = [
@@ -186,9 +188,9 @@ async function pullGitHistory({ spec, localDir, remoteDir, ref, reset, onProgres
   ].join("\n");
   try {
     return await withBundleFile(async (bundle) => {
-      const target = transferTarget(spec, limits);
+      const target = transferTarget(spec, connection);
       const progress = transferProgress({ onProgress, phase: "Exporting git history", direction: "from", total: null });
-      await runTransfer(progress, limits.signal, (id, onBytes) =>
+      await runTransfer(progress, connection.signal, (id, onBytes) =>
         native.sshDownloadFile(target, `sh -c ${q(script)}`, bundle, id, onBytes));
       await runLocalGit(localDir, ["fetch", "--force", bundle, `${EXPORT_REF}:${ref}`], SLOW);
       if (reset) await runLocalGit(localDir, ["reset", "--hard", ref], SLOW);
@@ -294,21 +296,21 @@ function integrateImportedHead(localDir, imported) {
  * the remote tree the push writes into, and the removal of deleted paths follows both.
  */
 export async function prepareWorkspaceOverSsh(input, transfers) {
-  const { runSshCommand, syncDirectoryToSsh } = transfers;
-  const { remoteDir, signal, limits } = lifecycleInput(input);
+  const { runSshCommand, syncDirectoryToSsh, uploadTree } = transfers;
+  const { remoteDir, signal, connection } = lifecycleInput(input);
   const { spec, localDir, onProgress } = input;
   const state = await readLocalGitState(localDir);
   throwIfAborted(signal);
   if (state) {
-    await pushGitHistory({ spec, localDir, remoteDir, state, onProgress, limits });
+    await pushGitHistory({ spec, localDir, remoteDir, state, onProgress, connection });
     throwIfAborted(signal);
     await syncDirectoryToSsh({
-      ...limits, spec, localDir, remoteDir, exclude: [".git", RUNTIME_DIR], onProgress, progressLabel: "workspace",
+      ...connection, spec, localDir, remoteDir, exclude: [".git", RUNTIME_DIR], onProgress, progressLabel: "workspace",
     });
     if (state.deletedPaths.length > 0) {
       throwIfAborted(signal);
       const paths = state.deletedPaths.map(shellQuote).join(" ");
-      await runSshCommand(spec, `cd ${shellQuote(remoteDir)} && rm -rf -- ${paths}`, { ...limits, ...REMOTE_SCRIPT });
+      await runSshCommand(spec, `cd ${shellQuote(remoteDir)} && rm -rf -- ${paths}`, { ...connection, ...REMOTE_SCRIPT });
     }
     return { gitBacked: true };
   }
@@ -317,10 +319,24 @@ export async function prepareWorkspaceOverSsh(input, transfers) {
     `mkdir -p ${shellQuote(remoteDir)}`,
     `find ${shellQuote(remoteDir)} -mindepth 1 -maxdepth 1 ! -name ${shellQuote(RUNTIME_DIR)} -exec rm -rf -- {} +`,
   ].join("\n");
-  await runSshCommand(spec, clear, { ...limits, ...REMOTE_SCRIPT });
-  throwIfAborted(signal);
-  await syncDirectoryToSsh({
-    ...limits, spec, localDir, remoteDir, exclude: [RUNTIME_DIR], onProgress, progressLabel: "workspace",
+  const tree = { ...connection, spec, localDir, remoteDir, exclude: [RUNTIME_DIR], onProgress, progressLabel: "workspace" };
+  // Upstream's clear and full upload, or (to a host that kept the tree) only what changed.
+  await stageTree({
+    spec,
+    connection,
+    localDir,
+    remoteDir,
+    exclude: [RUNTIME_DIR],
+    // Upstream's command lines, but for `gzip -dc |` before the remote tar when the link
+    // asks for compression (ssh-delta.js `wireCompression`).
+    fullUpload: async ({ record, gzip }) => {
+      await runSshCommand(spec, clear, { ...connection, ...REMOTE_SCRIPT });
+      throwIfAborted(signal);
+      const q = shellQuote(remoteDir);
+      const extract = gzip ? `gzip -dc | tar -xf - -C ${q}` : `tar -xf - -C ${q}`;
+      return await uploadTree(tree, { command: `sh -c ${shellQuote(`mkdir -p ${q} && ${extract}`)}`, record, gzip });
+    },
+    uploadDelta: ({ command, only, gzip }) => uploadTree(tree, { command, only, record: true, collectStdout: 256 * 1024 * 1024, gzip }),
   });
   return { gitBacked: false };
 }
@@ -339,7 +355,7 @@ export async function prepareWorkspaceOverSsh(input, transfers) {
  */
 export async function restoreWorkspaceOverSsh(input, transfers) {
   const { syncDirectoryFromSsh } = transfers;
-  const { remoteDir, signal, limits } = lifecycleInput(input);
+  const { remoteDir, signal, connection } = lifecycleInput(input);
   const { spec, localDir, onProgress, baselineSnapshot } = input;
   // Ours: the extraction's bounds, checked before any work and passed to every pull.
   const archive = { limits: archiveLimits(input.limits) };
@@ -347,10 +363,15 @@ export async function restoreWorkspaceOverSsh(input, transfers) {
     const stagingDir = await restoreStaging(localDir);
     const ref = input.restoreGitHistory ? `refs/paperclip/ssh-sync/imported/${randomUUID()}` : null;
     try {
-      const pullTree = (over) => syncDirectoryFromSsh({
-        ...limits, ...archive, spec, remoteDir, localDir: stagingDir, exclude: baselineSnapshot.exclude, onProgress, progressLabel: "workspace", ...over,
-      });
-      const exportHistory = () => pullGitHistory({ spec, localDir, remoteDir, ref, reset: false, onProgress, limits });
+      // Without history to bring back, and to a host that kept what was sent: only what
+      // the run changed comes back (ssh-delta.js), merged against the baseline cut to it.
+      const delta = ref ? null : await planRestore({ spec, connection, remoteDir, localDir, baseline: baselineSnapshot });
+      const pullTree = (over) => {
+        const tree = { ...connection, ...archive, spec, remoteDir, localDir: stagingDir, exclude: baselineSnapshot.exclude, onProgress, progressLabel: "workspace", ...over };
+        if (!delta) return syncDirectoryFromSsh(tree);
+        return delta.members.length > 0 ? transfers.pullTree(tree, { members: delta.members }) : undefined;
+      };
+      const exportHistory = () => pullGitHistory({ spec, localDir, remoteDir, ref, reset: false, onProgress, connection });
       let imported = null;
       if (ref && pullMayOverlapExport(baselineSnapshot.exclude)) {
         // Both only read the remote tree and write different local places (the repository's
@@ -364,13 +385,15 @@ export async function restoreWorkspaceOverSsh(input, transfers) {
       }
       throwIfAborted(signal);
       await mergeDirectoryWithBaseline({
-        baseline: baselineSnapshot,
+        baseline: delta?.baseline ?? baselineSnapshot,
         sourceDir: stagingDir,
         targetDir: localDir,
         // History moves inside the lock; the working tree still comes from the remote files,
         // so uncommitted remote edits win.
         beforeApply: imported ? () => integrateImportedHead(localDir, imported) : undefined,
       });
+      // The run's work is back on this host: its remote directory may start the next run's.
+      await markRestored(spec, remoteDir, localDir).catch(() => undefined);
     } finally {
       if (ref) await runLocalGit(localDir, ["update-ref", "-d", ref], QUICK).catch(() => undefined);
       await fs.rm(stagingDir, { recursive: true, force: true }).catch(() => undefined);
@@ -381,14 +404,14 @@ export async function restoreWorkspaceOverSsh(input, transfers) {
   throwIfAborted(signal);
   if (state) {
     const ref = `refs/paperclip/ssh-sync/imported/${randomUUID()}`;
-    await pullGitHistory({ spec, localDir, remoteDir, ref, reset: true, onProgress, limits });
+    await pullGitHistory({ spec, localDir, remoteDir, ref, reset: true, onProgress, connection });
     throwIfAborted(signal);
     await syncDirectoryFromSsh({
-      ...limits, ...archive, spec, remoteDir, localDir, exclude: [".git", RUNTIME_DIR], preserveLocalEntries: [".git"], onProgress, progressLabel: "workspace",
+      ...connection, ...archive, spec, remoteDir, localDir, exclude: [".git", RUNTIME_DIR], preserveLocalEntries: [".git"], onProgress, progressLabel: "workspace",
     });
     return;
   }
   await syncDirectoryFromSsh({
-    ...limits, ...archive, spec, remoteDir, localDir, exclude: [RUNTIME_DIR], onProgress, progressLabel: "workspace",
+    ...connection, ...archive, spec, remoteDir, localDir, exclude: [RUNTIME_DIR], onProgress, progressLabel: "workspace",
   });
 }

@@ -135,3 +135,22 @@ export declare function restoreWorkspaceFromSshExecution(input: {
     /** Ours: bounds for the downloaded workspace archive and the free-space floor (see `ExtractLimits`). */
     limits?: ExtractLimits;
 } & SshCallOptions): Promise<void>;
+/**
+ * Upstream's `ensureSshWorkspaceReady`: creates `config.remoteWorkspacePath` on the host and
+ * resolves `{ remoteCwd }` as the remote `pwd` prints it, on a pooled in-process session
+ * (upstream's starts a host `ssh`).
+ */
+export declare function ensureSshWorkspaceReady(config: SshConnectionConfig): Promise<{
+    remoteCwd: string;
+}>;
+/**
+ * Upstream's `createSshCommandManagedRuntimeRunner`: a runner whose `execute` runs each
+ * command on the host (in `cwd`, default `defaultCwd` or `spec.remoteCwd`, with its `env`
+ * and `stdin`) through {@link runSshCommand}, so on a pooled in-process session; output
+ * bounded by `maxBufferBytes` (default 1 MiB); upstream's result shape, failures included.
+ */
+export declare function createSshCommandManagedRuntimeRunner(input: {
+    spec: SshRemoteExecutionSpec;
+    defaultCwd?: string | null;
+    maxBufferBytes?: number | null;
+}): import("./command-managed-runtime.js").CommandManagedRuntimeRunner;

@@ -8,7 +8,8 @@
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import { abortError, codes, constants, native, runCancellable, toJsError } from "./native.js";
-import { runTransfer, shellQuote, sshTarget, transferProgress, transferTarget } from "./ssh-common.js";
+import { shellQuote, sshTarget, transferProgress, transferTarget, uploadProgress } from "./ssh-common.js";
+import { parseMembers } from "./ssh-delta.js";
 import { prepareWorkspaceOverSsh, restoreWorkspaceOverSsh } from "./ssh-workspace.js";
 import { archiveLimits, checkSignal, invalidArgument } from "./arguments.js";
 import { isReservedName, reportForeignStaging } from "./staging.js";
@@ -90,6 +91,71 @@ export async function runSshCommand(config, remoteCommand, options = {}) {
   throw commandFailure(error, { stdout, stderr, code, signal: result.exitSignal ?? null });
 }
 
+/**
+ * Upstream's `ensureSshWorkspaceReady`: creates `config.remoteWorkspacePath` on the host and
+ * resolves `{ remoteCwd }`, the directory as the remote `pwd` prints it; on a pooled
+ * in-process session (upstream's own starts a host `ssh`).
+ */
+export async function ensureSshWorkspaceReady(config) {
+  const dir = shellQuote(config.remoteWorkspacePath);
+  const result = await runSshCommand(config, `mkdir -p ${dir} && cd ${dir} && pwd`);
+  return { remoteCwd: result.stdout.trim() };
+}
+
+/** The remote script of one runner command: upstream's `cd` and environment forms. */
+function runnerScript(commandInput, defaultCwd) {
+  const command = commandInput.command.trim();
+  const args = commandInput.args ?? [];
+  const cwd = commandInput.cwd?.trim() || defaultCwd;
+  const env = Object.entries(commandInput.env ?? {}).filter((entry) => typeof entry[1] === "string");
+  const quoted = [shellQuote(command), ...args.map((arg) => shellQuote(arg))].join(" ");
+  const envPrefix = env.length > 0 ? `env ${env.map(([key, value]) => `${key}=${shellQuote(value)}`).join(" ")} ` : "";
+  const exports = env.length > 0 ? `${env.map(([key, value]) => `export ${key}=${shellQuote(value)};`).join(" ")} ` : "";
+  // A shell given its script with -c / -lc runs the script itself, after the exports.
+  const isShellScript = (command === "sh" || command === "bash") && (args[0] === "-c" || args[0] === "-lc") && typeof args[1] === "string";
+  const body = isShellScript ? `${exports}${args[1]}` : `${envPrefix}exec ${quoted}`;
+  return `cd ${shellQuote(cwd)} && ${body}`;
+}
+
+/**
+ * Upstream's `createSshCommandManagedRuntimeRunner`: a sandbox-style runner whose
+ * `execute` runs each command on the host of `input.spec` (in `cwd`, default
+ * `input.defaultCwd` or `spec.remoteCwd`, with its `env` and `stdin`) through
+ * {@link runSshCommand}, so on a pooled in-process session; output is bounded by
+ * `maxBufferBytes` (default 1 MiB). Resolves upstream's result shape, a failure included
+ * (`exitCode`, `signal`, `timedOut`, both outputs, also passed to `onLog`).
+ */
+export function createSshCommandManagedRuntimeRunner(input) {
+  const defaultCwd = input.defaultCwd?.trim() || input.spec.remoteCwd;
+  const maxBuffer = typeof input.maxBufferBytes === "number" && Number.isFinite(input.maxBufferBytes) && input.maxBufferBytes > 0
+    ? Math.trunc(input.maxBufferBytes)
+    : 1024 * 1024;
+  return {
+    execute: async (commandInput) => {
+      const startedAt = new Date().toISOString();
+      const remoteCommand = runnerScript(commandInput, defaultCwd);
+      let outcome;
+      try {
+        const result = await runSshCommand(input.spec, remoteCommand, { stdin: commandInput.stdin, timeoutMs: commandInput.timeoutMs, maxBuffer });
+        outcome = { exitCode: 0, signal: null, timedOut: false, stdout: result.stdout, stderr: result.stderr };
+      } catch (error) {
+        const stdout = typeof error?.stdout === "string" ? error.stdout : "";
+        const stderr = typeof error?.stderr === "string" ? error.stderr : error instanceof Error ? error.message : String(error);
+        outcome = {
+          exitCode: typeof error?.code === "number" ? error.code : null,
+          signal: typeof error?.signal === "string" ? error.signal : null,
+          timedOut: error?.killed === true,
+          stdout,
+          stderr,
+        };
+      }
+      if (outcome.stdout) await commandInput.onLog?.("stdout", outcome.stdout);
+      if (outcome.stderr) await commandInput.onLog?.("stderr", outcome.stderr);
+      return { ...outcome, pid: null, startedAt };
+    },
+  };
+}
+
 /** Checks the transfer input shared by both directions. */
 function transferInput(input, dirKey) {
   if (!input || typeof input !== "object") throw invalidArgument("input must be an object");
@@ -110,25 +176,46 @@ function transferInput(input, dirKey) {
  * archive into `sh -c 'mkdir -p <dir> && tar -xf - -C <dir>'` on one session.
  */
 export async function syncDirectoryToSsh(input) {
+  const remoteDir = shellQuote(input?.remoteDir ?? "");
+  await uploadTree(input, { command: `sh -c ${shellQuote(`mkdir -p ${remoteDir} && tar -xf - -C ${remoteDir}`)}` });
+}
+
+/**
+ * One upload of `input.localDir` (checked as `syncDirectoryToSsh` checks it) into the stdin
+ * of `command`, with upstream's progress lines. `only`: the members to write (all when
+ * absent); `record`: resolve the members written (their `stat` records, for the delta
+ * manifest); `collectStdout`: resolve the command's stdout (up to this many bytes); `gzip`:
+ * compress the stream at level 1 (the command must decompress it).
+ */
+async function uploadTree(input, { command, only, record = false, collectStdout, gzip = false }) {
   const { signal, target } = transferInput(input, "localDir");
   // Members named `./x` with the excludes matched against those names, as upstream's
   // `tar -C <localDir> --exclude … -cf - .` archives them.
   const pack = {
     ...(await packInput({ localDir: input.localDir, exclude: input.exclude, followSymlinks: input.followSymlinks })),
     dotMembers: true,
+    ...(gzip ? { gzip: 1 } : {}),
   };
-  const remoteDir = shellQuote(input.remoteDir);
-  const command = `sh -c ${shellQuote(`mkdir -p ${remoteDir} && tar -xf - -C ${remoteDir}`)}`;
-  const progress = transferProgress({
+  const progress = uploadProgress({
     onProgress: input.onProgress,
-    phase: "Syncing",
-    direction: "to",
     label: input.progressLabel,
-    // The exact size of the stream the packer writes, walked while the transfer starts
-    // (and stopped by the signal, like the transfer).
-    total: typeof input.onProgress === "function" ? runCancellable(signal, (id) => native.tarPrecomputeSize(pack, id)) : null,
+    // Upstream's total (the regular files' sizes), walked while the transfer starts (and
+    // stopped by the signal, like the transfer).
+    estimate: typeof input.onProgress === "function"
+      ? runCancellable(signal, (id) => native.sshUploadEstimate(input.localDir, input.exclude ?? [], Boolean(input.followSymlinks), id))
+      : null,
   });
-  await runTransfer(progress, signal, (id, onBytes) => native.sshUploadTar(target, command, pack, id, onBytes));
+  const options = only || record || collectStdout != null ? { only, record, collectStdout } : undefined;
+  let result;
+  try {
+    result = await runCancellable(signal, (id) =>
+      native.sshUploadTar(target, command, pack, id, progress ? (bytes) => progress.update(bytes) : undefined, options));
+    await progress?.finish(result.tarBytes);
+  } catch (error) {
+    await progress?.fail();
+    throw error;
+  }
+  return { stdout: result.stdout ?? null, members: result.members ? parseMembers(result.members) : [] };
 }
 
 /** Upstream's remote size estimate for a restore: `du -sk` in bytes, `null` when unknown. */
@@ -252,11 +339,21 @@ async function completeInterruptedPulls(localDir) {
  * one session; only a complete, successful transfer replaces the contents of `localDir`.
  */
 export async function syncDirectoryFromSsh(input) {
+  await pullTree(input, {});
+}
+
+/**
+ * One pull of `input.remoteDir` into `input.localDir` (checked as `syncDirectoryFromSsh`
+ * checks it), upstream's: the whole tree, or with `members` only those entries (each
+ * alone, `--no-recursion`; the restore delta's pull).
+ */
+async function pullTree(input, { members }) {
   const { signal, target } = transferInput(input, "localDir");
   const excludeArgs = [APPLE_DOUBLE, ...(input.exclude ?? [])].flatMap((entry) => ["--exclude", entry]);
+  const what = members ? ["--no-recursion", "-cf", "-", "--", ...members.map((member) => shellQuote(`./${member}`))] : ["-cf", "-", "."];
   const remoteScript = [
     `cd ${shellQuote(input.remoteDir)}`,
-    `tar ${[...excludeArgs.map(shellQuote), "-cf", "-", "."].join(" ")}`,
+    `tar ${[...excludeArgs.map(shellQuote), ...what].join(" ")}`,
   ].join(" && ");
   const command = `sh -c ${shellQuote(remoteScript)}`;
   const limits = archiveLimits(input.limits);
@@ -289,7 +386,7 @@ export async function syncDirectoryFromSsh(input) {
 // The workspace lifecycle on top of these transfers lives in ./ssh-workspace.js (the bundles
 // use the same channel code); it is handed the three transfers above rather than importing
 // this module back.
-const TRANSFERS = { runSshCommand, syncDirectoryToSsh, syncDirectoryFromSsh };
+const TRANSFERS = { runSshCommand, syncDirectoryToSsh, syncDirectoryFromSsh, uploadTree, pullTree };
 
 /**
  * Stages a local workspace on the SSH host before a run, as upstream does (see ssh.d.ts and

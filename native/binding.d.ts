@@ -402,7 +402,7 @@ export interface SshPoolStats {
 
 /**
  * Where and how to connect (internal): upstream's `SshConnectionConfig` fields that matter
- * to the connection, plus our limits.
+ * to the connection, plus our connection timeouts and the reuse switch.
  */
 export interface SshTargetInput {
   host: string
@@ -431,14 +431,45 @@ export interface SshTransferSummary {
   entries: number
 }
 
+/**
+ * Upstream's progress total of an SSH upload of `root` (internal; see
+ * `paperclip_sync_core::ssh::upload_estimate`).
+ */
+export declare function sshUploadEstimate(root: string, exclude: Array<string>, followSymlinks: boolean, cancelId?: number | undefined | null): Promise<number>
+
 /** Streams the file `path` into the stdin of `command` (internal; the git-bundle upload). */
 export declare function sshUploadFile(target: SshTargetInput, command: string, path: string, cancelId?: number | undefined | null, onProgress?: ((bytes: number) => void) | undefined | null): Promise<SshTransferSummary>
 
+/** What an upload asks for beyond the archive (internal; the SSH lane's delta uploads). */
+export interface SshUploadOptions {
+  /** Write only these members (names without `./`); absent: all of them. */
+  only?: Array<string>
+  /** Return the `stat` record of every member written (see `members`). */
+  record?: boolean
+  /** Collect the remote command's stdout up to this many bytes; absent: discard it. */
+  collectStdout?: number
+}
+
+/** What an upload moved (internal). */
+export interface SshUploadResult {
+  /** Bytes sent on the channel (compressed when the pack is). */
+  bytes: number
+  /** Archive members packed. */
+  entries: number
+  /** Bytes of the uncompressed tar stream. */
+  tarBytes: number
+  /** The remote command's stdout (with `collectStdout`). */
+  stdout?: Buffer
+  /** The members written, as JSON (with `record`; see `members_json`). */
+  members?: string
+}
+
 /**
  * Packs `pack` into the stdin of `command` on a new session (internal; see
- * `syncDirectoryToSsh`). `on_progress` receives the bytes the channel accepted.
+ * `syncDirectoryToSsh`). `on_progress` receives the bytes of the uncompressed tar stream
+ * packed so far.
  */
-export declare function sshUploadTar(target: SshTargetInput, command: string, pack: TarPackInput, cancelId?: number | undefined | null, onProgress?: ((bytes: number) => void) | undefined | null): Promise<SshTransferSummary>
+export declare function sshUploadTar(target: SshTargetInput, command: string, pack: TarPackInput, cancelId?: number | undefined | null, onProgress?: ((bytes: number) => void) | undefined | null, options?: SshUploadOptions | undefined | null): Promise<SshUploadResult>
 
 /**
  * A fresh staging name of `kind` (`"extract"`, `"pull"`, `"merge"` or `"restore"`) owned by this
@@ -505,6 +536,12 @@ export interface TarExtractSummary {
    */
   foreignStaging: Array<string>
 }
+
+/**
+ * The member records of everything `pack` would archive now, as JSON (see
+ * `members_json`; internal: the SSH lane's delta plan).
+ */
+export declare function tarListMembers(pack: TarPackInput, cancelId?: number | undefined | null): Promise<string>
 
 /** One chunk of a pack stream (internal). */
 export interface TarPackChunk {

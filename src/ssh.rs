@@ -19,16 +19,16 @@ use paperclip_sync_core::error::{codes, Error as CoreError};
 use paperclip_sync_core::ssh::{
     self, Input, Output, Sessions, SshTarget, StderrLimit, TransferSummary, DEFAULT_CONNECT_TIMEOUT,
 };
-use paperclip_sync_core::tar::PackOptions;
+use paperclip_sync_core::tar::{self, MemberRecord, PackOptions};
 
 use crate::cancel;
-use crate::error::to_napi;
+use crate::error::{run_blocking, to_napi};
 use crate::progress::{Progress, ProgressCallback};
 use crate::runtime::run_dedicated;
 use crate::tar::{TarExtractInput, TarPackInput};
 
 /// Where and how to connect (internal): upstream's `SshConnectionConfig` fields that matter
-/// to the connection, plus our limits.
+/// to the connection, plus our connection timeouts and the reuse switch.
 #[napi(object)]
 pub struct SshTargetInput {
     pub host: String,
@@ -166,8 +166,35 @@ async fn transfer(
     .await
 }
 
+/// What an upload asks for beyond the archive (internal; the SSH lane's delta uploads).
+#[napi(object)]
+pub struct SshUploadOptions {
+    /// Write only these members (names without `./`); absent: all of them.
+    pub only: Option<Vec<String>>,
+    /// Return the `stat` record of every member written (see `members`).
+    pub record: Option<bool>,
+    /// Collect the remote command's stdout up to this many bytes; absent: discard it.
+    pub collect_stdout: Option<f64>,
+}
+
+/// What an upload moved (internal).
+#[napi(object)]
+pub struct SshUploadResult {
+    /// Bytes sent on the channel (compressed when the pack is).
+    pub bytes: f64,
+    /// Archive members packed.
+    pub entries: f64,
+    /// Bytes of the uncompressed tar stream.
+    pub tar_bytes: f64,
+    /// The remote command's stdout (with `collectStdout`).
+    pub stdout: Option<Buffer>,
+    /// The members written, as JSON (with `record`; see `members_json`).
+    pub members: Option<String>,
+}
+
 /// Packs `pack` into the stdin of `command` on a new session (internal; see
-/// `syncDirectoryToSsh`). `on_progress` receives the bytes the channel accepted.
+/// `syncDirectoryToSsh`). `on_progress` receives the bytes of the uncompressed tar stream
+/// packed so far.
 #[napi]
 pub async fn ssh_upload_tar(
     target: SshTargetInput,
@@ -175,12 +202,77 @@ pub async fn ssh_upload_tar(
     pack: TarPackInput,
     cancel_id: Option<u32>,
     #[napi(ts_arg_type = "((bytes: number) => void) | undefined | null")] on_progress: Option<ProgressCallback>,
-) -> napi::Result<SshTransferSummary> {
+    options: Option<SshUploadOptions>,
+) -> napi::Result<SshUploadResult> {
     let pack = PackOptions::from(pack);
-    transfer("paperclip-ssh-upload", target, cancel_id, on_progress, move |sessions, target, cancel, progress| {
-        ssh::upload_tar(sessions, target, &command, pack, cancel, progress)
+    let options = options.unwrap_or(SshUploadOptions { only: None, record: None, collect_stdout: None });
+    let record = options.record.unwrap_or(false);
+    let opts = ssh::UploadTarOptions {
+        only: options.only.map(|names| names.into_iter().collect()),
+        record,
+        collect_stdout: options.collect_stdout.filter(|n| n.is_finite() && *n >= 0.0).map(|n| n as usize),
+    };
+    let sessions = sessions_for(&target);
+    let target = SshTarget::try_from(target)?;
+    let cancel = cancel::flag(cancel_id);
+    let outcome = run_dedicated("paperclip-ssh-upload", move || {
+        let mut progress = Progress::new(on_progress);
+        ssh::upload_tar(sessions, &target, &command, pack, opts, cancel, |n| progress.update(n))
     })
-    .await
+    .await?;
+    Ok(SshUploadResult {
+        bytes: outcome.summary.bytes as f64,
+        entries: outcome.summary.entries as f64,
+        tar_bytes: outcome.tar_bytes as f64,
+        stdout: options.collect_stdout.map(|_| outcome.stdout.into()),
+        members: record.then(|| members_json(&outcome.members)),
+    })
+}
+
+/// Member records as JSON: `[[member, kind, size, mode, mtimeNs, ctimeNs, ino, dev,
+/// link|null], …]`, the nanosecond times, inode and device as decimal strings (they do not
+/// fit a double).
+pub(crate) fn members_json(members: &[MemberRecord]) -> String {
+    let rows: Vec<serde_json::Value> = members
+        .iter()
+        .map(|m| {
+            serde_json::json!([
+                m.member,
+                m.kind.to_string(),
+                m.size,
+                m.mode,
+                m.mtime_ns.to_string(),
+                m.ctime_ns.to_string(),
+                m.ino.to_string(),
+                m.dev.to_string(),
+                m.link.as_ref().map(|l| String::from_utf8_lossy(l).into_owned()),
+            ])
+        })
+        .collect();
+    serde_json::Value::Array(rows).to_string()
+}
+
+/// The member records of everything `pack` would archive now, as JSON (see
+/// `members_json`; internal: the SSH lane's delta plan).
+#[napi]
+pub async fn tar_list_members(pack: TarPackInput, cancel_id: Option<u32>) -> napi::Result<String> {
+    let cancel = cancel::flag(cancel_id);
+    let opts = PackOptions::from(pack);
+    run_blocking(move || tar::member_records(&opts, &cancel).map(|m| members_json(&m))).await
+}
+
+/// Upstream's progress total of an SSH upload of `root` (internal; see
+/// `paperclip_sync_core::ssh::upload_estimate`).
+#[napi]
+pub async fn ssh_upload_estimate(
+    root: String,
+    exclude: Vec<String>,
+    follow_symlinks: bool,
+    cancel_id: Option<u32>,
+) -> napi::Result<f64> {
+    let cancel = cancel::flag(cancel_id);
+    run_blocking(move || ssh::upload_estimate(Path::new(&root), &exclude, follow_symlinks, &cancel).map(|n| n as f64))
+        .await
 }
 
 /// Extracts the stdout of `command` (a tar stream) as `extract` says on a new session

@@ -54,8 +54,10 @@ export function generateKey(file) {
  * Starts sshd under `root` (a fresh directory). Returns the connection config for the
  * current user (`SshConnectionConfig` shape, strict host-key checking with the right key),
  * the remote workspace directory, the sshd pid and `stop()` / `killConnections()`.
+ * `logLevel` (default `VERBOSE`: one line per accepted login) may be `DEBUG1`, which also
+ * logs every channel open and every command (bench/links.mjs counts them).
  */
-export async function startSshd(root) {
+export async function startSshd(root, { logLevel = "VERBOSE" } = {}) {
   const sshd = SSHD_CANDIDATES.find((candidate) => existsSync(candidate));
   if (!sshd) throw new Error("sshd is not installed (apt-get install openssh-server)");
   mkdirSync(root, { recursive: true });
@@ -83,7 +85,7 @@ export async function startSshd(root) {
     `AllowUsers ${user}`,
     "MaxStartups 64",
     "MaxSessions 64",
-    "LogLevel VERBOSE",
+    `LogLevel ${logLevel}`,
     "PrintMotd no",
     "UseDNS no",
     "",

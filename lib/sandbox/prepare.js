@@ -112,8 +112,11 @@ function assetExtractCommand(assetDir, assetTar) {
   return `rm -rf ${shellQuote(assetDir)} && mkdir -p ${shellQuote(assetDir)} && tar -xf ${shellQuote(assetTar)} -C ${shellQuote(assetDir)} && rm -f ${shellQuote(assetTar)}`;
 }
 
-/** The remote script that archives the sandbox workspace (top-level names, no `.` entry). */
-function remoteArchiveCommand(remoteDir, archivePath, exclude) {
+/**
+ * The remote script that archives the sandbox workspace (top-level names, no `.` entry);
+ * with `gzip` (a link measured slower than gzip), the archive is then gzip'd in place.
+ */
+function remoteArchiveCommand(remoteDir, archivePath, exclude, gzip = false) {
   const excludes = ["._*", ...exclude].map((entry) => `--exclude ${shellQuote(entry)}`).join(" ");
   return [
     `mkdir -p ${shellQuote(path.posix.dirname(archivePath))}`,
@@ -123,6 +126,9 @@ function remoteArchiveCommand(remoteDir, archivePath, exclude) {
     `for entry in .[!.]* ..?*; do [ -e "$entry" ] || [ -L "$entry" ] || continue; set -- "$@" "$entry"; done`,
     `if [ "$#" -eq 0 ]; then dd if=/dev/zero of=${shellQuote(archivePath)} bs=1024 count=1; ` +
       `else tar -cf ${shellQuote(archivePath)} ${excludes} -- "$@"; fi`,
+    ...(gzip
+      ? [`if command -v gzip >/dev/null 2>&1; then gzip -1 -n -f -c ${shellQuote(archivePath)} > ${shellQuote(`${archivePath}.gz`)} && mv -f ${shellQuote(`${archivePath}.gz`)} ${shellQuote(archivePath)}; fi`]
+      : []),
   ].join(" && ");
 }
 
@@ -533,7 +539,8 @@ export async function prepareSandbox(input, sources) {
           await progress.finish(sent, sent);
         } else {
           const remoteTar = path.posix.join(runtimeRootDir, "workspace-download.tar");
-          await input.client.run(`sh -c ${shellQuote(remoteArchiveCommand(workspaceRemoteDir, remoteTar, workspaceRestoreExclude))}`, { timeoutMs: input.spec.timeoutMs });
+          const gzip = input.client[OUR_CLIENT]?.compressDownloads?.() === true;
+          await input.client.run(`sh -c ${shellQuote(remoteArchiveCommand(workspaceRemoteDir, remoteTar, workspaceRestoreExclude, gzip))}`, { timeoutMs: input.spec.timeoutMs });
           const progress = transferProgress(sink, "Restoring", "from", "workspace", { sink: input.onRuntimeProgress, phase: "restore" });
           await fs.mkdir(extractedDir, { recursive: true });
           let bytes;

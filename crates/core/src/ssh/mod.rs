@@ -30,6 +30,7 @@ mod known_hosts;
 mod pool;
 mod tcp;
 mod transfer;
+mod upload_estimate;
 
 use std::time::Duration;
 
@@ -38,7 +39,10 @@ pub use exec::{ExecOutcome, Input, Output, Piece, StderrLimit};
 pub use pool::{
     Lease, PoolKey, PoolLimits, PoolStats, SessionPool, Sessions, IDLE_TIMEOUT, MAX_IDLE_PER_KEY, MAX_IDLE_TOTAL,
 };
-pub use transfer::{download_file, download_tar, upload_file, upload_tar, TransferSummary};
+pub use transfer::{
+    download_file, download_tar, upload_file, upload_tar, TransferSummary, UploadTarOptions, UploadTarOutcome,
+};
+pub use upload_estimate::upload_estimate;
 
 /// Longest single wait on the socket (or on the local side of a pipeline) before the stop
 /// conditions are checked again.
@@ -52,7 +56,7 @@ const PIPELINE_DEPTH: usize = 8;
 /// Remote stderr kept for the error message of a transfer (the start of it).
 pub const TRANSFER_STDERR_LIMIT: usize = 64 * 1024;
 
-/// Where and how to connect: upstream's `SshConnectionConfig` plus our limits.
+/// Where and how to connect: upstream's `SshConnectionConfig` plus our connection timeouts.
 #[derive(Debug, Clone)]
 pub struct SshTarget {
     /// Host name or address.

@@ -1,11 +1,12 @@
 //! Streamed transfers: a directory packed into a remote command's stdin, a remote
 //! command's stdout extracted into a directory, and whole files either way.
 
+use std::collections::HashSet;
 use std::fs;
 use std::io;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, SyncSender};
 use std::sync::Arc;
 
@@ -14,7 +15,7 @@ use super::{
 };
 use crate::error::{codes, Error, Result};
 use crate::pipe::{ChunkReader, ChunkSink, ChunkWriter};
-use crate::tar::{self, ExtractOptions, ExtractSummary, PackOptions, PackSummary};
+use crate::tar::{self, ExtractOptions, ExtractSummary, MemberRecord, PackOptions, PackSummary};
 use crate::worker::Worker;
 
 /// What a transfer moved.
@@ -26,55 +27,119 @@ pub struct TransferSummary {
     pub entries: u64,
 }
 
-/// Runs `command` with `input`, failing unless it succeeded; its stdout is discarded.
-fn run_upload(conn: &mut Connection, command: &str, input: Input<'_>, progress: &mut impl FnMut(u64)) -> Result<u64> {
+/// Runs `command` with `input`, failing unless it succeeded; its stdout is discarded, or
+/// collected up to `collect` bytes. Returns the input bytes sent and the stdout.
+fn run_upload(
+    conn: &mut Connection,
+    command: &str,
+    input: Input<'_>,
+    collect: Option<usize>,
+    progress: &mut impl FnMut(u64),
+) -> Result<(u64, Vec<u8>)> {
+    let output = match collect {
+        Some(limit) => Output::Collect(limit),
+        None => Output::Discard,
+    };
     let outcome =
-        conn.exec(command, input, Output::Discard, StderrLimit::Truncate(TRANSFER_STDERR_LIMIT), |sent, _| {
-            progress(sent)
-        })?;
+        conn.exec(command, input, output, StderrLimit::Truncate(TRANSFER_STDERR_LIMIT), |sent, _| progress(sent))?;
     if outcome.succeeded() {
-        Ok(outcome.bytes_sent)
+        Ok((outcome.bytes_sent, outcome.stdout))
     } else {
         Err(outcome.failure())
     }
 }
 
+/// What an upload of a pack asks for beyond the archive itself.
+#[derive(Debug, Default)]
+pub struct UploadTarOptions {
+    /// Write only these members (see [`tar::pack_selected`]); `None`: all of them.
+    pub only: Option<HashSet<String>>,
+    /// Keep the `stat` record of every member written.
+    pub record: bool,
+    /// Collect the remote command's stdout up to this many bytes (more fails the upload);
+    /// `None`: discard it.
+    pub collect_stdout: Option<usize>,
+}
+
+/// What an upload of a pack did.
+#[derive(Debug, Default)]
+pub struct UploadTarOutcome {
+    pub summary: TransferSummary,
+    /// Bytes of the uncompressed tar stream.
+    pub tar_bytes: u64,
+    /// The remote command's stdout (with [`UploadTarOptions::collect_stdout`]).
+    pub stdout: Vec<u8>,
+    /// The members written (with [`UploadTarOptions::record`]), in archive order.
+    pub members: Vec<MemberRecord>,
+}
+
 /// Packs `pack` (on a thread of its own) into the stdin of `command` on a session of
 /// `sessions`: upstream's `tar -cf - … | ssh host "sh -c 'mkdir -p dir && tar -xf - -C dir'"`,
-/// in process. `progress` receives the bytes the channel accepted. Fails unless the whole
-/// archive reached the command and it exited with status 0.
+/// in process. `progress` receives the bytes of the uncompressed tar stream packed so far
+/// (the unit of upstream's counter, whether or not the stream is compressed on the wire).
+/// Fails unless the whole archive reached the command and it exited with status 0.
 pub fn upload_tar(
     sessions: Sessions<'_>,
     target: &SshTarget,
     command: &str,
     pack: PackOptions,
+    opts: UploadTarOptions,
     cancel: Arc<AtomicBool>,
     progress: impl FnMut(u64),
-) -> Result<TransferSummary> {
-    sessions.run(target, Arc::clone(&cancel), None, |conn| upload_tar_on(conn, command, pack, cancel, progress))
+) -> Result<UploadTarOutcome> {
+    sessions.run(target, Arc::clone(&cancel), None, |conn| upload_tar_on(conn, command, pack, opts, cancel, progress))
 }
 
 fn upload_tar_on(
     conn: &mut Connection,
     command: &str,
     pack: PackOptions,
+    opts: UploadTarOptions,
     cancel: Arc<AtomicBool>,
     mut progress: impl FnMut(u64),
-) -> Result<TransferSummary> {
+) -> Result<UploadTarOutcome> {
     let (tx, rx) = mpsc::sync_channel::<Piece>(PIPELINE_DEPTH);
+    let packed_bytes = Arc::new(AtomicU64::new(0));
+    let counter = Arc::clone(&packed_bytes);
+    let UploadTarOptions { only, record, collect_stdout } = opts;
     let packer = Worker::linked("paperclip-ssh-pack", &cancel, move |cancel| {
         let mut writer = ChunkWriter::new(CHUNK, PieceSink(&tx));
-        let summary = tar::pack(&pack, &mut writer, |_| {}, cancel)?;
+        let mut members = Vec::new();
+        let mut keep = |member: MemberRecord| {
+            if record {
+                members.push(member);
+            }
+        };
+        let summary = tar::pack_selected(
+            &pack,
+            only.as_ref(),
+            &mut writer,
+            |n| counter.store(n, Ordering::Relaxed),
+            cancel,
+            &mut keep,
+        )?;
         writer.finish().map_err(|_| Error::aborted())?;
         tx.send(Piece::End).map_err(|_| Error::aborted())?;
-        Ok(summary)
+        Ok((summary, members))
     })?;
-    let sent = run_upload(conn, command, Input::Chunks(rx), &mut progress);
+    let sent = run_upload(conn, command, Input::Chunks(rx), collect_stdout, &mut |_| {
+        progress(packed_bytes.load(Ordering::Relaxed))
+    });
     if sent.is_err() {
         packer.stop();
     }
-    let packed: Result<PackSummary> = packer.join();
-    upload_outcome(sent, packed)
+    let (sent, stdout) = match sent {
+        Ok((bytes, stdout)) => (Ok(bytes), stdout),
+        Err(e) => (Err(e), Vec::new()),
+    };
+    let (packed, members) = match packer.join() {
+        Ok((summary, members)) => (Ok(summary), members),
+        Err(e) => (Err(e), Vec::new()),
+    };
+    let summary = upload_outcome(sent, packed)?;
+    let tar_bytes = packed_bytes.load(Ordering::Relaxed);
+    progress(tar_bytes);
+    Ok(UploadTarOutcome { summary, tar_bytes, stdout, members })
 }
 
 /// The result of an upload from its two sides: the bytes the exec sent and the packer's
@@ -159,7 +224,7 @@ pub fn upload_file(
 ) -> Result<TransferSummary> {
     let mut file = fs::File::open(path).map_err(|e| Error::io(e, "open", path))?;
     sessions.run(target, cancel, None, |conn| {
-        let bytes = run_upload(conn, command, Input::Reader(&mut file), &mut progress)?;
+        let (bytes, _) = run_upload(conn, command, Input::Reader(&mut file), None, &mut progress)?;
         Ok(TransferSummary { bytes, entries: 0 })
     })
 }

@@ -34,6 +34,7 @@ mod extract;
 mod fuzz_seeds;
 mod gzip;
 mod header;
+mod members;
 mod pack;
 mod stream;
 #[cfg(test)]
@@ -43,4 +44,7 @@ mod walk;
 pub use exclude::TarExcludeSet;
 pub(crate) use extract::roll_forward;
 pub use extract::{default_min_free_bytes, extract, ArchiveLimits, ExtractOptions, ExtractSummary};
-pub use pack::{pack, pack_to_file, precompute_size, PackOptions, PackSummary, APPLE_DOUBLE_EXCLUDE};
+pub use members::MemberRecord;
+pub use pack::{
+    member_records, pack, pack_selected, pack_to_file, precompute_size, PackOptions, PackSummary, APPLE_DOUBLE_EXCLUDE,
+};

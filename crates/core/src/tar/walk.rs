@@ -2,6 +2,7 @@
 //! [`super::precompute_size`]: which members `tar -c [-h] -C root --exclude … -- <names>`
 //! archives, in archive order, and what kind of member each one is.
 
+use std::collections::HashSet;
 use std::ffi::CStr;
 use std::os::unix::ffi::OsStringExt;
 use std::path::Path;
@@ -47,6 +48,9 @@ pub(crate) struct WalkEntry<'a> {
     pub uid: u32,
     pub gid: u32,
     pub mtime: i64,
+    /// The whole `lstat` (`stat` when following symlinks) record, for callers that keep
+    /// more than the header fields (the SSH lane's delta manifest).
+    pub stat: crate::walk::Stat,
 }
 
 /// The walk's settings.
@@ -61,6 +65,9 @@ pub(crate) struct Walk<'a> {
     /// Files never archived (device, inode): the archive being written, like GNU tar's
     /// "file is the archive; not dumped".
     pub skip: &'a [(u64, u64)],
+    /// When set, the walk goes only where these member names (a selection and every
+    /// ancestor of it) lead: anything else is skipped before it is even stat'ed.
+    pub within: Option<&'a HashSet<String>>,
     pub cancel: &'a AtomicBool,
 }
 
@@ -70,6 +77,9 @@ impl Walk<'_> {
     /// never even stat'ed, and sockets are skipped.
     pub fn run(&self, mut visit: impl FnMut(&WalkEntry<'_>) -> Result<()>) -> Result<()> {
         let excluded = |member: &str| {
+            if self.within.is_some_and(|within| !within.contains(member)) {
+                return true;
+            }
             if self.exclude_prefix.is_empty() {
                 self.excludes.excludes(member)
             } else {
@@ -101,6 +111,7 @@ impl Walk<'_> {
                 uid: st.st_uid,
                 gid: st.st_gid,
                 mtime: st.st_mtime,
+                stat: crate::walk::Stat::from_raw(found.stat),
             })?;
             Ok(true)
         })

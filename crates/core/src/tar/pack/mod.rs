@@ -5,15 +5,18 @@
 //! [`pack_to_file`]); `read_ahead` walks the tree and reads small files ahead on a pool;
 //! `writer` encodes each member (headers, long names, data) over the plain or gzip sink;
 //! `owners` looks up user and group names; `temp_file` is the file a pack to a path writes
-//! before it is renamed into place.
+//! before it is renamed into place; `selection` is which members a pack writes
+//! ([`pack_selected`]).
 
 mod owners;
 mod read_ahead;
+mod selection;
 mod temp_file;
 #[cfg(test)]
 mod tests;
 mod writer;
 
+use std::collections::HashSet;
 use std::fs;
 use std::io::Write;
 use std::os::unix::fs::MetadataExt;
@@ -22,9 +25,11 @@ use std::sync::atomic::AtomicBool;
 
 use super::exclude::TarExcludeSet;
 use super::header::{long_entry_cost, padded, BLOCK};
+use super::members::MemberRecord;
 use super::walk::{self, EntryKind, Walk, WalkEntry};
 use crate::error::{Error, Result};
 use read_ahead::read_ahead;
+use selection::Selection;
 use temp_file::TempFile;
 use writer::{Sink, TarOut};
 
@@ -91,7 +96,34 @@ pub fn pack<W: Write>(
     progress: impl FnMut(u64),
     cancel: &AtomicBool,
 ) -> Result<PackSummary> {
-    pack_to(opts, writer, progress, cancel, &[], None).map(|(summary, _)| summary)
+    pack_to(opts, writer, progress, cancel, &[], None, Selection::ALL).map(|(summary, _)| summary)
+}
+
+/// [`pack`] restricted to the members named in `only` (`None`: all of them): the walk goes
+/// only where the named members lead and writes only them (a directory not named is
+/// descended into without an entry of its own; a name that is not there is not an error).
+/// `record` receives each written member's `stat` record, taken before the member was read.
+pub fn pack_selected<W: Write>(
+    opts: &PackOptions,
+    only: Option<&HashSet<String>>,
+    writer: W,
+    progress: impl FnMut(u64),
+    cancel: &AtomicBool,
+    record: &mut (dyn FnMut(MemberRecord) + Send),
+) -> Result<PackSummary> {
+    pack_to(opts, writer, progress, cancel, &[], None, Selection::new(only, record)).map(|(summary, _)| summary)
+}
+
+/// The `stat` record of every member [`pack`] would write now, in archive order, from a
+/// walk that reads metadata only.
+pub fn member_records(opts: &PackOptions, cancel: &AtomicBool) -> Result<Vec<MemberRecord>> {
+    let plan = Plan::new(opts)?;
+    let mut members = Vec::new();
+    plan.walk(opts, &[], cancel).run(|entry| {
+        members.push(MemberRecord::of(entry));
+        Ok(())
+    })?;
+    Ok(members)
 }
 
 /// The exact size in bytes of the uncompressed stream [`pack`] would write now, from a walk
@@ -135,7 +167,7 @@ pub fn pack_to_file(
         skip.push((existing.dev(), existing.ino()));
     }
     let file = temp.file.try_clone().map_err(|e| Error::io(e, "open", &temp.path))?;
-    let (summary, _) = pack_to(opts, file, progress, cancel, &skip, Some(&temp.path))?;
+    let (summary, _) = pack_to(opts, file, progress, cancel, &skip, Some(&temp.path), Selection::ALL)?;
     temp.persist(path)?;
     Ok(summary)
 }
@@ -187,6 +219,7 @@ impl Plan {
             top_level: &self.top_level,
             exclude_prefix: self.prefix,
             skip,
+            within: None,
             cancel,
         }
     }
@@ -200,11 +233,12 @@ fn pack_to<W: Write>(
     cancel: &AtomicBool,
     skip: &[(u64, u64)],
     target: Option<&Path>,
+    selection: Selection<'_>,
 ) -> Result<(PackSummary, W)> {
     let sink = Sink::new(writer, opts.gzip)?;
     let plan = Plan::new(opts)?;
     let mut tar = TarOut::new(sink, progress, cancel, target, plan.prefix);
-    let entries = read_ahead(&plan, opts, skip, cancel, |member, content| tar.member(member, content))?;
+    let entries = read_ahead(&plan, opts, skip, cancel, selection, |member, content| tar.member(member, content))?;
     let (tar_bytes, writer) = tar.finish()?;
     Ok((PackSummary { entries, tar_bytes }, writer))
 }

@@ -8,9 +8,10 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Condvar, Mutex};
 
+use super::selection::Selection;
 use super::{PackOptions, Plan};
 use crate::error::{codes, Error, Result};
-use crate::tar::walk::{EntryKind, WalkEntry};
+use crate::tar::walk::{EntryKind, Walk, WalkEntry};
 
 /// One read of a member's data into `buffer`: the bytes read (never 0), or the error of a
 /// file that ended `remaining` bytes early or failed to read.
@@ -188,6 +189,7 @@ pub(super) fn read_ahead(
     opts: &PackOptions,
     skip: &[(u64, u64)],
     cancel: &AtomicBool,
+    mut selection: Selection<'_>,
     mut write: impl FnMut(&Member, Result<Content>) -> Result<()>,
 ) -> Result<u64> {
     let stop = AtomicBool::new(false);
@@ -228,7 +230,12 @@ pub(super) fn read_ahead(
                 reads.send((batch, slot.clone())).is_ok() && batches.send(slot).is_ok()
             };
             let mut batch = Batch::default();
-            let walked = plan.walk(opts, skip, cancel).run(|entry| {
+            let within = selection.within.take();
+            let walk = Walk { within: within.as_ref(), ..plan.walk(opts, skip, cancel) };
+            let walked = walk.run(|entry| {
+                if !selection.take(entry) {
+                    return Ok(());
+                }
                 let content = match entry.kind {
                     EntryKind::File { .. } => open_regular(entry, follow).map(|(file, size)| {
                         if size == 0 {

@@ -1,0 +1,97 @@
+// The SSH upload's progress lines against upstream's for the same tree (issue: the totals
+// differed, the archive's size against upstream's sum of file sizes). Seeded trees with
+// file sizes around the 512-byte block and the 10 240-byte record, empty files, empty
+// directories, symbolic and hard links, long names, each pushed by upstream's
+// `syncDirectoryToSsh` (host tar + ssh) and by ours to a real sshd: every line equal. A
+// stream longer than one 64 KiB pipe chunk shows upstream's 10% lines only once its
+// concurrent size walk has finished, which depends on timing; there the total of every
+// line, the first line and the terminal line are compared. Run as an unprivileged user
+// (scripts/test.sh).
+import { linkSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import * as upstream from "@paperclipai/adapter-utils/ssh";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { syncDirectoryToSsh } from "../lib/ssh.js";
+import { createRandom, runSeed } from "./helpers/random.js";
+import { scratchPlaces, startSshd } from "./helpers/sshd.js";
+
+const seed = runSeed();
+let server;
+let work;
+const places = scratchPlaces(() => work, () => server.workspace);
+
+beforeAll(async () => {
+  if (process.getuid?.() === 0) throw new Error("run the SSH suites as an unprivileged user (see scripts/test.sh), not as root");
+  work = mkdtempSync(path.join(os.tmpdir(), "pc-ssh-progress-"));
+  server = await startSshd(path.join(work, "sshd"));
+}, 30_000);
+
+afterAll(async () => {
+  await server?.stop();
+  if (work) rmSync(work, { recursive: true, force: true });
+});
+
+const BOUNDARY_SIZES = [0, 1, 511, 512, 513, 1023, 1024, 1025, 9727, 9728, 10239, 10240, 10241, 20479, 20480];
+
+/** A seeded tree whose GNU tar stream stays within `budget` bytes of file data. */
+function writeTree(root, rng, budget) {
+  mkdirSync(root, { recursive: true });
+  let used = 0;
+  const files = [];
+  const dirs = [""];
+  for (let i = 0; i < 2 + rng.int(10); i += 1) {
+    const roll = rng.int(10);
+    const parent = rng.pick(dirs);
+    const name = `${rng.pick(["f", "data", "x".repeat(90 + rng.int(30))])}${i}`;
+    const rel = parent ? `${parent}/${name}` : name;
+    if (roll < 5) {
+      const size = rng.pick(BOUNDARY_SIZES);
+      if (used + size > budget) continue;
+      used += size;
+      writeFileSync(path.join(root, rel), Buffer.alloc(size, 65 + (i % 26)));
+      files.push(rel);
+    } else if (roll < 7) {
+      mkdirSync(path.join(root, rel));
+      dirs.push(rel);
+    } else if (roll < 9) {
+      symlinkSync(rng.pick(["f0", "../up", "missing", name]), path.join(root, rel));
+    } else if (files.length > 0) {
+      linkSync(path.join(root, rng.pick(files)), path.join(root, rel));
+    }
+  }
+  writeFileSync(path.join(root, "._appledouble"), "never sent");
+}
+
+async function linesOf(impl, localDir, label) {
+  const lines = [];
+  await impl.syncDirectoryToSsh({ spec: server.spec, localDir, remoteDir: places.remote("push"), onProgress: (l) => lines.push(l), progressLabel: label });
+  return lines;
+}
+
+describe(`SSH upload progress against upstream's (seed ${seed})`, () => {
+  it("writes upstream's lines, byte for byte, for trees within one pipe chunk", async () => {
+    const rng = createRandom(seed);
+    for (let round = 0; round < 12; round += 1) {
+      const dir = places.local("tree");
+      writeTree(dir, rng, 40_000);
+      const label = round % 2 === 0 ? "workspace" : undefined;
+      const theirs = await linesOf(upstream, dir, label);
+      const ours = await linesOf({ syncDirectoryToSsh }, dir, label);
+      expect(ours, `round ${round}`).toEqual(theirs);
+    }
+  });
+
+  it("shows upstream's total on every line of a longer stream, and its first and last lines", async () => {
+    const dir = places.local("long");
+    for (let i = 0; i < 12; i += 1) writeFileSync(path.join(dir, `blob-${i}.bin`), Buffer.alloc(300_000 + i * 777, i + 1));
+    mkdirSync(path.join(dir, "empty"));
+    const theirs = await linesOf(upstream, dir, "workspace");
+    const ours = await linesOf({ syncDirectoryToSsh }, dir, "workspace");
+    const totals = (lines) => new Set(lines.map((l) => l.match(/\/([\d.]+) MB\)$/)?.[1]).filter(Boolean));
+    expect([...totals(ours)]).toEqual([...totals(theirs)]);
+    expect(ours[0]).toBe(theirs[0]);
+    expect(ours.at(-1)).toBe(theirs.at(-1));
+    expect(ours.at(-1)).toBe("[paperclip] Syncing workspace to ssh: 100% (3.5/3.5 MB)\n");
+  });
+});

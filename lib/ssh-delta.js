@@ -1,0 +1,567 @@
+// Delta uploads of a workspace tree to an SSH host that keeps it between runs (docs: "SSH",
+// delta uploads). Internal: used by ./ssh-workspace.js for the plain (not git-backed)
+// prepare.
+//
+// A manifest on this host records, for every regular file last sent to a remote directory,
+// the file's `stat` as the packer saw it before reading it and the remote copy's `stat`
+// (size, mtime, ctime, inode, mode) right after the remote `tar` wrote it. Before the next
+// upload one remote command lists the remote tree (`find -printf`, gzip'd); a file is left
+// alone only when both its local `stat` and its remote `stat` are still the recorded ones
+// (a remote edit that kept size and mtime still moved the ctime); everything else is sent,
+// entries the remote has and the host does not are removed, and the directories around
+// them get their mode and mtime back. The remote tree then equals what upstream's clear
+// and full upload leave. Without a manifest, when the remote cannot answer (no GNU `find`
+// or `tar`), or on any doubt, the full upload runs (with upstream's command lines), and is
+// counted (`sshDeltaStats`). The manifest never overrides the remote's own listing.
+//
+// A run directory `<base>/.paperclip-runtime/runs/<runId>/workspace` (the managed runtime's)
+// starts from the previous run's directory of the same host, base and local workspace when
+// that run was restored: the remote moves it into place (its `.paperclip-runtime` removed,
+// as a new directory has none), then the delta runs against it.
+import { createHash, randomBytes } from "node:crypto";
+import { promises as fs } from "node:fs";
+import path from "node:path";
+import { gunzipSync } from "node:zlib";
+import { resolveInstanceRoot } from "./merge-lock.js";
+import { native, runCancellable } from "./native.js";
+import { shellQuote, transferTarget } from "./ssh-common.js";
+
+/** The remote directory Paperclip keeps for itself: never synced, never cleared. */
+const RUNTIME_DIR = ".paperclip-runtime";
+const MANIFEST_VERSION = 1;
+/** Limits of the listing commands. */
+const LISTING_TIMEOUT_MS = 120_000;
+const LISTING_MAX_BUFFER = 256 * 1024 * 1024;
+/** Above this many bytes of removal arguments the removals go through `xargs` on stdin. */
+const INLINE_REMOVALS_MAX = 64 * 1024;
+/** A managed run's workspace directory: `<base>/.paperclip-runtime/runs/<runId>/workspace`. */
+const RUN_DIR = /^(.*)\/\.paperclip-runtime\/runs\/[^/]+\/workspace$/;
+/** What every remote listing prints per entry: kind, size, mtime, ctime, inode, mode, path, link target. */
+const LISTING_FORMAT = "%y %s %T@ %C@ %i %m %P\\0%l\\0";
+
+const stats = { delta: 0, full: 0, seeded: 0, fallbacks: {} };
+const pulls = { delta: 0, full: 0, fallbacks: {} };
+
+/**
+ * What the delta uploads did in this process: uploads done as deltas, full uploads, run
+ * directories started from the previous run's, and the full uploads' reasons.
+ */
+export function sshDeltaStats() {
+  return {
+    delta: stats.delta,
+    full: stats.full,
+    seeded: stats.seeded,
+    fallbacks: { ...stats.fallbacks },
+    restore: { delta: pulls.delta, full: pulls.full, fallbacks: { ...pulls.fallbacks } },
+  };
+}
+
+/** True unless `PAPERCLIP_NATIVE_SSH_DELTA=0` (read at every call). */
+export function sshDeltaEnabled() {
+  return process.env.PAPERCLIP_NATIVE_SSH_DELTA !== "0";
+}
+
+/** Below this many bytes of measured throughput per second the upload is gzip'd (about 200 Mbit/s). */
+const COMPRESS_BELOW_BYTES_PER_SECOND = 25e6;
+/** A link measurement is kept this long (in this process and on disk). */
+const LINK_MEASUREMENT_TTL_MS = 15 * 60_000;
+/** Uploads smaller than this are never measured for: gzip'd when the remote has it and the link is not known to be fast. */
+const SMALL_UPLOAD = 4 * 1024 * 1024;
+const CALIBRATION_BYTES = 1024 * 1024;
+const links = new Map();
+
+/** The host's link measurement file (beside the manifests). */
+function linkFile(spec) {
+  const key = createHash("sha256").update(JSON.stringify([spec.host, Number(spec.port), spec.username])).digest("hex");
+  return path.join(resolveInstanceRoot(process.env), "cache", "ssh-delta", `link-${key}.json`);
+}
+
+/** `{ bytesPerSecond, gzip }` measured for the host: one command that swallows 1 MiB of incompressible bytes, against the quicker of two that do nothing. */
+async function measureLink(target, spec, signal) {
+  const key = linkFile(spec);
+  const known = links.get(key) ?? (await fs.readFile(key, "utf8").then(JSON.parse, () => null));
+  if (known && Date.now() - known.at < LINK_MEASUREMENT_TTL_MS) {
+    links.set(key, known);
+    return known;
+  }
+  const timed = async (script, stdin) => {
+    const started = process.hrtime.bigint();
+    const out = await exec(target, script, signal, stdin);
+    return { ms: Number(process.hrtime.bigint() - started) / 1e6, out };
+  };
+  await exec(target, "true", signal); // the session's login, not part of either time
+  // The quicker of two idle commands (a busy host slows one now and then).
+  const idle = Math.min((await timed("true")).ms, (await timed("true")).ms);
+  const { ms, out } = await timed("if command -v gzip >/dev/null 2>&1; then echo gzip; fi; cat >/dev/null", randomBytes(CALIBRATION_BYTES));
+  const measured = { bytesPerSecond: CALIBRATION_BYTES / (Math.max(ms - idle, 1) / 1000), gzip: out.toString().trim() === "gzip", at: Date.now() };
+  links.set(key, measured);
+  await fs.mkdir(path.dirname(key), { recursive: true, mode: 0o700 }).then(() => writeManifest(key, measured)).catch(() => undefined);
+  return measured;
+}
+
+/**
+ * Whether an upload of about `bytes` goes gzip'd (level 1) on the wire: `off` and `gzip`
+ * from `PAPERCLIP_NATIVE_SSH_COMPRESS`; by default (`auto`) when the remote has gzip and
+ * the link's measured throughput is below what gzip sustains here (25 MB/s), so never on
+ * a loopback-fast link. A small upload (under 4 MiB) is not worth a measurement: it goes
+ * gzip'd when the remote has gzip (`hasGzip`, when known) and no measurement says the link
+ * is fast, and with upstream's command line when nothing is known.
+ */
+export async function wireCompression({ spec, connection, bytes, hasGzip }) {
+  const setting = process.env.PAPERCLIP_NATIVE_SSH_COMPRESS ?? "auto";
+  if (setting === "off" || setting === "0") return false;
+  const target = transferTarget(spec, connection);
+  if (bytes < SMALL_UPLOAD) {
+    if (setting === "gzip") return hasGzip !== false;
+    const known = links.get(linkFile(spec));
+    return hasGzip === true && bytes >= 64 * 1024 && !(known && known.bytesPerSecond >= COMPRESS_BELOW_BYTES_PER_SECOND);
+  }
+  const link = await measureLink(target, spec, connection.signal).catch((error) => {
+    if (error?.name === "AbortError") throw error;
+    return null;
+  });
+  if (!link?.gzip) return false;
+  return setting === "gzip" || link.bytesPerSecond < COMPRESS_BELOW_BYTES_PER_SECOND;
+}
+
+/** `PAPERCLIP_NATIVE_SSH_DELTA_TRACE=1`: each step's milliseconds on stderr (diagnostics). */
+function trace(label, started) {
+  if (process.env.PAPERCLIP_NATIVE_SSH_DELTA_TRACE === "1") process.stderr.write(`[ssh-delta] ${label} ${(performance.now() - started).toFixed(0)} ms\n`);
+}
+
+function countFull(reason) {
+  stats.full += 1;
+  stats.fallbacks[reason] = (stats.fallbacks[reason] ?? 0) + 1;
+}
+
+/** The family of a remote directory: a managed run's base, or the directory itself. */
+function familyOf(remoteDir) {
+  return RUN_DIR.exec(remoteDir)?.[1] ?? remoteDir;
+}
+
+/** Where the manifest of (host, family, local workspace) lives. */
+async function manifestPath(spec, remoteDir, localDir) {
+  const local = await fs.realpath(localDir).catch(() => path.resolve(localDir));
+  const key = createHash("sha256").update(JSON.stringify([spec.host, Number(spec.port), spec.username, familyOf(remoteDir), local])).digest("hex");
+  return { file: path.join(resolveInstanceRoot(process.env), "cache", "ssh-delta", `${key}.json`), local };
+}
+
+async function readManifest(file) {
+  try {
+    const parsed = JSON.parse(await fs.readFile(file, "utf8"));
+    return parsed?.version === MANIFEST_VERSION && parsed.files && typeof parsed.files === "object" ? parsed : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Manifests (and link measurements) not written for this long are removed. */
+const MANIFEST_MAX_AGE_MS = 14 * 24 * 3600_000;
+
+/** Writes a manifest atomically (private directory, temporary name, rename); now and then removes stale ones. */
+async function writeManifest(file, manifest) {
+  const dir = path.dirname(file);
+  await fs.mkdir(dir, { recursive: true, mode: 0o700 });
+  const temporary = `${file}.${process.pid}.${Date.now()}.tmp`;
+  await fs.writeFile(temporary, JSON.stringify(manifest), { mode: 0o600 });
+  await fs.rename(temporary, file);
+  if (Math.random() < 0.05) {
+    for (const name of await fs.readdir(dir).catch(() => [])) {
+      const full = path.join(dir, name);
+      const stat = await fs.stat(full).catch(() => null);
+      if (stat && Date.now() - stat.mtimeMs > MANIFEST_MAX_AGE_MS) await fs.rm(full, { force: true }).catch(() => undefined);
+    }
+  }
+}
+
+/** Marks the manifest of a run directory restored (its work is back on this host). */
+export async function markRestored(spec, remoteDir, localDir) {
+  if (!sshDeltaEnabled()) return;
+  const { file } = await manifestPath(spec, remoteDir, localDir);
+  const manifest = await readManifest(file);
+  if (!manifest || manifest.remoteDir !== remoteDir || manifest.restored) return;
+  await writeManifest(file, { ...manifest, restored: true }).catch(() => undefined);
+}
+
+/** The listing pipeline: every entry below `.` but the top-level `.paperclip-runtime`, NUL-separated, then an end record with find's status. */
+function listingPipeline(filter = "") {
+  return `{ find . -mindepth 1 -path ./${RUNTIME_DIR} -prune -o ${filter}-printf '${LISTING_FORMAT}'; printf 'pcdelta-end %s\\0' "$?"; } | $Z`;
+}
+
+/**
+ * The remote's answer: header fields, then the entries (paths as `%P`, or `./`-prefixed
+ * when `dotted`), and the directories whose children were all listed (`pcdelta-dir` records).
+ */
+function parseListing(buffer, { dotted = false } = {}) {
+  const newline = buffer.indexOf(10);
+  if (newline < 0) return { header: [], entries: null };
+  const header = buffer.subarray(0, newline).toString("utf8").split(" ");
+  if (header[1] !== "ok") return { header, entries: null };
+  let body = buffer.subarray(newline + 1);
+  if (header[5] === "gzip") body = gunzipSync(body);
+  const fields = body.toString("utf8").split("\0");
+  const entries = new Map();
+  const enumerated = new Set();
+  const undot = (value) => (value === "." ? "" : value.replace(/^\.\//, ""));
+  let ended = false;
+  for (let i = 0; i + 1 < fields.length; i += 2) {
+    const record = fields[i];
+    if (record.startsWith("pcdelta-end ")) {
+      ended = record === "pcdelta-end 0";
+      break;
+    }
+    if (record.startsWith("pcdelta-dir ")) {
+      enumerated.add(undot(record.slice("pcdelta-dir ".length)));
+      continue;
+    }
+    const match = /^(\S) (\d+) (\S+) (\S+) (\d+) ([0-7]+) ([\s\S]*)$/.exec(record);
+    if (!match) return { header, entries: null };
+    const [, kind, size, mtime, ctime, ino, mode, path] = match;
+    const member = dotted ? undot(path) : path;
+    entries.set(member, { kind, size: Number(size), mtime, mtimeS: Math.floor(Number(mtime)), ctime, ino, mode: Number.parseInt(mode, 8), link: fields[i + 1] });
+  }
+  return { header, entries: ended ? entries : null, enumerated };
+}
+
+/** The header line every listing command prints first: `pcdelta ok <umask> <uid> <now> <gzip|cat>`. */
+const HEADER = [
+  `if ! tar --version 2>/dev/null | grep -q 'GNU tar'; then echo 'pcdelta no-gnu-tar'; exit 0; fi`,
+  `if command -v gzip >/dev/null 2>&1; then Z='gzip -1'; z=gzip; else Z=cat; z=cat; fi`,
+  `printf 'pcdelta ok %s %s %s %s\\n' "$(umask)" "$(id -u)" "$(date +%s)" "$z"`,
+];
+
+/**
+ * The header of a listing on a remote already probed (`compressor` as the probe found it):
+ * only the time is asked again (each `$(…)` is a process on a busy remote).
+ */
+function lightHeader(compressor) {
+  return [
+    `Z=${compressor === "gzip" ? "'gzip -1'" : "cat"}`,
+    `printf 'pcdelta ok - - %s ${compressor === "gzip" ? "gzip" : "cat"}\\n' "$(date +%s)"`,
+  ];
+}
+
+/** Runs one internal command on the pooled session, its stdout as a Buffer. */
+async function exec(target, script, signal, stdin) {
+  const result = await runCancellable(signal, (id) =>
+    native.sshExec(target, `sh -c ${shellQuote(script)}`, stdin, LISTING_TIMEOUT_MS, LISTING_MAX_BUFFER, id));
+  if (result.exitStatus !== 0 || result.exitSignal) {
+    throw Object.assign(new Error(result.stderr.toString("utf8").trim() || `exit ${result.exitStatus}`), { code: "ERR_PAPERCLIP_NATIVE_SSH_REMOTE_FAILED" });
+  }
+  return result.stdout;
+}
+
+/** Local member records from their JSON form. */
+function parseMembers(json) {
+  return JSON.parse(json).map(([member, kind, size, mode, mtimeNs, ctimeNs, ino, dev, link]) => ({ member, kind, size, mode, mtimeNs, ctimeNs, ino, dev, link }));
+}
+
+const seconds = (ns) => Number(BigInt(ns) / 1_000_000_000n) - (BigInt(ns) < 0n && BigInt(ns) % 1_000_000_000n !== 0n ? 1 : 0);
+
+/** The mode the remote tar gives a member: as archived for root, under the umask otherwise. */
+function expectedMode(mode, header) {
+  return header.uid === 0 ? mode : mode & ~header.umask & 0o7777;
+}
+
+/** A manifest row: the local stat sent and the remote stat that resulted. */
+function manifestRow(local, remote) {
+  return [local.size, local.mtimeNs, local.ctimeNs, local.ino, local.dev, remote.size, remote.mtime, remote.ctime, remote.ino, remote.mode];
+}
+
+/** Whether a recorded row still describes both sides. */
+function unchanged(row, local, remote) {
+  return Array.isArray(row) && row[0] === local.size && row[1] === local.mtimeNs && row[2] === local.ctimeNs && row[3] === local.ino && row[4] === local.dev &&
+    row[5] === remote.size && row[6] === remote.mtime && row[7] === remote.ctime && row[8] === remote.ino && row[9] === remote.mode;
+}
+
+/**
+ * What to send and remove so the remote tree equals the local members: `send` (members to
+ * pack), `remove` (remote paths to delete first, outermost only).
+ */
+export function planDelta(locals, remote, manifest, header) {
+  const send = new Set();
+  const remove = new Set();
+  const localByName = new Map(locals.map((entry) => [entry.member, entry]));
+  const touchParent = (member) => {
+    const slash = member.lastIndexOf("/");
+    if (slash > 0 && localByName.get(member.slice(0, slash))?.kind === "d") send.add(member.slice(0, slash));
+  };
+  for (const local of locals) {
+    const theirs = remote.get(local.member);
+    let same = false;
+    if (theirs && theirs.kind === local.kind) {
+      const mtimeOk = theirs.mtimeS === seconds(local.mtimeNs);
+      if (local.kind === "d") same = mtimeOk && theirs.mode === expectedMode(local.mode, header);
+      else if (local.kind === "l") same = mtimeOk && theirs.link === local.link;
+      else if (local.kind === "f") {
+        same = mtimeOk && theirs.size === local.size && theirs.mode === expectedMode(local.mode, header) &&
+          unchanged(manifest.files[local.member], local, theirs);
+      }
+    } else if (theirs) {
+      remove.add(local.member);
+    }
+    if (!same) {
+      send.add(local.member);
+      if (local.kind !== "d") touchParent(local.member);
+    }
+  }
+  // A directory removed because the host has another kind there takes its children along.
+  const removedDirs = [...remove].filter((member) => remote.get(member)?.kind === "d");
+  for (const member of [...remote.keys()].sort()) {
+    if (localByName.has(member)) continue;
+    if (removedDirs.some((dir) => member.startsWith(`${dir}/`))) continue;
+    remove.add(member);
+    if (remote.get(member).kind === "d") removedDirs.push(member);
+    touchParent(member);
+  }
+  for (const member of remove) touchParent(member);
+  return { send, remove };
+}
+
+/** The remote header fields as numbers. */
+function headerOf(fields) {
+  return { umask: Number.parseInt(fields[2], 8), uid: Number(fields[3]), now: Number(fields[4]), compressor: fields[5] };
+}
+
+/**
+ * Stages `localDir` (minus `exclude`) into `remoteDir` as the plain prepare does: the
+ * remote directory ends holding exactly the local tree and its own `.paperclip-runtime`.
+ * `fullUpload({ record })` is the upstream path (clear + full upload; resolves the packer's
+ * member records when `record`). Resolves `{ mode: "delta" | "full", reason? }`.
+ */
+export async function stageTree({ spec, connection, localDir, remoteDir, exclude, fullUpload, uploadDelta }) {
+  if (!sshDeltaEnabled()) {
+    countFull("off");
+    await fullUpload({ record: false, gzip: false });
+    return { mode: "full", reason: "off" };
+  }
+  const started = performance.now();
+  const { file, local } = await manifestPath(spec, remoteDir, localDir);
+  const target = transferTarget(spec, connection);
+  const signal = connection.signal;
+  const manifest = await readManifest(file);
+  trace("manifest read", started);
+  const pack = { root: localDir, exclude, followSymlinks: false, dotMembers: true };
+  const full = async (reason) => {
+    countFull(reason);
+    await fs.rm(file, { force: true }).catch(() => undefined);
+    const estimate = await runCancellable(signal, (id) => native.sshUploadEstimate(localDir, exclude, false, id));
+    const gzip = await wireCompression({ spec, connection, bytes: estimate });
+    const { members } = await fullUpload({ record: true, gzip });
+    await recordFull({ target, signal, file, local, remoteDir, members }).catch(() => undefined);
+    return { mode: "full", reason };
+  };
+  if (!manifest || manifest.localDir !== local) return await full("no-manifest");
+  let seed = null;
+  if (manifest.remoteDir !== remoteDir) {
+    if (!manifest.restored || familyOf(manifest.remoteDir) !== familyOf(remoteDir) || !RUN_DIR.test(remoteDir)) return await full("no-manifest");
+    seed = manifest.remoteDir;
+  }
+  // The local walk runs while the remote lists its tree.
+  const walking = runCancellable(signal, (id) => native.tarListMembers(pack, id));
+  walking.catch(() => undefined);
+  const q = shellQuote(remoteDir);
+  const probe = [
+    "set -e",
+    ...(seed
+      ? [`if [ ! -e ${q} ] && [ -d ${shellQuote(seed)} ]; then mkdir -p ${shellQuote(path.posix.dirname(remoteDir))} && mv ${shellQuote(seed)} ${q} && rm -rf ${shellQuote(`${remoteDir}/${RUNTIME_DIR}`)}; fi`]
+      : []),
+    `if [ ! -d ${q} ]; then echo 'pcdelta absent'; exit 0; fi`,
+    `cd ${q}`,
+    ...HEADER,
+    listingPipeline(),
+  ].join("\n");
+  let listing;
+  try {
+    listing = parseListing(await exec(target, probe, signal));
+  } catch (error) {
+    await walking.catch(() => undefined);
+    if (error?.name === "AbortError") throw error;
+    return await full("remote-cannot-answer");
+  }
+  if (!listing.entries) {
+    await walking.catch(() => undefined);
+    return await full(listing.header[1] === "absent" ? "remote-absent" : "remote-cannot-answer");
+  }
+  trace("remote listed", started);
+  const locals = parseMembers(await walking);
+  trace("local walked", started);
+  if (seed) stats.seeded += 1;
+  const header = headerOf(listing.header);
+  const plan = planDelta(locals, listing.entries, manifest, header);
+  const removals = [...plan.remove].map((member) => shellQuote(member)).join(" ");
+  const inline = removals.length <= INLINE_REMOVALS_MAX;
+  if (!inline) {
+    await exec(target, `cd ${q} && xargs -0 rm -rf --`, signal, Buffer.from([...plan.remove].map((m) => `${m}\0`).join(""), "utf8"));
+  }
+  const sendBytes = locals.reduce((sum, entry) => sum + (plan.send.has(entry.member) ? entry.size + 512 : 0), 0);
+  const gzip = await wireCompression({ spec, connection, bytes: sendBytes, hasGzip: header.compressor === "gzip" });
+  const apply = [
+    "set -e",
+    `cd ${q}`,
+    ...(inline && plan.remove.size > 0 ? [`rm -rf -- ${removals}`] : []),
+    // Nothing to send: the removals and the listing alone (no walk to pack nothing).
+    plan.send.size === 0 ? ":" : gzip ? "gzip -dc | tar -xf -" : "tar -xf -",
+    ...lightHeader(header.compressor),
+    listingPipeline(`-newerct @${header.now - 2} `),
+  ].join("\n");
+  const { stdout, members } = plan.send.size > 0
+    ? await uploadDelta({ command: `sh -c ${shellQuote(apply)}`, only: [...plan.send], gzip })
+    : { stdout: await exec(target, apply, signal), members: [] };
+  trace("delta applied", started);
+  const post = parseListing(stdout);
+  stats.delta += 1;
+  const files = {};
+  const sent = new Map(members.map((record) => [record.member, record]));
+  for (const entry of locals) {
+    if (entry.kind !== "f") continue;
+    const record = sent.get(entry.member);
+    if (record) {
+      const theirs = post.entries?.get(entry.member);
+      if (theirs?.kind === "f" && theirs.size === record.size) files[entry.member] = manifestRow(record, theirs);
+    } else {
+      const theirs = listing.entries.get(entry.member);
+      const after = post.entries?.get(entry.member);
+      if (!post.entries || (after && (after.ctime !== theirs.ctime || after.ino !== theirs.ino))) continue;
+      files[entry.member] = manifestRow(entry, theirs);
+    }
+  }
+  const listedAt = post.entries ? headerOf(post.header).now : null;
+  await writeManifest(file, { version: MANIFEST_VERSION, localDir: local, remoteDir, restored: false, listedAt, compressor: header.compressor, files }).catch(() => undefined);
+  trace("manifest written", started);
+  return { mode: "delta", sent: plan.send.size, removed: plan.remove.size };
+}
+
+/** After a full upload: lists the remote tree and records every file whose remote copy matches what was packed. */
+async function recordFull({ target, signal, file, local, remoteDir, members }) {
+  const q = shellQuote(remoteDir);
+  const listing = parseListing(await exec(target, [`cd ${q}`, ...HEADER, listingPipeline()].join("\n"), signal));
+  if (!listing.entries) return;
+  const files = {};
+  for (const record of members) {
+    if (record.kind !== "f") continue;
+    const theirs = listing.entries.get(record.member);
+    if (theirs?.kind === "f" && theirs.size === record.size && theirs.mtimeS === seconds(record.mtimeNs)) files[record.member] = manifestRow(record, theirs);
+  }
+  const { now, compressor } = headerOf(listing.header);
+  await writeManifest(file, { version: MANIFEST_VERSION, localDir: local, remoteDir, restored: false, listedAt: now, compressor, files });
+}
+
+/** An exclude value the restore delta can apply to a listing: a plain name (tar matches it as any path component). */
+const PLAIN_NAME = /^[^/*?[\\]+$/;
+
+/**
+ * The delta of a baseline restore (the managed runtime's), or `null` for upstream's full
+ * pull (counted): when the remote directory is the one this host last sent, unrestored,
+ * and every exclude is a plain name, one remote listing tells which entries changed since
+ * the prepare (a file whose remote or local `stat` moved since it was sent, a link or a
+ * directory the baseline does not hold as it is, anything new) and which the remote
+ * deleted. Pulling only those and merging them against the baseline cut to them (and
+ * their ancestors) gives what the full pull and merge give: every other entry is, on the
+ * remote, the baseline's version, which the merge leaves alone. Resolves
+ * `{ members, baseline }`: the members to pull and the baseline to merge against.
+ */
+export async function planRestore({ spec, connection, remoteDir, localDir, baseline }) {
+  if (!sshDeltaEnabled()) return null;
+  const started = performance.now();
+  const exclude = [...new Set(baseline.exclude ?? [])];
+  const { file, local } = await manifestPath(spec, remoteDir, localDir);
+  const manifest = await readManifest(file);
+  if (!manifest || manifest.remoteDir !== remoteDir || manifest.localDir !== local || manifest.restored) return countPull("no-manifest");
+  if (!exclude.every((name) => PLAIN_NAME.test(name))) return countPull("excludes");
+  const target = transferTarget(spec, connection);
+  const signal = connection.signal;
+  const excluded = (member) => member.split("/").some((part) => part.startsWith("._") || exclude.includes(part));
+  const q = shellQuote(remoteDir);
+  const pack = { root: localDir, exclude, followSymlinks: false, dotMembers: true };
+  const walking = runCancellable(signal, (id) => native.tarListMembers(pack, id));
+  walking.catch(() => undefined);
+  // What changed since the manifest's listing (its remote time, less a margin for the
+  // coarse clock of file times), and every child of a directory that changed (what is
+  // gone); the whole tree when the manifest has no time.
+  const since = Number.isFinite(manifest.listedAt) ? manifest.listedAt - 2 : null;
+  const script = since == null
+    ? ["set -e", `cd ${q}`, ...HEADER, listingPipeline()]
+    : [
+      "set -e",
+      `cd ${q}`,
+      // Probed at the prepare (GNU tar and find, gzip): only the time is asked.
+      ...(manifest.compressor ? lightHeader(manifest.compressor) : HEADER),
+      `F='${LISTING_FORMAT.replace("%P", "%p")}'`,
+      `{ find . -mindepth 1 -path ./${RUNTIME_DIR} -prune -o -newerct @${since} -printf '${LISTING_FORMAT.replace("%P", "./%P")}'; ` +
+        `find . -path ./${RUNTIME_DIR} -prune -o -type d -newerct @${since} -print0 | ` +
+        `xargs -0 -r sh -c 'for d; do printf "pcdelta-dir %s\\0\\0" "$d"; done; find "$@" -mindepth 1 -maxdepth 1 -printf "$0"' "$F"; ` +
+        `printf 'pcdelta-end %s\\0' "$?"; } | $Z`,
+    ];
+  let listing;
+  try {
+    listing = parseListing(await exec(target, script.join("\n"), signal), { dotted: since != null });
+  } catch (error) {
+    await walking.catch(() => undefined);
+    if (error?.name === "AbortError") throw error;
+    return countPull("remote-cannot-answer");
+  }
+  if (!listing.entries) {
+    await walking.catch(() => undefined);
+    return countPull("remote-cannot-answer");
+  }
+  const locals = new Map(parseMembers(await walking).map((m) => [m.member, m]));
+  trace("restore: remote listed, local walked", started);
+  const entries = baseline.entries instanceof Map ? baseline.entries : new Map(Object.entries(baseline.entries ?? {}));
+  const changed = [];
+  for (const [member, theirs] of listing.entries) {
+    if (excluded(member)) continue;
+    const base = entries.get(member);
+    let same = false;
+    if (theirs.kind === "f") {
+      const row = manifest.files[member];
+      const mine = locals.get(member);
+      same = base?.kind === "file" && Boolean(mine) && unchanged(row, mine, theirs);
+    } else if (theirs.kind === "l") same = base?.kind === "symlink" && base.target === theirs.link;
+    else if (theirs.kind === "d") same = base?.kind === "dir";
+    if (!same) changed.push(member);
+  }
+  // Gone from the remote: not listed, in a listed directory (or below one that is gone or
+  // is no longer a directory); with the whole tree listed, simply not listed.
+  const goneMemo = new Map();
+  const isGone = (member) => {
+    if (listing.entries.has(member)) return false;
+    if (since == null) return true;
+    if (goneMemo.has(member)) return goneMemo.get(member);
+    const slash = member.lastIndexOf("/");
+    const parent = slash < 0 ? "" : member.slice(0, slash);
+    const above = listing.entries.get(parent);
+    const gone = listing.enumerated.has(parent) || (above ? above.kind !== "d" : parent !== "" && isGone(parent));
+    goneMemo.set(member, gone);
+    return gone;
+  };
+  if (since != null) {
+    // Unchanged on the remote since the listing: still pulled when the host's copy moved
+    // since it was sent (the baseline may then not be what was sent) or was never recorded.
+    for (const [member, base] of entries) {
+      if (base?.kind !== "file" || listing.entries.has(member) || excluded(member) || isGone(member)) continue;
+      const row = manifest.files[member];
+      const mine = locals.get(member);
+      const sentAsIs = Array.isArray(row) && mine && row[0] === mine.size && row[1] === mine.mtimeNs && row[2] === mine.ctimeNs && row[3] === mine.ino && row[4] === mine.dev;
+      if (!sentAsIs) changed.push(member);
+    }
+  }
+  const keep = new Set(changed);
+  for (const member of entries.keys()) if (isGone(member)) keep.add(member);
+  for (const member of changed) {
+    for (let at = member.lastIndexOf("/"); at > 0; at = member.lastIndexOf("/", at - 1)) keep.add(member.slice(0, at));
+  }
+  // The pull names each member on the remote command line.
+  if (changed.reduce((sum, member) => sum + member.length + 8, 0) > INLINE_REMOVALS_MAX) return countPull("too-many-changes");
+  const cut = new Map([...entries].filter(([member]) => keep.has(member)));
+  pulls.delta += 1;
+  return { members: changed.sort(), baseline: { ...baseline, exclude, entries: cut } };
+}
+
+function countPull(reason) {
+  pulls.full += 1;
+  pulls.fallbacks[reason] = (pulls.fallbacks[reason] ?? 0) + 1;
+  return null;
+}
+
+export { parseMembers };
