@@ -9,7 +9,7 @@
 // that leaves no temporary ref or bundle behind. Run as an unprivileged user in CI.
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import * as upstream from "@paperclipai/adapter-utils/ssh";
@@ -257,6 +257,33 @@ describe("prepareWorkspaceForSshExecution / restoreWorkspaceFromSshExecution", (
     expect(contentState(local.ours, [])).toEqual(contentState(local.upstream, []));
     expect(existsSync(path.join(local.ours, "top.txt"))).toBe(false);
     expect(existsSync(path.join(local.ours, ".paperclip-runtime"))).toBe(false);
+  });
+
+  it("restores a workspace holding a virtualenv's absolute links as upstream does (baseline restores, delta on and off)", async () => {
+    for (const delta of ["1", "0"]) {
+      const saved = process.env.PAPERCLIP_NATIVE_SSH_DELTA;
+      process.env.PAPERCLIP_NATIVE_SSH_DELTA = delta;
+      try {
+        const local = { ours: scratch(`venv-${delta}`), upstream: null };
+        mkdirSync(path.join(local.ours, ".venv", "bin"), { recursive: true });
+        symlinkSync("/usr/bin/python3", path.join(local.ours, ".venv", "bin", "python3"));
+        writeFileSync(path.join(local.ours, "main.py"), "print(1)\n");
+        local.upstream = twin(local.ours);
+        const remoteDir = { ours: remotePath(`venv-${delta}-ours`), upstream: remotePath(`venv-${delta}-upstream`) };
+        for (const name of ["ours", "upstream"]) {
+          await impls[name].prepare({ spec: server.spec, localDir: local[name], remoteDir: remoteDir[name] });
+          const baselineSnapshot = await impls[name].capture(local[name], { exclude: [".git", ".paperclip-runtime"] });
+          writeFileSync(path.join(remoteDir[name], "main.py"), "print(2)\n");
+          await impls[name].restore({ spec: server.spec, localDir: local[name], remoteDir: remoteDir[name], baselineSnapshot });
+        }
+        expect(contentState(local.ours, []), `delta ${delta}`).toEqual(contentState(local.upstream, []));
+        expect(readlinkSync(path.join(local.ours, ".venv", "bin", "python3"))).toBe("/usr/bin/python3");
+        expect(readFileSync(path.join(local.ours, "main.py"), "utf8")).toBe("print(2)\n");
+      } finally {
+        if (saved === undefined) delete process.env.PAPERCLIP_NATIVE_SSH_DELTA;
+        else process.env.PAPERCLIP_NATIVE_SSH_DELTA = saved;
+      }
+    }
   });
 
   it("reports upstream's bundle progress lines and starts no ssh or tar process (upstream's does)", async () => {

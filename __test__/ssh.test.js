@@ -3,7 +3,7 @@
 // round trips against GNU tar's `tar -cf - . | tar -xf -`, progress lines, refused host
 // keys, unwritable and unreadable remote directories, a server killed mid-transfer, aborts,
 // and no child process on the host. Run as an unprivileged user in CI (scripts/test.sh).
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, truncateSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, truncateSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import * as upstream from "@paperclipai/adapter-utils/ssh";
@@ -231,6 +231,28 @@ describe(`syncDirectoryToSsh / syncDirectoryFromSsh (seed ${seed})`, () => {
       }
       expect(state, `round ${round}, excludes ${JSON.stringify(exclude)}`).toEqual(want);
     }
+    expect(stagingDirs()).toEqual([]);
+  });
+
+  it("round-trips the workspace's own links to absolute paths and out of the tree (a virtualenv); a new one from the remote is refused", async () => {
+    const local = scratch("links-local");
+    mkdirSync(path.join(local, ".venv", "bin"), { recursive: true });
+    symlinkSync("/usr/bin/python3", path.join(local, ".venv", "bin", "python3"));
+    symlinkSync("../../outside-target", path.join(local, ".venv", "up"));
+    writeFileSync(path.join(local, "a.txt"), "a\n");
+    const remoteDir = remotePath("links-remote");
+    await syncDirectoryToSsh({ spec: server.spec, localDir: local, remoteDir });
+    writeFileSync(path.join(remoteDir, "agent.txt"), "agent\n");
+    await syncDirectoryFromSsh({ spec: server.spec, remoteDir, localDir: local });
+    expect(readlinkSync(path.join(local, ".venv", "bin", "python3"))).toBe("/usr/bin/python3");
+    expect(readlinkSync(path.join(local, ".venv", "up"))).toBe("../../outside-target");
+    expect(readFileSync(path.join(local, "agent.txt"), "utf8")).toBe("agent\n");
+    // A link the remote added (or retargeted) out of the tree: refused, local untouched.
+    symlinkSync("/etc/passwd", path.join(remoteDir, "planted"));
+    const before = treeState(local);
+    const error = await syncDirectoryFromSsh({ spec: server.spec, remoteDir, localDir: local }).catch((e) => e);
+    expect(error.code).toBe("ERR_PAPERCLIP_NATIVE_UNSAFE_ARCHIVE_ENTRY");
+    expect(treeState(local)).toEqual(before);
     expect(stagingDirs()).toEqual([]);
   });
 

@@ -367,7 +367,8 @@ export async function restoreWorkspaceOverSsh(input, transfers) {
       // the run changed comes back (ssh-delta.js), merged against the baseline cut to it.
       const delta = ref ? null : await planRestore({ spec, connection, remoteDir, localDir, baseline: baselineSnapshot });
       const pullTree = (over) => {
-        const tree = { ...connection, ...archive, spec, remoteDir, localDir: stagingDir, exclude: baselineSnapshot.exclude, onProgress, progressLabel: "workspace", ...over };
+        // The workspace's own links out of the tree come back as they went (knownLinks).
+        const tree = { ...connection, ...archive, spec, remoteDir, localDir: stagingDir, knownLinks: localDir, exclude: baselineSnapshot.exclude, onProgress, progressLabel: "workspace", ...over };
         if (!delta) return syncDirectoryFromSsh(tree);
         return delta.members.length > 0 ? transfers.pullTree(tree, { members: delta.members }) : undefined;
       };

@@ -94,6 +94,11 @@ export declare function syncDirectoryFromSsh(input: {
     progressLabel?: string;
     /** Ours: bounds for the downloaded archive and the free-space floor (see `ExtractLimits`). */
     limits?: ExtractLimits;
+    /**
+     * Ours: the tree whose symbolic links vouch for the download's links to absolute paths or
+     * out of the tree (see `extractTarballToDirectory`'s `knownLinks`). Default: `localDir`.
+     */
+    knownLinks?: string;
 } & SshCallOptions): Promise<void>;
 /**
  * Stages `localDir` on the SSH host in `remoteDir` (default `spec.remoteCwd`) before a run,

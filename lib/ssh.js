@@ -11,7 +11,7 @@ import { abortError, codes, constants, native, runCancellable, toJsError } from 
 import { shellQuote, sshTarget, transferProgress, transferTarget, uploadProgress } from "./ssh-common.js";
 import { parseMembers } from "./ssh-delta.js";
 import { prepareWorkspaceOverSsh, restoreWorkspaceOverSsh } from "./ssh-workspace.js";
-import { archiveLimits, checkSignal, invalidArgument } from "./arguments.js";
+import { archiveLimits, checkSignal, invalidArgument, requireString } from "./arguments.js";
 import { isReservedName, reportForeignStaging } from "./staging.js";
 import { packInput } from "./tar-common.js";
 
@@ -370,7 +370,7 @@ async function pullTree(input, { members }) {
   let failed = true;
   try {
     const summary = await runCancellable(signal, (id) =>
-      native.sshDownloadTar(target, command, { dest: staging.tree, preserveMtime: true, limits }, id, progress ? (bytes) => progress.update(bytes) : undefined));
+      native.sshDownloadTar(target, command, { dest: staging.tree, preserveMtime: true, limits, knownLinks: input.knownLinks === undefined ? input.localDir : requireString(input.knownLinks, "knownLinks") }, id, progress ? (bytes) => progress.update(bytes) : undefined));
     if (signal?.aborted) throw abortError(signal);
     await progress?.finish(summary.bytes);
     await replaceDirectoryContents(staging.dir, input.localDir, input.preserveLocalEntries);

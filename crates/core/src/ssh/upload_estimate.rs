@@ -15,6 +15,7 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
 use crate::error::Result;
+use crate::reserved::OnReserved;
 use crate::walk::{self, join_like_node, Kind, ReaddirErrors, WalkOptions};
 
 /// Threads of the estimate's walk (it runs beside the transfer).
@@ -80,6 +81,8 @@ fn walk_below(dir: &Path, prefix: &str, patterns: &[Pattern], follow: bool, canc
         descend: &|_| true,
         read_link_targets: false,
         inline_file: None,
+        // Our own staging is never packed, so it is not counted either.
+        on_reserved: OnReserved::Skip,
         cancel,
     })?;
     let mut total = 0u64;
