@@ -8,7 +8,12 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { describe, expect, it } from "vitest";
 import { exportedShapes } from "../lib/activation/admission.js";
 import { compositionPlan } from "../lib/activation/coverage.js";
-import { joinNodeOptions, REGISTER_SPECIFIER, rewriteNodeOptions, splitNodeOptions } from "../lib/activation/node-options.js";
+import {
+  joinNodeOptions,
+  REGISTER_SPECIFIER,
+  rewriteNodeOptions,
+  splitNodeOptions,
+} from "../lib/activation/node-options.js";
 import { createRandom, runSeed } from "./helpers/random.js";
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -27,7 +32,10 @@ describe("NODE_OPTIONS rewriting", () => {
       const title = `t${Array.from({ length: 1 + rng.int(10) }, () => rng.pick(alphabet)).join("")}`;
       const value = joinNodeOptions(["--title", title]);
       expect(splitNodeOptions(value), `DIFF_SEED=${seed} case ${i}`).toEqual(["--title", title]);
-      const result = spawnSync(process.execPath, ["-p", "JSON.stringify(process.title)"], { env: { ...process.env, NODE_OPTIONS: value }, encoding: "utf8" });
+      const result = spawnSync(process.execPath, ["-p", "JSON.stringify(process.title)"], {
+        env: { ...process.env, NODE_OPTIONS: value },
+        encoding: "utf8",
+      });
       expect(result.status, result.stderr).toBe(0);
       expect(JSON.parse(result.stdout.trim()), `NODE_OPTIONS=${value}`).toBe(title);
     }
@@ -41,7 +49,14 @@ describe("NODE_OPTIONS rewriting", () => {
       [`--import=${registerFile}`],
       ["--import", registerUrl],
     ];
-    const others = [["--max-old-space-size=4096"], ["--enable-source-maps"], ["--import", "tsx"], ["--title", "a b"], ["--require", "./x.cjs"], ["--import=other/register"]];
+    const others = [
+      ["--max-old-space-size=4096"],
+      ["--enable-source-maps"],
+      ["--import", "tsx"],
+      ["--title", "a b"],
+      ["--require", "./x.cjs"],
+      ["--import=other/register"],
+    ];
     const rng = createRandom(seed);
     for (let i = 0; i < 200; i += 1) {
       const ours = rng.pick(forms);
@@ -49,7 +64,11 @@ describe("NODE_OPTIONS rewriting", () => {
       const after = Array.from({ length: rng.int(3) }, () => rng.pick(others)).flat();
       const value = joinNodeOptions([...before, ...ours, ...after]);
       const rewritten = rewriteNodeOptions(value, { registerUrl, cwd: repo });
-      expect(splitNodeOptions(rewritten), `DIFF_SEED=${seed} case ${i}: ${value}`).toEqual([...before, `--import=${registerUrl}`, ...after]);
+      expect(splitNodeOptions(rewritten), `DIFF_SEED=${seed} case ${i}: ${value}`).toEqual([
+        ...before,
+        `--import=${registerUrl}`,
+        ...after,
+      ]);
       const removed = rewriteNodeOptions(value, { registerUrl, cwd: repo, remove: true });
       expect(splitNodeOptions(removed ?? ""), `DIFF_SEED=${seed} case ${i}: ${value}`).toEqual([...before, ...after]);
     }
@@ -58,7 +77,9 @@ describe("NODE_OPTIONS rewriting", () => {
     const foreign = '--import tsx  --title "a b"';
     expect(rewriteNodeOptions(foreign, { registerUrl, cwd: repo })).toBe(foreign);
     // A relative path seen from another directory is not ours.
-    expect(rewriteNodeOptions("--import ./lib/activation/register.js", { registerUrl, cwd: "/" })).toBe("--import ./lib/activation/register.js");
+    expect(rewriteNodeOptions("--import ./lib/activation/register.js", { registerUrl, cwd: "/" })).toBe(
+      "--import ./lib/activation/register.js",
+    );
   });
 });
 
@@ -74,20 +95,32 @@ describe("the exports scan behind the workspace opt-in", () => {
   });
 
   it("reads TypeScript sources: functions, arrows, classes, values; types and comments are not exports", () => {
-    const shapes = exportedShapes([
-      "export async function a(x: string): Promise<void> {}",
-      "export function* gen() {}",
-      "export const B: readonly string[] = [\"x\"];",
-      "export const c = async (x: number) => x;",
-      "export const d: Fn = (a: number): number => a;",
-      "export const e = value => value;",
-      "export class E extends Error {}",
-      "export type T = string;",
-      "export interface I { x: number }",
-      "// export function commented() {}",
-      "/* export const hidden = 1; */",
-      "export { f, g as h, type K };",
-    ].join("\n"));
-    expect(Object.fromEntries(shapes)).toEqual({ a: "function", gen: "function", B: "value", c: "function", d: "function", e: "function", E: "class", f: "unknown", h: "unknown" });
+    const shapes = exportedShapes(
+      [
+        "export async function a(x: string): Promise<void> {}",
+        "export function* gen() {}",
+        'export const B: readonly string[] = ["x"];',
+        "export const c = async (x: number) => x;",
+        "export const d: Fn = (a: number): number => a;",
+        "export const e = value => value;",
+        "export class E extends Error {}",
+        "export type T = string;",
+        "export interface I { x: number }",
+        "// export function commented() {}",
+        "/* export const hidden = 1; */",
+        "export { f, g as h, type K };",
+      ].join("\n"),
+    );
+    expect(Object.fromEntries(shapes)).toEqual({
+      a: "function",
+      gen: "function",
+      B: "value",
+      c: "function",
+      d: "function",
+      e: "function",
+      E: "class",
+      f: "unknown",
+      h: "unknown",
+    });
   });
 });

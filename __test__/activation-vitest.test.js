@@ -75,28 +75,42 @@ function monorepo(name, withPlugin) {
   const root = path.join(work, name);
   const pkg = path.join(root, "packages/adapter-utils");
   mkdirSync(path.join(pkg, "src"), { recursive: true });
-  writeFileSync(path.join(pkg, "package.json"), JSON.stringify({
-    name: "@paperclipai/adapter-utils",
-    version: JSON.parse(readFileSync(path.join(repo, "node_modules/@paperclipai/adapter-utils/package.json"), "utf8")).version,
-    type: "module",
-    exports: { "./*": "./src/*.ts" },
-  }));
-  for (const [module, source] of Object.entries(STUBS)) writeFileSync(path.join(pkg, "src", `${module}.ts`), `${source}\n`);
+  writeFileSync(
+    path.join(pkg, "package.json"),
+    JSON.stringify({
+      name: "@paperclipai/adapter-utils",
+      version: JSON.parse(readFileSync(path.join(repo, "node_modules/@paperclipai/adapter-utils/package.json"), "utf8"))
+        .version,
+      type: "module",
+      exports: { "./*": "./src/*.ts" },
+    }),
+  );
+  for (const [module, source] of Object.entries(STUBS))
+    writeFileSync(path.join(pkg, "src", `${module}.ts`), `${source}\n`);
   mkdirSync(path.join(root, "node_modules/@paperclipai"), { recursive: true });
   symlinkSync(pkg, path.join(root, "node_modules/@paperclipai/adapter-utils"), "dir");
   symlinkSync(path.join(repo, "node_modules/vitest"), path.join(root, "node_modules/vitest"), "dir");
   mkdirSync(path.join(root, "test"));
   writeFileSync(path.join(root, "test/plugin.test.ts"), TEST);
-  writeFileSync(path.join(root, "vitest.config.mjs"), [
-    withPlugin ? `import { adapterUtilsNative } from ${JSON.stringify(pathToFileURL(path.join(repo, "lib/activation/vitest.js")).href)};` : "",
-    `export default { plugins: [${withPlugin ? "adapterUtilsNative()" : ""}], cacheDir: ${JSON.stringify(path.join(root, ".vite"))}, test: { include: ["test/**/*.test.ts"] } };`,
-  ].join("\n"));
-  const result = spawnSync(process.execPath, [path.join(repo, "node_modules/vitest/vitest.mjs"), "run", "--root", root], {
-    cwd: root,
-    env: { ...process.env, NODE_OPTIONS: "" },
-    encoding: "utf8",
-    timeout: 120_000,
-  });
+  writeFileSync(
+    path.join(root, "vitest.config.mjs"),
+    [
+      withPlugin
+        ? `import { adapterUtilsNative } from ${JSON.stringify(pathToFileURL(path.join(repo, "lib/activation/vitest.js")).href)};`
+        : "",
+      `export default { plugins: [${withPlugin ? "adapterUtilsNative()" : ""}], cacheDir: ${JSON.stringify(path.join(root, ".vite"))}, test: { include: ["test/**/*.test.ts"] } };`,
+    ].join("\n"),
+  );
+  const result = spawnSync(
+    process.execPath,
+    [path.join(repo, "node_modules/vitest/vitest.mjs"), "run", "--root", root],
+    {
+      cwd: root,
+      env: { ...process.env, NODE_OPTIONS: "" },
+      encoding: "utf8",
+      timeout: 120_000,
+    },
+  );
   const line = `${result.stdout}\n${result.stderr}`.split("\n").find((l) => l.includes("REPORT {"));
   if (!line) throw new Error(`no report (status ${result.status}):\n${result.stdout}\n${result.stderr}`);
   return { status: result.status, report: JSON.parse(line.slice(line.indexOf("REPORT ") + 7)) };
@@ -130,7 +144,13 @@ describe("adapterUtilsNative() in a monorepo's vitest.config", () => {
   it("without the plugin the same project runs upstream's modules (control)", () => {
     const { status, report } = monorepo("without-plugin", false);
     expect(status).toBe(0);
-    expect(report).toMatchObject({ sibling: false, subpath: false, works: false, prepared: "upstream orchestrator", mockedCalls: [] });
+    expect(report).toMatchObject({
+      sibling: false,
+      subpath: false,
+      works: false,
+      prepared: "upstream orchestrator",
+      mockedCalls: [],
+    });
   }, 180_000);
 });
 
@@ -157,16 +177,23 @@ function workspaceRun(name, pluginOptions) {
   upstreamWorkspace(root);
   mkdirSync(path.join(root, "test"));
   writeFileSync(path.join(root, "test/ws.test.mjs"), WORKSPACE_TEST);
-  writeFileSync(path.join(root, "vitest.config.mjs"), [
-    `import { adapterUtilsNative } from ${JSON.stringify(pathToFileURL(path.join(repo, "lib/activation/vitest.js")).href)};`,
-    `export default { plugins: [adapterUtilsNative(${JSON.stringify(pluginOptions)})], cacheDir: ${JSON.stringify(path.join(root, ".vite"))}, test: { include: ["test/**/*.test.mjs"] } };`,
-  ].join("\n"));
-  const result = spawnSync(process.execPath, [path.join(repo, "node_modules/vitest/vitest.mjs"), "run", "--root", root], {
-    cwd: root,
-    env: { ...process.env, NODE_OPTIONS: "" },
-    encoding: "utf8",
-    timeout: 120_000,
-  });
+  writeFileSync(
+    path.join(root, "vitest.config.mjs"),
+    [
+      `import { adapterUtilsNative } from ${JSON.stringify(pathToFileURL(path.join(repo, "lib/activation/vitest.js")).href)};`,
+      `export default { plugins: [adapterUtilsNative(${JSON.stringify(pluginOptions)})], cacheDir: ${JSON.stringify(path.join(root, ".vite"))}, test: { include: ["test/**/*.test.mjs"] } };`,
+    ].join("\n"),
+  );
+  const result = spawnSync(
+    process.execPath,
+    [path.join(repo, "node_modules/vitest/vitest.mjs"), "run", "--root", root],
+    {
+      cwd: root,
+      env: { ...process.env, NODE_OPTIONS: "" },
+      encoding: "utf8",
+      timeout: 120_000,
+    },
+  );
   const output = `${result.stdout}\n${result.stderr}`;
   const line = output.split("\n").find((l) => l.includes("REPORT {"));
   if (!line) throw new Error(`no report (status ${result.status}):\n${output}`);
@@ -178,15 +205,23 @@ describe("adapterUtilsNative() and an unpublished upstream workspace (0.3.1)", (
   it("refuses it by default, saying how to opt in; the report is not active and says why", () => {
     const { status, lines, report } = workspaceRun("ws-plugin-default", {});
     expect(status).toBe(0);
-    expect(lines).toEqual([expect.stringMatching(/0\.3\.1 is not a verified version .*opt in with .*adapterUtilsNative\(\{ upstream: "workspace" \}\)/)]);
+    expect(lines).toEqual([
+      expect.stringMatching(
+        /0\.3\.1 is not a verified version .*opt in with .*adapterUtilsNative\(\{ upstream: "workspace" \}\)/,
+      ),
+    ]);
     expect(report).toMatchObject({ ssh: false, signature: "string", activation: { active: false, upstream: [] } });
     expect(report.activation.reason).toMatch(/0\.3\.1, not a verified version|0\.3\.1 is not a verified version/);
   }, 180_000);
 
-  it("with upstream: \"workspace\", composes the modules whose exports match and names the one left upstream's", () => {
+  it('with upstream: "workspace", composes the modules whose exports match and names the one left upstream\'s', () => {
     const { status, lines, report } = workspaceRun("ws-plugin-opt-in", { upstream: "workspace" });
     expect(status).toBe(0);
-    expect(lines).toEqual([expect.stringMatching(/0\.3\.1 at .* is an unverified workspace version, composed by opt-in: serving .*ssh.*; left upstream's where the exports differ: acpx-engine\/execute \(referencedSourceContentSignature\)$/)]);
+    expect(lines).toEqual([
+      expect.stringMatching(
+        /0\.3\.1 at .* is an unverified workspace version, composed by opt-in: serving .*ssh.*; left upstream's where the exports differ: acpx-engine\/execute \(referencedSourceContentSignature\)$/,
+      ),
+    ]);
     expect(report).toMatchObject({ ssh: true, signature: "string", activation: { active: true, reason: null } });
     const [served] = report.activation.upstream;
     expect(served.version).toBe("0.3.1");
@@ -194,4 +229,3 @@ describe("adapterUtilsNative() and an unpublished upstream workspace (0.3.1)", (
     expect(Object.keys(served.modules)).not.toContain("acpx-engine/execute");
   }, 180_000);
 });
-

@@ -95,26 +95,40 @@ describe("node --import @paperclipai/adapter-utils-native/register", () => {
     const { status, stderr, out } = run(dir, "app.mjs", { importArg: "@paperclipai/adapter-utils-native/register" });
     expect(status).toBe(EXIT);
     expect(stderrLines(stderr)).toEqual([]);
-    expect(out).toMatchObject({ ssh: true, remote: true, exclude: true, sshUpstreamOnly: false, internal: true, excludeWorks: true });
+    expect(out).toMatchObject({
+      ssh: true,
+      remote: true,
+      exclude: true,
+      sshUpstreamOnly: false,
+      internal: true,
+      excludeWorks: true,
+    });
     expect(out.activation).toMatchObject({ active: true, mechanism: "node-hooks", reason: null });
     const [found] = out.activation.upstream;
     expect(found.version).toBe(VERIFIED_UPSTREAM_VERSIONS[0]);
-    expect(found.modules.ssh).toEqual(expect.arrayContaining(["syncDirectoryToSsh", "runSshCommand", "prepareWorkspaceForSshExecution"]));
+    expect(found.modules.ssh).toEqual(
+      expect.arrayContaining(["syncDirectoryToSsh", "runSshCommand", "prepareWorkspaceForSshExecution"]),
+    );
     expect(found.modules["remote-managed-runtime"]).toContain("prepareRemoteManagedRuntime");
   });
 
   it("composes every covered module with upstream's module of the same name (the one coverage list)", () => {
     const modules = coveredModules().map((m) => m.module);
-    expect(modules).toEqual(expect.arrayContaining(["ssh", "remote-managed-runtime", "workspace-restore-merge", "sandbox-managed-runtime"]));
+    expect(modules).toEqual(
+      expect.arrayContaining(["ssh", "remote-managed-runtime", "workspace-restore-merge", "sandbox-managed-runtime"]),
+    );
     expect(modules).not.toContain("register");
     expect(modules).not.toContain("vitest");
     const dir = project("every", { upstream: upstreamDir, native: repo });
-    writeFileSync(path.join(dir, "every.mjs"), `
+    writeFileSync(
+      path.join(dir, "every.mjs"),
+      `
       const modules = ${JSON.stringify(modules)};
       for (const m of modules) await import("@paperclipai/adapter-utils/" + m);
       const { nativeActivation } = await import("@paperclipai/adapter-utils-native");
       console.log(JSON.stringify(Object.keys(nativeActivation().upstream[0].modules).sort()));
-    `);
+    `,
+    );
     const { out } = run(dir, "every.mjs");
     expect(out).toEqual([...modules].sort());
   });
@@ -123,7 +137,9 @@ describe("node --import @paperclipai/adapter-utils-native/register", () => {
     const dir = project("off", { upstream: upstreamDir, native: repo });
     const { status, stderr, out } = run(dir, "app.mjs", { env: { PAPERCLIP_ADAPTER_UTILS_NATIVE: "0" } });
     expect(status).toBe(EXIT);
-    expect(stderrLines(stderr)).toEqual([expect.stringMatching(/^@paperclipai\/adapter-utils-native: PAPERCLIP_ADAPTER_UTILS_NATIVE=0: /)]);
+    expect(stderrLines(stderr)).toEqual([
+      expect.stringMatching(/^@paperclipai\/adapter-utils-native: PAPERCLIP_ADAPTER_UTILS_NATIVE=0: /),
+    ]);
     expect(out).toMatchObject({ ssh: false, remote: false, exclude: false, excludeWorks: true });
     expect(out.activation).toMatchObject({ active: false, reason: "PAPERCLIP_ADAPTER_UTILS_NATIVE=0", upstream: [] });
   });
@@ -135,9 +151,12 @@ describe("node --import @paperclipai/adapter-utils-native/register", () => {
     const pkg = JSON.parse(readFileSync(path.join(upstreamDir, "package.json"), "utf8"));
     writeFileSync(path.join(dir, "package.json"), JSON.stringify({ ...pkg, version: "2026.1.1" }));
     for (const m of ["exclude-patterns", "ssh", "remote-managed-runtime"]) {
-      writeFileSync(path.join(dir, "dist", `${m}.js`), m === "exclude-patterns"
-        ? readFileSync(path.join(upstreamDir, "dist/exclude-patterns.js"), "utf8")
-        : `export function ${m === "ssh" ? "syncDirectoryToSsh" : "prepareRemoteManagedRuntime"}() { return "upstream"; }\nexport function buildSshEnvLabFixtureConfig() {}\n`);
+      writeFileSync(
+        path.join(dir, "dist", `${m}.js`),
+        m === "exclude-patterns"
+          ? readFileSync(path.join(upstreamDir, "dist/exclude-patterns.js"), "utf8")
+          : `export function ${m === "ssh" ? "syncDirectoryToSsh" : "prepareRemoteManagedRuntime"}() { return "upstream"; }\nexport function buildSshEnvLabFixtureConfig() {}\n`,
+      );
     }
     return dir;
   }
@@ -147,7 +166,11 @@ describe("node --import @paperclipai/adapter-utils-native/register", () => {
     const { status, stderr, out } = run(dir, "app.mjs");
     expect(status).toBe(EXIT);
     // The copy is not inside a node_modules directory (a workspace package): the line names the opt-in.
-    expect(stderrLines(stderr)).toEqual([expect.stringMatching(/^@paperclipai\/adapter-utils-native: @paperclipai\/adapter-utils 2026\.1\.1 is not a verified version \(2026\.916\.1\); left unchanged; to compose a workspace package anyway, opt in with PAPERCLIP_ADAPTER_UTILS_NATIVE_UPSTREAM=workspace/)]);
+    expect(stderrLines(stderr)).toEqual([
+      expect.stringMatching(
+        /^@paperclipai\/adapter-utils-native: @paperclipai\/adapter-utils 2026\.1\.1 is not a verified version \(2026\.916\.1\); left unchanged; to compose a workspace package anyway, opt in with PAPERCLIP_ADAPTER_UTILS_NATIVE_UPSTREAM=workspace/,
+      ),
+    ]);
     expect(out).toMatchObject({ ssh: false, remote: false, exclude: false, excludeWorks: true });
     expect(out.activation).toMatchObject({ active: false, upstream: [] });
     expect(out.activation.reason).toMatch(/2026\.1\.1 is not a verified version/);
@@ -158,7 +181,9 @@ describe("node --import @paperclipai/adapter-utils-native/register", () => {
     // Started in the repository (a verified upstream there): the hook installs, then refuses this copy.
     const { status, stderr, out } = run(repo, path.join(dir, "app.mjs"));
     expect(status).toBe(EXIT);
-    expect(stderrLines(stderr)).toEqual([expect.stringMatching(/2026\.1\.1 is not a verified version .*; left unchanged/)]);
+    expect(stderrLines(stderr)).toEqual([
+      expect.stringMatching(/2026\.1\.1 is not a verified version .*; left unchanged/),
+    ]);
     expect(out).toMatchObject({ ssh: false, remote: false, exclude: false });
     // Nothing is served, so the report says it is not active, and why.
     expect(out.activation).toMatchObject({ active: false, upstream: [] });
@@ -168,12 +193,22 @@ describe("node --import @paperclipai/adapter-utils-native/register", () => {
   it("a Node without module.registerHooks: upstream untouched, one line naming the supported versions", () => {
     const dir = project("no-hooks", { upstream: upstreamDir, native: repo });
     // Stands in for an older Node: the hook API is gone before our entry runs.
-    writeFileSync(path.join(dir, "old-node.mjs"), 'process.getBuiltinModule("node:module").registerHooks = undefined;\n');
+    writeFileSync(
+      path.join(dir, "old-node.mjs"),
+      'process.getBuiltinModule("node:module").registerHooks = undefined;\n',
+    );
     const result = spawnSync(process.execPath, ["--import", "./old-node.mjs", "--import", registerUrl, "app.mjs"], {
-      cwd: dir, env: { ...process.env, NODE_OPTIONS: "", [INHERITED_ENV]: undefined }, encoding: "utf8", timeout: 60_000,
+      cwd: dir,
+      env: { ...process.env, NODE_OPTIONS: "", [INHERITED_ENV]: undefined },
+      encoding: "utf8",
+      timeout: 60_000,
     });
     expect(result.status).toBe(EXIT);
-    expect(stderrLines(result.stderr)).toEqual([expect.stringMatching(/^@paperclipai\/adapter-utils-native: Node [\d.]+ has no module\.registerHooks \(supported: Node >= 24\.11\); @paperclipai\/adapter-utils unchanged$/)]);
+    expect(stderrLines(result.stderr)).toEqual([
+      expect.stringMatching(
+        /^@paperclipai\/adapter-utils-native: Node [\d.]+ has no module\.registerHooks \(supported: Node >= 24\.11\); @paperclipai\/adapter-utils unchanged$/,
+      ),
+    ]);
     const out = JSON.parse(result.stdout.trim().split("\n").pop());
     expect(out).toMatchObject({ ssh: false, remote: false, exclude: false, excludeWorks: true });
     expect(out.activation).toMatchObject({ active: false });
@@ -182,14 +217,20 @@ describe("node --import @paperclipai/adapter-utils-native/register", () => {
   it("a copy of this package without its native binary: upstream untouched, one line; direct calls name the platform", () => {
     const copy = path.join(work, "no-binary");
     mkdirSync(path.join(copy, "native"), { recursive: true });
-    for (const entry of ["package.json", "index.js", "index.d.ts", "lib"]) cpSync(path.join(repo, entry), path.join(copy, entry), { recursive: true });
+    for (const entry of ["package.json", "index.js", "index.d.ts", "lib"])
+      cpSync(path.join(repo, entry), path.join(copy, entry), { recursive: true });
     cpSync(path.join(repo, "native/binding.cjs"), path.join(copy, "native/binding.cjs"));
     const dir = project("missing-binary", { upstream: upstreamDir, native: copy });
-    const { status, stderr, out } = run(dir, "app.mjs", { importArg: "@paperclipai/adapter-utils-native/register", env: { DIRECT: "1" } });
+    const { status, stderr, out } = run(dir, "app.mjs", {
+      importArg: "@paperclipai/adapter-utils-native/register",
+      env: { DIRECT: "1" },
+    });
     expect(status).toBe(EXIT);
     const lines = stderrLines(stderr);
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(/^@paperclipai\/adapter-utils-native: native binary unavailable \(.*linux-x64.*\); @paperclipai\/adapter-utils unchanged$/);
+    expect(lines[0]).toMatch(
+      /^@paperclipai\/adapter-utils-native: native binary unavailable \(.*linux-x64.*\); @paperclipai\/adapter-utils unchanged$/,
+    );
     expect(stderr).not.toMatch(/\n\s+at /); // no stack trace
     expect(out).toMatchObject({ ssh: false, remote: false, exclude: false, excludeWorks: true });
     expect(out.activation).toMatchObject({ active: false });
@@ -244,12 +285,15 @@ console.log(JSON.stringify(out));
 
 const onLinux = process.platform === "linux";
 
-describe.skipIf(!onLinux)("NODE_OPTIONS=\"--import @paperclipai/adapter-utils-native/register\": child processes", () => {
+describe.skipIf(!onLinux)('NODE_OPTIONS="--import @paperclipai/adapter-utils-native/register": child processes', () => {
   function runParent(name, env = {}) {
     const dir = project(name, { upstream: upstreamDir, native: repo });
     writeFileSync(path.join(dir, "parent.mjs"), PARENT);
     writeFileSync(path.join(dir, "probe.mjs"), PROBE);
-    writeFileSync(path.join(dir, "old-node.mjs"), 'process.getBuiltinModule("node:module").registerHooks = undefined;\n');
+    writeFileSync(
+      path.join(dir, "old-node.mjs"),
+      'process.getBuiltinModule("node:module").registerHooks = undefined;\n',
+    );
     writeFileSync(path.join(dir, "worker.mjs"), "setTimeout(() => {}, 200);\n");
     const probeOut = path.join(dir, "probe");
     const elsewhere = mkdtempSync(path.join(os.tmpdir(), "pc-elsewhere-"));
@@ -272,7 +316,9 @@ describe.skipIf(!onLinux)("NODE_OPTIONS=\"--import @paperclipai/adapter-utils-na
         },
       });
       const lines = result.stdout.trim().split("\n");
-      const probes = readdirSync(dir).filter((f) => f.startsWith("probe.") && f !== "probe.mjs").map((f) => JSON.parse(readFileSync(path.join(dir, f), "utf8")));
+      const probes = readdirSync(dir)
+        .filter((f) => f.startsWith("probe.") && f !== "probe.mjs")
+        .map((f) => JSON.parse(readFileSync(path.join(dir, f), "utf8")));
       return { status: result.status, stderr: result.stderr, out: JSON.parse(lines[lines.length - 1]), probes };
     } finally {
       rmSync(elsewhere, { recursive: true, force: true });
@@ -312,7 +358,9 @@ describe.skipIf(!onLinux)("NODE_OPTIONS=\"--import @paperclipai/adapter-utils-na
   it("PAPERCLIP_ADAPTER_UTILS_NATIVE=0: the parent says it once (not once per worker thread), its children are not given the hook", () => {
     const { status, stderr, out, probes } = runParent("children-off", { PAPERCLIP_ADAPTER_UTILS_NATIVE: "0" });
     expect(status).toBe(0);
-    expect(stderrLines(stderr)).toEqual([expect.stringMatching(/^@paperclipai\/adapter-utils-native: PAPERCLIP_ADAPTER_UTILS_NATIVE=0: /)]);
+    expect(stderrLines(stderr)).toEqual([
+      expect.stringMatching(/^@paperclipai\/adapter-utils-native: PAPERCLIP_ADAPTER_UTILS_NATIVE=0: /),
+    ]);
     expect(out.nodeOptions).toBeUndefined();
     for (const child of out.children) expect(child.stderr).toBe("");
     expect(out.children[2].stdout).toBe("false");
@@ -326,10 +374,13 @@ describe("an unpublished upstream workspace (version 0.3.1)", () => {
   function workspace(name) {
     const root = path.join(work, name);
     upstreamWorkspace(root);
-    writeFileSync(path.join(root, "app.mjs"), `${APP}
+    writeFileSync(
+      path.join(root, "app.mjs"),
+      `${APP}
 const signature = (await import("@paperclipai/adapter-utils/acpx-engine/execute")).referencedSourceContentSignature;
 console.log(JSON.stringify({ ...out, signature: typeof signature === "string" ? signature : "function" }));
-`.replace("console.log(JSON.stringify(out));\nprocess.exitCode", "process.exitCode"));
+`.replace("console.log(JSON.stringify(out));\nprocess.exitCode", "process.exitCode"),
+    );
     return root;
   }
 
@@ -337,7 +388,11 @@ console.log(JSON.stringify({ ...out, signature: typeof signature === "string" ? 
     const dir = workspace("ws-default");
     const { status, stderr, out } = run(dir, "app.mjs");
     expect(status).toBe(EXIT);
-    expect(stderrLines(stderr)).toEqual([expect.stringMatching(/0\.3\.1 is not a verified version .*left unchanged; to compose a workspace package anyway, opt in with PAPERCLIP_ADAPTER_UTILS_NATIVE_UPSTREAM=workspace/)]);
+    expect(stderrLines(stderr)).toEqual([
+      expect.stringMatching(
+        /0\.3\.1 is not a verified version .*left unchanged; to compose a workspace package anyway, opt in with PAPERCLIP_ADAPTER_UTILS_NATIVE_UPSTREAM=workspace/,
+      ),
+    ]);
     expect(out).toMatchObject({ ssh: false, remote: false, exclude: false, excludeWorks: true, signature: "changed" });
     expect(out.activation).toMatchObject({ active: false, upstream: [] });
     expect(out.activation.reason).toMatch(/0\.3\.1 is not a verified version/);
@@ -345,15 +400,26 @@ console.log(JSON.stringify({ ...out, signature: typeof signature === "string" ? 
 
   it("with PAPERCLIP_ADAPTER_UTILS_NATIVE_UPSTREAM=workspace: the modules whose exports match are composed, the other stays upstream's, one line says which", () => {
     const dir = workspace("ws-opt-in");
-    const { status, stderr, out } = run(dir, "app.mjs", { env: { PAPERCLIP_ADAPTER_UTILS_NATIVE_UPSTREAM: "workspace" } });
+    const { status, stderr, out } = run(dir, "app.mjs", {
+      env: { PAPERCLIP_ADAPTER_UTILS_NATIVE_UPSTREAM: "workspace" },
+    });
     expect(status).toBe(EXIT);
     const lines = stderrLines(stderr);
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(/@paperclipai\/adapter-utils 0\.3\.1 at .* is an unverified workspace version, composed by opt-in: serving exclude-patterns, .*ssh.*; left upstream's where the exports differ: acpx-engine\/execute \(referencedSourceContentSignature\)$/);
-    expect(out).toMatchObject({ ssh: true, remote: true, exclude: true, sshUpstreamOnly: false, internal: true, excludeWorks: true, signature: "changed" });
+    expect(lines[0]).toMatch(
+      /@paperclipai\/adapter-utils 0\.3\.1 at .* is an unverified workspace version, composed by opt-in: serving exclude-patterns, .*ssh.*; left upstream's where the exports differ: acpx-engine\/execute \(referencedSourceContentSignature\)$/,
+    );
+    expect(out).toMatchObject({
+      ssh: true,
+      remote: true,
+      exclude: true,
+      sshUpstreamOnly: false,
+      internal: true,
+      excludeWorks: true,
+      signature: "changed",
+    });
     expect(out.activation).toMatchObject({ active: true, mechanism: "node-hooks", reason: null });
     expect(out.activation.upstream[0].version).toBe("0.3.1");
     expect(Object.keys(out.activation.upstream[0].modules)).not.toContain("acpx-engine/execute");
   });
 });
-

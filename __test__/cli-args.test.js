@@ -42,7 +42,10 @@ describe("parseCommandArgs", () => {
   });
 
   it("stops at --: what follows is positional, even an optional-value flag", () => {
-    expect(parse("--", "--json", "--gzip")).toMatchObject({ values: { json: false }, positionals: ["--json", "--gzip"] });
+    expect(parse("--", "--json", "--gzip")).toMatchObject({
+      values: { json: false },
+      positionals: ["--json", "--gzip"],
+    });
   });
 
   it("turns parse errors into one-line usage errors", () => {

@@ -1,7 +1,17 @@
 // CLI tests: the built paperclip-sync binary on generated trees — output, exit codes,
 // --json schemas, bad arguments and missing directories.
 import { execFileSync, spawnSync } from "node:child_process";
-import { appendFileSync, chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  appendFileSync,
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -64,7 +74,9 @@ describe("paperclip-sync", () => {
     const run = cli("snapshot", root, "--exclude", "node_modules", "--json", "--out", outFile);
     expect(run.code, run.stderr).toBe(0);
     const summary = JSON.parse(run.stdout);
-    expect(Object.keys(summary).sort()).toEqual(["bytes", "digest", "dir", "dirs", "entries", "files", "ms", "out", "symlinks"].sort());
+    expect(Object.keys(summary).sort()).toEqual(
+      ["bytes", "digest", "dir", "dirs", "entries", "files", "ms", "out", "symlinks"].sort(),
+    );
     expect(summary).toMatchObject({ dir: root, entries: 5, files: 2, dirs: 2, symlinks: 1, bytes: 40, out: outFile });
     const theirs = await upstream.captureDirectorySnapshot(root, { exclude: ["node_modules"] });
     expect(summary.digest).toBe(upstream.directorySnapshotSha256(theirs));
@@ -106,8 +118,9 @@ describe("paperclip-sync", () => {
     expect(plain.code).toBe(0);
     expect(plain.stdout.trim()).toBe(await upstreamExecute.referencedSourceContentSignature(root, { kind: "other" }));
     const ignored = cli("signature", root, "--ignored", "src/deep", "--json");
-    expect(JSON.parse(ignored.stdout).signature)
-      .toBe(await upstreamExecute.referencedSourceContentSignature(root, { kind: "git", ignoredPaths: ["src/deep"] }));
+    expect(JSON.parse(ignored.stdout).signature).toBe(
+      await upstreamExecute.referencedSourceContentSignature(root, { kind: "git", ignoredPaths: ["src/deep"] }),
+    );
   });
 
   it("fails with one coded line and exit 1 on a missing directory or a bad snapshot file", () => {
@@ -118,7 +131,9 @@ describe("paperclip-sync", () => {
     writeFileSync(junk, JSON.stringify({ version: 1, exclude: [], entries: [["../escape", { kind: "dir" }]] }));
     const bad = cli("diff", junk, junk);
     expect(bad.code).toBe(1);
-    expect(bad.stderr).toMatch(/^paperclip-sync: ERR_PAPERCLIP_NATIVE_INVALID_ARGUMENT: .* is not a valid serialized snapshot\n$/);
+    expect(bad.stderr).toMatch(
+      /^paperclip-sync: ERR_PAPERCLIP_NATIVE_INVALID_ARGUMENT: .* is not a valid serialized snapshot\n$/,
+    );
     expect(bad.stderr).not.toMatch(/\n\s+at /); // no stack trace
   });
 
@@ -160,14 +175,20 @@ describe("paperclip-sync", () => {
     expect(lines.at(-2)).toMatch(/^\[paperclip\] Syncing workspace to environment: 100% \(\d+\.\d\/\d+\.\d MB\)$/);
     expect(JSON.parse(lines.at(-1))).toMatchObject({ out, gzip: null, entries: 5 });
     const theirs = path.join(work, "pack-upstream.tar");
-    await upstreamSandbox.createTarballFromDirectory({ localDir: root, archivePath: theirs, exclude: ["node_modules"] });
+    await upstreamSandbox.createTarballFromDirectory({
+      localDir: root,
+      archivePath: theirs,
+      exclude: ["node_modules"],
+    });
     expect(listMembers(out)).toEqual(listMembers(theirs));
     const gz = cli("pack", root, "--out", path.join(work, "pack.tgz"), "--gzip=1");
     expect(gz.code).toBe(0);
     expect(execFileSync("tar", ["-tzf", path.join(work, "pack.tgz")], { encoding: "utf8" })).toContain("src/deep/b.ts");
     const piped = spawnSync(process.execPath, [bin, "pack", root, "--out", "-"], { cwd: work });
     expect(piped.status).toBe(0);
-    expect(execFileSync("tar", ["-t"], { input: piped.stdout, encoding: "utf8" })).toContain("node_modules/pkg/index.js");
+    expect(execFileSync("tar", ["-t"], { input: piped.stdout, encoding: "utf8" })).toContain(
+      "node_modules/pkg/index.js",
+    );
     expect(cli("pack", root).code).toBe(2);
     expect(cli("pack", root, "--out", out, "--gzip=12").code).toBe(2);
   });
@@ -184,9 +205,16 @@ describe("paperclip-sync", () => {
     const victim = path.join(work, "hostile-dest");
     const refused = cliWithInput(hostile, "extract", "-", victim);
     expect(refused.code).toBe(1);
-    expect(refused.stderr).toMatch(/^(\[paperclip\].*\n)*paperclip-sync: ERR_PAPERCLIP_NATIVE_UNSAFE_ARCHIVE_ENTRY: .*\n$/);
+    expect(refused.stderr).toMatch(
+      /^(\[paperclip\].*\n)*paperclip-sync: ERR_PAPERCLIP_NATIVE_UNSAFE_ARCHIVE_ENTRY: .*\n$/,
+    );
     expect(existsSync(path.join(work, "escaped.txt"))).toBe(false);
-    const truncated = cliWithInput(new RawArchive().file("a.txt", "x".repeat(5000)).finish().subarray(0, 1024), "extract", "-", path.join(work, "trunc-dest"));
+    const truncated = cliWithInput(
+      new RawArchive().file("a.txt", "x".repeat(5000)).finish().subarray(0, 1024),
+      "extract",
+      "-",
+      path.join(work, "trunc-dest"),
+    );
     expect(truncated.code).toBe(1);
     expect(truncated.stderr).toMatch(/paperclip-sync: ERR_PAPERCLIP_NATIVE_BAD_ARCHIVE: /);
     expect(cli("extract", path.join(work, "missing.tar"), dest).code).toBe(1);
@@ -222,16 +250,33 @@ describe("paperclip-sync", () => {
     expect(cli("snapshot", host, "--exclude", "node_modules", "--out", second).code).toBe(0);
     writeFileSync(path.join(host, "added.ts"), "host edit\n");
     writeFileSync(path.join(remote, "added.ts"), "remote edit\n");
-    const refused = cli("merge", "--baseline", second, "--source", remote, "--target", host, "--conflict-policy", "reject");
+    const refused = cli(
+      "merge",
+      "--baseline",
+      second,
+      "--source",
+      remote,
+      "--target",
+      host,
+      "--conflict-policy",
+      "reject",
+    );
     expect(refused.code).toBe(1);
     expect(refused.stderr).toMatch(/^paperclip-sync: DIRECTORY_MERGE_CONFLICT: .*added\.ts\n$/);
     expect(readFileSync(path.join(host, "added.ts"), "utf8")).toBe("host edit\n");
     expect(cli("merge", "--baseline", second, "--source", remote).code).toBe(2);
-    expect(cli("merge", "--baseline", second, "--source", remote, "--target", host, "--conflict-policy", "maybe").code).toBe(2);
+    expect(
+      cli("merge", "--baseline", second, "--source", remote, "--target", host, "--conflict-policy", "maybe").code,
+    ).toBe(2);
   });
 
   it("doctor reports what the activation serves, and exit code 1 when it would stay off", () => {
-    const doctor = (env = {}) => spawnSync(process.execPath, [bin, "doctor", "--json"], { encoding: "utf8", cwd: path.dirname(path.dirname(bin)), env: { ...process.env, NODE_OPTIONS: "", ...env } });
+    const doctor = (env = {}) =>
+      spawnSync(process.execPath, [bin, "doctor", "--json"], {
+        encoding: "utf8",
+        cwd: path.dirname(path.dirname(bin)),
+        env: { ...process.env, NODE_OPTIONS: "", ...env },
+      });
     const on = doctor();
     expect(on.status, on.stderr).toBe(0);
     const report = JSON.parse(on.stdout);
@@ -251,7 +296,17 @@ describe("paperclip-sync", () => {
     expect(run.code, run.stderr).toBe(0);
     const { steps } = JSON.parse(run.stdout);
     const names = steps.map((s) => s.step);
-    expect(names).toEqual(expect.arrayContaining(["resolve ignored paths", "baseline snapshot", "content signature", "pack workspace (tar)", "snapshot remote result", "incremental host re-snapshot", "merge remote result back"]));
+    expect(names).toEqual(
+      expect.arrayContaining([
+        "resolve ignored paths",
+        "baseline snapshot",
+        "content signature",
+        "pack workspace (tar)",
+        "snapshot remote result",
+        "incremental host re-snapshot",
+        "merge remote result back",
+      ]),
+    );
     const compared = steps.filter((s) => s["same result"] !== "-");
     expect(compared.length).toBeGreaterThanOrEqual(7);
     expect(compared.every((s) => s["same result"] === "yes")).toBe(true);

@@ -15,7 +15,11 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { extractTarballToDirectory, packDirectoryToFile } from "../index.js";
 import { syncDirectoryFromSsh } from "../lib/ssh.js";
-import { captureDirectorySnapshot, mergeDirectoryWithBaseline, serializeDirectorySnapshot } from "../lib/workspace-restore-merge.js";
+import {
+  captureDirectorySnapshot,
+  mergeDirectoryWithBaseline,
+  serializeDirectorySnapshot,
+} from "../lib/workspace-restore-merge.js";
 import { createRandom, runSeed } from "./helpers/random.js";
 import { treeState } from "./helpers/tar.js";
 import { CHILD, runAndKill, STAGING, stagingLeft, writeFiles as writeTree } from "./helpers/kill-points.js";
@@ -32,13 +36,12 @@ beforeAll(() => {
 });
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
-
 /** Files `d<i>/f<j>` with `content(i, j)`. */
-const writeFiles = (root, content, { dirs = DIRS, perDir = PER_DIR } = {}) => writeTree(root, content, { dirs, perDir });
+const writeFiles = (root, content, { dirs = DIRS, perDir = PER_DIR } = {}) =>
+  writeTree(root, content, { dirs, perDir });
 
 const oldContent = (i, j) => `old ${i}/${j}\n`.repeat(40);
 const newContent = (i, j) => `new ${i}/${j}\n`.repeat(50);
-
 
 /** The seeded kill point of round `round`. */
 function killPoint(rng, round, root, early = 400) {
@@ -77,7 +80,10 @@ describe(`kill -9 during an extraction (seed ${seed})`, () => {
       }
       // Whatever was left, no snapshot lists it.
       const snapshot = await captureDirectorySnapshot(dest, { exclude: [] });
-      expect([...snapshot.entries.keys()].filter((rel) => rel.split("/").some((part) => STAGING.test(part))), where).toEqual([]);
+      expect(
+        [...snapshot.entries.keys()].filter((rel) => rel.split("/").some((part) => STAGING.test(part))),
+        where,
+      ).toEqual([]);
       const killedMidMove = ended.signal === "SIGKILL" && fresh > 0 && fresh < DIRS * PER_DIR;
       outcomes.add(ended.signal === "SIGKILL" ? (killedMidMove ? "mid-move" : "killed") : "finished");
 
@@ -86,11 +92,15 @@ describe(`kill -9 during an extraction (seed ${seed})`, () => {
       expect(stagingLeft(dest), where).toEqual([]);
       const after = [];
       for (let i = 0; i < DIRS; i += 1) {
-        for (let j = 0; j < PER_DIR; j += 1) after.push(readFileSync(path.join(dest, `d${i}`, `f${j}`), "utf8") === newContent(i, j));
+        for (let j = 0; j < PER_DIR; j += 1)
+          after.push(readFileSync(path.join(dest, `d${i}`, `f${j}`), "utf8") === newContent(i, j));
       }
       // All or nothing: an apply that had started is completed.
       const applied = after.filter(Boolean).length;
-      expect([0, DIRS * PER_DIR], `${where}: ${applied} of ${DIRS * PER_DIR} applied after the next extraction`).toContain(applied);
+      expect(
+        [0, DIRS * PER_DIR],
+        `${where}: ${applied} of ${DIRS * PER_DIR} applied after the next extraction`,
+      ).toContain(applied);
       expect(existsSync(path.join(dest, "added")), where).toBe(applied > 0);
       expect(readFileSync(path.join(dest, "local-only"), "utf8")).toBe("mine\n");
       const again = await captureDirectorySnapshot(dest, { exclude: [] });
@@ -129,14 +139,22 @@ describe(`kill -9 during a restore merge (seed ${seed})`, () => {
         }
       }
       const snapshot = await captureDirectorySnapshot(target, { exclude: [] });
-      expect([...snapshot.entries.keys()].filter((rel) => rel.split("/").some((part) => STAGING.test(part))), where).toEqual([]);
+      expect(
+        [...snapshot.entries.keys()].filter((rel) => rel.split("/").some((part) => STAGING.test(part))),
+        where,
+      ).toEqual([]);
 
       // The next operation on the root.
-      const journalled = readdirSync(target).filter((name) => STAGING.test(name) && existsSync(path.join(target, name, "journal")));
+      const journalled = readdirSync(target).filter(
+        (name) => STAGING.test(name) && existsSync(path.join(target, name, "journal")),
+      );
       const next = mergeDirectoryWithBaseline({ baseline, sourceDir: source, targetDir: target });
       if (journalled.length > 0) {
         outcomes.add("interrupted");
-        const error = await next.then(() => null, (e) => e);
+        const error = await next.then(
+          () => null,
+          (e) => e,
+        );
         expect(error?.code, where).toBe("ERR_PAPERCLIP_NATIVE_INTERRUPTED_RESTORE");
         expect(error.message, where).toContain(journalled[0]);
         expect(error.message).not.toContain(base);
@@ -149,7 +167,8 @@ describe(`kill -9 during a restore merge (seed ${seed})`, () => {
       }
       expect(stagingLeft(target), where).toEqual([]);
       for (let i = 0; i < 20; i += 1) {
-        for (let j = 0; j < PER_DIR; j += 1) expect(readFileSync(path.join(target, `d${i}`, `f${j}`), "utf8")).toBe(newContent(i, j));
+        for (let j = 0; j < PER_DIR; j += 1)
+          expect(readFileSync(path.join(target, `d${i}`, `f${j}`), "utf8")).toBe(newContent(i, j));
       }
       rmSync(base, { recursive: true, force: true });
     }
@@ -169,8 +188,20 @@ describe("an SSH pull killed during its replace", () => {
   // Its staging directories as a kill leaves them (the replace itself is JS over renames;
   // its extraction stage is the extractor killed above). The next pull completes them before
   // it connects (here to a closed port, so it then fails).
-  const spec = { host: "127.0.0.1", port: 1, username: "nobody", remoteCwd: "/nowhere", privateKey: null, knownHosts: null, strictHostKeyChecking: false };
-  const pullInto = (localDir) => syncDirectoryFromSsh({ spec, remoteDir: "/nowhere", localDir, connectTimeoutMs: 2000 }).then(() => null, (e) => e);
+  const spec = {
+    host: "127.0.0.1",
+    port: 1,
+    username: "nobody",
+    remoteCwd: "/nowhere",
+    privateKey: null,
+    knownHosts: null,
+    strictHostKeyChecking: false,
+  };
+  const pullInto = (localDir) =>
+    syncDirectoryFromSsh({ spec, remoteDir: "/nowhere", localDir, connectTimeoutMs: 2000 }).then(
+      () => null,
+      (e) => e,
+    );
 
   for (const phase of ["clear", "move"]) {
     it(`is completed from its journal by the next pull (killed in phase ${phase})`, async () => {
@@ -182,7 +213,8 @@ describe("an SSH pull killed during its replace", () => {
       writeFileSync(path.join(staging, "journal"), JSON.stringify({ phase, preserve: ["kept"] }));
       if (phase === "move") {
         // Cleared, and one directory already moved in.
-        for (const name of readdirSync(localDir)) if (!["kept", path.basename(staging)].includes(name)) rmSync(path.join(localDir, name), { recursive: true });
+        for (const name of readdirSync(localDir))
+          if (!["kept", path.basename(staging)].includes(name)) rmSync(path.join(localDir, name), { recursive: true });
         writeFiles(localDir, newContent, { dirs: 1, perDir: 5 });
         rmSync(path.join(staging, "tree", "d0"), { recursive: true });
       }
@@ -193,7 +225,8 @@ describe("an SSH pull killed during its replace", () => {
       expect(stagingLeft(localDir)).toEqual([]);
       expect(readdirSync(localDir).sort()).toEqual(["d0", "d1", "d2", "kept"]);
       for (let i = 0; i < 3; i += 1) {
-        for (let j = 0; j < 5; j += 1) expect(readFileSync(path.join(localDir, `d${i}`, `f${j}`), "utf8")).toBe(newContent(i, j));
+        for (let j = 0; j < 5; j += 1)
+          expect(readFileSync(path.join(localDir, `d${i}`, `f${j}`), "utf8")).toBe(newContent(i, j));
       }
       expect(readFileSync(path.join(localDir, "kept"), "utf8")).toBe("kept\n");
     });

@@ -31,13 +31,29 @@ const fresh = (tag) => {
  * of entries.
  */
 function deepTree(root, levels, name = "d", step = 100, leaf = "") {
-  execFileSync("bash", ["-c", 'cd "$1" && for ((i = 0; i < $2; i += $3)); do echo "level $i" > "f$i"; mkdir -p "$4" && cd "$4" || exit 1; done; if [ -n "$5" ]; then echo secret > "$5"; fi',
-    "_", root, String(levels), String(step), `${name}/`.repeat(step), leaf]);
+  execFileSync("bash", [
+    "-c",
+    'cd "$1" && for ((i = 0; i < $2; i += $3)); do echo "level $i" > "f$i"; mkdir -p "$4" && cd "$4" || exit 1; done; if [ -n "$5" ]; then echo secret > "$5"; fi',
+    "_",
+    root,
+    String(levels),
+    String(step),
+    `${name}/`.repeat(step),
+    leaf,
+  ]);
   return levels + Math.ceil(levels / step) + (leaf ? 1 : 0);
 }
 
 /** Every entry below `root` as `type path` lines (GNU find reads through handles at any depth). */
-const listing = (root) => execFileSync("find", [".", "-mindepth", "1", "-printf", "%y %P\\n"], { cwd: root, encoding: "utf8", maxBuffer: 1 << 28 }).split("\n").filter(Boolean).sort();
+const listing = (root) =>
+  execFileSync("find", [".", "-mindepth", "1", "-printf", "%y %P\\n"], {
+    cwd: root,
+    encoding: "utf8",
+    maxBuffer: 1 << 28,
+  })
+    .split("\n")
+    .filter(Boolean)
+    .sort();
 const longest = (root) => Math.max(...listing(root).map((line) => line.length - 2)) + root.length + 1;
 
 const CASES = [
@@ -78,10 +94,21 @@ describe.each(CASES)("a tree deeper than PATH_MAX: %s", (_label, build) => {
   });
 
   it("createTarballFromDirectory, the stream and packDirectoryToFile archive every entry (as GNU tar)", async () => {
-    const expected = execFileSync("tar", ["-tf", "-", "-C", root, "."], { input: execFileSync("tar", ["-cf", "-", "-C", root, "."], { maxBuffer: 1 << 28 }), maxBuffer: 1 << 28, encoding: "utf8" })
-      .split("\n").filter((line) => line && line !== "./").map((line) => line.replace(/^\.\//, "")).sort();
+    const expected = execFileSync("tar", ["-tf", "-", "-C", root, "."], {
+      input: execFileSync("tar", ["-cf", "-", "-C", root, "."], { maxBuffer: 1 << 28 }),
+      maxBuffer: 1 << 28,
+      encoding: "utf8",
+    })
+      .split("\n")
+      .filter((line) => line && line !== "./")
+      .map((line) => line.replace(/^\.\//, ""))
+      .sort();
     expect(expected).toHaveLength(entries);
-    const list = (file) => execFileSync("tar", ["-tf", file], { encoding: "utf8", maxBuffer: 1 << 28 }).split("\n").filter(Boolean).sort();
+    const list = (file) =>
+      execFileSync("tar", ["-tf", file], { encoding: "utf8", maxBuffer: 1 << 28 })
+        .split("\n")
+        .filter(Boolean)
+        .sort();
     const plain = path.join(fresh("archives"), "plain.tar");
     await ours.createTarballFromDirectory({ localDir: root, archivePath: plain });
     expect(list(plain)).toEqual(expected);
@@ -129,19 +156,27 @@ describe("a merge fed an incomplete source deletes nothing", () => {
     deepTree(source, 1900);
     expect(listing(source)).toEqual(before);
     expect(longest(source)).toBeGreaterThan(PATH_MAX);
-    const error = await ours.mergeDirectoryWithBaseline({ baseline, sourceDir: source, targetDir: host }).catch((e) => e);
+    const error = await ours
+      .mergeDirectoryWithBaseline({ baseline, sourceDir: source, targetDir: host })
+      .catch((e) => e);
     expect(error.code).toBe("ENAMETOOLONG");
     expect(listing(host)).toEqual(before);
     // Upstream refuses too: its lstat fails the same way.
-    const upstream = await upstreamMerge.mergeDirectoryWithBaseline({ baseline, sourceDir: source, targetDir: host }).catch((e) => e);
+    const upstream = await upstreamMerge
+      .mergeDirectoryWithBaseline({ baseline, sourceDir: source, targetDir: host })
+      .catch((e) => e);
     expect(upstream?.code).toBe("ENAMETOOLONG");
   });
 
   it("an unreadable source directory fails the merge before any change (as an unprivileged user)", () => {
     const asRoot = process.getuid?.() === 0;
-    const out = JSON.parse(execFileSync(process.execPath, [path.join(here, "helpers", "unreadable-source-merge-probe.mjs")], {
-      encoding: "utf8", ...(asRoot ? { uid: 65534, gid: 65534 } : {}), cwd: os.tmpdir(),
-    }));
+    const out = JSON.parse(
+      execFileSync(process.execPath, [path.join(here, "helpers", "unreadable-source-merge-probe.mjs")], {
+        encoding: "utf8",
+        ...(asRoot ? { uid: 65534, gid: 65534 } : {}),
+        cwd: os.tmpdir(),
+      }),
+    );
     expect(out.ours.code).toBe("EACCES");
     expect(out.ours.syscall).toBe("scandir");
     expect(out.ours.hostAfter).toEqual(out.hostBefore);
@@ -158,7 +193,10 @@ describe("ignore scans of a repository deeper than PATH_MAX", () => {
     writeFileSync(path.join(repo, ".gitignore"), "*.log\n");
     writeFileSync(path.join(repo, "top.log"), "x");
     deepTree(repo, 3000, "d", 100, "deep.log");
-    const scan = await ours.readReferencedSourceGitIgnoredPaths(repo).then((value) => ({ value }), (error) => ({ error }));
+    const scan = await ours.readReferencedSourceGitIgnoredPaths(repo).then(
+      (value) => ({ value }),
+      (error) => ({ error }),
+    );
     if (scan.value) {
       // Complete or nothing: a list that lacks the deep ignored file would let it be uploaded.
       expect(scan.value.ignoredPaths.some((p) => p.endsWith("deep.log"))).toBe(true);

@@ -39,7 +39,8 @@ describe("error codes", () => {
   it("every code is in the error-code table (docs/error-codes.md)", () => {
     const table = readFileSync(path.join(root, "docs", "error-codes.md"), "utf8");
     const missing = Object.values(native.errorCodes()).filter(
-      (code) => !table.includes(`\`${code}\``) && !table.includes(`\`…_${code.replace(/^ERR_PAPERCLIP_NATIVE_/, "")}\``),
+      (code) =>
+        !table.includes(`\`${code}\``) && !table.includes(`\`…_${code.replace(/^ERR_PAPERCLIP_NATIVE_/, "")}\``),
     );
     expect(missing).toEqual([]);
   });

@@ -21,7 +21,9 @@ function differential(name, generate, theirs, mine) {
     const actual = mine(...args);
     if (expected === true) hits += 1;
     if (JSON.stringify(actual) !== JSON.stringify(expected)) {
-      expect.fail(`${name} differs (DIFF_SEED=${SEED}, case ${i}): args=${JSON.stringify(args)} upstream=${JSON.stringify(expected)} ours=${JSON.stringify(actual)}`);
+      expect.fail(
+        `${name} differs (DIFF_SEED=${SEED}, case ${i}): args=${JSON.stringify(args)} upstream=${JSON.stringify(expected)} ours=${JSON.stringify(actual)}`,
+      );
     }
   }
   return hits;
@@ -29,53 +31,85 @@ function differential(name, generate, theirs, mine) {
 
 describe(`exclude-pattern differential (DIFF_SEED=${SEED})`, () => {
   it("isRelativePathOrDescendant", () => {
-    const hits = differential("isRelativePathOrDescendant", (rng) => {
-      const rel = randomRelativePath(rng);
-      const parts = rel.split("/");
-      const candidate = rng.chance(0.6) ? parts.slice(0, rng.int(parts.length + 1)).join("/") : randomRelativePath(rng);
-      return [rel, candidate];
-    }, upstreamExclude.isRelativePathOrDescendant, oursExclude.isRelativePathOrDescendant);
+    const hits = differential(
+      "isRelativePathOrDescendant",
+      (rng) => {
+        const rel = randomRelativePath(rng);
+        const parts = rel.split("/");
+        const candidate = rng.chance(0.6)
+          ? parts.slice(0, rng.int(parts.length + 1)).join("/")
+          : randomRelativePath(rng);
+        return [rel, candidate];
+      },
+      upstreamExclude.isRelativePathOrDescendant,
+      oursExclude.isRelativePathOrDescendant,
+    );
     expect(hits).toBeGreaterThan(CASES / 10);
   });
 
   it("excludePatternMatches", () => {
-    const hits = differential("excludePatternMatches", (rng) => {
-      const rel = randomRelativePath(rng);
-      return [rel, randomPattern(rng, rel)];
-    }, upstreamExclude.excludePatternMatches, oursExclude.excludePatternMatches);
+    const hits = differential(
+      "excludePatternMatches",
+      (rng) => {
+        const rel = randomRelativePath(rng);
+        return [rel, randomPattern(rng, rel)];
+      },
+      upstreamExclude.excludePatternMatches,
+      oursExclude.excludePatternMatches,
+    );
     expect(hits).toBeGreaterThan(CASES / 10);
   });
 
   it("shouldExcludePath", () => {
-    const hits = differential("shouldExcludePath", (rng) => {
-      const rel = randomRelativePath(rng);
-      const list = Array.from({ length: rng.int(6) }, () => randomPattern(rng, rel));
-      return [rel, list];
-    }, upstreamExclude.shouldExcludePath, ours.shouldExcludePath);
+    const hits = differential(
+      "shouldExcludePath",
+      (rng) => {
+        const rel = randomRelativePath(rng);
+        const list = Array.from({ length: rng.int(6) }, () => randomPattern(rng, rel));
+        return [rel, list];
+      },
+      upstreamExclude.shouldExcludePath,
+      ours.shouldExcludePath,
+    );
     expect(hits).toBeGreaterThan(CASES / 10);
   });
 
   it("escapeTarExcludeLiteral", () => {
-    differential("escapeTarExcludeLiteral", (rng) => [randomSegment(rng, { allowSlash: true }) + randomSegment(rng)],
-      upstreamSandbox.escapeTarExcludeLiteral, oursSandbox.escapeTarExcludeLiteral);
+    differential(
+      "escapeTarExcludeLiteral",
+      (rng) => [randomSegment(rng, { allowSlash: true }) + randomSegment(rng)],
+      upstreamSandbox.escapeTarExcludeLiteral,
+      oursSandbox.escapeTarExcludeLiteral,
+    );
   });
 
   it("mergeExcludes", () => {
-    differential("mergeExcludes", (rng) => {
-      const pool = Array.from({ length: 1 + rng.int(6) }, () => randomSegment(rng, { allowSlash: true }));
-      return Array.from({ length: rng.int(5) }, () => (rng.chance(0.2)
-        ? undefined
-        : Array.from({ length: rng.int(6) }, () => rng.pick(pool))));
-    }, upstreamSandbox.mergeExcludes, ours.mergeExcludes);
+    differential(
+      "mergeExcludes",
+      (rng) => {
+        const pool = Array.from({ length: 1 + rng.int(6) }, () => randomSegment(rng, { allowSlash: true }));
+        return Array.from({ length: rng.int(5) }, () =>
+          rng.chance(0.2) ? undefined : Array.from({ length: rng.int(6) }, () => rng.pick(pool)),
+        );
+      },
+      upstreamSandbox.mergeExcludes,
+      ours.mergeExcludes,
+    );
   });
 
   it("referencedSourceIgnoreExcludeEntries", () => {
-    differential("referencedSourceIgnoreExcludeEntries", (rng) => {
-      const kind = rng.pick(["git", "git", "other", "failed"]);
-      if (kind === "git") return [{ kind, ignoredPaths: Array.from({ length: rng.int(6) }, () => randomRelativePath(rng)) }];
-      if (kind === "failed") return [{ kind, reason: "git-ignore-scan-failed" }];
-      return [{ kind }];
-    }, upstreamSandbox.referencedSourceIgnoreExcludeEntries, ours.referencedSourceIgnoreExcludeEntries);
+    differential(
+      "referencedSourceIgnoreExcludeEntries",
+      (rng) => {
+        const kind = rng.pick(["git", "git", "other", "failed"]);
+        if (kind === "git")
+          return [{ kind, ignoredPaths: Array.from({ length: rng.int(6) }, () => randomRelativePath(rng)) }];
+        if (kind === "failed") return [{ kind, reason: "git-ignore-scan-failed" }];
+        return [{ kind }];
+      },
+      upstreamSandbox.referencedSourceIgnoreExcludeEntries,
+      ours.referencedSourceIgnoreExcludeEntries,
+    );
   });
 
   it("keeps a lone surrogate exactly as upstream does", () => {
@@ -86,7 +120,9 @@ describe(`exclude-pattern differential (DIFF_SEED=${SEED})`, () => {
   });
 
   it("constants equal upstream's", () => {
-    expect(ours.REFERENCED_SOURCE_IGNORE_FAILURE_REASONS).toEqual(upstreamSandbox.REFERENCED_SOURCE_IGNORE_FAILURE_REASONS);
+    expect(ours.REFERENCED_SOURCE_IGNORE_FAILURE_REASONS).toEqual(
+      upstreamSandbox.REFERENCED_SOURCE_IGNORE_FAILURE_REASONS,
+    );
     expect(ours.GIT_ARCHIVE_EXCLUDES).toEqual(upstreamGit.GIT_ARCHIVE_EXCLUDES);
   });
 

@@ -35,18 +35,33 @@ function hardenedGit(dir, args) {
   for (const [key, value] of Object.entries(process.env)) if (!key.startsWith("GIT_")) env[key] = value;
   Object.assign(env, { GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null" });
   return new Promise((resolve) => {
-    execFile("git", ["-C", dir, "-c", "core.fsmonitor=false", "--no-optional-locks", ...args],
+    execFile(
+      "git",
+      ["-C", dir, "-c", "core.fsmonitor=false", "--no-optional-locks", ...args],
       { env, maxBuffer: 64 * 1024 * 1024, encoding: "buffer" },
-      (error, stdout) => resolve(error ? null : stdout));
+      (error, stdout) => resolve(error ? null : stdout),
+    );
   });
 }
 
 async function gitOracle(dir) {
   const top = await hardenedGit(dir, ["rev-parse", "--show-toplevel"]);
   if (top === null) return null;
-  const listing = await hardenedGit(dir, ["ls-files", "--others", "--ignored", "--exclude-standard", "--directory", "--full-name", "-z"]);
+  const listing = await hardenedGit(dir, [
+    "ls-files",
+    "--others",
+    "--ignored",
+    "--exclude-standard",
+    "--directory",
+    "--full-name",
+    "-z",
+  ]);
   if (listing === null) return { toplevel: top.toString("utf8").trim(), failed: true };
-  const records = listing.toString("utf8").split("\0").map((r) => r.replace(/\/+$/, "")).filter(Boolean);
+  const records = listing
+    .toString("utf8")
+    .split("\0")
+    .map((r) => r.replace(/\/+$/, ""))
+    .filter(Boolean);
   return { toplevel: top.toString("utf8").trim(), records };
 }
 
@@ -62,7 +77,9 @@ async function settle(promise) {
 function category(outcome) {
   if (!("error" in outcome)) return "ok";
   return outcome.error instanceof ours.ReferencedSourceIgnoreScanLimitExceededError ||
-    outcome.error instanceof upstreamGit.ReferencedSourceIgnoreScanLimitExceededError ? "limit" : "failed";
+    outcome.error instanceof upstreamGit.ReferencedSourceIgnoreScanLimitExceededError
+    ? "limit"
+    : "failed";
 }
 
 async function compareAt(dir, where) {
@@ -112,8 +129,14 @@ describe(`ignore resolution differential (DIFF_SEED=${SEED})`, () => {
       }
       if (rng.chance(0.03)) places.push(path.join(repo, ".git"));
       if (rng.chance(0.03)) places.push(home);
-      const resolutions = await Promise.all(places.map((place) => compareAt(place,
-        `DIFF_SEED=${SEED} IGNORE_DIFF_REPOSITORIES=${round + 1} round=${round} dir=${path.relative(root, place) || "."}`)));
+      const resolutions = await Promise.all(
+        places.map((place) =>
+          compareAt(
+            place,
+            `DIFF_SEED=${SEED} IGNORE_DIFF_REPOSITORIES=${round + 1} round=${round} dir=${path.relative(root, place) || "."}`,
+          ),
+        ),
+      );
       for (const { kind } of resolutions) kinds.set(kind, (kinds.get(kind) ?? 0) + 1);
       rmSync(root, { recursive: true, force: true });
     }

@@ -1,7 +1,17 @@
 // Ignore resolution at the JS level: hardening proofs, bounds at their exact
 // edges, failures, the executor seam (compared with upstream's), deadlines, cancellation
 // and bounded concurrency.
-import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { execFileSync } from "node:child_process";
 import os from "node:os";
 import path from "node:path";
@@ -83,12 +93,21 @@ async function bothResolutions(dir, executor) {
 
 describe("exports", () => {
   it("has upstream's constants, and the root re-exports the subpath's functions", () => {
-    for (const name of ["WORKSPACE_GIT_SCAN_SATURATED_CODE", "REFERENCED_SOURCE_IGNORE_MAX_ENTRY_COUNT",
-      "REFERENCED_SOURCE_IGNORE_MAX_TOTAL_BYTES", "PROJECT_REPOSITORIES_DIR", "GIT_ARCHIVE_EXCLUDES"]) {
+    for (const name of [
+      "WORKSPACE_GIT_SCAN_SATURATED_CODE",
+      "REFERENCED_SOURCE_IGNORE_MAX_ENTRY_COUNT",
+      "REFERENCED_SOURCE_IGNORE_MAX_TOTAL_BYTES",
+      "PROJECT_REPOSITORIES_DIR",
+      "GIT_ARCHIVE_EXCLUDES",
+    ]) {
       expect(ours[name], name).toEqual(upstreamGit[name]);
     }
-    for (const name of ["readReferencedSourceGitIgnoredPaths", "setExpensiveWorkspaceGitExecutor", "readGitWorkspaceSnapshot",
-      "ReferencedSourceIgnoreScanLimitExceededError"]) {
+    for (const name of [
+      "readReferencedSourceGitIgnoredPaths",
+      "setExpensiveWorkspaceGitExecutor",
+      "readGitWorkspaceSnapshot",
+      "ReferencedSourceIgnoreScanLimitExceededError",
+    ]) {
       expect(oursRoot[name], name).toBe(ours[name]);
     }
     expect(oursRoot.resolveReferencedSourceIgnore).toBe(oursSandbox.resolveReferencedSourceIgnore);
@@ -102,15 +121,30 @@ describe("exports", () => {
 describe("in-process scan", () => {
   it("reads the toplevel and ignored paths like upstream, from the top and from a subdirectory", async () => {
     const repo = makeRepo({ ".gitignore": "secret.env\nbuild/\n*.log\n!keep.log\n", "packages/app/index.ts": "x" });
-    for (const rel of ["secret.env", "build/out.js", "packages/app/build/x", "packages/app/debug.log", "packages/app/keep.log", "packages/app/secret.env"]) {
+    for (const rel of [
+      "secret.env",
+      "build/out.js",
+      "packages/app/build/x",
+      "packages/app/debug.log",
+      "packages/app/keep.log",
+      "packages/app/secret.env",
+    ]) {
       mkdirSync(path.dirname(path.join(repo, rel)), { recursive: true });
       writeFileSync(path.join(repo, rel), "x");
     }
     const mine = await ours.readReferencedSourceGitIgnoredPaths(repo);
     expect(mine).toEqual(await upstreamGit.readReferencedSourceGitIgnoredPaths(repo));
-    expect(mine.ignoredPaths).toEqual(["build", "packages/app/build", "packages/app/debug.log", "packages/app/secret.env", "secret.env"]);
+    expect(mine.ignoredPaths).toEqual([
+      "build",
+      "packages/app/build",
+      "packages/app/debug.log",
+      "packages/app/secret.env",
+      "secret.env",
+    ]);
     const app = path.join(repo, "packages", "app");
-    expect(await ours.readReferencedSourceGitIgnoredPaths(app)).toEqual(await upstreamGit.readReferencedSourceGitIgnoredPaths(app));
+    expect(await ours.readReferencedSourceGitIgnoredPaths(app)).toEqual(
+      await upstreamGit.readReferencedSourceGitIgnoredPaths(app),
+    );
     const { mine: resolved, theirs } = await bothResolutions(app);
     expect(resolved).toEqual({ kind: "git", ignoredPaths: ["build", "debug.log", "secret.env"] });
     expect(resolved).toEqual(theirs);
@@ -136,8 +170,10 @@ describe("in-process scan", () => {
     }
   });
 
-  it("treats an empty directory argument as the current directory, as `git -C \"\"` does", async () => {
-    expect(await ours.readReferencedSourceGitIgnoredPaths("")).toEqual(await upstreamGit.readReferencedSourceGitIgnoredPaths(""));
+  it('treats an empty directory argument as the current directory, as `git -C ""` does', async () => {
+    expect(await ours.readReferencedSourceGitIgnoredPaths("")).toEqual(
+      await upstreamGit.readReferencedSourceGitIgnoredPaths(""),
+    );
     const { mine, theirs } = await bothResolutions("");
     expect(mine).toEqual(theirs);
   });
@@ -161,7 +197,24 @@ describe("in-process scan", () => {
   });
 
   it("sorts with localeCompare in the process locale, and keeps names' spaces", async () => {
-    const names = ["a", "z", "å", "ä", "ö", "A.log", "a.log", "a-b", "a.b", "é", " lead", "trail ", "#hash", "!bang", "10", "9"];
+    const names = [
+      "a",
+      "z",
+      "å",
+      "ä",
+      "ö",
+      "A.log",
+      "a.log",
+      "a-b",
+      "a.b",
+      "é",
+      " lead",
+      "trail ",
+      "#hash",
+      "!bang",
+      "10",
+      "9",
+    ];
     const repo = makeRepo({ ".gitignore": "*\n!.gitignore\n" });
     for (const name of names) writeFileSync(path.join(repo, name), "x");
     const mine = await ours.readReferencedSourceGitIgnoredPaths(repo);
@@ -169,7 +222,13 @@ describe("in-process scan", () => {
     expect(mine).toEqual(await upstreamGit.readReferencedSourceGitIgnoredPaths(repo));
     // Under another locale the order changes, and still matches upstream's.
     const probe = path.join(path.dirname(fileURLToPath(import.meta.url)), "helpers", "ignore-locale-probe.mjs");
-    const run = (lang) => JSON.parse(execFileSync(process.execPath, [probe, repo], { env: { ...process.env, LANG: lang, LC_ALL: lang }, encoding: "utf8" }));
+    const run = (lang) =>
+      JSON.parse(
+        execFileSync(process.execPath, [probe, repo], {
+          env: { ...process.env, LANG: lang, LC_ALL: lang },
+          encoding: "utf8",
+        }),
+      );
     const sv = run("sv_SE.UTF-8");
     const c = run("C.UTF-8");
     expect(sv.ours).toEqual(sv.upstream);
@@ -207,7 +266,13 @@ describe("hardening", () => {
     git(repo, ["config", "core.untrackedCache", "true"], env);
     const hooks = path.join(work, "evil-hooks");
     mkdirSync(hooks, { recursive: true });
-    for (const hook of ["post-index-change", "pre-commit", "post-checkout", "fsmonitor-watchman", "reference-transaction"]) {
+    for (const hook of [
+      "post-index-change",
+      "pre-commit",
+      "post-checkout",
+      "fsmonitor-watchman",
+      "reference-transaction",
+    ]) {
       writeFileSync(path.join(hooks, hook), `#!/bin/sh\ntouch ${marker}\n`);
       chmodSync(path.join(hooks, hook), 0o755);
     }
@@ -236,12 +301,21 @@ describe("hardening", () => {
     writeFileSync(bad, "this is not valid git config syntax [[[\n[core]\n\texcludesFile = /etc/passwd\n");
     const saved = { ...process.env };
     Object.assign(process.env, {
-      GIT_CONFIG_GLOBAL: bad, GIT_CONFIG_SYSTEM: bad, GIT_DIR: path.join(other, ".git"), GIT_WORK_TREE: other,
-      GIT_INDEX_FILE: "/nonexistent", GIT_CONFIG_COUNT: "1", GIT_CONFIG_KEY_0: "core.excludesFile", GIT_CONFIG_VALUE_0: bad,
+      GIT_CONFIG_GLOBAL: bad,
+      GIT_CONFIG_SYSTEM: bad,
+      GIT_DIR: path.join(other, ".git"),
+      GIT_WORK_TREE: other,
+      GIT_INDEX_FILE: "/nonexistent",
+      GIT_CONFIG_COUNT: "1",
+      GIT_CONFIG_KEY_0: "core.excludesFile",
+      GIT_CONFIG_VALUE_0: bad,
     });
     try {
       expect(await ours.readReferencedSourceGitIgnoredPaths(repo)).toEqual({ toplevel: repo, ignoredPaths: ["x.log"] });
-      expect(await upstreamGit.readReferencedSourceGitIgnoredPaths(repo)).toEqual({ toplevel: repo, ignoredPaths: ["x.log"] });
+      expect(await upstreamGit.readReferencedSourceGitIgnoredPaths(repo)).toEqual({
+        toplevel: repo,
+        ignoredPaths: ["x.log"],
+      });
     } finally {
       for (const key of Object.keys(process.env)) if (!(key in saved)) delete process.env[key];
       Object.assign(process.env, saved);
@@ -305,7 +379,8 @@ describe("bounds", () => {
     for (let d = 0; d < 30; d += 1) {
       mkdirSync(path.join(repo, dirName(d)));
       writeFileSync(path.join(repo, dirName(d), "tracked.txt"), "t");
-      for (let i = 0; i < 300; i += 1) writeFileSync(path.join(repo, dirName(d), `${String(i).padStart(4, "0")}${"y".repeat(240)}.ig`), "");
+      for (let i = 0; i < 300; i += 1)
+        writeFileSync(path.join(repo, dirName(d), `${String(i).padStart(4, "0")}${"y".repeat(240)}.ig`), "");
     }
     git(repo, ["add", "-A"], env);
     const { mine, theirs } = await bothResolutions(repo);
@@ -323,7 +398,11 @@ describe("executor seam", () => {
         const out = await transform(input);
         if (out !== undefined) return out;
       }
-      return await upstreamGit.runLocalGit(input.localDir, [...input.args], { timeout: input.timeout, maxBuffer: input.maxBuffer, env: input.env });
+      return await upstreamGit.runLocalGit(input.localDir, [...input.args], {
+        timeout: input.timeout,
+        maxBuffer: input.maxBuffer,
+        env: input.env,
+      });
     };
   }
 
@@ -337,11 +416,16 @@ describe("executor seam", () => {
     upstreamGit.setExpensiveWorkspaceGitExecutor(recorder(theirCalls));
     process.env.GIT_TRACE_SETUP = "1"; // must be dropped from the hardened env
     try {
-      expect(await ours.readReferencedSourceGitIgnoredPaths(repo)).toEqual(await upstreamGit.readReferencedSourceGitIgnoredPaths(repo));
+      expect(await ours.readReferencedSourceGitIgnoredPaths(repo)).toEqual(
+        await upstreamGit.readReferencedSourceGitIgnoredPaths(repo),
+      );
     } finally {
       delete process.env.GIT_TRACE_SETUP;
     }
-    expect(mineCalls.map((c) => c.operation)).toEqual(["referenced_source.toplevel", "referenced_source.ignored_files"]);
+    expect(mineCalls.map((c) => c.operation)).toEqual([
+      "referenced_source.toplevel",
+      "referenced_source.ignored_files",
+    ]);
     expect(mineCalls).toEqual(theirCalls);
     expect(Object.keys(mineCalls[0]).sort()).toEqual(Object.keys(theirCalls[0]).sort());
     expect(mineCalls[0].env.GIT_TRACE_SETUP).toBeUndefined();
@@ -361,7 +445,11 @@ describe("executor seam", () => {
     upstreamGit.setExpensiveWorkspaceGitExecutor(recorder(theirCalls));
     const mine = await ours.readGitWorkspaceSnapshot(repo);
     expect(mine).toEqual(await upstreamGit.readGitWorkspaceSnapshot(repo));
-    expect(mine).toMatchObject({ overlayPaths: [" padded untracked ", "tracked.txt"], deletedPaths: ["gone.txt"], ignoredPaths: ["dependencies", "token.secret"] });
+    expect(mine).toMatchObject({
+      overlayPaths: [" padded untracked ", "tracked.txt"],
+      deletedPaths: ["gone.txt"],
+      ignoredPaths: ["dependencies", "token.secret"],
+    });
     const byOp = (calls) => [...calls].sort((a, b) => a.operation.localeCompare(b.operation));
     expect(byOp(mineCalls)).toEqual(byOp(theirCalls));
     expect(mineCalls).toHaveLength(4);
@@ -399,29 +487,51 @@ describe("executor seam", () => {
       "",
     ];
     for (const stdout of outputs) {
-      const executor = async (input) => input.operation === "referenced_source.ignored_files"
-        ? { stdout, stderr: "" }
-        : upstreamGit.runLocalGit(input.localDir, [...input.args], { env: input.env });
+      const executor = async (input) =>
+        input.operation === "referenced_source.ignored_files"
+          ? { stdout, stderr: "" }
+          : upstreamGit.runLocalGit(input.localDir, [...input.args], { env: input.env });
       ours.setExpensiveWorkspaceGitExecutor(executor);
       upstreamGit.setExpensiveWorkspaceGitExecutor(executor);
-      const mine = await ours.readReferencedSourceGitIgnoredPaths(repo).then((v) => ({ v }), (e) => ({ e }));
-      const theirs = await upstreamGit.readReferencedSourceGitIgnoredPaths(repo).then((v) => ({ v }), (e) => ({ e }));
+      const mine = await ours.readReferencedSourceGitIgnoredPaths(repo).then(
+        (v) => ({ v }),
+        (e) => ({ e }),
+      );
+      const theirs = await upstreamGit.readReferencedSourceGitIgnoredPaths(repo).then(
+        (v) => ({ v }),
+        (e) => ({ e }),
+      );
       const where = `output of ${stdout.length} chars`;
       expect(mine.v, where).toEqual(theirs.v);
       expect(mine.e?.message, where).toBe(theirs.e?.message);
-      expect(mine.e === undefined || mine.e instanceof ours.ReferencedSourceIgnoreScanLimitExceededError, where)
-        .toBe(theirs.e === undefined || theirs.e instanceof upstreamGit.ReferencedSourceIgnoreScanLimitExceededError);
-      expect(await oursSandbox.resolveReferencedSourceIgnore(repo), where).toEqual(await upstreamSandbox.resolveReferencedSourceIgnore(repo));
+      expect(mine.e === undefined || mine.e instanceof ours.ReferencedSourceIgnoreScanLimitExceededError, where).toBe(
+        theirs.e === undefined || theirs.e instanceof upstreamGit.ReferencedSourceIgnoreScanLimitExceededError,
+      );
+      expect(await oursSandbox.resolveReferencedSourceIgnore(repo), where).toEqual(
+        await upstreamSandbox.resolveReferencedSourceIgnore(repo),
+      );
     }
   });
 
   it("classifies executor failures like upstream: only a completed exit 128 saying so is 'not a repository'", async () => {
     const stderr = "fatal: not a git repository (or any of the parent directories): .git";
     const cases = [
-      Object.assign(new Error("x"), { code: "workspace_git_scan_failed", details: { exitCode: 128, signal: null, stderr } }),
-      Object.assign(new Error("x"), { code: "workspace_git_scan_failed", details: { exitCode: null, signal: "SIGTERM", stderr } }),
-      Object.assign(new Error("x"), { code: "workspace_git_scan_timeout", details: { exitCode: 128, signal: null, stderr } }),
-      Object.assign(new Error("x"), { code: "workspace_git_scan_failed", details: { exitCode: 128, signal: null, stderr: "other" } }),
+      Object.assign(new Error("x"), {
+        code: "workspace_git_scan_failed",
+        details: { exitCode: 128, signal: null, stderr },
+      }),
+      Object.assign(new Error("x"), {
+        code: "workspace_git_scan_failed",
+        details: { exitCode: null, signal: "SIGTERM", stderr },
+      }),
+      Object.assign(new Error("x"), {
+        code: "workspace_git_scan_timeout",
+        details: { exitCode: 128, signal: null, stderr },
+      }),
+      Object.assign(new Error("x"), {
+        code: "workspace_git_scan_failed",
+        details: { exitCode: 128, signal: null, stderr: "other" },
+      }),
       Object.assign(new Error("x"), { code: "workspace_git_scan_failed" }),
       Object.assign(new Error("Command failed"), { stderr }),
       new Error("fatal: Not A Git Repository"),
@@ -435,8 +545,14 @@ describe("executor seam", () => {
       };
       ours.setExpensiveWorkspaceGitExecutor(executor);
       upstreamGit.setExpensiveWorkspaceGitExecutor(executor);
-      const mine = await ours.readReferencedSourceGitIgnoredPaths("/plain-workspace").then((v) => ({ v }), (e) => ({ e }));
-      const theirs = await upstreamGit.readReferencedSourceGitIgnoredPaths("/plain-workspace").then((v) => ({ v }), (e) => ({ e }));
+      const mine = await ours.readReferencedSourceGitIgnoredPaths("/plain-workspace").then(
+        (v) => ({ v }),
+        (e) => ({ e }),
+      );
+      const theirs = await upstreamGit.readReferencedSourceGitIgnoredPaths("/plain-workspace").then(
+        (v) => ({ v }),
+        (e) => ({ e }),
+      );
       expect(mine, String(failure?.code ?? failure)).toEqual(theirs);
       if ("e" in mine) expect(mine.e).toBe(failure);
       const { mine: resolved, theirs: theirResolved } = await bothResolutions("/plain-workspace");
@@ -448,7 +564,14 @@ describe("executor seam", () => {
   it("fails closed on a non-descendant or empty toplevel, with fixed reasons only", async () => {
     const local = path.join(work, "referenced");
     mkdirSync(local, { recursive: true });
-    for (const stdout of ["/srv/alice/project\n", "C:\\Users\\alice\\project\n", `${path.dirname(local)}/other\n`, "  \n", `${local}/..\n`, `${local}\n`]) {
+    for (const stdout of [
+      "/srv/alice/project\n",
+      "C:\\Users\\alice\\project\n",
+      `${path.dirname(local)}/other\n`,
+      "  \n",
+      `${local}/..\n`,
+      `${local}\n`,
+    ]) {
       const { mine, theirs } = await bothResolutions(local, async (input) => ({
         stdout: input.operation === "referenced_source.toplevel" ? stdout : "x\0",
         stderr: "",
@@ -464,7 +587,8 @@ describe("executor seam", () => {
       ours.setExpensiveWorkspaceGitExecutor(async (input) => {
         if (input.operation === "referenced_source.toplevel") return { stdout: `${repo}\n`, stderr: "" };
         calls += 1;
-        if (calls <= failures) throw Object.assign(new Error("queue full"), { code: ours.WORKSPACE_GIT_SCAN_SATURATED_CODE });
+        if (calls <= failures)
+          throw Object.assign(new Error("queue full"), { code: ours.WORKSPACE_GIT_SCAN_SATURATED_CODE });
         return { stdout: "x\0", stderr: "" };
       });
       vi.useFakeTimers();
@@ -476,18 +600,29 @@ describe("executor seam", () => {
       const resolution = await pending;
       vi.useRealTimers();
       expect(calls).toBe(Math.min(failures + 1, 3));
-      expect(resolution).toEqual(failures >= 3 ? { kind: "failed", reason: REASONS.scanFailed } : { kind: "git", ignoredPaths: ["x"] });
+      expect(resolution).toEqual(
+        failures >= 3 ? { kind: "failed", reason: REASONS.scanFailed } : { kind: "git", ignoredPaths: ["x"] },
+      );
     }
   });
 
   it("never retries other codes", async () => {
-    for (const code of ["workspace_git_scan_timeout", "workspace_git_scan_output_limit", "workspace_git_scan_cancelled", "workspace_git_scan_failed", "EAGAIN"]) {
+    for (const code of [
+      "workspace_git_scan_timeout",
+      "workspace_git_scan_output_limit",
+      "workspace_git_scan_cancelled",
+      "workspace_git_scan_failed",
+      "EAGAIN",
+    ]) {
       let calls = 0;
       ours.setExpensiveWorkspaceGitExecutor(async () => {
         calls += 1;
         throw Object.assign(new Error("no"), { code });
       });
-      expect(await oursSandbox.resolveReferencedSourceIgnore("/x")).toEqual({ kind: "failed", reason: REASONS.scanFailed });
+      expect(await oursSandbox.resolveReferencedSourceIgnore("/x")).toEqual({
+        kind: "failed",
+        reason: REASONS.scanFailed,
+      });
       expect(calls, code).toBe(1);
     }
   });
@@ -498,8 +633,13 @@ describe("deadlines, cancellation and concurrency", () => {
     const repo = makeRepo({ ".gitignore": "*.log\n" });
     const controller = new AbortController();
     controller.abort();
-    await expect(ours.readReferencedSourceGitIgnoredPaths(repo, { signal: controller.signal })).rejects.toMatchObject({ name: "AbortError", code: "ABORT_ERR" });
-    await expect(oursSandbox.resolveReferencedSourceIgnore(repo, { signal: controller.signal })).rejects.toMatchObject({ name: "AbortError" });
+    await expect(ours.readReferencedSourceGitIgnoredPaths(repo, { signal: controller.signal })).rejects.toMatchObject({
+      name: "AbortError",
+      code: "ABORT_ERR",
+    });
+    await expect(oursSandbox.resolveReferencedSourceIgnore(repo, { signal: controller.signal })).rejects.toMatchObject({
+      name: "AbortError",
+    });
     // During a scan of a large tree.
     for (let d = 0; d < 40; d += 1) {
       mkdirSync(path.join(repo, `d${d}`));
@@ -534,7 +674,10 @@ describe("deadlines, cancellation and concurrency", () => {
       finish = resolve;
     });
     vi.useFakeTimers();
-    const pending = runBounded({ slots, timeoutMs: 15_000, onTimeout: () => Object.assign(new Error("late"), { code: "T" }) }, () => native);
+    const pending = runBounded(
+      { slots, timeoutMs: 15_000, onTimeout: () => Object.assign(new Error("late"), { code: "T" }) },
+      () => native,
+    );
     const outcome = pending.catch((e) => e);
     await vi.advanceTimersByTimeAsync(14_999);
     expect(slots.active).toBe(1);
@@ -556,8 +699,13 @@ describe("deadlines, cancellation and concurrency", () => {
     git(repo, ["add", "-A"], env);
     try {
       scanDeadlines.list = 1;
-      await expect(ours.readReferencedSourceGitIgnoredPaths(repo)).rejects.toMatchObject({ code: "ERR_PAPERCLIP_NATIVE_GIT_IGNORE_SCAN_TIMEOUT" });
-      expect(await oursSandbox.resolveReferencedSourceIgnore(repo)).toEqual({ kind: "failed", reason: REASONS.scanFailed });
+      await expect(ours.readReferencedSourceGitIgnoredPaths(repo)).rejects.toMatchObject({
+        code: "ERR_PAPERCLIP_NATIVE_GIT_IGNORE_SCAN_TIMEOUT",
+      });
+      expect(await oursSandbox.resolveReferencedSourceIgnore(repo)).toEqual({
+        kind: "failed",
+        reason: REASONS.scanFailed,
+      });
     } finally {
       Object.assign(scanDeadlines, UPSTREAM_DEADLINES);
     }
@@ -571,10 +719,12 @@ describe("deadlines, cancellation and concurrency", () => {
     const slots = createSlots(4);
     const order = [];
     const gates = [];
-    const tasks = Array.from({ length: 10 }, (_, i) => runBounded({ slots, timeoutMs: 60_000, onTimeout: () => new Error("t") }, () => {
-      order.push(i);
-      return new Promise((resolve) => gates.push(() => resolve(i)));
-    }));
+    const tasks = Array.from({ length: 10 }, (_, i) =>
+      runBounded({ slots, timeoutMs: 60_000, onTimeout: () => new Error("t") }, () => {
+        order.push(i);
+        return new Promise((resolve) => gates.push(() => resolve(i)));
+      }),
+    );
     await new Promise((r) => setImmediate(r));
     expect(slots.active).toBe(4);
     expect(slots.queued).toBe(6);
@@ -589,7 +739,9 @@ describe("deadlines, cancellation and concurrency", () => {
   });
 
   it("many concurrent real scans all give upstream's answer", async () => {
-    const repos = Array.from({ length: 12 }, (_, i) => makeRepo({ ".gitignore": `*.log\nb${i}/\n`, "a.txt": "a" }, { commit: false }));
+    const repos = Array.from({ length: 12 }, (_, i) =>
+      makeRepo({ ".gitignore": `*.log\nb${i}/\n`, "a.txt": "a" }, { commit: false }),
+    );
     for (const [i, repo] of repos.entries()) {
       writeFileSync(path.join(repo, `x${i}.log`), "");
       mkdirSync(path.join(repo, `b${i}`));

@@ -38,7 +38,10 @@ function populated() {
 }
 
 async function refused(promise) {
-  const error = await promise.then(() => null, (e) => e);
+  const error = await promise.then(
+    () => null,
+    (e) => e,
+  );
   expect(error).not.toBeNull();
   return error;
 }
@@ -69,7 +72,9 @@ describe("archive bombs", () => {
     for (let i = 0; i < 20; i += 1) archive.file(`big/${i}.bin`, Buffer.alloc(1 << 20, i));
     const bytes = archive.finish();
     const { dest, before } = populated();
-    const error = await refused(extractTarballToDirectory({ source: bytes, localDir: dest, limits: { maxBytes: 5 << 20 } }));
+    const error = await refused(
+      extractTarballToDirectory({ source: bytes, localDir: dest, limits: { maxBytes: 5 << 20 } }),
+    );
     expect(error.code).toBe(LIMIT);
     expect(error.limit).toBe("maxBytes");
     expect(error.value).toBe(5 << 20);
@@ -86,7 +91,9 @@ describe("archive bombs", () => {
     for (let i = 0; i < 2000; i += 1) archive.file(`many/${i}`);
     const bytes = archive.finish();
     const { dest, before } = populated();
-    const error = await refused(extractTarballToDirectory({ source: [bytes], localDir: dest, limits: { maxEntries: 1000 } }));
+    const error = await refused(
+      extractTarballToDirectory({ source: [bytes], localDir: dest, limits: { maxEntries: 1000 } }),
+    );
     expect(error.code).toBe(LIMIT);
     expect(error.limit).toBe("maxEntries");
     expect(error.value).toBe(1000);
@@ -94,11 +101,15 @@ describe("archive bombs", () => {
     expect(treeState(dest)).toEqual(before);
     const file = path.join(work, "many.tar");
     writeFileSync(file, bytes);
-    const fromFile = await refused(extractTarballToDirectory({ source: file, localDir: dest, limits: { maxEntries: 1999 } }));
+    const fromFile = await refused(
+      extractTarballToDirectory({ source: file, localDir: dest, limits: { maxEntries: 1999 } }),
+    );
     expect(fromFile.code).toBe(LIMIT);
     expect(treeState(dest)).toEqual(before);
     const out = path.join(work, `exact-${(counter += 1)}`);
-    expect((await extractTarballToDirectory({ source: file, localDir: out, limits: { maxEntries: 2000 } })).entries).toBe(2000);
+    expect(
+      (await extractTarballToDirectory({ source: file, localDir: out, limits: { maxEntries: 2000 } })).entries,
+    ).toBe(2000);
   });
 
   it("by one huge member: a 50 GiB header on an endless stream is refused at the header", async () => {
@@ -136,7 +147,9 @@ describe("the free-space floor", () => {
     const { dest, before } = populated();
     const { bavail, bsize } = statfsSync(dest);
     const above = bavail * bsize + 2 ** 30;
-    const error = await refused(extractTarballToDirectory({ source: archive, localDir: dest, limits: { minFreeBytes: above } }));
+    const error = await refused(
+      extractTarballToDirectory({ source: archive, localDir: dest, limits: { minFreeBytes: above } }),
+    );
     expect(error.code).toBe(SPACE);
     expect(error.message).not.toContain(dest);
     expect(treeState(dest)).toEqual(before);
@@ -174,7 +187,11 @@ describe("option names", () => {
       expect(error.code, String(call)).toBe(INVALID);
     }
     // Known names, absent limits: accepted.
-    await extractTarballToDirectory({ source: archive, localDir: path.join(work, "ok"), limits: { maxBytes: undefined } });
+    await extractTarballToDirectory({
+      source: archive,
+      localDir: path.join(work, "ok"),
+      limits: { maxBytes: undefined },
+    });
     expect(archiveTransferTimeoutMs({ archiveBytes: 0 })).toBe(60_000);
   });
 

@@ -22,7 +22,10 @@ beforeAll(() => {
   process.env.PAPERCLIP_INSTANCE_ID = "merge-diff";
 });
 afterAll(() => {
-  for (const [key, value] of [["PAPERCLIP_HOME", saved.home], ["PAPERCLIP_INSTANCE_ID", saved.instance]]) {
+  for (const [key, value] of [
+    ["PAPERCLIP_HOME", saved.home],
+    ["PAPERCLIP_INSTANCE_ID", saved.instance],
+  ]) {
     if (value === undefined) delete process.env[key];
     else process.env[key] = value;
   }
@@ -88,7 +91,10 @@ describe(`merge differential (DIFF_SEED=${SEED})`, () => {
         symlinkSync(outside, path.join(host, attack));
         writeFileSync(path.join(remote, attack, "planted"), "payload");
       }
-      const remoteOps = mutate(rng, remote, REMOTE_OPS, rng.int(5), { forced: remoteNames[round % remoteNames.length], extra: exclude });
+      const remoteOps = mutate(rng, remote, REMOTE_OPS, rng.int(5), {
+        forced: remoteNames[round % remoteNames.length],
+        extra: exclude,
+      });
       const hostOps = mutate(rng, host, HOST_OPS, rng.int(4), {
         forced: round % 3 === 0 ? hostNames[(round / 3) % hostNames.length] : undefined,
         extra: outside,
@@ -101,9 +107,13 @@ describe(`merge differential (DIFF_SEED=${SEED})`, () => {
       copyTree(host, oursTarget);
       copyTree(host, theirsTarget);
       // Ours first: `outside` must still be empty afterwards, whatever upstream does next.
-      const mine = await settle(ours.mergeDirectoryWithBaseline({ baseline, sourceDir: remote, targetDir: oursTarget }));
+      const mine = await settle(
+        ours.mergeDirectoryWithBaseline({ baseline, sourceDir: remote, targetDir: oursTarget }),
+      );
       expect(describeTree(outside), where).toEqual([]);
-      const theirs = await settle(upstream.mergeDirectoryWithBaseline({ baseline, sourceDir: remote, targetDir: theirsTarget }));
+      const theirs = await settle(
+        upstream.mergeDirectoryWithBaseline({ baseline, sourceDir: remote, targetDir: theirsTarget }),
+      );
 
       if (mine.label === "ERR_PAPERCLIP_NATIVE_SYMLINKED_ANCESTOR") {
         // Upstream writes through a host symlink here; ours refuses before any change.

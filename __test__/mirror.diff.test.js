@@ -13,7 +13,11 @@ const SEED = runSeed();
 const work = mkdtempSync(path.join(os.tmpdir(), "pc-native-mirror-"));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
-const settle = (p) => p.then(() => "ok", (e) => String(e?.code));
+const settle = (p) =>
+  p.then(
+    () => "ok",
+    (e) => String(e?.code),
+  );
 
 describe(`mirrorDirectory differential (DIFF_SEED=${SEED})`, () => {
   it("mirrors seeded trees exactly as upstream, preserving preserveAbsent paths", async () => {
@@ -31,7 +35,8 @@ describe(`mirrorDirectory differential (DIFF_SEED=${SEED})`, () => {
         await (await writeRandomTree(rng, host, { special: false, maxFileBytes: 4096 })).close();
       }
       const hostEntries = [...inventory(host).files, ...inventory(host).dirs];
-      const preserveAbsent = hostEntries.length > 0 && rng.chance(0.7) ? [rng.pick(hostEntries), ".paperclip-runtime"] : [];
+      const preserveAbsent =
+        hostEntries.length > 0 && rng.chance(0.7) ? [rng.pick(hostEntries), ".paperclip-runtime"] : [];
       const mineTarget = path.join(dir, "ours", "t");
       const theirsTarget = path.join(dir, "theirs", "t");
       copyTree(host, mineTarget);
@@ -43,7 +48,10 @@ describe(`mirrorDirectory differential (DIFF_SEED=${SEED})`, () => {
       expect(mine, where).toBe(theirs);
       if (mine === "ok") {
         expect(describeTree(mineTarget), where).toEqual(describeTree(theirsTarget));
-        expect(describeTree(mineTarget).some(([rel]) => rel.includes(".paperclip-copy.")), where).toBe(false);
+        expect(
+          describeTree(mineTarget).some(([rel]) => rel.includes(".paperclip-copy.")),
+          where,
+        ).toBe(false);
         compared += 1;
       }
       rmSync(dir, { recursive: true, force: true });
@@ -56,7 +64,12 @@ describe(`mirrorDirectory differential (DIFF_SEED=${SEED})`, () => {
     await (await writeRandomTree(createRandom(SEED), source, { special: false })).close();
     const target = path.join(work, "fresh", "deep", "target");
     await ours.mirrorDirectory(source, target);
-    expect(describeTree(target)).toEqual(describeTree(source).map(([rel, d]) => [rel, d.startsWith("dir ") ? `dir ${statSync(path.join(target, rel)).mode.toString(8)}` : d]));
+    expect(describeTree(target)).toEqual(
+      describeTree(source).map(([rel, d]) => [
+        rel,
+        d.startsWith("dir ") ? `dir ${statSync(path.join(target, rel)).mode.toString(8)}` : d,
+      ]),
+    );
     const { symlinkSync, mkdirSync, writeFileSync } = await import("node:fs");
     const src2 = path.join(work, "src2");
     mkdirSync(path.join(src2, "sub"), { recursive: true });
@@ -66,7 +79,9 @@ describe(`mirrorDirectory differential (DIFF_SEED=${SEED})`, () => {
     const t2 = path.join(work, "t2");
     mkdirSync(t2);
     symlinkSync(outside, path.join(t2, "sub"));
-    await expect(ours.mirrorDirectory(src2, t2)).rejects.toMatchObject({ code: "ERR_PAPERCLIP_NATIVE_SYMLINKED_ANCESTOR" });
+    await expect(ours.mirrorDirectory(src2, t2)).rejects.toMatchObject({
+      code: "ERR_PAPERCLIP_NATIVE_SYMLINKED_ANCESTOR",
+    });
     expect(readdirSync(outside)).toEqual([]);
     expect(lstatSync(path.join(t2, "sub")).isSymbolicLink()).toBe(true);
   });

@@ -25,7 +25,12 @@ function inProject(project, command, args, { env = {}, cwd = project } = {}) {
     cwd,
     encoding: "utf8",
     timeout: 120_000,
-    env: { ...process.env, NODE_OPTIONS: "", PATH: pathWithoutRust(`${path.dirname(process.execPath)}${path.delimiter}${process.env.PATH}`), ...env },
+    env: {
+      ...process.env,
+      NODE_OPTIONS: "",
+      PATH: pathWithoutRust(`${path.dirname(process.execPath)}${path.delimiter}${process.env.PATH}`),
+      ...env,
+    },
   });
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
 }
@@ -51,17 +56,37 @@ describe.skipIf(!onLinuxX64Gnu)("the release tarballs, installed into an empty p
 
   it("are the root package, with every platform as an optional dependency at its version, and this platform's binary package", () => {
     const files = tarList(installed.root);
-    expect(files).toEqual(expect.arrayContaining(["package/index.js", "package/index.d.ts", "package/native/binding.cjs", "package/bin/paperclip-sync.mjs", "package/cli/main.js", "package/LICENSE", "package/README.md"]));
+    expect(files).toEqual(
+      expect.arrayContaining([
+        "package/index.js",
+        "package/index.d.ts",
+        "package/native/binding.cjs",
+        "package/bin/paperclip-sync.mjs",
+        "package/cli/main.js",
+        "package/LICENSE",
+        "package/README.md",
+      ]),
+    );
     expect(files.filter((f) => f.endsWith(".node"))).toEqual([]);
     expect(files.some((f) => /^package\/(src|crates|__test__|scripts|bench|fuzz)\//.test(f))).toBe(false);
     const root = tarManifest(installed.root);
     expect(root.version).toBe(manifest.version);
-    expect(root.optionalDependencies).toEqual(Object.fromEntries(manifest.napi.targets.map((t) => [platformPackageName(platformOfTarget(t)), manifest.version])));
+    expect(root.optionalDependencies).toEqual(
+      Object.fromEntries(
+        manifest.napi.targets.map((t) => [platformPackageName(platformOfTarget(t)), manifest.version]),
+      ),
+    );
     expect(root.devDependencies).toBeUndefined();
     expect(root.scripts).toBeUndefined();
     expect(installed.platforms.map((p) => p.platform)).toEqual([platform]);
     const binary = tarManifest(installed.platforms[0].file);
-    expect(binary).toMatchObject({ name: platformPackage, version: manifest.version, os: ["linux"], cpu: ["x64"], libc: ["glibc"] });
+    expect(binary).toMatchObject({
+      name: platformPackage,
+      version: manifest.version,
+      os: ["linux"],
+      cpu: ["x64"],
+      libc: ["glibc"],
+    });
     expect(tarList(installed.platforms[0].file)).toContain(`package/adapter-utils-native.${platform}.node`);
   });
 
@@ -71,13 +96,18 @@ describe.skipIf(!onLinuxX64Gnu)("the release tarballs, installed into an empty p
     const report = JSON.parse(doctor.stdout.trim().split("\n").pop());
     expect(report).toMatchObject({ platform, nativeBinary: "loads", upstream: { verified: true } });
     expect(report.withRegister.active).toBe(true);
-    expect(Object.keys(report.withRegister.modules)).toEqual(expect.arrayContaining(["ssh", "workspace-restore-merge", "sandbox-managed-runtime"]));
-    writeFileSync(path.join(installed.project, "direct.mjs"), [
-      'import { createRequire } from "node:module";',
-      'import { shouldExcludePath, captureDirectorySnapshot } from "@paperclipai/adapter-utils-native";',
-      "const snapshot = await captureDirectorySnapshot(process.cwd(), { exclude: ['node_modules'] });",
-      `console.log(JSON.stringify({ excluded: shouldExcludePath("a/node_modules/x", ["*/node_modules"]), files: [...snapshot.entries.keys()].sort(), binary: createRequire(import.meta.url).resolve(${JSON.stringify(platformPackage)}) }));`,
-    ].join("\n"));
+    expect(Object.keys(report.withRegister.modules)).toEqual(
+      expect.arrayContaining(["ssh", "workspace-restore-merge", "sandbox-managed-runtime"]),
+    );
+    writeFileSync(
+      path.join(installed.project, "direct.mjs"),
+      [
+        'import { createRequire } from "node:module";',
+        'import { shouldExcludePath, captureDirectorySnapshot } from "@paperclipai/adapter-utils-native";',
+        "const snapshot = await captureDirectorySnapshot(process.cwd(), { exclude: ['node_modules'] });",
+        `console.log(JSON.stringify({ excluded: shouldExcludePath("a/node_modules/x", ["*/node_modules"]), files: [...snapshot.entries.keys()].sort(), binary: createRequire(import.meta.url).resolve(${JSON.stringify(platformPackage)}) }));`,
+      ].join("\n"),
+    );
     const direct = inProject(installed.project, process.execPath, ["direct.mjs"]);
     expect(direct.status, direct.stderr).toBe(0);
     const out = JSON.parse(direct.stdout);
@@ -87,44 +117,74 @@ describe.skipIf(!onLinuxX64Gnu)("the release tarballs, installed into an empty p
   }, 180_000);
 
   it("the README's recipe turns the activation on, and children started elsewhere keep working", () => {
-    writeFileSync(path.join(installed.project, "host.mjs"), [
-      'import { spawnSync } from "node:child_process";',
-      'import os from "node:os";',
-      'await import("@paperclipai/adapter-utils/ssh");',
-      'const { nativeActivation } = await import("@paperclipai/adapter-utils-native");',
-      'const child = spawnSync(process.execPath, ["-e", "console.log(process.cwd())"], { cwd: os.tmpdir(), encoding: "utf8" });',
-      "console.log(JSON.stringify({ active: nativeActivation().active, child: child.status, childErr: child.stderr }));",
-    ].join("\n"));
-    const host = inProject(installed.project, process.execPath, ["host.mjs"], { env: { NODE_OPTIONS: "--import @paperclipai/adapter-utils-native/register" } });
+    writeFileSync(
+      path.join(installed.project, "host.mjs"),
+      [
+        'import { spawnSync } from "node:child_process";',
+        'import os from "node:os";',
+        'await import("@paperclipai/adapter-utils/ssh");',
+        'const { nativeActivation } = await import("@paperclipai/adapter-utils-native");',
+        'const child = spawnSync(process.execPath, ["-e", "console.log(process.cwd())"], { cwd: os.tmpdir(), encoding: "utf8" });',
+        "console.log(JSON.stringify({ active: nativeActivation().active, child: child.status, childErr: child.stderr }));",
+      ].join("\n"),
+    );
+    const host = inProject(installed.project, process.execPath, ["host.mjs"], {
+      env: { NODE_OPTIONS: "--import @paperclipai/adapter-utils-native/register" },
+    });
     expect(host.status, host.stderr).toBe(0);
     expect(host.stderr).toBe("");
     expect(JSON.parse(host.stdout)).toEqual({ active: true, child: 0, childErr: "" });
     // The README's absolute form (`doctor --node-options`) works from any directory.
     const recipe = inProject(installed.project, "npx", ["paperclip-sync", "doctor", "--node-options"]).stdout.trim();
-    expect(recipe).toBe(`--import=${pathToFileURL(path.join(installed.nativeRoot, "lib/activation/register.js")).href}`);
-    expect(inProject(installed.project, "npx", ["paperclip-sync", "doctor"]).stdout).toContain(`NODE_OPTIONS="${recipe}"`);
-    const elsewhere = inProject(installed.project, process.execPath, [path.join(installed.project, "host.mjs")], { cwd: os.tmpdir(), env: { NODE_OPTIONS: recipe } });
+    expect(recipe).toBe(
+      `--import=${pathToFileURL(path.join(installed.nativeRoot, "lib/activation/register.js")).href}`,
+    );
+    expect(inProject(installed.project, "npx", ["paperclip-sync", "doctor"]).stdout).toContain(
+      `NODE_OPTIONS="${recipe}"`,
+    );
+    const elsewhere = inProject(installed.project, process.execPath, [path.join(installed.project, "host.mjs")], {
+      cwd: os.tmpdir(),
+      env: { NODE_OPTIONS: recipe },
+    });
     expect(elsewhere.status, elsewhere.stderr).toBe(0);
     expect(JSON.parse(elsewhere.stdout)).toEqual({ active: true, child: 0, childErr: "" });
   }, 180_000);
 
   it("doctor --pid tells whether a running host serves upstream natively", async () => {
-    writeFileSync(path.join(installed.project, "server.mjs"), [
-      'await import("@paperclipai/adapter-utils/workspace-restore-merge");',
-      'console.log("ready");',
-      "setTimeout(() => {}, 60_000);",
-    ].join("\n"));
+    writeFileSync(
+      path.join(installed.project, "server.mjs"),
+      [
+        'await import("@paperclipai/adapter-utils/workspace-restore-merge");',
+        'console.log("ready");',
+        "setTimeout(() => {}, 60_000);",
+      ].join("\n"),
+    );
     const start = (env) => {
-      const child = spawn(process.execPath, ["server.mjs"], { cwd: installed.project, env: { ...process.env, NODE_OPTIONS: "", ...env }, stdio: ["ignore", "pipe", "inherit"] });
+      const child = spawn(process.execPath, ["server.mjs"], {
+        cwd: installed.project,
+        env: { ...process.env, NODE_OPTIONS: "", ...env },
+        stdio: ["ignore", "pipe", "inherit"],
+      });
       return new Promise((resolve) => child.stdout.once("data", () => resolve(child)));
     };
     const recipe = inProject(installed.project, "npx", ["paperclip-sync", "doctor", "--node-options"]).stdout.trim();
     const activated = await start({ NODE_OPTIONS: recipe });
     const plain = await start({});
     try {
-      const on = inProject(installed.project, "npx", ["paperclip-sync", "doctor", "--pid", String(activated.pid), "--json"]);
+      const on = inProject(installed.project, "npx", [
+        "paperclip-sync",
+        "doctor",
+        "--pid",
+        String(activated.pid),
+        "--json",
+      ]);
       expect(on.status, on.stderr).toBe(0);
-      expect(JSON.parse(on.stdout)).toMatchObject({ pid: activated.pid, startedWithHook: true, turnedOff: false, binary: expect.stringContaining(`adapter-utils-native.${platform}.node`) });
+      expect(JSON.parse(on.stdout)).toMatchObject({
+        pid: activated.pid,
+        startedWithHook: true,
+        turnedOff: false,
+        binary: expect.stringContaining(`adapter-utils-native.${platform}.node`),
+      });
       const off = inProject(installed.project, "npx", ["paperclip-sync", "doctor", "--pid", String(plain.pid)]);
       expect(off.status).toBe(1);
       expect(off.stdout).toMatch(/started with hook\s+no/);
@@ -136,7 +196,10 @@ describe.skipIf(!onLinuxX64Gnu)("the release tarballs, installed into an empty p
   }, 180_000);
 
   it("without the platform package: doctor exits 1 and every message names the package to install and why it may be missing", () => {
-    rmSync(path.join(installed.project, "node_modules", ...platformPackage.split("/")), { recursive: true, force: true });
+    rmSync(path.join(installed.project, "node_modules", ...platformPackage.split("/")), {
+      recursive: true,
+      force: true,
+    });
     const expected = `${platformPackage}@${manifest.version}`;
     const doctor = inProject(installed.project, "npx", ["paperclip-sync", "doctor"]);
     expect(doctor.status).toBe(1);
@@ -148,9 +211,17 @@ describe.skipIf(!onLinuxX64Gnu)("the release tarballs, installed into an empty p
     expect(direct.stderr).toContain("ERR_PAPERCLIP_NATIVE_UNSUPPORTED_PLATFORM");
     expect(direct.stderr).toContain(`npm install ${expected}`);
     // The activation stays off with one line, and upstream runs as installed.
-    const host = inProject(installed.project, process.execPath, ["host.mjs"], { env: { NODE_OPTIONS: "--import @paperclipai/adapter-utils-native/register" } });
+    const host = inProject(installed.project, process.execPath, ["host.mjs"], {
+      env: { NODE_OPTIONS: "--import @paperclipai/adapter-utils-native/register" },
+    });
     expect(host.status, host.stderr).toBe(0);
-    expect(host.stderr.trim().split("\n")).toEqual([expect.stringMatching(new RegExp(`^@paperclipai/adapter-utils-native: native binary unavailable \\(.*${expected.replace(/[.@/]/g, "\\$&")}.*\\); @paperclipai/adapter-utils unchanged$`))]);
+    expect(host.stderr.trim().split("\n")).toEqual([
+      expect.stringMatching(
+        new RegExp(
+          `^@paperclipai/adapter-utils-native: native binary unavailable \\(.*${expected.replace(/[.@/]/g, "\\$&")}.*\\); @paperclipai/adapter-utils unchanged$`,
+        ),
+      ),
+    ]);
     expect(JSON.parse(host.stdout)).toMatchObject({ active: false, child: 0 });
   }, 180_000);
 });

@@ -34,7 +34,11 @@ const fresh = (label) => {
 
 const workspace = () => smallWorkspace(fresh("ws"));
 
-const settle = (promise) => promise.then(() => null, (error) => error);
+const settle = (promise) =>
+  promise.then(
+    () => null,
+    (error) => error,
+  );
 
 describe("planted names from an archive are refused (extraction from a file, a stream, a buffer)", () => {
   it("every catalogue entry: refused, nothing written; the next extraction succeeds", async () => {
@@ -46,7 +50,11 @@ describe("planted names from an archive are refused (extraction from a file, a s
     for (const entry of cases) {
       const archive = archiveOf(entry);
       writeFileSync(file, archive);
-      for (const [how, source] of [["file", file], ["stream", Readable.from([archive.subarray(0, 700), archive.subarray(700)])], ["buffer", archive]]) {
+      for (const [how, source] of [
+        ["file", file],
+        ["stream", Readable.from([archive.subarray(0, 700), archive.subarray(700)])],
+        ["buffer", archive],
+      ]) {
         expectRefused(await settle(extractTarballToDirectory({ source, localDir: dest })), entry, how, dest);
         expect(treeState(dest), `${how}: ${entry.label}`).toEqual(before);
       }
@@ -66,7 +74,12 @@ describe("planted names in a merge's or a mirror's source are refused", () => {
       const source = fresh("merge-src");
       writeFileSync(path.join(source, "a.txt"), "changed by the remote\n");
       plant(source, entry);
-      expectRefused(await settle(mergeDirectoryWithBaseline({ baseline, sourceDir: source, targetDir: target })), entry, "merge", source);
+      expectRefused(
+        await settle(mergeDirectoryWithBaseline({ baseline, sourceDir: source, targetDir: target })),
+        entry,
+        "merge",
+        source,
+      );
       expect(treeState(target), entry.label).toEqual(before);
       rmSync(source, { recursive: true });
     }
@@ -110,12 +123,20 @@ describe("planted names in a sandbox's workspace are refused by its restore", ()
     else process.env.TMPDIR = savedTmp;
   });
 
-  for (const [how, makeRunner] of [["archive download", spawnRunner], ["native syncOut", nativeSyncRunner]]) {
+  for (const [how, makeRunner] of [
+    ["archive download", spawnRunner],
+    ["native syncOut", nativeSyncRunner],
+  ]) {
     it(`${how}: every catalogue entry refused, workspace untouched; the next restore succeeds`, async () => {
       const local = workspace();
       const remote = fresh("remote");
       const { runner } = makeRunner();
-      const prepared = await prepareCommandManagedRuntime({ runner, spec: { remoteCwd: remote, timeoutMs: 30_000 }, adapterKey: "t", workspaceLocalDir: local });
+      const prepared = await prepareCommandManagedRuntime({
+        runner,
+        spec: { remoteCwd: remote, timeoutMs: 30_000 },
+        adapterKey: "t",
+        workspaceLocalDir: local,
+      });
       for (const entry of catalogue()) {
         plant(remote, entry);
         const before = treeState(local);
@@ -125,7 +146,10 @@ describe("planted names in a sandbox's workspace are refused by its restore", ()
         writeFileSync(path.join(remote, "agent.txt"), `agent work after ${entry.label}\n`);
         await prepared.restoreWorkspace(() => {});
         expect(readFileSync(path.join(local, "agent.txt"), "utf8")).toBe(`agent work after ${entry.label}\n`);
-        expect(readdirSync(local).filter((name) => name.startsWith(".paperclip-")), entry.label).toEqual([]);
+        expect(
+          readdirSync(local).filter((name) => name.startsWith(".paperclip-")),
+          entry.label,
+        ).toEqual([]);
       }
     }, 120_000);
   }
@@ -166,7 +190,10 @@ describe("a look-alike found on disk that this host did not create is reported, 
 
   it("a planted extraction journal with a staged file: the next extraction does not move the file in", async () => {
     const dest = workspace();
-    for (const planted of [`${PREFIXES.extract}${deadPid()}-0-0123456789abcdef`, `${PREFIXES.extract}${deadPid()}-0-${"0123456789abcdef".repeat(2)}`]) {
+    for (const planted of [
+      `${PREFIXES.extract}${deadPid()}-0-0123456789abcdef`,
+      `${PREFIXES.extract}${deadPid()}-0-${"0123456789abcdef".repeat(2)}`,
+    ]) {
       mkdirSync(path.join(dest, planted, "tree"), { recursive: true });
       writeFileSync(path.join(dest, planted, "tree", "planted.sh"), "#!/bin/sh\n");
       writeFileSync(path.join(dest, planted, "journal"), "extract 0\n");
@@ -184,7 +211,9 @@ describe("a look-alike found on disk that this host did not create is reported, 
     const dest = workspace();
     mkdirSync(path.join(dest, name));
     writeFileSync(path.join(dest, name, "journal"), "merge\n");
-    const error = await settle(extractTarballToDirectory({ source: new RawArchive().file("x.txt", "x\n").finish(), localDir: dest }));
+    const error = await settle(
+      extractTarballToDirectory({ source: new RawArchive().file("x.txt", "x\n").finish(), localDir: dest }),
+    );
     expect(error?.code).toBe("ERR_PAPERCLIP_NATIVE_INTERRUPTED_RESTORE");
     expect(error.message).toContain(name);
     expect(await foreignWarnings()).toEqual([]);

@@ -12,14 +12,22 @@ const MB = 1024 * 1024;
 /** A byte count: round, tie-rounding (`0.25`, `1.25` … MB), fractional, negative, huge. */
 function bytes(rng, total) {
   switch (rng.int(9)) {
-    case 0: return 0;
-    case 1: return rng.pick([262_144, 1_310_720, 0.05 * MB, 0.15 * MB, 2.45 * MB, 12.6 * MB]);
-    case 2: return -rng.int(1000);
-    case 3: return rng.int(2 ** 40);
-    case 4: return rng.next() * 100 * MB;
-    case 5: return total > 0 ? total : rng.int(10 * MB);
-    case 6: return total > 0 ? total + rng.int(MB) : rng.int(MB);
-    default: return total > 0 ? Math.floor(total * rng.next()) : rng.int(50 * MB);
+    case 0:
+      return 0;
+    case 1:
+      return rng.pick([262_144, 1_310_720, 0.05 * MB, 0.15 * MB, 2.45 * MB, 12.6 * MB]);
+    case 2:
+      return -rng.int(1000);
+    case 3:
+      return rng.int(2 ** 40);
+    case 4:
+      return rng.next() * 100 * MB;
+    case 5:
+      return total > 0 ? total : rng.int(10 * MB);
+    case 6:
+      return total > 0 ? total + rng.int(MB) : rng.int(MB);
+    default:
+      return total > 0 ? Math.floor(total * rng.next()) : rng.int(50 * MB);
   }
 }
 
@@ -64,10 +72,21 @@ async function run(create, seed) {
     let call;
     if (roll < 0.85) call = reporter.report(bytes(rng, sequenceTotal), sequenceTotal);
     else if (roll < 0.93) {
-      const args = rng.pick([[], [bytes(rng, sequenceTotal)], [bytes(rng, sequenceTotal), total(rng)], [undefined, total(rng)], [undefined, null]]);
+      const args = rng.pick([
+        [],
+        [bytes(rng, sequenceTotal)],
+        [bytes(rng, sequenceTotal), total(rng)],
+        [undefined, total(rng)],
+        [undefined, null],
+      ]);
       call = reporter.complete(...args);
     } else {
-      const args = rng.pick([[], [bytes(rng, sequenceTotal)], [bytes(rng, sequenceTotal), total(rng)], [undefined, null]]);
+      const args = rng.pick([
+        [],
+        [bytes(rng, sequenceTotal)],
+        [bytes(rng, sequenceTotal), total(rng)],
+        [undefined, null],
+      ]);
       call = reporter.fail(...args);
     }
     // Sometimes several calls are in flight at once, as a transport might issue them.
@@ -97,7 +116,15 @@ describe(`createRuntimeProgressReporter differential (DIFF_SEED=${SEED})`, () =>
   it("rounds like toFixed and Math.round (ties up), including the line format's own examples (40% of 12.6/31.4 MB, a 12.5% tie)", async () => {
     const lines = [];
     const line = async (done, total) => {
-      const reporter = ours.createRuntimeProgressReporter({ sink: (l) => { lines.push(l); }, phase: "Syncing", label: "workspace", direction: "to", target: "sandbox" });
+      const reporter = ours.createRuntimeProgressReporter({
+        sink: (l) => {
+          lines.push(l);
+        },
+        phase: "Syncing",
+        label: "workspace",
+        direction: "to",
+        target: "sandbox",
+      });
       await reporter.report(done, total);
     };
     await line(12.6 * MB, 31.4 * MB);
@@ -107,10 +134,20 @@ describe(`createRuntimeProgressReporter differential (DIFF_SEED=${SEED})`, () =>
       "[paperclip] Syncing workspace to environment: 13% (1.3/10.0 MB)\n",
     ]);
     const tie = [];
-    const r2 = ours.createRuntimeProgressReporter({ sink: (l) => { tie.push(l); }, phase: "Restoring", direction: "from", target: "ssh" });
+    const r2 = ours.createRuntimeProgressReporter({
+      sink: (l) => {
+        tie.push(l);
+      },
+      phase: "Restoring",
+      direction: "from",
+      target: "ssh",
+    });
     await r2.report(262_144, null);
     await r2.fail();
-    expect(tie).toEqual(["[paperclip] Restoring from ssh: 0.3 MB\n", "[paperclip] Restoring from ssh: failed after 0.3 MB\n"]);
+    expect(tie).toEqual([
+      "[paperclip] Restoring from ssh: 0.3 MB\n",
+      "[paperclip] Restoring from ssh: failed after 0.3 MB\n",
+    ]);
   });
 
   it("is exported from the package root too", () => {

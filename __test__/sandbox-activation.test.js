@@ -10,7 +10,17 @@
 // and a `tar` shim first on this process's PATH that logs each call (the helper process gets
 // the PATH without it). Rerun a failure with DIFF_SEED=<seed>.
 import { execFileSync, spawn } from "node:child_process";
-import { chmodSync, cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  cpSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -37,19 +47,29 @@ const gitEnv = {
   GIT_CONFIG_NOSYSTEM: "1",
 };
 function git(dir, args) {
-  return execFileSync("git", ["-C", dir, "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main", ...args], {
-    env: gitEnv, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"],
-  });
+  return execFileSync(
+    "git",
+    ["-C", dir, "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main", ...args],
+    {
+      env: gitEnv,
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
 }
 
 beforeAll(async () => {
   mkdirSync(shimDir);
   const realTar = execFileSync("sh", ["-c", "command -v tar"], { encoding: "utf8" }).trim();
-  writeFileSync(path.join(shimDir, "tar"), `#!/bin/sh\nprintf '%s %s\\n' "$PWD" "$*" >> '${tarLog}'\nexec '${realTar}' "$@"\n`);
+  writeFileSync(
+    path.join(shimDir, "tar"),
+    `#!/bin/sh\nprintf '%s %s\\n' "$PWD" "$*" >> '${tarLog}'\nexec '${realTar}' "$@"\n`,
+  );
   chmodSync(path.join(shimDir, "tar"), 0o755);
   process.env.PATH = `${shimDir}:${originalPath}`;
   server = spawn(process.execPath, [path.join(here, "helpers", "sandbox-exec-server.mjs")], {
-    env: { ...process.env, PATH: originalPath }, stdio: ["pipe", "pipe", "inherit"],
+    env: { ...process.env, PATH: originalPath },
+    stdio: ["pipe", "pipe", "inherit"],
   });
   let buffered = "";
   server.stdout.setEncoding("utf8");
@@ -77,12 +97,25 @@ const pending = new Map();
 let nextId = 0;
 /** A CommandManagedRuntimeRunner whose commands run in the helper process. */
 const remoteRunner = () => ({
-  execute: (input) => new Promise((resolve) => {
-    const id = (nextId += 1);
-    const startedAt = new Date().toISOString();
-    pending.set(id, (answer) => resolve({ exitCode: answer.exitCode, signal: null, timedOut: false, stdout: answer.stdout, stderr: answer.stderr, pid: null, startedAt }));
-    server.stdin.write(`${JSON.stringify({ id, command: input.command, args: input.args, cwd: input.cwd, stdin: input.stdin ?? null })}\n`);
-  }),
+  execute: (input) =>
+    new Promise((resolve) => {
+      const id = (nextId += 1);
+      const startedAt = new Date().toISOString();
+      pending.set(id, (answer) =>
+        resolve({
+          exitCode: answer.exitCode,
+          signal: null,
+          timedOut: false,
+          stdout: answer.stdout,
+          stderr: answer.stderr,
+          pid: null,
+          startedAt,
+        }),
+      );
+      server.stdin.write(
+        `${JSON.stringify({ id, command: input.command, args: input.args, cwd: input.cwd, stdin: input.stdin ?? null })}\n`,
+      );
+    }),
 });
 
 /** Direct children of this process now: pid -> { name, cwd, args }. */
@@ -114,7 +147,10 @@ async function sampled(work) {
     }
   })();
   try {
-    return { value: await work(), tars: [...seen.values()].filter((c) => c.name === "tar" || c.args.some((a) => path.basename(a) === "tar")) };
+    return {
+      value: await work(),
+      tars: [...seen.values()].filter((c) => c.name === "tar" || c.args.some((a) => path.basename(a) === "tar")),
+    };
   } finally {
     sampling = false;
     await sampler;
@@ -164,7 +200,14 @@ async function cycle(module, workspace, remote) {
   writeFileSync(tarLog, "");
   const { value, tars } = await sampled(async () => {
     const prepared = await module.prepareAdapterExecutionTargetRuntime({
-      target: { kind: "remote", transport: "sandbox", providerKey: "local-test", remoteCwd: remote, timeoutMs: 60_000, runner: remoteRunner() },
+      target: {
+        kind: "remote",
+        transport: "sandbox",
+        providerKey: "local-test",
+        remoteCwd: remote,
+        timeoutMs: 60_000,
+        runner: remoteRunner(),
+      },
       adapterKey: "activation",
       workspaceLocalDir: workspace,
     });

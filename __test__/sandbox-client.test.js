@@ -41,7 +41,10 @@ async function seeded(fn) {
 function shape(calls, root) {
   return calls.map((call) => ({
     ...call,
-    script: call.script.split(root).join("<root>").replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, "<uuid>"),
+    script: call.script
+      .split(root)
+      .join("<root>")
+      .replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, "<uuid>"),
   }));
 }
 
@@ -59,100 +62,142 @@ const sha = (buffer) => createHash("sha256").update(buffer).digest("hex");
 
 describe("createCommandManagedRuntimeClient against upstream's", () => {
   for (const mode of ["chunked", "single-stream"]) {
-    it(`writes and reads a file with the same command lines and progress (${mode})`, () => seeded(async (rng) => {
-      const payload = Buffer.alloc(3 * 1024 * 1024 * 2 + rng.int(1024 * 1024));
-      for (let i = 0; i < payload.length; i += 1) payload[i] = (i * 31 + 7) & 0xff;
-      const results = {};
-      for (const [name, create] of [["ours", createCommandManagedRuntimeClient], ["upstream", upstream.createCommandManagedRuntimeClient]]) {
-        const root = freshDir(name);
-        const { runner, calls } = spawnRunner({ singleStream: mode === "single-stream" });
-        const client = create({ runner, commandCwd: "/", timeoutMs: 30_000 });
-        const progress = [];
-        await client.writeFile(path.join(root, "d", "payload.bin"), payload, { onProgress: (done, total) => { progress.push([done, total]); } });
-        const readProgress = [];
-        const back = await client.readFile(path.join(root, "d", "payload.bin"), { onProgress: (done, total) => { readProgress.push([done, total]); } });
-        results[name] = { calls: shape(calls, root), progress, readProgress, sha: sha(back), tree: treeState(root) };
-      }
-      expect(results.ours.sha).toBe(sha(payload));
-      expect(results.ours.calls).toEqual(results.upstream.calls);
-      expect(results.ours.progress).toEqual(results.upstream.progress);
-      expect(results.ours.readProgress).toEqual(results.upstream.readProgress);
-      expect({ ...results.ours.tree, "d/payload.bin": { ...results.ours.tree["d/payload.bin"], mtime: 0 } })
-        .toEqual({ ...results.upstream.tree, "d/payload.bin": { ...results.upstream.tree["d/payload.bin"], mtime: 0 } });
-    }));
+    it(`writes and reads a file with the same command lines and progress (${mode})`, () =>
+      seeded(async (rng) => {
+        const payload = Buffer.alloc(3 * 1024 * 1024 * 2 + rng.int(1024 * 1024));
+        for (let i = 0; i < payload.length; i += 1) payload[i] = (i * 31 + 7) & 0xff;
+        const results = {};
+        for (const [name, create] of [
+          ["ours", createCommandManagedRuntimeClient],
+          ["upstream", upstream.createCommandManagedRuntimeClient],
+        ]) {
+          const root = freshDir(name);
+          const { runner, calls } = spawnRunner({ singleStream: mode === "single-stream" });
+          const client = create({ runner, commandCwd: "/", timeoutMs: 30_000 });
+          const progress = [];
+          await client.writeFile(path.join(root, "d", "payload.bin"), payload, {
+            onProgress: (done, total) => {
+              progress.push([done, total]);
+            },
+          });
+          const readProgress = [];
+          const back = await client.readFile(path.join(root, "d", "payload.bin"), {
+            onProgress: (done, total) => {
+              readProgress.push([done, total]);
+            },
+          });
+          results[name] = { calls: shape(calls, root), progress, readProgress, sha: sha(back), tree: treeState(root) };
+        }
+        expect(results.ours.sha).toBe(sha(payload));
+        expect(results.ours.calls).toEqual(results.upstream.calls);
+        expect(results.ours.progress).toEqual(results.upstream.progress);
+        expect(results.ours.readProgress).toEqual(results.upstream.readProgress);
+        expect({ ...results.ours.tree, "d/payload.bin": { ...results.ours.tree["d/payload.bin"], mtime: 0 } }).toEqual({
+          ...results.upstream.tree,
+          "d/payload.bin": { ...results.upstream.tree["d/payload.bin"], mtime: 0 },
+        });
+      }));
   }
 
   for (const mode of ["chunked", "single-stream", "duplex"]) {
-    it(`fallback syncIn places the same remote tree as upstream's (${mode})`, () => seeded(async (rng) => {
-      const source = freshDir("ws");
-      await writeWorkspace(rng, source);
-      const single = path.join(freshDir("file"), "tool.sh");
-      writeFileSync(single, "#!/bin/sh\necho hi\n");
-      chmodSync(single, 0o644);
-      const out = {};
-      for (const [name, create] of [["ours", createCommandManagedRuntimeClient], ["upstream", upstream.createCommandManagedRuntimeClient]]) {
-        const root = freshDir(`remote-${name}`);
-        const { runner, calls, channel } = spawnRunner({ singleStream: mode === "single-stream", duplex: mode === "duplex" && name === "ours" });
-        const client = create({ runner, commandCwd: "/", timeoutMs: 30_000 });
-        const result = await client.syncIn([{
-          operationId: "op-1",
-          files: [
-            { sourcePath: source, targetPath: path.join(root, "ws"), kind: "directory", exclude: ["node_modules"] },
-            { sourcePath: single, targetPath: path.join(root, "bin", "tool.sh"), kind: "file", mode: 0o755 },
-          ],
-          postUploadCommands: [{ command: `printf done > ${path.join(root, "marker")}`, cwd: path.join(root, "ws") }],
-        }]);
-        out[name] = { result, calls, channel, tree: treeState(root) };
-      }
-      const strip = (tree) => Object.fromEntries(Object.entries(tree).map(([k, v]) => [k, { ...v, mtime: undefined }]));
-      expect(strip(out.ours.tree)).toEqual(strip(out.upstream.tree));
-      expect(out.ours.tree["ws/node_modules"]).toBeUndefined();
-      const { bytes } = await packDirectoryToFile({ localDir: source, archivePath: path.join(freshDir("tar"), "ws.tar"), exclude: ["node_modules"] });
-      expect(out.ours.result).toEqual({ operations: [{ operationId: "op-1", filesTransferred: 2, bytesTransferred: bytes + 18 }] });
-      if (mode === "duplex") {
-        expect(out.ours.channel.opened).toBe(2);
-        // Only the channel carried bytes: no base64 stdin at all.
-        expect(out.ours.calls.every((call) => call.stdinLength === null)).toBe(true);
-        // Backpressure: never more than the window (4 blocks of 4 MiB) unacknowledged.
-        expect(out.ours.channel.maxUnacked).toBeLessThanOrEqual(16 * 1024 * 1024);
-      } else {
-        expect(out.ours.calls.map((c) => c.script.replace(/\/[^ ']*\//g, "/")).length).toBe(out.upstream.calls.length);
-        for (const call of out.ours.calls) expect(call.stdinLength ?? 0).toBeLessThanOrEqual(mode === "chunked" ? 4 * 1024 * 1024 : 96 * 1024 * 1024);
-      }
-    }));
+    it(`fallback syncIn places the same remote tree as upstream's (${mode})`, () =>
+      seeded(async (rng) => {
+        const source = freshDir("ws");
+        await writeWorkspace(rng, source);
+        const single = path.join(freshDir("file"), "tool.sh");
+        writeFileSync(single, "#!/bin/sh\necho hi\n");
+        chmodSync(single, 0o644);
+        const out = {};
+        for (const [name, create] of [
+          ["ours", createCommandManagedRuntimeClient],
+          ["upstream", upstream.createCommandManagedRuntimeClient],
+        ]) {
+          const root = freshDir(`remote-${name}`);
+          const { runner, calls, channel } = spawnRunner({
+            singleStream: mode === "single-stream",
+            duplex: mode === "duplex" && name === "ours",
+          });
+          const client = create({ runner, commandCwd: "/", timeoutMs: 30_000 });
+          const result = await client.syncIn([
+            {
+              operationId: "op-1",
+              files: [
+                { sourcePath: source, targetPath: path.join(root, "ws"), kind: "directory", exclude: ["node_modules"] },
+                { sourcePath: single, targetPath: path.join(root, "bin", "tool.sh"), kind: "file", mode: 0o755 },
+              ],
+              postUploadCommands: [
+                { command: `printf done > ${path.join(root, "marker")}`, cwd: path.join(root, "ws") },
+              ],
+            },
+          ]);
+          out[name] = { result, calls, channel, tree: treeState(root) };
+        }
+        const strip = (tree) =>
+          Object.fromEntries(Object.entries(tree).map(([k, v]) => [k, { ...v, mtime: undefined }]));
+        expect(strip(out.ours.tree)).toEqual(strip(out.upstream.tree));
+        expect(out.ours.tree["ws/node_modules"]).toBeUndefined();
+        const { bytes } = await packDirectoryToFile({
+          localDir: source,
+          archivePath: path.join(freshDir("tar"), "ws.tar"),
+          exclude: ["node_modules"],
+        });
+        expect(out.ours.result).toEqual({
+          operations: [{ operationId: "op-1", filesTransferred: 2, bytesTransferred: bytes + 18 }],
+        });
+        if (mode === "duplex") {
+          expect(out.ours.channel.opened).toBe(2);
+          // Only the channel carried bytes: no base64 stdin at all.
+          expect(out.ours.calls.every((call) => call.stdinLength === null)).toBe(true);
+          // Backpressure: never more than the window (4 blocks of 4 MiB) unacknowledged.
+          expect(out.ours.channel.maxUnacked).toBeLessThanOrEqual(16 * 1024 * 1024);
+        } else {
+          expect(out.ours.calls.map((c) => c.script.replace(/\/[^ ']*\//g, "/")).length).toBe(
+            out.upstream.calls.length,
+          );
+          for (const call of out.ours.calls)
+            expect(call.stdinLength ?? 0).toBeLessThanOrEqual(mode === "chunked" ? 4 * 1024 * 1024 : 96 * 1024 * 1024);
+        }
+      }));
   }
 
-  it("fallback syncIn creates no host temp file or directory and never base64-encodes more than a slice", () => seeded(async (rng) => {
-    const source = freshDir("ws");
-    await writeWorkspace(rng, source);
-    writeFileSync(path.join(source, "more.bin"), Buffer.alloc(7 * 1024 * 1024, 3));
-    const root = freshDir("remote");
-    // A private TMPDIR (os.tmpdir() reads it per call): anything the client stages lands
-    // here, and the runner looks at it during every remote call.
-    const tmp = freshDir("tmp");
-    const seenInTmp = new Set();
-    const { runner } = spawnRunner({ onCall: () => { for (const name of readdirSync(tmp)) seenInTmp.add(name); } });
-    const client = createCommandManagedRuntimeClient({ runner, commandCwd: "/", timeoutMs: 30_000 });
-    const savedTmp = process.env.TMPDIR;
-    process.env.TMPDIR = tmp;
-    const original = Buffer.prototype.toString;
-    let largest = 0;
-    Buffer.prototype.toString = function guarded(encoding, start, end) {
-      if (encoding === "base64") largest = Math.max(largest, this.byteLength);
-      return original.call(this, encoding, start, end);
-    };
-    try {
-      await client.syncIn([{ operationId: "op", files: [{ sourcePath: source, targetPath: path.join(root, "ws"), kind: "directory" }] }]);
-    } finally {
-      Buffer.prototype.toString = original;
-      if (savedTmp === undefined) delete process.env.TMPDIR;
-      else process.env.TMPDIR = savedTmp;
-    }
-    expect([...seenInTmp]).toEqual([]);
-    expect(readdirSync(tmp)).toEqual([]);
-    expect(largest).toBeLessThanOrEqual(3 * 1024 * 1024);
-    expect(treeState(path.join(root, "ws"))["more.bin"].size).toBe(7 * 1024 * 1024);
-  }));
+  it("fallback syncIn creates no host temp file or directory and never base64-encodes more than a slice", () =>
+    seeded(async (rng) => {
+      const source = freshDir("ws");
+      await writeWorkspace(rng, source);
+      writeFileSync(path.join(source, "more.bin"), Buffer.alloc(7 * 1024 * 1024, 3));
+      const root = freshDir("remote");
+      // A private TMPDIR (os.tmpdir() reads it per call): anything the client stages lands
+      // here, and the runner looks at it during every remote call.
+      const tmp = freshDir("tmp");
+      const seenInTmp = new Set();
+      const { runner } = spawnRunner({
+        onCall: () => {
+          for (const name of readdirSync(tmp)) seenInTmp.add(name);
+        },
+      });
+      const client = createCommandManagedRuntimeClient({ runner, commandCwd: "/", timeoutMs: 30_000 });
+      const savedTmp = process.env.TMPDIR;
+      process.env.TMPDIR = tmp;
+      const original = Buffer.prototype.toString;
+      let largest = 0;
+      Buffer.prototype.toString = function guarded(encoding, start, end) {
+        if (encoding === "base64") largest = Math.max(largest, this.byteLength);
+        return original.call(this, encoding, start, end);
+      };
+      try {
+        await client.syncIn([
+          { operationId: "op", files: [{ sourcePath: source, targetPath: path.join(root, "ws"), kind: "directory" }] },
+        ]);
+      } finally {
+        Buffer.prototype.toString = original;
+        if (savedTmp === undefined) delete process.env.TMPDIR;
+        else process.env.TMPDIR = savedTmp;
+      }
+      expect([...seenInTmp]).toEqual([]);
+      expect(readdirSync(tmp)).toEqual([]);
+      expect(largest).toBeLessThanOrEqual(3 * 1024 * 1024);
+      expect(treeState(path.join(root, "ws"))["more.bin"].size).toBe(7 * 1024 * 1024);
+    }));
 
   it("a runner that fails mid-upload rejects with upstream's message and leaves no remote file", async () => {
     const root = freshDir("remote");
@@ -161,7 +206,9 @@ describe("createCommandManagedRuntimeClient against upstream's", () => {
     // Call 1 creates the staged file, call 2 is the first slice, call 3 fails.
     const { runner, calls } = spawnRunner({ failOnCall: 3 });
     const client = createCommandManagedRuntimeClient({ runner, commandCwd: "/", timeoutMs: 30_000 });
-    await expect(client.writeFile(target, payload)).rejects.toThrow(/^base64 -d >> '.*\.paperclip-upload\.[0-9a-f-]+' failed with exit code 1:\nstderr: injected transport failure$/);
+    await expect(client.writeFile(target, payload)).rejects.toThrow(
+      /^base64 -d >> '.*\.paperclip-upload\.[0-9a-f-]+' failed with exit code 1:\nstderr: injected transport failure$/,
+    );
     expect(readdirSync(root)).toEqual([]);
     expect(calls.at(-1).script).toMatch(/^rm -rf '.*\.paperclip-upload\./);
   });
@@ -174,7 +221,9 @@ describe("createCommandManagedRuntimeClient against upstream's", () => {
     const client = createCommandManagedRuntimeClient({ runner, commandCwd: "/", timeoutMs: 30_000 });
     const target = path.join(root, "blocked", "x.bin");
     const failing = process.getuid?.() === 0 ? path.join("/proc", "x.bin") : target;
-    await expect(client.writeFile(failing, Buffer.alloc(2 * 1024 * 1024 + 5, 1))).rejects.toThrow(/failed with exit code [1-9]/);
+    await expect(client.writeFile(failing, Buffer.alloc(2 * 1024 * 1024 + 5, 1))).rejects.toThrow(
+      /failed with exit code [1-9]/,
+    );
     expect(existsSync(target)).toBe(false);
     chmodSync(path.join(root, "blocked"), 0o700);
     expect(readdirSync(path.join(root, "blocked"))).toEqual([]);
@@ -184,7 +233,9 @@ describe("createCommandManagedRuntimeClient against upstream's", () => {
     const root = freshDir("remote");
     const { runner } = spawnRunner({ duplex: true });
     const client = createCommandManagedRuntimeClient({ runner, commandCwd: "/", timeoutMs: 30_000 });
-    await expect(client.writeStream(path.join(root, "x.bin"), [Buffer.alloc(100)], { totalBytes: 200 })).rejects.toThrow(/produced 100 bytes, expected 200/);
+    await expect(
+      client.writeStream(path.join(root, "x.bin"), [Buffer.alloc(100)], { totalBytes: 200 }),
+    ).rejects.toThrow(/produced 100 bytes, expected 200/);
     await new Promise((resolve) => setTimeout(resolve, 200));
     expect(readdirSync(root)).toEqual([]);
   });
@@ -204,7 +255,10 @@ describe("createCommandManagedRuntimeClient against upstream's", () => {
     }
     expect(sizes).toEqual([3 * 1024 * 1024, 3 * 1024 * 1024, 1024 * 1024 + 3]);
     expect(Buffer.concat(parts).equals(payload)).toBe(true);
-    await expect(client.readFile(path.join(root, "missing"))).rejects.toMatchObject({ code: "ENOENT", path: path.join(root, "missing") });
+    await expect(client.readFile(path.join(root, "missing"))).rejects.toMatchObject({
+      code: "ENOENT",
+      path: path.join(root, "missing"),
+    });
   });
 
   it("readStream through a duplex channel yields the exact bytes, asking for at most 4 blocks ahead", async () => {
@@ -217,7 +271,11 @@ describe("createCommandManagedRuntimeClient against upstream's", () => {
     const client = createCommandManagedRuntimeClient({ runner, commandCwd: "/", timeoutMs: 30_000 });
     const parts = [];
     const progress = [];
-    for await (const slice of client.readStream(path.join(root, "f.bin"), { onProgress: (done, total) => { progress.push([done, total]); } })) {
+    for await (const slice of client.readStream(path.join(root, "f.bin"), {
+      onProgress: (done, total) => {
+        progress.push([done, total]);
+      },
+    })) {
       parts.push(slice);
       // A slow consumer: the sandbox must not run ahead of it.
       await new Promise((resolve) => setTimeout(resolve, 5));
@@ -240,24 +298,55 @@ describe("createCommandManagedRuntimeClient against upstream's", () => {
     const seen = [];
     const runner = {
       allowConcurrentSyncOperations: true,
-      execute: async () => { throw new Error("no execute expected"); },
-      syncIn: async (ops) => { seen.push(["in", ops]); return { operations: [] }; },
-      syncOut: async (ops) => { seen.push(["out", ops]); return { operations: [] }; },
+      execute: async () => {
+        throw new Error("no execute expected");
+      },
+      syncIn: async (ops) => {
+        seen.push(["in", ops]);
+        return { operations: [] };
+      },
+      syncOut: async (ops) => {
+        seen.push(["out", ops]);
+        return { operations: [] };
+      },
     };
     const client = createCommandManagedRuntimeClient({ runner, commandCwd: "/", timeoutMs: 1000 });
     const ops = [{ operationId: "a", files: [{ sourcePath: "/h/x", targetPath: "/r/x", kind: "file" }] }];
     await client.syncIn(ops);
     await client.syncOut(ops);
-    expect(seen).toEqual([["in", ops], ["out", ops]]);
+    expect(seen).toEqual([
+      ["in", ops],
+      ["out", ops],
+    ]);
     expect(client.allowConcurrentSyncOperations).toBe(true);
-    await expect(client.syncIn([{ ...ops[0], postUploadCommands: [{ command: "x", cwd: "/etc" }] }]))
-      .rejects.toThrow("post-upload command cwd escapes the operation's target root: /etc");
+    await expect(client.syncIn([{ ...ops[0], postUploadCommands: [{ command: "x", cwd: "/etc" }] }])).rejects.toThrow(
+      "post-upload command cwd escapes the operation's target root: /etc",
+    );
     expect(seen.length).toBe(2);
   });
 });
 
 describe("confinement guards match upstream's on generated paths", () => {
-  const pieces = ["", "/", "a", "..", ".", "//", "b/..", "r", "r/", "r/x", "/r", "/r/", "/r/x", "/r/../x", "/r/./x", "/rx", "/r/..", "/../r"];
+  const pieces = [
+    "",
+    "/",
+    "a",
+    "..",
+    ".",
+    "//",
+    "b/..",
+    "r",
+    "r/",
+    "r/x",
+    "/r",
+    "/r/",
+    "/r/x",
+    "/r/../x",
+    "/r/./x",
+    "/rx",
+    "/r/..",
+    "/../r",
+  ];
   const outcome = (fn) => {
     try {
       fn();
@@ -266,13 +355,27 @@ describe("confinement guards match upstream's on generated paths", () => {
       return error.message;
     }
   };
-  it("assertSyncOperationsConfined and assertPostUploadCommandsConfined throw the same messages", () => seeded(async (rng) => {
-    for (let i = 0; i < 2000; i += 1) {
-      const join = () => Array.from({ length: 1 + rng.int(3) }, () => rng.pick(pieces)).join("");
-      const ops = [{ operationId: "o", files: [{ sourcePath: join(), targetPath: join(), kind: "file" }], postUploadCommands: [{ command: "c", cwd: rng.chance(0.2) ? undefined : join() }] }];
-      const roots = { sourceRoots: [rng.pick(["/r", "/r/", "/", "/h"])], targetRoots: [rng.pick(["/r", "/r/", "/", "/t"])] };
-      expect(outcome(() => assertSyncOperationsConfined(ops, roots))).toBe(outcome(() => upstreamSandbox.assertSyncOperationsConfined(ops, roots)));
-      expect(outcome(() => assertPostUploadCommandsConfined(ops))).toBe(outcome(() => upstream.assertPostUploadCommandsConfined(ops)));
-    }
-  }));
+  it("assertSyncOperationsConfined and assertPostUploadCommandsConfined throw the same messages", () =>
+    seeded(async (rng) => {
+      for (let i = 0; i < 2000; i += 1) {
+        const join = () => Array.from({ length: 1 + rng.int(3) }, () => rng.pick(pieces)).join("");
+        const ops = [
+          {
+            operationId: "o",
+            files: [{ sourcePath: join(), targetPath: join(), kind: "file" }],
+            postUploadCommands: [{ command: "c", cwd: rng.chance(0.2) ? undefined : join() }],
+          },
+        ];
+        const roots = {
+          sourceRoots: [rng.pick(["/r", "/r/", "/", "/h"])],
+          targetRoots: [rng.pick(["/r", "/r/", "/", "/t"])],
+        };
+        expect(outcome(() => assertSyncOperationsConfined(ops, roots))).toBe(
+          outcome(() => upstreamSandbox.assertSyncOperationsConfined(ops, roots)),
+        );
+        expect(outcome(() => assertPostUploadCommandsConfined(ops))).toBe(
+          outcome(() => upstream.assertPostUploadCommandsConfined(ops)),
+        );
+      }
+    }));
 });

@@ -42,15 +42,28 @@ function workspace(name) {
   return dir;
 }
 
-const tree = (dir) => execFileSync("sh", ["-c", "find . -path ./.paperclip-runtime -prune -o -type f -print0 | sort -z | xargs -0 sha256sum"], { cwd: dir, encoding: "utf8" });
+const tree = (dir) =>
+  execFileSync(
+    "sh",
+    ["-c", "find . -path ./.paperclip-runtime -prune -o -type f -print0 | sort -z | xargs -0 sha256sum"],
+    { cwd: dir, encoding: "utf8" },
+  );
 
 async function cycle(runner, name) {
   const local = workspace(name);
   const remote = path.join(work, `${name}-remote`);
   mkdirSync(remote);
-  const prepared = await prepareCommandManagedRuntime({ runner, spec: { remoteCwd: remote, timeoutMs: 120_000 }, adapterKey: "test", workspaceLocalDir: local });
+  const prepared = await prepareCommandManagedRuntime({
+    runner,
+    spec: { remoteCwd: remote, timeoutMs: 120_000 },
+    adapterKey: "test",
+    workspaceLocalDir: local,
+  });
   expect(tree(remote)).toBe(tree(local));
-  writeFileSync(path.join(remote, "src", "module1.ts"), `// edited by the agent\n${readFileSync(path.join(remote, "src", "module1.ts"), "utf8")}`);
+  writeFileSync(
+    path.join(remote, "src", "module1.ts"),
+    `// edited by the agent\n${readFileSync(path.join(remote, "src", "module1.ts"), "utf8")}`,
+  );
   await prepared.restoreWorkspace();
   expect(tree(local)).toBe(tree(remote));
   return local;

@@ -5,7 +5,17 @@
 // tree, refs, branch, origin, shallow boundary, one-commit history, clean status and fsck,
 // and the workspace's own repository left exactly as it was. Rerun with DIFF_SEED=<seed>.
 import { execFileSync } from "node:child_process";
-import { chmodSync, cpSync, lstatSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  cpSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  rmSync,
+  symlinkSync,
+  unlinkSync,
+  writeFileSync,
+} from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -26,9 +36,16 @@ const gitEnv = {
   GIT_COMMITTER_DATE: "2026-01-02T03:04:05Z",
   GIT_CONFIG_NOSYSTEM: "1",
 };
-const git = (dir, args) => execFileSync("git", ["-C", dir, "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main", ...args], {
-  env: gitEnv, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"],
-});
+const git = (dir, args) =>
+  execFileSync(
+    "git",
+    ["-C", dir, "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main", ...args],
+    {
+      env: gitEnv,
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
 
 /** A repository with `commits` commits of random edits; returns its HEAD. */
 function writeRepository(rng, root, commits) {
@@ -65,16 +82,24 @@ function upstreamClone(localDir, clone, head, branch) {
   git(clone, ["init", "-q"]);
   git(clone, ["remote", "add", "origin", "https://example.com/org/repo.git"]);
   git(clone, ["fetch", "-q", "--depth=1", localDir, ref]);
-  git(clone, branch ? ["checkout", "-q", "--force", "-B", branch, "FETCH_HEAD"] : ["checkout", "-q", "--force", "--detach", "FETCH_HEAD"]);
+  git(
+    clone,
+    branch
+      ? ["checkout", "-q", "--force", "-B", branch, "FETCH_HEAD"]
+      : ["checkout", "-q", "--force", "--detach", "FETCH_HEAD"],
+  );
   git(clone, ["reset", "-q", "--hard", head]);
   git(localDir, ["update-ref", "-d", ref]);
 }
 
 const gitState = (dir) => repositoryState(dir, { objects: true });
 
-const workTree = (root) => Object.fromEntries(Object.entries(treeState(root))
-  .filter(([key]) => key !== ".git" && !key.startsWith(".git/"))
-  .map(([key, value]) => [key, { ...value, mtime: undefined }]));
+const workTree = (root) =>
+  Object.fromEntries(
+    Object.entries(treeState(root))
+      .filter(([key]) => key !== ".git" && !key.startsWith(".git/"))
+      .map(([key, value]) => [key, { ...value, mtime: undefined }]),
+  );
 
 describe("withShallowHeadClone against upstream's fetch --depth=1 clone", () => {
   for (const detached of [false, true]) {

@@ -3,7 +3,16 @@
 // fails or times out mid-transfer leaves a `failed at` progress line, no workspace change,
 // no host temp file and no staged upload in the sandbox.
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readlinkSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -33,7 +42,12 @@ afterEach(() => {
   else process.env.TMPDIR = savedTmp;
 });
 
-const git = (dir, args) => execFileSync("git", ["-C", dir, "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main", ...args], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+const git = (dir, args) =>
+  execFileSync(
+    "git",
+    ["-C", dir, "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main", ...args],
+    { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] },
+  );
 function gitState(dir) {
   return {
     head: git(dir, ["rev-parse", "HEAD"]).trim(),
@@ -59,12 +73,37 @@ function workspace({ gitBacked }) {
 
 const outsideName = `pc-outside-${process.pid}`;
 const HOSTILE = [
-  ["a member climbing out with ..", () => new RawArchive().file("ok.txt", "fine").file("../escaped.txt", "evil").finish(), "ERR_PAPERCLIP_NATIVE_UNSAFE_ARCHIVE_ENTRY"],
-  ["an absolute member", () => new RawArchive().file(`/tmp/${outsideName}-abs`, "evil").finish(), "ERR_PAPERCLIP_NATIVE_UNSAFE_ARCHIVE_ENTRY"],
-  ["a write through an escaping symlink", () => new RawArchive().symlink("up", "..").file("up/escaped.txt", "evil").finish(), "ERR_PAPERCLIP_NATIVE_UNSAFE_ARCHIVE_ENTRY"],
-  ["an absolute symlink", () => new RawArchive().symlink("evil", "/etc").finish(), "ERR_PAPERCLIP_NATIVE_UNSAFE_ARCHIVE_ENTRY"],
-  ["a hard link to a host file", () => new RawArchive().hardLink("passwd", "/etc/passwd").finish(), "ERR_PAPERCLIP_NATIVE_UNSAFE_ARCHIVE_ENTRY"],
-  ["a truncated archive", () => new RawArchive().file("a.txt", "overwritten").file("big.bin", Buffer.alloc(5000, 1)).finish().subarray(0, 2048), "ERR_PAPERCLIP_NATIVE_BAD_ARCHIVE"],
+  [
+    "a member climbing out with ..",
+    () => new RawArchive().file("ok.txt", "fine").file("../escaped.txt", "evil").finish(),
+    "ERR_PAPERCLIP_NATIVE_UNSAFE_ARCHIVE_ENTRY",
+  ],
+  [
+    "an absolute member",
+    () => new RawArchive().file(`/tmp/${outsideName}-abs`, "evil").finish(),
+    "ERR_PAPERCLIP_NATIVE_UNSAFE_ARCHIVE_ENTRY",
+  ],
+  [
+    "a write through an escaping symlink",
+    () => new RawArchive().symlink("up", "..").file("up/escaped.txt", "evil").finish(),
+    "ERR_PAPERCLIP_NATIVE_UNSAFE_ARCHIVE_ENTRY",
+  ],
+  [
+    "an absolute symlink",
+    () => new RawArchive().symlink("evil", "/etc").finish(),
+    "ERR_PAPERCLIP_NATIVE_UNSAFE_ARCHIVE_ENTRY",
+  ],
+  [
+    "a hard link to a host file",
+    () => new RawArchive().hardLink("passwd", "/etc/passwd").finish(),
+    "ERR_PAPERCLIP_NATIVE_UNSAFE_ARCHIVE_ENTRY",
+  ],
+  [
+    "a truncated archive",
+    () =>
+      new RawArchive().file("a.txt", "overwritten").file("big.bin", Buffer.alloc(5000, 1)).finish().subarray(0, 2048),
+    "ERR_PAPERCLIP_NATIVE_BAD_ARCHIVE",
+  ],
 ];
 
 /** A runner whose sandbox answers the restore with `archive` instead of its real workspace. */
@@ -74,7 +113,9 @@ function hostileRunner(archive) {
   made.runner.execute = async (input) => {
     const result = await execute(input);
     const script = input.args?.[1] ?? "";
-    const match = /of='([^']*workspace-download\.tar)'|tar -cf '([^']*workspace-download\.tar)'/.exec(script.replace(/'"'"'/g, "'"));
+    const match = /of='([^']*workspace-download\.tar)'|tar -cf '([^']*workspace-download\.tar)'/.exec(
+      script.replace(/'"'"'/g, "'"),
+    );
     if (match && result.exitCode === 0) writeFileSync(match[1] ?? match[2], archive);
     return result;
   };
@@ -87,13 +128,22 @@ describe("restoreWorkspace refuses hostile archives from the sandbox", () => {
       it(`${name} (${gitBacked ? "git-backed" : "plain"} workspace): coded refusal, workspace untouched`, async () => {
         const local = workspace({ gitBacked });
         const remote = fresh("remote");
-        const prepared = await prepareCommandManagedRuntime({ runner: hostileRunner(archive()), spec: { remoteCwd: remote, timeoutMs: 30_000 }, adapterKey: "t", workspaceLocalDir: local });
+        const prepared = await prepareCommandManagedRuntime({
+          runner: hostileRunner(archive()),
+          spec: { remoteCwd: remote, timeoutMs: 30_000 },
+          adapterKey: "t",
+          workspaceLocalDir: local,
+        });
         writeFileSync(path.join(remote, "agent.txt"), "agent work\n");
         // git status refreshes the index's stat data: read git first, then the tree.
         const beforeGit = gitBacked ? gitState(local) : null;
         const before = treeState(local);
         const lines = [];
-        const error = await prepared.restoreWorkspace((line) => { lines.push(line); }).catch((e) => e);
+        const error = await prepared
+          .restoreWorkspace((line) => {
+            lines.push(line);
+          })
+          .catch((e) => e);
         expect(error).toBeInstanceOf(Error);
         expect(error.code).toBe(code);
         expect(treeState(local)).toEqual(before);
@@ -120,7 +170,12 @@ describe("restoreWorkspace and the workspace's own links out of the tree", () =>
       symlinkSync("../../outside-target", path.join(local, ".venv", "up"));
       const remote = fresh("remote");
       const made = spawnRunner();
-      const prepared = await prepareCommandManagedRuntime({ runner: made.runner, spec: { remoteCwd: remote, timeoutMs: 30_000 }, adapterKey: "t", workspaceLocalDir: local });
+      const prepared = await prepareCommandManagedRuntime({
+        runner: made.runner,
+        spec: { remoteCwd: remote, timeoutMs: 30_000 },
+        adapterKey: "t",
+        workspaceLocalDir: local,
+      });
       writeFileSync(path.join(remote, "agent.txt"), "agent work\n");
       await prepared.restoreWorkspace(() => {});
       expect(readlinkSync(path.join(local, ".venv", "bin", "python3"))).toBe("/usr/bin/python3");
@@ -135,7 +190,12 @@ describe("restoreWorkspace and the workspace's own links out of the tree", () =>
     symlinkSync("/usr/bin/python3", path.join(local, "python3"));
     const remote = fresh("remote");
     const made = spawnRunner();
-    const prepared = await prepareCommandManagedRuntime({ runner: made.runner, spec: { remoteCwd: remote, timeoutMs: 30_000 }, adapterKey: "t", workspaceLocalDir: local });
+    const prepared = await prepareCommandManagedRuntime({
+      runner: made.runner,
+      spec: { remoteCwd: remote, timeoutMs: 30_000 },
+      adapterKey: "t",
+      workspaceLocalDir: local,
+    });
     rmSync(path.join(remote, "python3"));
     symlinkSync("/etc/passwd", path.join(remote, "python3"));
     const before = treeState(local);
@@ -147,16 +207,43 @@ describe("restoreWorkspace and the workspace's own links out of the tree", () =>
 
 describe("restoreWorkspace bounds what the sandbox sends back (limits)", () => {
   const BOMBS = [
-    ["entry count", { maxEntries: 20 }, (remote) => { for (let i = 0; i < 40; i += 1) writeFileSync(path.join(remote, `f${i}.txt`), "x"); }, "maxEntries"],
-    ["total size", { maxBytes: 64 * 1024 }, (remote) => { for (let i = 0; i < 4; i += 1) writeFileSync(path.join(remote, `f${i}.bin`), Buffer.alloc(32 * 1024, i)); }, "maxBytes"],
-    ["one huge member", { maxFileBytes: 1024 * 1024 }, (remote) => { writeFileSync(path.join(remote, "huge.bin"), Buffer.alloc(4 * 1024 * 1024, 7)); }, "maxFileBytes"],
+    [
+      "entry count",
+      { maxEntries: 20 },
+      (remote) => {
+        for (let i = 0; i < 40; i += 1) writeFileSync(path.join(remote, `f${i}.txt`), "x");
+      },
+      "maxEntries",
+    ],
+    [
+      "total size",
+      { maxBytes: 64 * 1024 },
+      (remote) => {
+        for (let i = 0; i < 4; i += 1) writeFileSync(path.join(remote, `f${i}.bin`), Buffer.alloc(32 * 1024, i));
+      },
+      "maxBytes",
+    ],
+    [
+      "one huge member",
+      { maxFileBytes: 1024 * 1024 },
+      (remote) => {
+        writeFileSync(path.join(remote, "huge.bin"), Buffer.alloc(4 * 1024 * 1024, 7));
+      },
+      "maxFileBytes",
+    ],
   ];
   for (const [name, limits, grow, limit] of BOMBS) {
     it(`a bomb by ${name} is refused at its bound; workspace untouched`, async () => {
       const local = workspace({ gitBacked: false });
       const remote = fresh("remote");
       const made = spawnRunner();
-      const prepared = await prepareCommandManagedRuntime({ runner: made.runner, spec: { remoteCwd: remote, timeoutMs: 30_000 }, adapterKey: "t", workspaceLocalDir: local, limits });
+      const prepared = await prepareCommandManagedRuntime({
+        runner: made.runner,
+        spec: { remoteCwd: remote, timeoutMs: 30_000 },
+        adapterKey: "t",
+        workspaceLocalDir: local,
+        limits,
+      });
       grow(remote);
       const before = treeState(local);
       const error = await prepared.restoreWorkspace(() => {}).catch((e) => e);
@@ -172,7 +259,13 @@ describe("restoreWorkspace bounds what the sandbox sends back (limits)", () => {
     const local = workspace({ gitBacked: false });
     const remote = fresh("remote");
     const made = spawnRunner();
-    const prepared = await prepareCommandManagedRuntime({ runner: made.runner, spec: { remoteCwd: remote, timeoutMs: 30_000 }, adapterKey: "t", workspaceLocalDir: local, limits: { maxEntries: 100, maxBytes: 1 << 20 } });
+    const prepared = await prepareCommandManagedRuntime({
+      runner: made.runner,
+      spec: { remoteCwd: remote, timeoutMs: 30_000 },
+      adapterKey: "t",
+      workspaceLocalDir: local,
+      limits: { maxEntries: 100, maxBytes: 1 << 20 },
+    });
     writeFileSync(path.join(remote, "agent.txt"), "agent work\n");
     await prepared.restoreWorkspace(() => {});
     expect(treeState(local)["agent.txt"]).toBeDefined();
@@ -181,7 +274,13 @@ describe("restoreWorkspace bounds what the sandbox sends back (limits)", () => {
   it("a bad limits value fails the prepare before any work", async () => {
     const local = workspace({ gitBacked: false });
     const made = spawnRunner();
-    const error = await prepareCommandManagedRuntime({ runner: made.runner, spec: { remoteCwd: fresh("remote"), timeoutMs: 30_000 }, adapterKey: "t", workspaceLocalDir: local, limits: { maxEntrys: 3 } }).catch((e) => e);
+    const error = await prepareCommandManagedRuntime({
+      runner: made.runner,
+      spec: { remoteCwd: fresh("remote"), timeoutMs: 30_000 },
+      adapterKey: "t",
+      workspaceLocalDir: local,
+      limits: { maxEntrys: 3 },
+    }).catch((e) => e);
     expect(error.code).toBe("ERR_PAPERCLIP_NATIVE_INVALID_ARGUMENT");
   });
 });
@@ -191,23 +290,42 @@ describe("a runner that fails or times out mid-transfer", () => {
     const local = workspace({ gitBacked: true });
     const remote = fresh("remote");
     const made = spawnRunner();
-    const prepared = await prepareCommandManagedRuntime({ runner: made.runner, spec: { remoteCwd: remote, timeoutMs: 30_000 }, adapterKey: "t", workspaceLocalDir: local });
+    const prepared = await prepareCommandManagedRuntime({
+      runner: made.runner,
+      spec: { remoteCwd: remote, timeoutMs: 30_000 },
+      adapterKey: "t",
+      workspaceLocalDir: local,
+    });
     writeFileSync(path.join(remote, "big.bin"), Buffer.alloc(8 * 1024 * 1024, 5));
     const execute = made.runner.execute;
     made.runner.execute = async (input) => {
       if (/^dd if=.*workspace-download\.tar.* skip=1 /.test(input.args?.[1] ?? "")) {
-        return { exitCode: 255, signal: null, timedOut: false, stdout: "", stderr: "connection reset", pid: null, startedAt: null };
+        return {
+          exitCode: 255,
+          signal: null,
+          timedOut: false,
+          stdout: "",
+          stderr: "connection reset",
+          pid: null,
+          startedAt: null,
+        };
       }
       return execute(input);
     };
     const beforeGit = gitState(local);
     const before = treeState(local);
     const lines = [];
-    await expect(prepared.restoreWorkspace((line) => { lines.push(line); })).rejects.toThrow(/skip=1 count=1 2>\/dev\/null \| base64 failed with exit code 255:\nstderr: connection reset/);
+    await expect(
+      prepared.restoreWorkspace((line) => {
+        lines.push(line);
+      }),
+    ).rejects.toThrow(/skip=1 count=1 2>\/dev\/null \| base64 failed with exit code 255:\nstderr: connection reset/);
     expect(treeState(local)).toEqual(before);
     expect(gitState(local)).toEqual(beforeGit);
     expect(readdirSync(tmp)).toEqual([]);
-    expect(lines.some((line) => /Restoring workspace from environment: failed at \d+% \(3\.0\/\d+\.\d MB\)/.test(line))).toBe(true);
+    expect(
+      lines.some((line) => /Restoring workspace from environment: failed at \d+% \(3\.0\/\d+\.\d MB\)/.test(line)),
+    ).toBe(true);
     // The remote archive was removed.
     expect(readdirSync(path.join(remote, ".paperclip-runtime", "t")).filter((n) => n.endsWith(".tar"))).toEqual([]);
   });
@@ -221,14 +339,35 @@ describe("a runner that fails or times out mid-transfer", () => {
     let slices = 0;
     made.runner.execute = async (input) => {
       if ((input.args?.[1] ?? "").startsWith("base64 -d >> ") && (slices += 1) === 2) {
-        return { exitCode: null, signal: "SIGTERM", timedOut: true, stdout: "", stderr: "", pid: null, startedAt: null };
+        return {
+          exitCode: null,
+          signal: "SIGTERM",
+          timedOut: true,
+          stdout: "",
+          stderr: "",
+          pid: null,
+          startedAt: null,
+        };
       }
       return execute(input);
     };
     const lines = [];
-    await expect(prepareCommandManagedRuntime({ runner: made.runner, spec: { remoteCwd: remote, timeoutMs: 30_000 }, adapterKey: "t", workspaceLocalDir: local, onProgress: (line) => { lines.push(line); } }))
-      .rejects.toThrow(/^base64 -d >> '.*workspace-upload\.tar\.paperclip-upload\.[0-9a-f-]+' failed with exit code null$/);
-    expect(lines).toContainEqual(expect.stringMatching(/^\[paperclip\] Syncing workspace to environment: failed at 4\d% \(3\.0\/7\.\d MB\)/));
+    await expect(
+      prepareCommandManagedRuntime({
+        runner: made.runner,
+        spec: { remoteCwd: remote, timeoutMs: 30_000 },
+        adapterKey: "t",
+        workspaceLocalDir: local,
+        onProgress: (line) => {
+          lines.push(line);
+        },
+      }),
+    ).rejects.toThrow(
+      /^base64 -d >> '.*workspace-upload\.tar\.paperclip-upload\.[0-9a-f-]+' failed with exit code null$/,
+    );
+    expect(lines).toContainEqual(
+      expect.stringMatching(/^\[paperclip\] Syncing workspace to environment: failed at 4\d% \(3\.0\/7\.\d MB\)/),
+    );
     expect(readdirSync(tmp)).toEqual([]);
     const leftovers = [];
     const walk = (dir) => {
@@ -255,8 +394,15 @@ describe("signal (our addition)", () => {
       if ((input.args?.[1] ?? "").startsWith("base64 -d >> ") && (slices += 1) === 2) controller.abort();
       return execute(input);
     };
-    await expect(prepareCommandManagedRuntime({ runner: made.runner, spec: { remoteCwd: remote, timeoutMs: 30_000 }, adapterKey: "t", workspaceLocalDir: local, signal: controller.signal }))
-      .rejects.toMatchObject({ name: "AbortError", code: "ABORT_ERR" });
+    await expect(
+      prepareCommandManagedRuntime({
+        runner: made.runner,
+        spec: { remoteCwd: remote, timeoutMs: 30_000 },
+        adapterKey: "t",
+        workspaceLocalDir: local,
+        signal: controller.signal,
+      }),
+    ).rejects.toMatchObject({ name: "AbortError", code: "ABORT_ERR" });
     expect(slices).toBeLessThan(4);
     expect(readdirSync(tmp)).toEqual([]);
     const leftovers = [];
@@ -274,7 +420,13 @@ describe("signal (our addition)", () => {
     const local = workspace({ gitBacked: true });
     const remote = fresh("remote");
     const controller = new AbortController();
-    const prepared = await prepareCommandManagedRuntime({ runner: spawnRunner().runner, spec: { remoteCwd: remote, timeoutMs: 30_000 }, adapterKey: "t", workspaceLocalDir: local, signal: controller.signal });
+    const prepared = await prepareCommandManagedRuntime({
+      runner: spawnRunner().runner,
+      spec: { remoteCwd: remote, timeoutMs: 30_000 },
+      adapterKey: "t",
+      workspaceLocalDir: local,
+      signal: controller.signal,
+    });
     writeFileSync(path.join(remote, "agent.txt"), "agent work\n");
     controller.abort();
     const beforeGit = gitState(local);

@@ -35,9 +35,27 @@ const gitEnv = {
   GIT_CONFIG_NOSYSTEM: "1",
 };
 function git(dir, args) {
-  return execFileSync("git", ["-C", dir, "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main", "-c", "protocol.file.allow=always", ...args], {
-    env: gitEnv, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"],
-  });
+  return execFileSync(
+    "git",
+    [
+      "-C",
+      dir,
+      "-c",
+      "user.name=t",
+      "-c",
+      "user.email=t@t",
+      "-c",
+      "init.defaultBranch=main",
+      "-c",
+      "protocol.file.allow=always",
+      ...args,
+    ],
+    {
+      env: gitEnv,
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
 }
 
 const NAMES = ["a.txt", "B.md", "ünïcode-名.txt", "with space.txt", "x.sh", "é", "data.json", "Zeta"];
@@ -51,7 +69,8 @@ function writeTree(rng, root, depth = 0) {
     if (roll < 0.2 && depth < 2) writeTree(rng, full, depth + 1);
     // A link climbing out of the workspace is refused by our restore (the sandbox is
     // untrusted; upstream's `tar -xf` takes it): only nested links climb, and stay inside.
-    else if (roll < 0.3) symlinkSync(rng.pick(depth > 0 ? ["a.txt", "../B.md", "missing/target"] : ["a.txt", "missing/target"]), full);
+    else if (roll < 0.3)
+      symlinkSync(rng.pick(depth > 0 ? ["a.txt", "../B.md", "missing/target"] : ["a.txt", "missing/target"]), full);
     else {
       writeFileSync(full, `${name} ${rng.int(1e9)}\n`.repeat(1 + rng.int(50)));
       chmodSync(full, rng.pick([0o644, 0o755, 0o600]));
@@ -120,7 +139,10 @@ const collapse = (lines) => [...new Set(lines)].sort();
 
 async function runSide(impl, { mode, workspace, assetDir, projectDir }) {
   const remote = fresh("remote");
-  const made = mode === "native" ? nativeSyncRunner() : spawnRunner({ singleStream: mode === "single-stream", duplex: mode === "duplex" && impl === ours });
+  const made =
+    mode === "native"
+      ? nativeSyncRunner()
+      : spawnRunner({ singleStream: mode === "single-stream", duplex: mode === "duplex" && impl === ours });
   const progress = [];
   const statuses = [];
   const restoredAsset = [];
@@ -129,19 +151,25 @@ async function runSide(impl, { mode, workspace, assetDir, projectDir }) {
     spec: { remoteCwd: remote, timeoutMs: 60_000 },
     adapterKey: "diff",
     workspaceLocalDir: workspace,
-    assets: [{
-      key: "cfg",
-      localDir: assetDir,
-      restore: async ({ assetDir: remoteAssetDir, readFile }) => {
-        restoredAsset.push((await readFile(path.posix.join(remoteAssetDir, "config.json"))).toString("utf8"));
+    assets: [
+      {
+        key: "cfg",
+        localDir: assetDir,
+        restore: async ({ assetDir: remoteAssetDir, readFile }) => {
+          restoredAsset.push((await readFile(path.posix.join(remoteAssetDir, "config.json"))).toString("utf8"));
+        },
       },
-    }],
+    ],
     additionalSources: [
       { projectId: "p1", localPath: projectDir, ignoreResolution: { kind: "other" } },
       { projectId: "bad/id", localPath: projectDir, ignoreResolution: { kind: "other" } },
     ],
-    onProgress: (line) => { progress.push(line); },
-    onRuntimeProgress: (update) => { statuses.push(`${update.phase}: ${update.message}`); },
+    onProgress: (line) => {
+      progress.push(line);
+    },
+    onRuntimeProgress: (update) => {
+      statuses.push(`${update.phase}: ${update.message}`);
+    },
   });
   return { prepared, remote, progress, statuses, restoredAsset, calls: made.calls };
 }
@@ -168,7 +196,10 @@ describe("prepareCommandManagedRuntime + restoreWorkspace against upstream", () 
           cpSync(base, copies.upstream, { recursive: true, verbatimSymlinks: true });
           cpSync(base, copies.ours, { recursive: true, verbatimSymlinks: true });
           const sides = {};
-          for (const [name, impl] of [["upstream", upstream], ["ours", ours]]) {
+          for (const [name, impl] of [
+            ["upstream", upstream],
+            ["ours", ours],
+          ]) {
             sides[name] = await runSide(impl, { mode, workspace: copies[name], assetDir, projectDir });
           }
           const up = sides.upstream;
@@ -179,16 +210,24 @@ describe("prepareCommandManagedRuntime + restoreWorkspace against upstream", () 
           if (kind.gitBacked) {
             expect(gitState(me.remote)).toEqual(gitState(up.remote));
             expect(gitState(me.remote).shallow).not.toBeNull();
-            expect(gitState(path.join(me.remote, ".paperclip-repositories", "proj"))).toEqual(gitState(path.join(up.remote, ".paperclip-repositories", "proj")));
+            expect(gitState(path.join(me.remote, ".paperclip-repositories", "proj"))).toEqual(
+              gitState(path.join(up.remote, ".paperclip-repositories", "proj")),
+            );
           }
           for (const side of [up, me]) agentWork(side.remote, kind);
           const restoreLines = { upstream: [], ours: [] };
-          await up.prepared.restoreWorkspace((line) => { restoreLines.upstream.push(line); });
-          await me.prepared.restoreWorkspace((line) => { restoreLines.ours.push(line); });
+          await up.prepared.restoreWorkspace((line) => {
+            restoreLines.upstream.push(line);
+          });
+          await me.prepared.restoreWorkspace((line) => {
+            restoreLines.ours.push(line);
+          });
           expect(tree(copies.ours)).toEqual(tree(copies.upstream));
           if (kind.gitBacked) {
             expect(gitState(copies.ours)).toEqual(gitState(copies.upstream));
-            expect(gitState(path.join(copies.ours, ".paperclip-repositories", "proj"))).toEqual(gitState(path.join(copies.upstream, ".paperclip-repositories", "proj")));
+            expect(gitState(path.join(copies.ours, ".paperclip-repositories", "proj"))).toEqual(
+              gitState(path.join(copies.upstream, ".paperclip-repositories", "proj")),
+            );
           }
           expect(me.restoredAsset).toEqual(up.restoredAsset);
           expect(collapse(me.progress.map(normalize))).toEqual(collapse(up.progress.map(normalize)));

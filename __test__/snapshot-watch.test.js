@@ -6,8 +6,19 @@
 // the --import hook.
 import { spawnSync } from "node:child_process";
 import {
-  chmodSync, existsSync, linkSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync,
-  symlinkSync, utimesSync, writeFileSync,
+  chmodSync,
+  existsSync,
+  linkSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
 } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -60,7 +71,8 @@ function listTree(root) {
 
 function writeSubtree(rng, dir, depth) {
   mkdirSync(dir, { recursive: true });
-  for (let i = 0; i < 1 + rng.int(4); i += 1) writeFileSync(path.join(dir, name(rng)), `f${rng.next()}`.repeat(rng.int(50)));
+  for (let i = 0; i < 1 + rng.int(4); i += 1)
+    writeFileSync(path.join(dir, name(rng)), `f${rng.next()}`.repeat(rng.int(50)));
   // ".d" never ends a generated file name, so a subdirectory never collides with a file.
   if (depth > 0 && rng.chance(0.7)) writeSubtree(rng, path.join(dir, `${name(rng)}.d`), depth - 1);
 }
@@ -80,7 +92,21 @@ function randomChange(rng, root, outside, links) {
   const { dirs, files } = listTree(root);
   const dir = rng.pick(dirs);
   const real = files.filter((f) => !f.link);
-  const op = rng.pick(["create", "create", "delete", "rename", "renameDir", "replaceDir", "chmod", "touch", "moveIn", "mkdir", "symlink", "rewrite", "writeViaLink"]);
+  const op = rng.pick([
+    "create",
+    "create",
+    "delete",
+    "rename",
+    "renameDir",
+    "replaceDir",
+    "chmod",
+    "touch",
+    "moveIn",
+    "mkdir",
+    "symlink",
+    "rewrite",
+    "writeViaLink",
+  ]);
   const abs = (rel) => path.join(root, rel);
   try {
     switch (op) {
@@ -173,7 +199,14 @@ function randomChange(rng, root, outside, links) {
       }
     }
   } catch (error) {
-    if (error.code === "ENOENT" || error.code === "EEXIST" || error.code === "ENOTDIR" || error.code === "ENOTEMPTY" || error.code === "ELOOP") return `${op} failed (${error.code})`;
+    if (
+      error.code === "ENOENT" ||
+      error.code === "EEXIST" ||
+      error.code === "ENOTDIR" ||
+      error.code === "ENOTEMPTY" ||
+      error.code === "ELOOP"
+    )
+      return `${op} failed (${error.code})`;
     throw error;
   }
 }
@@ -199,7 +232,9 @@ describe(`watched snapshots (DIFF_SEED=${SEED})`, () => {
     writeSubtree(rng, path.join(root, "node_modules", "pkg"), 1);
     const exclude = rng.pick([[], ["node_modules", "*/node_modules"], ["*.log", "node_modules"], ["a*"]]);
     const links = [];
-    for (const f of listTree(root).files.filter((f) => !f.link).slice(0, 6)) {
+    for (const f of listTree(root)
+      .files.filter((f) => !f.link)
+      .slice(0, 6)) {
       const other = path.join(outside, `link-${links.length}`);
       linkSync(path.join(root, f.rel), other);
       links.push(other);
@@ -307,9 +342,14 @@ describe(`watched snapshots (DIFF_SEED=${SEED})`, () => {
     mkdirSync(path.join(root, "d"), { recursive: true });
     writeFileSync(path.join(root, "d", "f"), "x");
     const watcher = createSnapshotWatcher(root);
-    await expect(watcher.capture({ signal: AbortSignal.abort() })).rejects.toMatchObject({ name: "AbortError", code: "ABORT_ERR" });
+    await expect(watcher.capture({ signal: AbortSignal.abort() })).rejects.toMatchObject({
+      name: "AbortError",
+      code: "ABORT_ERR",
+    });
     await expectSameAsCold(await watcher.capture(), root, [], "after abort");
-    expect(() => createSnapshotWatcher(root, { exlude: [] })).toThrow(expect.objectContaining({ code: "ERR_PAPERCLIP_NATIVE_INVALID_ARGUMENT" }));
+    expect(() => createSnapshotWatcher(root, { exlude: [] })).toThrow(
+      expect.objectContaining({ code: "ERR_PAPERCLIP_NATIVE_INVALID_ARGUMENT" }),
+    );
     watcher.close();
     watcher.close();
     expect(watcher.stats()).toMatchObject({ closed: true, watches: 0, watching: false });
@@ -356,7 +396,11 @@ describe(`watched snapshots (DIFF_SEED=${SEED})`, () => {
       const after = { threads: threads(), fds: inotifyFds() };
       console.log(JSON.stringify({ before, during, after }));
     `;
-    const out = spawnSync(process.execPath, ["--input-type=module", "-e", script, root], { cwd: packageRoot, encoding: "utf8", timeout: 120_000 });
+    const out = spawnSync(process.execPath, ["--input-type=module", "-e", script, root], {
+      cwd: packageRoot,
+      encoding: "utf8",
+      timeout: 120_000,
+    });
     expect(out.status, out.stderr).toBe(0);
     const { before, during, after } = JSON.parse(out.stdout.trim().split("\n").pop());
     expect(during.fds).toBe(before.fds + 4);
@@ -375,7 +419,11 @@ describe(`watched snapshots (DIFF_SEED=${SEED})`, () => {
       await watcher.capture();
       console.log("captured", watcher.stats().watches > 0);
     `;
-    const out = spawnSync(process.execPath, ["--input-type=module", "-e", script, root], { cwd: packageRoot, encoding: "utf8", timeout: 120_000 });
+    const out = spawnSync(process.execPath, ["--input-type=module", "-e", script, root], {
+      cwd: packageRoot,
+      encoding: "utf8",
+      timeout: 120_000,
+    });
     expect(out.error).toBeUndefined();
     expect(out.status, out.stderr).toBe(0);
     expect(out.stdout.trim()).toBe(`captured ${linux}`);
@@ -398,9 +446,23 @@ describe(`watched snapshots (DIFF_SEED=${SEED})`, () => {
       console.log(JSON.stringify({ digests, pool: snapshotWatchPool() }));
     `;
     const run = (env) => {
-      const out = spawnSync(process.execPath, ["--import", "@paperclipai/adapter-utils-native/register", "--input-type=module", "-e", script, JSON.stringify(roots)], {
-        cwd: packageRoot, encoding: "utf8", timeout: 120_000, env: { ...process.env, ...env },
-      });
+      const out = spawnSync(
+        process.execPath,
+        [
+          "--import",
+          "@paperclipai/adapter-utils-native/register",
+          "--input-type=module",
+          "-e",
+          script,
+          JSON.stringify(roots),
+        ],
+        {
+          cwd: packageRoot,
+          encoding: "utf8",
+          timeout: 120_000,
+          env: { ...process.env, ...env },
+        },
+      );
       expect(out.status, out.stderr).toBe(0);
       return JSON.parse(out.stdout.trim().split("\n").pop());
     };
@@ -437,8 +499,10 @@ describe(`a capture the watcher accepted always resolves (DIFF_SEED=${SEED})`, (
     const roots = [0, 1, 2].map((i) => path.join(work, `evict-${i}`));
     roots.forEach((root, i) => writeSubtree(createRandom(SEED + 100 + i), root, 2));
     try {
-      const settled = await Promise.allSettled(roots.map((root) => ours.captureDirectorySnapshot(root, { watch: true })));
-      expect(settled.map((s) => s.status === "fulfilled" ? "ok" : s.reason?.code)).toEqual(["ok", "ok", "ok"]);
+      const settled = await Promise.allSettled(
+        roots.map((root) => ours.captureDirectorySnapshot(root, { watch: true })),
+      );
+      expect(settled.map((s) => (s.status === "fulfilled" ? "ok" : s.reason?.code))).toEqual(["ok", "ok", "ok"]);
       for (const [i, s] of settled.entries()) await expectSameAsCold(s.value, roots[i], [], `root ${i}`);
     } finally {
       closeSnapshotWatchPool();
@@ -464,7 +528,8 @@ describe(`a capture the watcher accepted always resolves (DIFF_SEED=${SEED})`, (
         for (let op = 0; op < 40; op += 1) {
           const i = rng.int(roots.length);
           const what = rng.pick(["pool", "pool", "direct", "closeDirect", "closePool"]);
-          if (what === "pool") pending.push([i, `pool ${op}`, ours.captureDirectorySnapshot(roots[i], { watch: true })]);
+          if (what === "pool")
+            pending.push([i, `pool ${op}`, ours.captureDirectorySnapshot(roots[i], { watch: true })]);
           else if (what === "direct") pending.push([i, `direct ${op}`, direct[i].capture()]);
           else if (what === "closeDirect") {
             direct[i].close();
@@ -474,7 +539,10 @@ describe(`a capture the watcher accepted always resolves (DIFF_SEED=${SEED})`, (
         }
         const settled = await Promise.allSettled(pending.map(([, , p]) => p));
         const where = `round ${round}`;
-        expect(settled.filter((s) => s.status === "rejected").map((s) => `${s.reason?.code}: ${s.reason?.message}`), where).toEqual([]);
+        expect(
+          settled.filter((s) => s.status === "rejected").map((s) => `${s.reason?.code}: ${s.reason?.message}`),
+          where,
+        ).toEqual([]);
         for (const [k, [i, label]] of pending.entries()) {
           const cold = await ours.captureDirectorySnapshot(roots[i], {});
           expect(ordered(settled[k].value), `${where}, ${label}, root ${i}`).toEqual(ordered(cold));
@@ -494,14 +562,25 @@ describe(`mounts under watched roots (DIFF_SEED=${SEED})`, () => {
   // Mounting needs root and a private mount namespace (`unshare -m`): the scenario runs in a
   // child process there. Elsewhere the test is skipped, and says why.
   const isRoot = process.getuid?.() === 0;
-  const probe = linux && isRoot ? spawnSync("unshare", ["-m", "--propagation", "private", "true"], { encoding: "utf8" }) : null;
-  const why = !linux ? "not Linux" : !isRoot ? "mounting needs root" : probe.error ? `unshare: ${probe.error.message}` : probe.status !== 0 ? `unshare -m failed: ${probe.stderr.trim()}` : null;
+  const probe =
+    linux && isRoot ? spawnSync("unshare", ["-m", "--propagation", "private", "true"], { encoding: "utf8" }) : null;
+  const why = !linux
+    ? "not Linux"
+    : !isRoot
+      ? "mounting needs root"
+      : probe.error
+        ? `unshare: ${probe.error.message}`
+        : probe.status !== 0
+          ? `unshare -m failed: ${probe.stderr.trim()}`
+          : null;
   if (why) console.log(`skipped the mount scenarios: ${why}`);
 
-  it.skipIf(why !== null)("tmpfs and bind mounts, writes through a bind's source, unmounts, between concurrent pooled and direct captures with random closes: every capture equals a cold one", () => {
-    const base = path.join(work, "mounts");
-    mkdirSync(base, { recursive: true });
-    const script = `
+  it.skipIf(why !== null)(
+    "tmpfs and bind mounts, writes through a bind's source, unmounts, between concurrent pooled and direct captures with random closes: every capture equals a cold one",
+    () => {
+      const base = path.join(work, "mounts");
+      mkdirSync(base, { recursive: true });
+      const script = `
       import { execFileSync } from "node:child_process";
       import { mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
       import path from "node:path";
@@ -591,13 +670,21 @@ describe(`mounts under watched roots (DIFF_SEED=${SEED})`, () => {
       while (mounted.length > 0) sh("umount", mounted.pop());
       console.log(JSON.stringify({ failures, ops, seen }));
     `;
-    const out = spawnSync("unshare", ["-m", "--propagation", "private", process.execPath, "--input-type=module", "-e", script, base, String(SEED)], {
-      cwd: packageRoot, encoding: "utf8", timeout: 240_000,
-    });
-    expect(out.status, out.stderr).toBe(0);
-    const { failures, ops, seen } = JSON.parse(out.stdout.trim().split("\n").pop());
-    expect(failures, JSON.stringify(ops)).toEqual([]);
-    expect(ops.filter((op) => op !== "noop").length).toBeGreaterThan(10);
-    expect(seen.mountChanges, "mount changes were seen and counted").toBeGreaterThan(0);
-  }, 300_000);
+      const out = spawnSync(
+        "unshare",
+        ["-m", "--propagation", "private", process.execPath, "--input-type=module", "-e", script, base, String(SEED)],
+        {
+          cwd: packageRoot,
+          encoding: "utf8",
+          timeout: 240_000,
+        },
+      );
+      expect(out.status, out.stderr).toBe(0);
+      const { failures, ops, seen } = JSON.parse(out.stdout.trim().split("\n").pop());
+      expect(failures, JSON.stringify(ops)).toEqual([]);
+      expect(ops.filter((op) => op !== "noop").length).toBeGreaterThan(10);
+      expect(seen.mountChanges, "mount changes were seen and counted").toBeGreaterThan(0);
+    },
+    300_000,
+  );
 });

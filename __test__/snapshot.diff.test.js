@@ -37,9 +37,11 @@ describe(`snapshot differential (DIFF_SEED=${SEED})`, () => {
         expect(ours.directorySnapshotSha256(mine), where).toBe(upstream.directorySnapshotSha256(theirs));
         expect(mine.entries.has("fifo") || mine.entries.has("sock")).toBe(false);
         for (const kind of ["other", "git"]) {
-          const resolution = kind === "git" ? { kind, ignoredPaths: exclude.filter((e) => !e.includes("*")) } : { kind };
-          expect(await oursRoot.referencedSourceContentSignature(root, resolution), `${where} ${kind}`)
-            .toBe(await upstreamExecute.referencedSourceContentSignature(root, resolution));
+          const resolution =
+            kind === "git" ? { kind, ignoredPaths: exclude.filter((e) => !e.includes("*")) } : { kind };
+          expect(await oursRoot.referencedSourceContentSignature(root, resolution), `${where} ${kind}`).toBe(
+            await upstreamExecute.referencedSourceContentSignature(root, resolution),
+          );
         }
       } finally {
         await tree.close();
@@ -50,9 +52,16 @@ describe(`snapshot differential (DIFF_SEED=${SEED})`, () => {
   it("gives the same order and digest as upstream under another locale (sv_SE)", () => {
     const root = path.join(work, "locale");
     mkdirSync(root);
-    for (const name of ["a", "z", "å", "ä", "ö", "A.txt", "a.txt", "a-b", "a.b", "é"]) writeFileSync(path.join(root, name), name);
+    for (const name of ["a", "z", "å", "ä", "ö", "A.txt", "a.txt", "a-b", "a.b", "é"])
+      writeFileSync(path.join(root, name), name);
     const script = path.join(here, "helpers", "locale-probe.mjs");
-    const run = (lang) => JSON.parse(execFileSync(process.execPath, [script, root], { env: { ...process.env, LANG: lang, LC_ALL: lang }, encoding: "utf8" }));
+    const run = (lang) =>
+      JSON.parse(
+        execFileSync(process.execPath, [script, root], {
+          env: { ...process.env, LANG: lang, LC_ALL: lang },
+          encoding: "utf8",
+        }),
+      );
     const sv = run("sv_SE.UTF-8");
     const en = run("C.UTF-8");
     expect(sv.ours).toEqual(sv.upstream);
@@ -63,10 +72,12 @@ describe(`snapshot differential (DIFF_SEED=${SEED})`, () => {
 
   it("content signature of a failed resolution reads nothing and leaks nothing", async () => {
     const resolution = { kind: "failed", reason: "git-ignore-scan-failed" };
-    expect(await oursRoot.referencedSourceContentSignature("/definitely/missing", resolution))
-      .toBe(await upstreamExecute.referencedSourceContentSignature("/definitely/missing", resolution));
-    expect(await oursRoot.referencedSourceContentSignature("/definitely/missing", { kind: "other" }))
-      .toBe(await upstreamExecute.referencedSourceContentSignature("/definitely/missing", { kind: "other" }));
+    expect(await oursRoot.referencedSourceContentSignature("/definitely/missing", resolution)).toBe(
+      await upstreamExecute.referencedSourceContentSignature("/definitely/missing", resolution),
+    );
+    expect(await oursRoot.referencedSourceContentSignature("/definitely/missing", { kind: "other" })).toBe(
+      await upstreamExecute.referencedSourceContentSignature("/definitely/missing", { kind: "other" }),
+    );
   });
 
   it("round-trips through serialize/parse and rejects what upstream rejects", async () => {
@@ -77,21 +88,41 @@ describe(`snapshot differential (DIFF_SEED=${SEED})`, () => {
     const json = JSON.parse(JSON.stringify(ours.serializeDirectorySnapshot(mine)));
     expect(ordered(ours.parseDirectorySnapshot(json))).toEqual(ordered(upstream.parseDirectorySnapshot(json)));
     const bad = [
-      null, 1, [], { version: 2, exclude: [], entries: [] }, { version: 1, exclude: [1], entries: [] },
+      null,
+      1,
+      [],
+      { version: 2, exclude: [], entries: [] },
+      { version: 1, exclude: [1], entries: [] },
       { version: 1, exclude: [], entries: [["../escape", { kind: "dir" }]] },
       { version: 1, exclude: [], entries: [["/abs", { kind: "dir" }]] },
       { version: 1, exclude: [], entries: [["C:\\x", { kind: "dir" }]] },
       { version: 1, exclude: [], entries: [["a\\..\\b", { kind: "dir" }]] },
-      { version: 1, exclude: [], entries: [["a", { kind: "dir" }], ["a", { kind: "dir" }]] },
+      {
+        version: 1,
+        exclude: [],
+        entries: [
+          ["a", { kind: "dir" }],
+          ["a", { kind: "dir" }],
+        ],
+      },
       { version: 1, exclude: [], entries: [["a", { kind: "file", mode: 1.5, hash: "0".repeat(64) }]] },
       { version: 1, exclude: [], entries: [["a", { kind: "file", mode: 1, hash: "A".repeat(64) }]] },
-      { version: 1, exclude: ["x", "x"], entries: [["a", { kind: "symlink", target: "t" }], ["", { kind: "dir" }]] },
+      {
+        version: 1,
+        exclude: ["x", "x"],
+        entries: [
+          ["a", { kind: "symlink", target: "t" }],
+          ["", { kind: "dir" }],
+        ],
+      },
       { version: 1, exclude: ["x", "x"], entries: [["a", { kind: "symlink", target: "t" }]] },
     ];
     for (const value of bad) {
       const mineParsed = ours.parseDirectorySnapshot(value);
       const theirsParsed = upstream.parseDirectorySnapshot(value);
-      expect(mineParsed === null ? null : ordered(mineParsed), JSON.stringify(value)).toEqual(theirsParsed === null ? null : ordered(theirsParsed));
+      expect(mineParsed === null ? null : ordered(mineParsed), JSON.stringify(value)).toEqual(
+        theirsParsed === null ? null : ordered(theirsParsed),
+      );
     }
     await tree.close();
   });
@@ -108,8 +139,9 @@ describe(`snapshot differential (DIFF_SEED=${SEED})`, () => {
     unlinkSync(path.join(root, "l"));
     mkdirSync(path.join(root, "l"));
     for (const [rel, entry] of [...baseline.entries, ["missing", { kind: "dir" }]]) {
-      expect(await ours.directoryEntryMatchesBaseline(root, rel, entry), rel)
-        .toBe(await upstream.directoryEntryMatchesBaseline(root, rel, entry));
+      expect(await ours.directoryEntryMatchesBaseline(root, rel, entry), rel).toBe(
+        await upstream.directoryEntryMatchesBaseline(root, rel, entry),
+      );
     }
   });
 });
@@ -117,7 +149,9 @@ describe(`snapshot differential (DIFF_SEED=${SEED})`, () => {
 describe("snapshot errors and options", () => {
   it("a missing root gives an empty snapshot, like upstream", async () => {
     const mine = await ours.captureDirectorySnapshot(path.join(work, "nope"), { exclude: ["a", "a"] });
-    expect(ordered(mine)).toEqual(ordered(await upstream.captureDirectorySnapshot(path.join(work, "nope"), { exclude: ["a", "a"] })));
+    expect(ordered(mine)).toEqual(
+      ordered(await upstream.captureDirectorySnapshot(path.join(work, "nope"), { exclude: ["a", "a"] })),
+    );
     expect(mine.exclude).toEqual(["a"]);
   });
 
@@ -133,11 +167,16 @@ describe("snapshot errors and options", () => {
       const asRoot = process.getuid?.() === 0;
       // Root reads everything, so the probe runs as `nobody` there.
       const out = execFileSync(process.execPath, [script, root], {
-        encoding: "utf8", ...(asRoot ? { uid: 65534, gid: 65534 } : {}), cwd: os.tmpdir(),
+        encoding: "utf8",
+        ...(asRoot ? { uid: 65534, gid: 65534 } : {}),
+        cwd: os.tmpdir(),
       });
       const result = JSON.parse(out);
       expect(result.dir.ours).toEqual(result.dir.upstream);
-      expect(result.dir.ours).toEqual([["closed", { kind: "dir" }], ["open", expect.any(Object)]]);
+      expect(result.dir.ours).toEqual([
+        ["closed", { kind: "dir" }],
+        ["open", expect.any(Object)],
+      ]);
       expect(result.file.ours).toEqual({ code: "EACCES", syscall: "open" });
       expect(result.file.upstream.code).toBe("EACCES");
     } finally {
@@ -153,7 +192,10 @@ describe("snapshot errors and options", () => {
     let sawEnoent = false;
     for (let attempt = 0; attempt < 20 && !sawEnoent; attempt += 1) {
       for (const n of names) writeFileSync(path.join(root, n), n);
-      const capture = ours.captureDirectorySnapshot(root).then(() => null, (error) => error);
+      const capture = ours.captureDirectorySnapshot(root).then(
+        () => null,
+        (error) => error,
+      );
       for (const n of names.slice().reverse()) rmSync(path.join(root, n), { force: true });
       const error = await capture;
       if (error) {
@@ -167,7 +209,10 @@ describe("snapshot errors and options", () => {
   it("an AbortSignal stops the capture with an AbortError", async () => {
     const controller = new AbortController();
     controller.abort(new Error("stop"));
-    await expect(ours.captureDirectorySnapshot(work, { signal: controller.signal })).rejects.toMatchObject({ name: "AbortError", code: "ABORT_ERR" });
+    await expect(ours.captureDirectorySnapshot(work, { signal: controller.signal })).rejects.toMatchObject({
+      name: "AbortError",
+      code: "ABORT_ERR",
+    });
     const root = path.join(work, "abort");
     mkdirSync(root);
     for (let i = 0; i < 2000; i += 1) writeFileSync(path.join(root, `f${i}`), Buffer.alloc(16 * 1024, i));

@@ -24,7 +24,10 @@ let server;
 let work;
 
 function git(dir, ...args) {
-  return execFileSync("git", ["-C", dir, "-c", "user.name=Test", "-c", "user.email=test@example.com", ...args], { env: { ...process.env, ...PINNED }, encoding: "utf8" });
+  return execFileSync("git", ["-C", dir, "-c", "user.name=Test", "-c", "user.email=test@example.com", ...args], {
+    env: { ...process.env, ...PINNED },
+    encoding: "utf8",
+  });
 }
 
 /** A git workspace of generated files (seeded), committed, with uncommitted edits on top. */
@@ -63,7 +66,8 @@ function runProbe(workspace, runId, activated) {
 }
 
 beforeAll(async () => {
-  if (process.getuid?.() === 0) throw new Error("run the SSH suites as an unprivileged user (see scripts/test.sh), not as root");
+  if (process.getuid?.() === 0)
+    throw new Error("run the SSH suites as an unprivileged user (see scripts/test.sh), not as root");
   work = mkdtempSync(path.join(os.tmpdir(), "pc-ssh-activation-test-"));
   server = await startSshd(path.join(work, "sshd"));
 }, 30_000);

@@ -38,8 +38,18 @@ function cli(...args) {
 }
 
 const sshArgs = (remoteDir, knownHosts = knownHostsFile) => [
-  "--host", "127.0.0.1", "--port", String(server.port), "--user", server.config.username,
-  "--key", keyFile, "--known-hosts", knownHosts, "--remote-dir", remoteDir,
+  "--host",
+  "127.0.0.1",
+  "--port",
+  String(server.port),
+  "--user",
+  server.config.username,
+  "--key",
+  keyFile,
+  "--known-hosts",
+  knownHosts,
+  "--remote-dir",
+  remoteDir,
 ];
 
 describe("paperclip-sync push/pull", () => {
@@ -76,7 +86,9 @@ describe("paperclip-sync push/pull", () => {
     const remoteDir = path.join(server.workspace, "cli-refused");
     const run = cli("push", local, ...sshArgs(remoteDir, wrong));
     expect(run.code).toBe(1);
-    expect(run.stderr.trim().split("\n").at(-1)).toMatch(/^paperclip-sync: ERR_PAPERCLIP_NATIVE_SSH_HOST_KEY_(UNKNOWN|CHANGED): /);
+    expect(run.stderr.trim().split("\n").at(-1)).toMatch(
+      /^paperclip-sync: ERR_PAPERCLIP_NATIVE_SSH_HOST_KEY_(UNKNOWN|CHANGED): /,
+    );
     expect(spawnSync("test", ["-e", remoteDir]).status).not.toBe(0);
   }, 60_000);
 

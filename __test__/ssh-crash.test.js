@@ -23,7 +23,8 @@ let server;
 let work;
 
 beforeAll(async () => {
-  if (process.getuid?.() === 0) throw new Error("run the SSH suites as an unprivileged user (see scripts/test.sh), not as root");
+  if (process.getuid?.() === 0)
+    throw new Error("run the SSH suites as an unprivileged user (see scripts/test.sh), not as root");
   work = mkdtempSync(path.join(os.tmpdir(), "pc-ssh-crash-"));
   server = await startSshd(path.join(work, "sshd"));
 }, 60_000);
@@ -36,8 +37,6 @@ const oldContent = (i, j) => `old ${i}/${j}\n`.repeat(40);
 const newContent = (i, j) => `new ${i}/${j}\n`.repeat(50);
 
 const writeFiles = (root, content) => writeTree(root, content, { dirs: DIRS, perDir: PER_DIR });
-
-
 
 describe(`SSH pull under kill -9 (seed ${seed})`, () => {
   it("leaves every file old, new or absent, and the next pull completes to the remote tree", async () => {
@@ -65,11 +64,16 @@ describe(`SSH pull under kill -9 (seed ${seed})`, () => {
         for (let j = 0; j < PER_DIR; j += 1) {
           const file = path.join(localDir, `d${i}`, `f${j}`);
           if (!existsSync(file)) continue; // cleared, not yet moved in: the next pull completes it
-          expect([oldContent(i, j), newContent(i, j)], `${where}: d${i}/f${j} torn`).toContain(readFileSync(file, "utf8"));
+          expect([oldContent(i, j), newContent(i, j)], `${where}: d${i}/f${j} torn`).toContain(
+            readFileSync(file, "utf8"),
+          );
         }
       }
       const snapshot = await captureDirectorySnapshot(localDir, { exclude: [] });
-      expect([...snapshot.entries.keys()].filter((rel) => rel.split("/").some((part) => STAGING.test(part))), where).toEqual([]);
+      expect(
+        [...snapshot.entries.keys()].filter((rel) => rel.split("/").some((part) => STAGING.test(part))),
+        where,
+      ).toEqual([]);
 
       await syncDirectoryFromSsh({ spec: server.spec, remoteDir, localDir });
       expect(stagingLeft(localDir), where).toEqual([]);
@@ -90,13 +94,25 @@ describe("SSH pull with limits", () => {
     mkdirSync(localDir, { recursive: true });
     writeFileSync(path.join(localDir, "keep.txt"), "keep\n");
     const before = treeState(localDir);
-    for (const [limits, limit] of [[{ maxEntries: 100 }, "maxEntries"], [{ maxFileBytes: 1 << 20 }, "maxFileBytes"], [{ maxBytes: 1 << 20 }, "maxBytes"]]) {
-      const error = await syncDirectoryFromSsh({ spec: server.spec, remoteDir, localDir, limits }).then(() => null, (e) => e);
+    for (const [limits, limit] of [
+      [{ maxEntries: 100 }, "maxEntries"],
+      [{ maxFileBytes: 1 << 20 }, "maxFileBytes"],
+      [{ maxBytes: 1 << 20 }, "maxBytes"],
+    ]) {
+      const error = await syncDirectoryFromSsh({ spec: server.spec, remoteDir, localDir, limits }).then(
+        () => null,
+        (e) => e,
+      );
       expect(error?.code, limit).toBe("ERR_PAPERCLIP_NATIVE_ARCHIVE_LIMIT_EXCEEDED");
       expect(error.limit).toBe(limit);
       expect(treeState(localDir)).toEqual(before);
     }
-    await syncDirectoryFromSsh({ spec: server.spec, remoteDir, localDir, limits: { maxEntries: 400, maxFileBytes: 2 << 20 } });
+    await syncDirectoryFromSsh({
+      spec: server.spec,
+      remoteDir,
+      localDir,
+      limits: { maxEntries: 400, maxFileBytes: 2 << 20 },
+    });
     expect(treeState(localDir)).toEqual(treeState(remoteDir));
   }, 120_000);
 });

@@ -7,10 +7,28 @@ import { planDelta } from "../lib/ssh-delta.js";
 
 const NS = 1_000_000_000n;
 const local = (member, kind, { size = 0, mode = 0o644, mtime = 100, ctime = 200, ino = 1, link = null } = {}) => ({
-  member, kind, size, mode, mtimeNs: String(BigInt(mtime) * NS), ctimeNs: String(BigInt(ctime) * NS), ino: String(ino), dev: "9", link,
+  member,
+  kind,
+  size,
+  mode,
+  mtimeNs: String(BigInt(mtime) * NS),
+  ctimeNs: String(BigInt(ctime) * NS),
+  ino: String(ino),
+  dev: "9",
+  link,
 });
-const remote = (kind, { size = 0, mode = 0o644, mtime = 100, ctime = "300.0000000000", ino = "7", link = "" } = {}) => ({
-  kind, size, mtime: `${mtime}.0000000000`, mtimeS: mtime, ctime, ino, mode, link,
+const remote = (
+  kind,
+  { size = 0, mode = 0o644, mtime = 100, ctime = "300.0000000000", ino = "7", link = "" } = {},
+) => ({
+  kind,
+  size,
+  mtime: `${mtime}.0000000000`,
+  mtimeS: mtime,
+  ctime,
+  ino,
+  mode,
+  link,
 });
 const header = { umask: 0o022, uid: 1000 };
 /** The manifest row of a file sent as `l` that became `r` remotely. */
@@ -23,7 +41,14 @@ describe("planDelta", () => {
     const edited = local("src/edited.ts", "f", { size: 5, ctime: 999 });
     const editedRemote = remote("f", { size: 5 });
     const touchedRemote = local("src/touched.ts", "f", { size: 5 });
-    const locals = [local("src", "d", { mode: 0o755 }), same, edited, touchedRemote, local("new.txt", "f", { size: 1 }), local("link", "l", { link: "src" })];
+    const locals = [
+      local("src", "d", { mode: 0o755 }),
+      same,
+      edited,
+      touchedRemote,
+      local("new.txt", "f", { size: 1 }),
+      local("link", "l", { link: "src" }),
+    ];
     const listing = new Map([
       ["src", remote("d", { mode: 0o755 })],
       ["src/same.ts", sameRemote],
@@ -35,11 +60,13 @@ describe("planDelta", () => {
       ["extra/inside.txt", remote("f", { size: 3 })],
       ["src/gone.ts", remote("f", { size: 3 })],
     ]);
-    const manifest = { files: {
-      "src/same.ts": row(same, sameRemote),
-      "src/edited.ts": row(local("src/edited.ts", "f", { size: 5 }), editedRemote),
-      "src/touched.ts": row(touchedRemote, remote("f", { size: 5 })),
-    } };
+    const manifest = {
+      files: {
+        "src/same.ts": row(same, sameRemote),
+        "src/edited.ts": row(local("src/edited.ts", "f", { size: 5 }), editedRemote),
+        "src/touched.ts": row(touchedRemote, remote("f", { size: 5 })),
+      },
+    };
     const plan = planDelta(locals, listing, manifest, header);
     expect([...plan.send].sort()).toEqual(["link", "new.txt", "src", "src/edited.ts", "src/touched.ts"]);
     // `extra/inside.txt` goes with `extra`; `src/gone.ts` on its own.
@@ -47,7 +74,11 @@ describe("planDelta", () => {
   });
 
   it("replaces an entry of another kind and restores a directory's mode and mtime", () => {
-    const locals = [local("a", "f", { size: 1 }), local("d", "d", { mode: 0o750, mtime: 100 }), local("e", "d", { mode: 0o755, mtime: 50 })];
+    const locals = [
+      local("a", "f", { size: 1 }),
+      local("d", "d", { mode: 0o750, mtime: 100 }),
+      local("e", "d", { mode: 0o755, mtime: 50 }),
+    ];
     const listing = new Map([
       ["a", remote("d", { mode: 0o755 })],
       ["a/x", remote("f")],

@@ -9,7 +9,20 @@
 // from the previous restored run's. Run as an unprivileged user (scripts/test.sh).
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import * as upstream from "@paperclipai/adapter-utils/ssh";
@@ -25,11 +38,15 @@ import { writeRandomTree } from "./helpers/trees.js";
 const seed = runSeed();
 let server;
 let work;
-const places = scratchPlaces(() => work, () => server.workspace);
+const places = scratchPlaces(
+  () => work,
+  () => server.workspace,
+);
 const savedHome = process.env.PAPERCLIP_HOME;
 
 beforeAll(async () => {
-  if (process.getuid?.() === 0) throw new Error("run the SSH suites as an unprivileged user (see scripts/test.sh), not as root");
+  if (process.getuid?.() === 0)
+    throw new Error("run the SSH suites as an unprivileged user (see scripts/test.sh), not as root");
   work = mkdtempSync(path.join(os.tmpdir(), "pc-ssh-delta-"));
   // The manifests live under the Paperclip home: a private one for this suite.
   process.env.PAPERCLIP_HOME = path.join(work, "home");
@@ -60,7 +77,9 @@ function remoteState(root) {
       else if (st.isDirectory()) {
         out[key] = `dir ${(st.mode & 0o7777).toString(8)} ${mtime}`;
         walk(key);
-      } else if (st.isFile()) out[key] = `file ${(st.mode & 0o7777).toString(8)} ${mtime} ${createHash("sha256").update(readFileSync(full)).digest("hex")}`;
+      } else if (st.isFile())
+        out[key] =
+          `file ${(st.mode & 0o7777).toString(8)} ${mtime} ${createHash("sha256").update(readFileSync(full)).digest("hex")}`;
       else out[key] = `other ${st.mode.toString(8)}`;
     }
   };
@@ -118,9 +137,14 @@ describe(`SSH delta uploads (seed ${seed})`, () => {
           const aside = path.join(work, `runtime-aside-${workspace}`);
           execFileSync("mv", [path.join(remoteDir, ".paperclip-runtime"), aside]);
           execFileSync("chmod", ["-R", "u+rwX", remoteDir]);
-          applied.push(...mutate(rng, remoteDir, REMOTE_OPS, 1 + rng.int(4), { avoid: ["excluded"], extra: [] }).map((n) => `remote-${n}`));
+          applied.push(
+            ...mutate(rng, remoteDir, REMOTE_OPS, 1 + rng.int(4), { avoid: ["excluded"], extra: [] }).map(
+              (n) => `remote-${n}`,
+            ),
+          );
           const files = inventory(remoteDir).files.filter((f) => !f.startsWith(".paperclip-runtime/"));
-          if (files.length > 0 && sameSizeSameMtime(remoteDir, rng.pick(files))) applied.push("remote-same-size-and-mtime");
+          if (files.length > 0 && sameSizeSameMtime(remoteDir, rng.pick(files)))
+            applied.push("remote-same-size-and-mtime");
           rmSync(path.join(remoteDir, ".paperclip-runtime"), { recursive: true, force: true });
           execFileSync("mv", [aside, path.join(remoteDir, ".paperclip-runtime")]);
         }
@@ -233,7 +257,8 @@ describe(`SSH delta uploads (seed ${seed})`, () => {
   it("starts a managed run's directory from the previous run's once that run was restored, and not before", async () => {
     const local = places.local("managed");
     mkdirSync(path.join(local, "src"));
-    for (let i = 0; i < 20; i += 1) writeFileSync(path.join(local, "src", `m${i}.ts`), `export const m${i} = ${i};\n`.repeat(20));
+    for (let i = 0; i < 20; i += 1)
+      writeFileSync(path.join(local, "src", `m${i}.ts`), `export const m${i} = ${i};\n`.repeat(20));
     const spec = { ...server.spec, remoteCwd: places.remote("managed-base") };
     const run = (runId) => prepareRemoteManagedRuntime({ spec, runId, adapterKey: "test", workspaceLocalDir: local });
     const first = await run("run-1");
@@ -256,7 +281,9 @@ describe(`SSH delta uploads (seed ${seed})`, () => {
     const ours = remoteState(third.workspaceRemoteDir);
     expect(ours).toEqual(theirs);
     // The previous run's `.paperclip-runtime` did not come along: a new run directory has none.
-    expect(existsSync(path.join(third.workspaceRemoteDir, ".paperclip-runtime"))).toBe(existsSync(path.join(fresh, ".paperclip-runtime")));
+    expect(existsSync(path.join(third.workspaceRemoteDir, ".paperclip-runtime"))).toBe(
+      existsSync(path.join(fresh, ".paperclip-runtime")),
+    );
     await third.restoreWorkspace();
   });
 });
@@ -293,12 +320,22 @@ describe(`SSH delta restores (seed ${seed})`, () => {
       }
       execFileSync("cp", ["-a", `${remoteDir}/.`, theirsRemote]);
       const before = sshDeltaStats().restore.delta;
-      const ours = await restoreWorkspaceFromSshExecution({ spec: server.spec, localDir: local, remoteDir, baselineSnapshot: baseline }).catch((e) => e);
+      const ours = await restoreWorkspaceFromSshExecution({
+        spec: server.spec,
+        localDir: local,
+        remoteDir,
+        baselineSnapshot: baseline,
+      }).catch((e) => e);
       expect(sshDeltaStats().restore.delta, `round ${round}`).toBe(before + 1);
       process.env.PAPERCLIP_NATIVE_SSH_DELTA = "0";
       let theirs;
       try {
-        theirs = await restoreWorkspaceFromSshExecution({ spec: server.spec, localDir: theirsLocal, remoteDir: theirsRemote, baselineSnapshot: baseline }).catch((e) => e);
+        theirs = await restoreWorkspaceFromSshExecution({
+          spec: server.spec,
+          localDir: theirsLocal,
+          remoteDir: theirsRemote,
+          baselineSnapshot: baseline,
+        }).catch((e) => e);
       } finally {
         delete process.env.PAPERCLIP_NATIVE_SSH_DELTA;
       }
@@ -310,7 +347,8 @@ describe(`SSH delta restores (seed ${seed})`, () => {
       expect(ours?.code, context).toBe(theirs?.code);
       // Entries the merge applied carry the time it applied them: kinds, modes, contents
       // and link targets are compared.
-      const timeless = (state) => Object.fromEntries(Object.entries(state).map(([k, v]) => [k, v.replace(/^(file \d+|dir \d+) \d+/, "$1")]));
+      const timeless = (state) =>
+        Object.fromEntries(Object.entries(state).map(([k, v]) => [k, v.replace(/^(file \d+|dir \d+) \d+/, "$1")]));
       expect(timeless(remoteState(local)), context).toEqual(timeless(remoteState(theirsLocal)));
     }
   });

@@ -19,10 +19,14 @@ import { scratchPlaces, startSshd } from "./helpers/sshd.js";
 const seed = runSeed();
 let server;
 let work;
-const places = scratchPlaces(() => work, () => server.workspace);
+const places = scratchPlaces(
+  () => work,
+  () => server.workspace,
+);
 
 beforeAll(async () => {
-  if (process.getuid?.() === 0) throw new Error("run the SSH suites as an unprivileged user (see scripts/test.sh), not as root");
+  if (process.getuid?.() === 0)
+    throw new Error("run the SSH suites as an unprivileged user (see scripts/test.sh), not as root");
   work = mkdtempSync(path.join(os.tmpdir(), "pc-ssh-progress-"));
   server = await startSshd(path.join(work, "sshd"));
 }, 30_000);
@@ -65,7 +69,13 @@ function writeTree(root, rng, budget) {
 
 async function linesOf(impl, localDir, label) {
   const lines = [];
-  await impl.syncDirectoryToSsh({ spec: server.spec, localDir, remoteDir: places.remote("push"), onProgress: (l) => lines.push(l), progressLabel: label });
+  await impl.syncDirectoryToSsh({
+    spec: server.spec,
+    localDir,
+    remoteDir: places.remote("push"),
+    onProgress: (l) => lines.push(l),
+    progressLabel: label,
+  });
   return lines;
 }
 
@@ -84,7 +94,8 @@ describe(`SSH upload progress against upstream's (seed ${seed})`, () => {
 
   it("shows upstream's total on every line of a longer stream, and its first and last lines", async () => {
     const dir = places.local("long");
-    for (let i = 0; i < 12; i += 1) writeFileSync(path.join(dir, `blob-${i}.bin`), Buffer.alloc(300_000 + i * 777, i + 1));
+    for (let i = 0; i < 12; i += 1)
+      writeFileSync(path.join(dir, `blob-${i}.bin`), Buffer.alloc(300_000 + i * 777, i + 1));
     mkdirSync(path.join(dir, "empty"));
     const theirs = await linesOf(upstream, dir, "workspace");
     const ours = await linesOf({ syncDirectoryToSsh }, dir, "workspace");

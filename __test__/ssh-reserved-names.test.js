@@ -24,10 +24,15 @@ const fresh = (label) => {
   mkdirSync(dir, { recursive: true });
   return dir;
 };
-const settle = (promise) => promise.then(() => null, (error) => error);
+const settle = (promise) =>
+  promise.then(
+    () => null,
+    (error) => error,
+  );
 
 beforeAll(async () => {
-  if (process.getuid?.() === 0) throw new Error("run the SSH suites as an unprivileged user (see scripts/test.sh), not as root");
+  if (process.getuid?.() === 0)
+    throw new Error("run the SSH suites as an unprivileged user (see scripts/test.sh), not as root");
   work = mkdtempSync(path.join(os.tmpdir(), "pc-ssh-reserved-"));
   server = await startSshd(path.join(work, "sshd"));
 }, 30_000);
@@ -47,7 +52,12 @@ describe("planted names on the SSH remote are refused", () => {
       const remoteDir = fresh("remote");
       writeFileSync(path.join(remoteDir, "remote.txt"), "remote\n");
       plant(remoteDir, entry);
-      expectRefused(await settle(syncDirectoryFromSsh({ spec: server.spec, remoteDir, localDir })), entry, "pull", localDir);
+      expectRefused(
+        await settle(syncDirectoryFromSsh({ spec: server.spec, remoteDir, localDir })),
+        entry,
+        "pull",
+        localDir,
+      );
       expect(treeState(localDir), entry.label).toEqual(before);
       rmSync(path.join(remoteDir, entry.top.split("/")[0]), { recursive: true, force: true });
       await syncDirectoryFromSsh({ spec: server.spec, remoteDir, localDir: fresh("next") });
@@ -67,13 +77,18 @@ describe("planted names on the SSH remote are refused", () => {
         writeFileSync(path.join(remoteDir, "a.txt"), "remote\n");
         plant(remoteDir, entry);
         const before = treeState(localDir);
-        const error = await settle(restoreWorkspaceFromSshExecution({ spec: server.spec, localDir, remoteDir, baselineSnapshot }));
+        const error = await settle(
+          restoreWorkspaceFromSshExecution({ spec: server.spec, localDir, remoteDir, baselineSnapshot }),
+        );
         expectRefused(error, entry, "restore", localDir);
         expect(treeState(localDir), entry.label).toEqual(before);
         rmSync(path.join(remoteDir, entry.top.split("/")[0]), { recursive: true, force: true });
         await restoreWorkspaceFromSshExecution({ spec: server.spec, localDir, remoteDir, baselineSnapshot });
         expect(readFileSync(path.join(localDir, "a.txt"), "utf8")).toBe("remote\n");
-        expect(readdirSync(localDir).filter((name) => name.startsWith(".paperclip-")), entry.label).toEqual([]);
+        expect(
+          readdirSync(localDir).filter((name) => name.startsWith(".paperclip-")),
+          entry.label,
+        ).toEqual([]);
       }
     }, 120_000);
   }

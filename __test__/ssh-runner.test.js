@@ -16,7 +16,8 @@ let server;
 let work;
 
 beforeAll(async () => {
-  if (process.getuid?.() === 0) throw new Error("run the SSH suites as an unprivileged user (see scripts/test.sh), not as root");
+  if (process.getuid?.() === 0)
+    throw new Error("run the SSH suites as an unprivileged user (see scripts/test.sh), not as root");
   work = mkdtempSync(path.join(os.tmpdir(), "pc-ssh-runner-"));
   server = await startSshd(path.join(work, "sshd"));
 }, 30_000);
@@ -61,7 +62,11 @@ describe("SSH drop-ins that upstream runs through its own runSshCommand", () => 
     const ours = createSshCommandManagedRuntimeRunner({ spec, maxBufferBytes: 4096 });
     const theirs = upstream.createSshCommandManagedRuntimeRunner({ spec, maxBufferBytes: 4096 });
     const cases = [
-      { command: "sh", args: ["-c", "echo out; echo err >&2; pwd; printf %s \"$GREETING\""], env: { GREETING: "it's me" } },
+      {
+        command: "sh",
+        args: ["-c", 'echo out; echo err >&2; pwd; printf %s "$GREETING"'],
+        env: { GREETING: "it's me" },
+      },
       { command: "printf", args: ["%s|", "a b", "c'd"], cwd: "/" },
       { command: "cat", args: [], stdin: "from stdin\n" },
       { command: "sh", args: ["-c", "echo failing >&2; exit 3"] },
@@ -71,7 +76,9 @@ describe("SSH drop-ins that upstream runs through its own runSshCommand", () => 
     const opened = sshPoolStats().opened;
     for (const input of cases) {
       const logs = { ours: [], theirs: [] };
-      const { value, children } = await withoutChildren(() => ours.execute({ ...input, onLog: (stream, text) => logs.ours.push([stream, text]) }));
+      const { value, children } = await withoutChildren(() =>
+        ours.execute({ ...input, onLog: (stream, text) => logs.ours.push([stream, text]) }),
+      );
       expect(children, JSON.stringify(input)).toBe(false);
       const expected = await theirs.execute({ ...input, onLog: (stream, text) => logs.theirs.push([stream, text]) });
       expect(strip(value), JSON.stringify(input)).toEqual(strip(expected));

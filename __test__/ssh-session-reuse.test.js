@@ -14,7 +14,12 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { closeIdleSshSessions, sshPoolStats } from "../lib/extras.js";
-import { prepareWorkspaceForSshExecution, restoreWorkspaceFromSshExecution, runSshCommand, syncDirectoryFromSsh } from "../lib/ssh.js";
+import {
+  prepareWorkspaceForSshExecution,
+  restoreWorkspaceFromSshExecution,
+  runSshCommand,
+  syncDirectoryFromSsh,
+} from "../lib/ssh.js";
 import { captureDirectorySnapshot } from "../lib/workspace-restore-merge.js";
 import { contentState } from "./helpers/git-state.js";
 import { createRandom, runSeed } from "./helpers/random.js";
@@ -28,7 +33,10 @@ const GIT_BASELINE_EXCLUDE = [".git", ".git/*", ".paperclip-runtime"];
 
 let server;
 let work;
-const places = scratchPlaces(() => work, () => server.workspace);
+const places = scratchPlaces(
+  () => work,
+  () => server.workspace,
+);
 
 function git(dir, args) {
   return execFileSync("git", ["-C", dir, "-c", "user.name=Test", "-c", "user.email=test@example.com", ...args], {
@@ -68,7 +76,9 @@ function gitWorkspace(name, rng) {
 
 /** Lines the accepted logins left in the server's log so far. */
 function acceptedLogins() {
-  return readFileSync(server.logPath, "utf8").split("\n").filter((line) => line.includes("Accepted publickey")).length;
+  return readFileSync(server.logPath, "utf8")
+    .split("\n")
+    .filter((line) => line.includes("Accepted publickey")).length;
 }
 
 /** What the pool and the server counted while `fn` ran. */
@@ -104,7 +114,9 @@ async function withReuse(value, fn) {
  */
 async function lifecycle(localDir, remoteDir, files) {
   const lines = [];
-  const onProgress = (line) => { lines.push(line); };
+  const onProgress = (line) => {
+    lines.push(line);
+  };
   const { gitBacked } = await prepareWorkspaceForSshExecution({ spec: server.spec, localDir, remoteDir, onProgress });
   const afterPrepare = { ...repoState(remoteDir), files: contentState(remoteDir, [".git", ".paperclip-runtime"]) };
   const baselineSnapshot = await captureDirectorySnapshot(localDir, { exclude: GIT_BASELINE_EXCLUDE });
@@ -116,8 +128,18 @@ async function lifecycle(localDir, remoteDir, files) {
     "printf 'new\\n' > agent-new.txt",
     `rm -f '${files[5]}'`,
   ].join(" && ");
-  await runSshCommand(server.config, agent, { env: { GIT_AUTHOR_DATE: PINNED_DATE, GIT_COMMITTER_DATE: PINNED_DATE }, timeoutMs: 30_000 });
-  await restoreWorkspaceFromSshExecution({ spec: server.spec, localDir, remoteDir, baselineSnapshot, restoreGitHistory: gitBacked, onProgress });
+  await runSshCommand(server.config, agent, {
+    env: { GIT_AUTHOR_DATE: PINNED_DATE, GIT_COMMITTER_DATE: PINNED_DATE },
+    timeoutMs: 30_000,
+  });
+  await restoreWorkspaceFromSshExecution({
+    spec: server.spec,
+    localDir,
+    remoteDir,
+    baselineSnapshot,
+    restoreGitHistory: gitBacked,
+    onProgress,
+  });
   return {
     gitBacked,
     afterPrepare,
@@ -136,7 +158,8 @@ function lastLines(lines) {
 }
 
 beforeAll(async () => {
-  if (process.getuid?.() === 0) throw new Error("run the SSH suites as an unprivileged user (see scripts/test.sh), not as root");
+  if (process.getuid?.() === 0)
+    throw new Error("run the SSH suites as an unprivileged user (see scripts/test.sh), not as root");
   work = mkdtempSync(path.join(os.tmpdir(), "pc-ssh-reuse-test-"));
   server = await startSshd(path.join(work, "sshd"));
 }, 30_000);
@@ -203,9 +226,15 @@ describe("SSH session reuse", () => {
     const tmpBefore = readdirSync(os.tmpdir()).filter((name) => name.startsWith("paperclip-ssh-sync-back-"));
     const seen = new Set();
     await restoreWorkspaceFromSshExecution({
-      spec: server.spec, localDir: dir, remoteDir, baselineSnapshot, restoreGitHistory: gitBacked,
+      spec: server.spec,
+      localDir: dir,
+      remoteDir,
+      baselineSnapshot,
+      restoreGitHistory: gitBacked,
       onProgress: (line) => {
-        if (line.includes("Restoring")) for (const name of readdirSync(dir)) if (name.startsWith(".paperclip-")) seen.add(name.replace(/-\d.*$/, "-…"));
+        if (line.includes("Restoring"))
+          for (const name of readdirSync(dir))
+            if (name.startsWith(".paperclip-")) seen.add(name.replace(/-\d.*$/, "-…"));
       },
     });
     expect([...seen]).toEqual([".paperclip-sandbox-restore-…"]);
@@ -216,7 +245,9 @@ describe("SSH session reuse", () => {
 
   it("concurrent callers get sessions of their own, kept for the next calls", async () => {
     closeIdleSshSessions();
-    const first = await counted(() => Promise.all([1, 2, 3].map((i) => runSshCommand(server.config, `sleep 1; echo ${i}`))));
+    const first = await counted(() =>
+      Promise.all([1, 2, 3].map((i) => runSshCommand(server.config, `sleep 1; echo ${i}`))),
+    );
     expect(first.value.map((r) => r.stdout.trim())).toEqual(["1", "2", "3"]);
     expect(first.delta).toMatchObject({ opened: 3, reused: 0, returned: 3 });
     expect(first.idle).toBe(3);
@@ -250,7 +281,12 @@ describe("SSH session reuse", () => {
     const aborted = await counted(async () => {
       const leased = () => sshPoolStats().opened + sshPoolStats().reused;
       const before = leased();
-      const pull = syncDirectoryFromSsh({ spec: server.spec, remoteDir: big, localDir: local, signal: controller.signal }).catch((e) => e);
+      const pull = syncDirectoryFromSsh({
+        spec: server.spec,
+        remoteDir: big,
+        localDir: local,
+        signal: controller.signal,
+      }).catch((e) => e);
       // Abort once the pull holds its session (and the remote tar is streaming).
       while (leased() === before) await new Promise((resolve) => setTimeout(resolve, 10));
       await new Promise((resolve) => setTimeout(resolve, 100));
@@ -304,29 +340,48 @@ describe("SSH session reuse", () => {
     ["no-git", true],
     // A remote directory that does not exist: both fail; the export's error is the one.
     ["missing", false],
-  ])("an overlapped restore fails as the sequential steps do when the history export fails (%s)", async (name, create) => {
-    const results = {};
-    for (const reuse of [undefined, "0"]) {
-      const remoteDir = places.remote(`${name}-${reuse ?? "on"}`);
-      if (create) {
-        mkdirSync(remoteDir, { recursive: true });
-        writeFileSync(path.join(remoteDir, "x.txt"), "x\n");
+  ])(
+    "an overlapped restore fails as the sequential steps do when the history export fails (%s)",
+    async (name, create) => {
+      const results = {};
+      for (const reuse of [undefined, "0"]) {
+        const remoteDir = places.remote(`${name}-${reuse ?? "on"}`);
+        if (create) {
+          mkdirSync(remoteDir, { recursive: true });
+          writeFileSync(path.join(remoteDir, "x.txt"), "x\n");
+        }
+        const localDir = places.local("no-git-local");
+        git(localDir, ["init", "-q", "-b", "main"]);
+        writeFileSync(path.join(localDir, "x.txt"), "x\n");
+        git(localDir, ["add", "-A"]);
+        git(localDir, ["commit", "-q", "-m", "one"]);
+        const baselineSnapshot = await captureDirectorySnapshot(localDir, { exclude: GIT_BASELINE_EXCLUDE });
+        const lines = [];
+        const error = await withReuse(reuse, () =>
+          restoreWorkspaceFromSshExecution({
+            spec: server.spec,
+            localDir,
+            remoteDir,
+            baselineSnapshot,
+            restoreGitHistory: true,
+            onProgress: (line) => {
+              lines.push(line);
+            },
+          }).catch((e) => e),
+        );
+        results[reuse ?? "on"] = {
+          message: error.message.split(remoteDir).join("<remote>"),
+          code: error.code,
+          lines,
+          files: contentState(localDir),
+          refs: git(localDir, ["for-each-ref"]),
+        };
       }
-      const localDir = places.local("no-git-local");
-      git(localDir, ["init", "-q", "-b", "main"]);
-      writeFileSync(path.join(localDir, "x.txt"), "x\n");
-      git(localDir, ["add", "-A"]);
-      git(localDir, ["commit", "-q", "-m", "one"]);
-      const baselineSnapshot = await captureDirectorySnapshot(localDir, { exclude: GIT_BASELINE_EXCLUDE });
-      const lines = [];
-      const error = await withReuse(reuse, () => restoreWorkspaceFromSshExecution({
-        spec: server.spec, localDir, remoteDir, baselineSnapshot, restoreGitHistory: true, onProgress: (line) => { lines.push(line); },
-      }).catch((e) => e));
-      results[reuse ?? "on"] = { message: error.message.split(remoteDir).join("<remote>"), code: error.code, lines, files: contentState(localDir), refs: git(localDir, ["for-each-ref"]) };
-    }
-    expect(results.on.message).toMatch(/not a git repository|fatal|No such file/);
-    expect(results.on).toEqual(results["0"]);
-    // Nothing of the tree pull was shown.
-    expect(results.on.lines.some((line) => line.includes("Restoring"))).toBe(false);
-  }, 60_000);
+      expect(results.on.message).toMatch(/not a git repository|fatal|No such file/);
+      expect(results.on).toEqual(results["0"]);
+      // Nothing of the tree pull was shown.
+      expect(results.on.lines.some((line) => line.includes("Restoring"))).toBe(false);
+    },
+    60_000,
+  );
 });

@@ -9,7 +9,18 @@
 // that leaves no temporary ref or bundle behind. Run as an unprivileged user in CI.
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import * as upstream from "@paperclipai/adapter-utils/ssh";
@@ -29,14 +40,25 @@ process.env.GIT_AUTHOR_DATE = PINNED_DATE;
 process.env.GIT_COMMITTER_DATE = PINNED_DATE;
 
 const impls = {
-  ours: { prepare: prepareWorkspaceForSshExecution, restore: restoreWorkspaceFromSshExecution, capture: captureDirectorySnapshot },
-  upstream: { prepare: upstream.prepareWorkspaceForSshExecution, restore: upstream.restoreWorkspaceFromSshExecution, capture: upstreamCapture },
+  ours: {
+    prepare: prepareWorkspaceForSshExecution,
+    restore: restoreWorkspaceFromSshExecution,
+    capture: captureDirectorySnapshot,
+  },
+  upstream: {
+    prepare: upstream.prepareWorkspaceForSshExecution,
+    restore: upstream.restoreWorkspaceFromSshExecution,
+    capture: upstreamCapture,
+  },
 };
 
 let server;
 let work;
 
-const places = scratchPlaces(() => work, () => server.workspace);
+const places = scratchPlaces(
+  () => work,
+  () => server.workspace,
+);
 const scratch = places.local;
 const remotePath = places.remote;
 
@@ -61,7 +83,11 @@ async function remote(script) {
 /** What a git repository says about itself: HEAD, branch, status, origin, commit graph. */
 function repoState(dir) {
   let origin = null;
-  try { origin = git(dir, ["remote", "get-url", "origin"]); } catch { /* none */ }
+  try {
+    origin = git(dir, ["remote", "get-url", "origin"]);
+  } catch {
+    /* none */
+  }
   return {
     head: git(dir, ["rev-parse", "HEAD"]),
     branch: git(dir, ["rev-parse", "--abbrev-ref", "HEAD"]),
@@ -125,7 +151,11 @@ async function childCommandsDuring(fn) {
       for (const pid of descendantsOf(process.pid)) {
         if (pid === server.pid || isUnder(pid, server.pid)) continue;
         if (seen.has(pid)) continue;
-        try { seen.set(pid, readFileSync(`/proc/${pid}/comm`, "utf8").trim()); } catch { /* gone */ }
+        try {
+          seen.set(pid, readFileSync(`/proc/${pid}/comm`, "utf8").trim());
+        } catch {
+          /* gone */
+        }
       }
       await new Promise((resolve) => setTimeout(resolve, 1));
     }
@@ -140,11 +170,14 @@ async function childCommandsDuring(fn) {
 }
 
 function leftoverTempDirs() {
-  return readdirSync(os.tmpdir()).filter((name) => name.startsWith("paperclip-ssh-bundle-") || name.startsWith("paperclip-ssh-sync-back-"));
+  return readdirSync(os.tmpdir()).filter(
+    (name) => name.startsWith("paperclip-ssh-bundle-") || name.startsWith("paperclip-ssh-sync-back-"),
+  );
 }
 
 beforeAll(async () => {
-  if (process.getuid?.() === 0) throw new Error("run the SSH suites as an unprivileged user (see scripts/test.sh), not as root");
+  if (process.getuid?.() === 0)
+    throw new Error("run the SSH suites as an unprivileged user (see scripts/test.sh), not as root");
   work = mkdtempSync(path.join(os.tmpdir(), "pc-ssh-workspace-test-"));
   server = await startSshd(path.join(work, "sshd"));
 }, 30_000);
@@ -161,7 +194,11 @@ describe("prepareWorkspaceForSshExecution / restoreWorkspaceFromSshExecution", (
     const remoteDir = { ours: remotePath("git-rt-ours"), upstream: remotePath("git-rt-upstream") };
     const prepared = {};
     for (const name of ["ours", "upstream"]) {
-      prepared[name] = await impls[name].prepare({ spec: server.spec, localDir: local[name], remoteDir: remoteDir[name] });
+      prepared[name] = await impls[name].prepare({
+        spec: server.spec,
+        localDir: local[name],
+        remoteDir: remoteDir[name],
+      });
     }
     expect(prepared.ours).toEqual({ gitBacked: true });
     expect(prepared.ours).toEqual(prepared.upstream);
@@ -178,7 +215,9 @@ describe("prepareWorkspaceForSshExecution / restoreWorkspaceFromSshExecution", (
 
     // The run commits, edits and adds on the remote.
     for (const name of ["ours", "upstream"]) {
-      await remote(`cd '${remoteDir[name]}' && git -c user.name=Remote -c user.email=r@example.com commit -qam "remote update" && printf 'remote dirty\\n' > tracked.txt && printf 'remote extra\\n' > remote-only.txt`);
+      await remote(
+        `cd '${remoteDir[name]}' && git -c user.name=Remote -c user.email=r@example.com commit -qam "remote update" && printf 'remote dirty\\n' > tracked.txt && printf 'remote extra\\n' > remote-only.txt`,
+      );
     }
     for (const name of ["ours", "upstream"]) {
       await impls[name].restore({ spec: server.spec, localDir: local[name], remoteDir: remoteDir[name] });
@@ -205,7 +244,9 @@ describe("prepareWorkspaceForSshExecution / restoreWorkspaceFromSshExecution", (
         baseline[name] = await impls[name].capture(local[name], { exclude: [".git", ".paperclip-runtime"] });
         // The run's remote work.
         const orphan = scenario === "graft" ? "git checkout -q --orphan fresh && " : "";
-        await remote(`cd '${remoteDir[name]}' && ${orphan}printf 'remote change\\n' > src/main.js && git add -A && git -c user.name=Remote -c user.email=r@example.com commit -qm "remote work"`);
+        await remote(
+          `cd '${remoteDir[name]}' && ${orphan}printf 'remote change\\n' > src/main.js && git add -A && git -c user.name=Remote -c user.email=r@example.com commit -qm "remote work"`,
+        );
         // Meanwhile, somebody commits locally.
         writeFileSync(path.join(local[name], "local-concurrent.txt"), "local\n");
         git(local[name], ["add", "local-concurrent.txt"]);
@@ -213,13 +254,20 @@ describe("prepareWorkspaceForSshExecution / restoreWorkspaceFromSshExecution", (
       }
       for (const name of ["ours", "upstream"]) {
         await impls[name].restore({
-          spec: server.spec, localDir: local[name], remoteDir: remoteDir[name], baselineSnapshot: baseline[name], restoreGitHistory: true,
+          spec: server.spec,
+          localDir: local[name],
+          remoteDir: remoteDir[name],
+          baselineSnapshot: baseline[name],
+          restoreGitHistory: true,
         });
       }
       const state = (name) => ({ ...repoState(local[name]), files: contentState(local[name]) });
       expect(state("ours"), scenario).toEqual(state("upstream"));
       const [top] = state("ours").log.split("\n");
-      const parents = top.split(" ").slice(1, 3).filter((part) => /^[0-9a-f]{40}$/.test(part));
+      const parents = top
+        .split(" ")
+        .slice(1, 3)
+        .filter((part) => /^[0-9a-f]{40}$/.test(part));
       if (scenario === "merge") {
         expect(top).toMatch(/ Paperclip SSH sync merge [0-9a-f]{12}$/);
         expect(parents).toHaveLength(2);
@@ -244,7 +292,9 @@ describe("prepareWorkspaceForSshExecution / restoreWorkspaceFromSshExecution", (
       mkdirSync(path.join(remoteDir[name], ".paperclip-runtime"), { recursive: true });
       writeFileSync(path.join(remoteDir[name], ".paperclip-runtime", "keep"), "runtime\n");
       writeFileSync(path.join(remoteDir[name], "stale.txt"), "stale\n");
-      expect(await impls[name].prepare({ spec: server.spec, localDir: local[name], remoteDir: remoteDir[name] })).toEqual({ gitBacked: false });
+      expect(
+        await impls[name].prepare({ spec: server.spec, localDir: local[name], remoteDir: remoteDir[name] }),
+      ).toEqual({ gitBacked: false });
     }
     expect(contentState(remoteDir.ours, [])).toEqual(contentState(remoteDir.upstream, []));
     expect(existsSync(path.join(remoteDir.ours, "stale.txt"))).toBe(false);
@@ -274,7 +324,12 @@ describe("prepareWorkspaceForSshExecution / restoreWorkspaceFromSshExecution", (
           await impls[name].prepare({ spec: server.spec, localDir: local[name], remoteDir: remoteDir[name] });
           const baselineSnapshot = await impls[name].capture(local[name], { exclude: [".git", ".paperclip-runtime"] });
           writeFileSync(path.join(remoteDir[name], "main.py"), "print(2)\n");
-          await impls[name].restore({ spec: server.spec, localDir: local[name], remoteDir: remoteDir[name], baselineSnapshot });
+          await impls[name].restore({
+            spec: server.spec,
+            localDir: local[name],
+            remoteDir: remoteDir[name],
+            baselineSnapshot,
+          });
         }
         expect(contentState(local.ours, []), `delta ${delta}`).toEqual(contentState(local.upstream, []));
         expect(readlinkSync(path.join(local.ours, ".venv", "bin", "python3"))).toBe("/usr/bin/python3");
@@ -293,7 +348,9 @@ describe("prepareWorkspaceForSshExecution / restoreWorkspaceFromSshExecution", (
     git(local, ["commit", "-q", "-m", "big"]);
     const remoteDir = remotePath("progress");
     const lines = [];
-    const onProgress = (line) => { lines.push(line.trimEnd()); };
+    const onProgress = (line) => {
+      lines.push(line.trimEnd());
+    };
     const commands = await childCommandsDuring(async () => {
       await prepareWorkspaceForSshExecution({ spec: server.spec, localDir: local, remoteDir, onProgress });
       await restoreWorkspaceFromSshExecution({ spec: server.spec, localDir: local, remoteDir, onProgress });
@@ -315,14 +372,20 @@ describe("prepareWorkspaceForSshExecution / restoreWorkspaceFromSshExecution", (
 
     // The control: the same sampler sees upstream's ssh children.
     const upstreamCommands = await childCommandsDuring(() =>
-      upstream.prepareWorkspaceForSshExecution({ spec: server.spec, localDir: local, remoteDir: remotePath("progress-upstream") }));
+      upstream.prepareWorkspaceForSshExecution({
+        spec: server.spec,
+        localDir: local,
+        remoteDir: remotePath("progress-upstream"),
+      }),
+    );
     expect(upstreamCommands.has("ssh")).toBe(true);
   });
 
   it("removes exactly the deleted tracked paths remotely (upstream trims them and can remove another file)", async () => {
     const local = scratch("deleted-names");
     git(local, ["init", "-q", "-b", "main"]);
-    for (const name of [" lead", "lead", "trail ", "trail", "tab\tname"]) writeFileSync(path.join(local, name), `${name}\n`);
+    for (const name of [" lead", "lead", "trail ", "trail", "tab\tname"])
+      writeFileSync(path.join(local, name), `${name}\n`);
     git(local, ["add", "-A"]);
     git(local, ["commit", "-q", "-m", "names"]);
     rmSync(path.join(local, " lead"));
@@ -339,10 +402,12 @@ describe("prepareWorkspaceForSshExecution / restoreWorkspaceFromSshExecution", (
     const otherKey = generateKey(path.join(scratch("other-key"), "key"));
     const spec = { ...server.spec, knownHosts: `[127.0.0.1]:${server.port} ${otherKey}\n` };
     const tempBefore = leftoverTempDirs();
-    await expect(prepareWorkspaceForSshExecution({ spec, localDir: local, remoteDir }))
-      .rejects.toMatchObject({ code: "ERR_PAPERCLIP_NATIVE_SSH_HOST_KEY_CHANGED" });
-    await expect(restoreWorkspaceFromSshExecution({ spec, localDir: local, remoteDir }))
-      .rejects.toMatchObject({ code: "ERR_PAPERCLIP_NATIVE_SSH_HOST_KEY_CHANGED" });
+    await expect(prepareWorkspaceForSshExecution({ spec, localDir: local, remoteDir })).rejects.toMatchObject({
+      code: "ERR_PAPERCLIP_NATIVE_SSH_HOST_KEY_CHANGED",
+    });
+    await expect(restoreWorkspaceFromSshExecution({ spec, localDir: local, remoteDir })).rejects.toMatchObject({
+      code: "ERR_PAPERCLIP_NATIVE_SSH_HOST_KEY_CHANGED",
+    });
     expect(existsSync(remoteDir)).toBe(false);
     expect(repoState(local)).toEqual(before);
     expect(leftoverTempDirs()).toEqual(tempBefore);
@@ -363,8 +428,15 @@ describe("prepareWorkspaceForSshExecution / restoreWorkspaceFromSshExecution", (
       if (line.includes("Importing git history")) controller.abort();
     };
     const remoteDir = remotePath("abort");
-    await expect(prepareWorkspaceForSshExecution({ spec: server.spec, localDir: local, remoteDir, onProgress, signal: controller.signal }))
-      .rejects.toMatchObject({ name: "AbortError" });
+    await expect(
+      prepareWorkspaceForSshExecution({
+        spec: server.spec,
+        localDir: local,
+        remoteDir,
+        onProgress,
+        signal: controller.signal,
+      }),
+    ).rejects.toMatchObject({ name: "AbortError" });
     expect(repoState(local)).toEqual(before);
     expect(leftoverTempDirs()).toEqual(tempBefore);
     // The remote got no commit and no file: its script saw a truncated bundle and stopped
@@ -372,20 +444,37 @@ describe("prepareWorkspaceForSshExecution / restoreWorkspaceFromSshExecution", (
     // the partial bundle. It does so on its own time after the channel closed: wait for it.
     // (Or, aborted early enough, the script never ran: then there is no remote directory.)
     const remoteFiles = () =>
-      (existsSync(remoteDir) ? Object.keys(contentState(remoteDir, [".git"])) : []).filter((name) => name !== ".paperclip-runtime");
+      (existsSync(remoteDir) ? Object.keys(contentState(remoteDir, [".git"])) : []).filter(
+        (name) => name !== ".paperclip-runtime",
+      );
     for (let waited = 0; remoteFiles().length > 0 && waited < 10_000; waited += 50) {
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
     expect(remoteFiles()).toEqual([]);
-    if (existsSync(path.join(remoteDir, ".git"))) expect(() => git(remoteDir, ["rev-parse", "--verify", "-q", "HEAD"])).toThrow();
+    if (existsSync(path.join(remoteDir, ".git")))
+      expect(() => git(remoteDir, ["rev-parse", "--verify", "-q", "HEAD"])).toThrow();
   });
 
   it("carries origin without credentials exactly as upstream's sanitizeGitRemoteUrl", () => {
     const urls = [
-      "https://user:pw@example.com/a/b.git", "https://example.com/a.git?x=1#y", "http://tok@host:8080/r",
-      "ssh://git:pw@host/r.git?q#f", "git://host/r", "git+ssh://git@host:22/r.git", "git@github.com:org/repo.git",
-      "github.com:org/repo", "/srv/git/repo.git", "file:///srv/repo", "", "   ", " https://h/r ", "ftp://h/r",
-      "user@host:path with space", "HTTPS://EXAMPLE.com/R", "https://h/p%20q", "ssh://[::1]/r",
+      "https://user:pw@example.com/a/b.git",
+      "https://example.com/a.git?x=1#y",
+      "http://tok@host:8080/r",
+      "ssh://git:pw@host/r.git?q#f",
+      "git://host/r",
+      "git+ssh://git@host:22/r.git",
+      "git@github.com:org/repo.git",
+      "github.com:org/repo",
+      "/srv/git/repo.git",
+      "file:///srv/repo",
+      "",
+      "   ",
+      " https://h/r ",
+      "ftp://h/r",
+      "user@host:path with space",
+      "HTTPS://EXAMPLE.com/R",
+      "https://h/p%20q",
+      "ssh://[::1]/r",
     ];
     for (const url of urls) expect(credentialFreeRemoteUrl(url), url).toBe(sanitizeGitRemoteUrl(url));
   });

@@ -3,7 +3,19 @@
 // round trips against GNU tar's `tar -cf - . | tar -xf -`, progress lines, refused host
 // keys, unwritable and unreadable remote directories, a server killed mid-transfer, aborts,
 // and no child process on the host. Run as an unprivileged user in CI (scripts/test.sh).
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, truncateSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  symlinkSync,
+  truncateSync,
+  writeFileSync,
+} from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import * as upstream from "@paperclipai/adapter-utils/ssh";
@@ -19,7 +31,10 @@ const seed = runSeed();
 let server;
 let work;
 
-const places = scratchPlaces(() => work, () => server.workspace);
+const places = scratchPlaces(
+  () => work,
+  () => server.workspace,
+);
 const scratch = places.local;
 const remotePath = places.remote;
 
@@ -36,7 +51,14 @@ function gnuCopy(dir, exclude, dest, { preserve = false } = {}) {
 function parse(line) {
   const raw = line.trimEnd();
   const percent = raw.match(/: (?:failed at )?(\d+)% \(([\d.]+)\/([\d.]+) MB\)$/);
-  if (percent) return { raw, percent: Number(percent[1]), doneMb: Number(percent[2]), totalMb: Number(percent[3]), failed: raw.includes("failed at") };
+  if (percent)
+    return {
+      raw,
+      percent: Number(percent[1]),
+      doneMb: Number(percent[2]),
+      totalMb: Number(percent[3]),
+      failed: raw.includes("failed at"),
+    };
   const mb = raw.match(/: (?:failed after )?([\d.]+) MB$/);
   return { raw, percent: null, doneMb: mb ? Number(mb[1]) : null, totalMb: null, failed: raw.includes("failed after") };
 }
@@ -76,13 +98,16 @@ let foreignStaging = new Set();
 
 /** The staging directories syncDirectoryFromSsh left in the temp dir (none, ever). */
 function stagingDirs() {
-  return readdirSync(os.tmpdir()).filter((name) => name.startsWith("paperclip-ssh-sync-back-") && !foreignStaging.has(name));
+  return readdirSync(os.tmpdir()).filter(
+    (name) => name.startsWith("paperclip-ssh-sync-back-") && !foreignStaging.has(name),
+  );
 }
 
 beforeAll(async () => {
   // sshd refuses root logins in upstream's fixture, and root ignores the permission traps
   // below: CI runs this suite as an unprivileged user (scripts/test.sh).
-  if (process.getuid?.() === 0) throw new Error("run the SSH suites as an unprivileged user (see scripts/test.sh), not as root");
+  if (process.getuid?.() === 0)
+    throw new Error("run the SSH suites as an unprivileged user (see scripts/test.sh), not as root");
   foreignStaging = new Set(stagingDirs());
   work = mkdtempSync(path.join(os.tmpdir(), "pc-ssh-test-"));
   server = await startSshd(path.join(work, "sshd"));
@@ -92,7 +117,10 @@ afterAll(async () => {
   await server?.stop();
   if (work) {
     // Undo the permission traps so the scratch tree can go.
-    for (const dir of [path.join(server?.workspace ?? "", "locked"), path.join(server?.workspace ?? "", "unreadable")]) {
+    for (const dir of [
+      path.join(server?.workspace ?? "", "locked"),
+      path.join(server?.workspace ?? "", "unreadable"),
+    ]) {
       if (existsSync(dir)) chmodSync(dir, 0o755);
     }
     rmSync(work, { recursive: true, force: true });
@@ -101,17 +129,25 @@ afterAll(async () => {
 
 describe(`runSshCommand (seed ${seed})`, () => {
   it("returns stdout and stderr, forwards stdin and env, as upstream does", async () => {
-    const ok = await runSshCommand(server.config, "printf 'out %s' \"$FOO\"; echo err >&2", { env: { FOO: "it's \"x\" $HOME" } });
-    expect(ok).toEqual({ stdout: "out it's \"x\" $HOME", stderr: "err\n" });
-    const theirs = await upstream.runSshCommand(server.config, "printf 'out %s' \"$FOO\"; echo err >&2", { env: { FOO: "it's \"x\" $HOME" } });
+    const ok = await runSshCommand(server.config, "printf 'out %s' \"$FOO\"; echo err >&2", {
+      env: { FOO: 'it\'s "x" $HOME' },
+    });
+    expect(ok).toEqual({ stdout: 'out it\'s "x" $HOME', stderr: "err\n" });
+    const theirs = await upstream.runSshCommand(server.config, "printf 'out %s' \"$FOO\"; echo err >&2", {
+      env: { FOO: 'it\'s "x" $HOME' },
+    });
     expect(ok).toEqual(theirs);
     const echoed = await runSshCommand(server.config, "cat; pwd", { stdin: "hello over ssh stdin\n" });
     expect(echoed.stdout).toBe(`hello over ssh stdin\n${os.homedir()}\n`);
   });
 
   it("fails like upstream on a non-zero exit", async () => {
-    const ours = await runSshCommand(server.config, "echo partial; echo 'went wrong' >&2; exit 3", { stdin: "" }).catch((e) => e);
-    const theirs = await upstream.runSshCommand(server.config, "echo partial; echo 'went wrong' >&2; exit 3", { stdin: "" }).catch((e) => e);
+    const ours = await runSshCommand(server.config, "echo partial; echo 'went wrong' >&2; exit 3", { stdin: "" }).catch(
+      (e) => e,
+    );
+    const theirs = await upstream
+      .runSshCommand(server.config, "echo partial; echo 'went wrong' >&2; exit 3", { stdin: "" })
+      .catch((e) => e);
     expect(ours).toBeInstanceOf(Error);
     expect(ours.message).toBe("went wrong");
     expect(ours.message).toBe(theirs.message);
@@ -124,11 +160,18 @@ describe(`runSshCommand (seed ${seed})`, () => {
   it("rejects the environment keys upstream rejects, before connecting", async () => {
     const nowhere = { ...server.config, port: 1 };
     for (const key of ["BAD KEY", "1ABC", "A-B", "", "É", "A=B"]) {
-      await expect(runSshCommand(nowhere, "true", { env: { [key]: "v" } })).rejects.toThrow(`Invalid SSH environment variable key: ${key}`);
-      await expect(upstream.runSshCommand(nowhere, "true", { env: { [key]: "v" } })).rejects.toThrow(`Invalid SSH environment variable key: ${key}`);
+      await expect(runSshCommand(nowhere, "true", { env: { [key]: "v" } })).rejects.toThrow(
+        `Invalid SSH environment variable key: ${key}`,
+      );
+      await expect(upstream.runSshCommand(nowhere, "true", { env: { [key]: "v" } })).rejects.toThrow(
+        `Invalid SSH environment variable key: ${key}`,
+      );
     }
     // Keys whose value is not a string are dropped, as upstream drops them.
-    await expect(runSshCommand(server.config, "echo ok", { env: { "BAD KEY": undefined } })).resolves.toEqual({ stdout: "ok\n", stderr: "" });
+    await expect(runSshCommand(server.config, "echo ok", { env: { "BAD KEY": undefined } })).resolves.toEqual({
+      stdout: "ok\n",
+      stderr: "",
+    });
   });
 
   it("bounds output (maxBuffer) and time (timeoutMs)", async () => {
@@ -156,8 +199,14 @@ describe(`runSshCommand (seed ${seed})`, () => {
     const local = scratch("never-local");
     writeFileSync(path.join(local, "f"), "x");
     const lines = [];
-    await expect(syncDirectoryToSsh({ spec: { ...changed, remoteCwd: server.workspace }, localDir: local, remoteDir, onProgress: (l) => lines.push(parse(l)) }))
-      .rejects.toMatchObject({ code: "ERR_PAPERCLIP_NATIVE_SSH_HOST_KEY_CHANGED" });
+    await expect(
+      syncDirectoryToSsh({
+        spec: { ...changed, remoteCwd: server.workspace },
+        localDir: local,
+        remoteDir,
+        onProgress: (l) => lines.push(parse(l)),
+      }),
+    ).rejects.toMatchObject({ code: "ERR_PAPERCLIP_NATIVE_SSH_HOST_KEY_CHANGED" });
     expect(existsSync(remoteDir)).toBe(false);
     expect(lines.at(-1)?.failed).toBe(true);
     const loose = { ...server.config, knownHosts: null, strictHostKeyChecking: false };
@@ -184,7 +233,8 @@ describe(`syncDirectoryToSsh / syncDirectoryFromSsh (seed ${seed})`, () => {
       const exclude = randomExcludes(rng);
       const remoteDir = remotePath("push");
       const children = await newChildrenDuring(() =>
-        syncDirectoryToSsh({ spec: server.spec, localDir: local, remoteDir, exclude, followSymlinks: false }));
+        syncDirectoryToSsh({ spec: server.spec, localDir: local, remoteDir, exclude, followSymlinks: false }),
+      );
       expect(children, "no child process on the host").toEqual([]);
       const expected = scratch("push-ref");
       gnuCopy(local, exclude, expected);
@@ -194,7 +244,7 @@ describe(`syncDirectoryToSsh / syncDirectoryFromSsh (seed ${seed})`, () => {
 
   it("follows symlinks when asked (tar -h)", async () => {
     const source = scratch("follow-target");
-    writeFileSync(path.join(source, "auth.json"), "{\"token\":\"secret\"}\n");
+    writeFileSync(path.join(source, "auth.json"), '{"token":"secret"}\n');
     const local = scratch("follow-src");
     symlinkSync(path.join(source, "auth.json"), path.join(local, "auth.json"));
     const remoteDir = remotePath("follow");
@@ -215,7 +265,14 @@ describe(`syncDirectoryToSsh / syncDirectoryFromSsh (seed ${seed})`, () => {
       mkdirSync(path.join(local, ".git"));
       writeFileSync(path.join(local, ".git", "HEAD"), "kept");
       const children = await newChildrenDuring(() =>
-        syncDirectoryFromSsh({ spec: server.spec, remoteDir, localDir: local, exclude: [...exclude, ".git"], preserveLocalEntries: [".git"] }));
+        syncDirectoryFromSsh({
+          spec: server.spec,
+          remoteDir,
+          localDir: local,
+          exclude: [...exclude, ".git"],
+          preserveLocalEntries: [".git"],
+        }),
+      );
       expect(children, "no child process on the host").toEqual([]);
       const expected = scratch("pull-ref");
       gnuCopy(remoteDir, [...exclude, ".git"], expected, { preserve: true });
@@ -258,9 +315,16 @@ describe(`syncDirectoryToSsh / syncDirectoryFromSsh (seed ${seed})`, () => {
 
   it("reports upload progress against upstream's total (the files' sizes): monotonic, under 100% until done, then 100%", async () => {
     const local = scratch("progress-src");
-    for (let i = 0; i < 6; i += 1) writeFileSync(path.join(local, `blob-${i}.bin`), Buffer.alloc(1024 * 1024 + i, i + 1));
+    for (let i = 0; i < 6; i += 1)
+      writeFileSync(path.join(local, `blob-${i}.bin`), Buffer.alloc(1024 * 1024 + i, i + 1));
     const lines = [];
-    await syncDirectoryToSsh({ spec: server.spec, localDir: local, remoteDir: remotePath("progress"), onProgress: (l) => lines.push(parse(l)), progressLabel: "workspace" });
+    await syncDirectoryToSsh({
+      spec: server.spec,
+      localDir: local,
+      remoteDir: remotePath("progress"),
+      onProgress: (l) => lines.push(parse(l)),
+      progressLabel: "workspace",
+    });
     expect(lines.length).toBeGreaterThan(1);
     for (const line of lines) expect(line.raw).toMatch(/^\[paperclip\] Syncing workspace to ssh: /);
     const done = lines.map((l) => l.doneMb);
@@ -276,10 +340,17 @@ describe(`syncDirectoryToSsh / syncDirectoryFromSsh (seed ${seed})`, () => {
   it("reports restore progress with a terminal line", async () => {
     const remoteDir = remotePath("restore-progress");
     mkdirSync(remoteDir);
-    for (let i = 0; i < 4; i += 1) writeFileSync(path.join(remoteDir, `blob-${i}.bin`), Buffer.alloc(1024 * 1024, i + 1));
+    for (let i = 0; i < 4; i += 1)
+      writeFileSync(path.join(remoteDir, `blob-${i}.bin`), Buffer.alloc(1024 * 1024, i + 1));
     const lines = [];
     const local = scratch("restore-progress-dst");
-    await syncDirectoryFromSsh({ spec: server.spec, remoteDir, localDir: local, onProgress: (l) => lines.push(parse(l)), progressLabel: "workspace" });
+    await syncDirectoryFromSsh({
+      spec: server.spec,
+      remoteDir,
+      localDir: local,
+      onProgress: (l) => lines.push(parse(l)),
+      progressLabel: "workspace",
+    });
     for (const line of lines) expect(line.raw).toMatch(/^\[paperclip\] Restoring workspace from ssh: /);
     for (const line of lines.slice(0, -1)) if (line.percent != null) expect(line.percent).toBeLessThanOrEqual(99);
     const last = lines.at(-1);
@@ -294,7 +365,12 @@ describe(`syncDirectoryToSsh / syncDirectoryFromSsh (seed ${seed})`, () => {
     const local = scratch("locked-src");
     writeFileSync(path.join(local, "f.bin"), Buffer.alloc(256 * 1024, 1));
     const lines = [];
-    const err = await syncDirectoryToSsh({ spec: server.spec, localDir: local, remoteDir: path.join(locked, "sub"), onProgress: (l) => lines.push(parse(l)) }).catch((e) => e);
+    const err = await syncDirectoryToSsh({
+      spec: server.spec,
+      localDir: local,
+      remoteDir: path.join(locked, "sub"),
+      onProgress: (l) => lines.push(parse(l)),
+    }).catch((e) => e);
     expect(err.code).toBe("ERR_PAPERCLIP_NATIVE_SSH_REMOTE_FAILED");
     expect(err.message).toMatch(/Permission denied/);
     expect(lines.at(-1).raw).toMatch(/: failed at \d+% \([\d.]+\/[\d.]+ MB\)$/);
@@ -308,17 +384,24 @@ describe(`syncDirectoryToSsh / syncDirectoryFromSsh (seed ${seed})`, () => {
     const local = scratch("unreadable-dst");
     writeFileSync(path.join(local, "keep.txt"), "mine");
     const before = treeState(local);
-    const missing = await syncDirectoryFromSsh({ spec: server.spec, remoteDir: path.join(server.workspace, "no-such-dir"), localDir: local }).catch((e) => e);
+    const missing = await syncDirectoryFromSsh({
+      spec: server.spec,
+      remoteDir: path.join(server.workspace, "no-such-dir"),
+      localDir: local,
+    }).catch((e) => e);
     expect(missing.code).toBe("ERR_PAPERCLIP_NATIVE_SSH_REMOTE_FAILED");
     expect(missing.message).toMatch(/can't cd|No such file/);
-    const denied = await syncDirectoryFromSsh({ spec: server.spec, remoteDir: unreadable, localDir: local }).catch((e) => e);
+    const denied = await syncDirectoryFromSsh({ spec: server.spec, remoteDir: unreadable, localDir: local }).catch(
+      (e) => e,
+    );
     expect(denied.code).toBe("ERR_PAPERCLIP_NATIVE_SSH_REMOTE_FAILED");
     expect(treeState(local)).toEqual(before);
     expect(stagingDirs()).toEqual([]);
     // A local directory that did not exist is not left behind, nor are its new parents.
     const parent = scratch("pull-missing-local");
-    await expect(syncDirectoryFromSsh({ spec: server.spec, remoteDir: unreadable, localDir: path.join(parent, "x", "y") }))
-      .rejects.toMatchObject({ code: "ERR_PAPERCLIP_NATIVE_SSH_REMOTE_FAILED" });
+    await expect(
+      syncDirectoryFromSsh({ spec: server.spec, remoteDir: unreadable, localDir: path.join(parent, "x", "y") }),
+    ).rejects.toMatchObject({ code: "ERR_PAPERCLIP_NATIVE_SSH_REMOTE_FAILED" });
     expect(readdirSync(parent)).toEqual([]);
   });
 
@@ -354,8 +437,12 @@ describe(`syncDirectoryToSsh / syncDirectoryFromSsh (seed ${seed})`, () => {
     writeFileSync(path.join(dest, "keep.txt"), "mine");
     let killedDown = 0;
     const downErr = await syncDirectoryFromSsh({
-      spec: server.spec, remoteDir, localDir: dest,
-      onProgress: () => { if (killedDown === 0) killedDown = server.killConnections(); },
+      spec: server.spec,
+      remoteDir,
+      localDir: dest,
+      onProgress: () => {
+        if (killedDown === 0) killedDown = server.killConnections();
+      },
     }).catch((e) => e);
     expect(killedDown).toBeGreaterThan(0);
     expect(downErr).toBeInstanceOf(Error);
@@ -370,7 +457,10 @@ describe(`syncDirectoryToSsh / syncDirectoryFromSsh (seed ${seed})`, () => {
     const controller = new AbortController();
     const started = Date.now();
     const err = await syncDirectoryToSsh({
-      spec: server.spec, localDir: local, remoteDir: remotePath("abort"), signal: controller.signal,
+      spec: server.spec,
+      localDir: local,
+      remoteDir: remotePath("abort"),
+      signal: controller.signal,
       onProgress: () => controller.abort(),
     }).catch((e) => e);
     expect(err.name).toBe("AbortError");
@@ -383,20 +473,30 @@ describe(`syncDirectoryToSsh / syncDirectoryFromSsh (seed ${seed})`, () => {
     const dest = scratch("abort-dst");
     writeFileSync(path.join(dest, "keep.txt"), "mine");
     const down = new AbortController();
-    const downErr = await syncDirectoryFromSsh({ spec: server.spec, remoteDir, localDir: dest, signal: down.signal, onProgress: () => down.abort() }).catch((e) => e);
+    const downErr = await syncDirectoryFromSsh({
+      spec: server.spec,
+      remoteDir,
+      localDir: dest,
+      signal: down.signal,
+      onProgress: () => down.abort(),
+    }).catch((e) => e);
     expect(downErr.name).toBe("AbortError");
     expect(readdirSync(dest)).toEqual(["keep.txt"]);
     expect(stagingDirs()).toEqual([]);
     const pre = new AbortController();
     pre.abort();
-    await expect(runSshCommand(server.config, "true", { signal: pre.signal })).rejects.toMatchObject({ name: "AbortError" });
+    await expect(runSshCommand(server.config, "true", { signal: pre.signal })).rejects.toMatchObject({
+      name: "AbortError",
+    });
   });
 
   it("runs concurrent transfers on separate sessions", async () => {
     const local = scratch("concurrent-src");
     for (let i = 0; i < 20; i += 1) writeFileSync(path.join(local, `f${i}`), Buffer.alloc(64 * 1024, i));
     const targets = [0, 1, 2, 3].map(() => remotePath("concurrent"));
-    await Promise.all(targets.map((remoteDir) => syncDirectoryToSsh({ spec: server.spec, localDir: local, remoteDir })));
+    await Promise.all(
+      targets.map((remoteDir) => syncDirectoryToSsh({ spec: server.spec, localDir: local, remoteDir })),
+    );
     for (const remoteDir of targets) expect(treeState(remoteDir)).toEqual(treeState(local));
   });
 
@@ -407,16 +507,24 @@ describe(`syncDirectoryToSsh / syncDirectoryFromSsh (seed ${seed})`, () => {
     const remoteDir = remotePath("bundle-remote");
     const target = { ...server.config, knownHosts: server.config.knownHosts, privateKey: server.config.privateKey };
     const script = (body) => `sh -c '${body}'`;
-    const up = await native.sshUploadFile(target, script(`mkdir -p ${remoteDir} && cat > ${remoteDir}/in.bundle`), source);
+    const up = await native.sshUploadFile(
+      target,
+      script(`mkdir -p ${remoteDir} && cat > ${remoteDir}/in.bundle`),
+      source,
+    );
     expect(up.bytes).toBe(3 * 1024 * 1024 + 17);
     const back = path.join(local, "back.bundle");
     const down = await native.sshDownloadFile(target, script(`cat ${remoteDir}/in.bundle`), back);
     expect(down.bytes).toBe(up.bytes);
     expect(readFileSync(back).equals(readFileSync(source))).toBe(true);
     // A remote that stops reading early fails the upload; a failed download leaves no file.
-    await expect(native.sshUploadFile(target, script("head -c 10 >/dev/null; exit 0"), source)).rejects.toThrow(/before the remote command read all of its input|ssh exited/);
+    await expect(native.sshUploadFile(target, script("head -c 10 >/dev/null; exit 0"), source)).rejects.toThrow(
+      /before the remote command read all of its input|ssh exited/,
+    );
     const failed = path.join(local, "failed.bundle");
-    await expect(native.sshDownloadFile(target, script("echo partial; echo nope >&2; exit 5"), failed)).rejects.toThrow(/nope/);
+    await expect(native.sshDownloadFile(target, script("echo partial; echo nope >&2; exit 5"), failed)).rejects.toThrow(
+      /nope/,
+    );
     expect(existsSync(failed)).toBe(false);
   });
 });

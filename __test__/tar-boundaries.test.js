@@ -5,7 +5,18 @@
 // entry point, then seeded trees whose names, directory names, paths and link targets sit at
 // and around every length where the tar format changes shape (ASCII and multi-byte UTF-8),
 // packed by us and by GNU tar, listed and extracted by GNU tar, bsdtar and our extractor.
-import { accessSync, chmodSync, constants, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  accessSync,
+  chmodSync,
+  constants,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { gunzipSync } from "node:zlib";
@@ -40,7 +51,10 @@ const fresh = (tag) => {
 };
 
 /** Byte lengths at and around every place a tar length field changes shape. */
-const LENGTHS = [99, 100, 101, 154, 155, 156, 255, 256, 257, 510, 511, 512, 513, 514, 1022, 1023, 1024, 1025, 1026, 1534, 1535, 1536, 1537, 1538];
+const LENGTHS = [
+  99, 100, 101, 154, 155, 156, 255, 256, 257, 510, 511, 512, 513, 514, 1022, 1023, 1024, 1025, 1026, 1534, 1535, 1536,
+  1537, 1538,
+];
 /** Single-component lengths around the name fields, up to the 255-byte NAME_MAX. */
 const COMPONENTS = [99, 100, 101, 154, 155, 156, 254, 255];
 /** Fill characters of 1 to 4 UTF-8 bytes. */
@@ -152,13 +166,24 @@ async function ourArchives(root) {
   const gzip = gunzipSync(await collect(await createTarballStreamFromDirectory({ localDir: root, gzip: true })));
   const packed = path.join(fresh("out"), "p.tar");
   await packDirectoryToFile({ localDir: root, archivePath: packed });
-  return { createTarballFromDirectory: viaFile, "stream (plain)": plain, "stream (gzip)": gzip, packDirectoryToFile: readFileSync(packed) };
+  return {
+    createTarballFromDirectory: viaFile,
+    "stream (plain)": plain,
+    "stream (gzip)": gzip,
+    packDirectoryToFile: readFileSync(packed),
+  };
 }
 
 /** Lists `archive` with bsdtar (sorted, directories with their `/`), or `null` without bsdtar. */
 function bsdList(archive) {
   const out = bsdTar(["-t", "-f", "-"], { input: archive });
-  return out === null ? null : out.toString("utf8").split("\n").filter((l) => l !== "").sort();
+  return out === null
+    ? null
+    : out
+        .toString("utf8")
+        .split("\n")
+        .filter((l) => l !== "")
+        .sort();
 }
 
 /** The trees GNU tar, bsdtar and our extractor make of `archive`. */
@@ -235,7 +260,10 @@ describe.skipIf(!haveGnuTar())(`tar length boundaries (seed ${SEED}; rerun with 
       expect(members, context).toEqual(listMembers(theirs));
       const bsd = bsdList(ours);
       if (bsd !== null) expect(bsd, `${context}: bsdtar -t`).toEqual(bsdList(theirs));
-      for (const [from, archive] of [["ours", ours], ["GNU tar's", theirs]]) {
+      for (const [from, archive] of [
+        ["ours", ours],
+        ["GNU tar's", theirs],
+      ]) {
         for (const [tool, tree] of Object.entries(await extractions(archive))) {
           expect(tree, `${context}: ${from} archive extracted by ${tool}`).toEqual(expected);
         }

@@ -1,6 +1,15 @@
 // Safe extraction: hostile archives are refused with coded errors from every kind of
 // source, nothing lands outside the destination, and streams get backpressure and abort.
-import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { Readable } from "node:stream";
@@ -104,7 +113,7 @@ describe("safe extraction refuses hostile archives", () => {
       code: BAD,
       outside: () => [],
     },
-    "garbage": {
+    garbage: {
       archive: () => Buffer.from("this is not a tar archive at all, just some text".repeat(20)),
       code: BAD,
       outside: () => [],
@@ -134,7 +143,10 @@ describe("safe extraction refuses hostile archives", () => {
     mkdirSync(path.join(box, "target"));
     const { symlinkSync } = await import("node:fs");
     symlinkSync(path.join(box, "target"), path.join(dest, "link"));
-    const error = await extractTarballToDirectory({ source: new RawArchive().file("link/x.txt", "evil").finish(), localDir: dest }).catch((e) => e);
+    const error = await extractTarballToDirectory({
+      source: new RawArchive().file("link/x.txt", "evil").finish(),
+      localDir: dest,
+    }).catch((e) => e);
     expect(error.code).toBe(UNSAFE);
     expect(readdirSync(path.join(box, "target"))).toEqual([]);
   });
@@ -143,13 +155,29 @@ describe("safe extraction refuses hostile archives", () => {
 describe("extraction from streams", () => {
   it("extracts the same tree from a Buffer, a file, a Readable, a gzip stream and a sync iterable, with progress", async () => {
     const archive = new RawArchive()
-      .dir("d").file("d/a.txt", "alpha").file("b.bin", Buffer.alloc(300_000, 7), 0o600)
-      .symlink("d/rel", "a.txt").hardLink("d/hard", "b.bin").finish();
+      .dir("d")
+      .file("d/a.txt", "alpha")
+      .file("b.bin", Buffer.alloc(300_000, 7), 0o600)
+      .symlink("d/rel", "a.txt")
+      .hardLink("d/hard", "b.bin")
+      .finish();
     const trees = [];
-    for (const [kind, toSource] of [...Object.entries(SOURCES), ["iterable", (a) => chunked(a, 4096)], ["uint8", (a) => new Uint8Array(a)]]) {
+    for (const [kind, toSource] of [
+      ...Object.entries(SOURCES),
+      ["iterable", (a) => chunked(a, 4096)],
+      ["uint8", (a) => new Uint8Array(a)],
+    ]) {
       const { dest } = freshCase();
       const lines = [];
-      const progress = createRuntimeProgressReporter({ sink: (line) => { lines.push(line); }, phase: "Restoring", direction: "from", target: "sandbox", now: () => 0 });
+      const progress = createRuntimeProgressReporter({
+        sink: (line) => {
+          lines.push(line);
+        },
+        phase: "Restoring",
+        direction: "from",
+        target: "sandbox",
+        now: () => 0,
+      });
       const result = await extractTarballToDirectory({ source: toSource(archive), localDir: dest, progress });
       expect(result.entries, kind).toBe(5);
       expect(readFileSync(path.join(dest, "d", "hard")).equals(Buffer.alloc(300_000, 7))).toBe(true);
@@ -178,7 +206,9 @@ describe("extraction from streams", () => {
       try {
         // Members are written into the staging directory's tree inside dest, then moved in.
         const staging = readdirSync(dest).find((name) => name.startsWith(".paperclip-extract-"));
-        const staged = staging ? lstatSync(path.join(dest, staging, "tree", "big.bin"), { throwIfNoEntry: false }) : undefined;
+        const staged = staging
+          ? lstatSync(path.join(dest, staging, "tree", "big.bin"), { throwIfNoEntry: false })
+          : undefined;
         // Once moved in, the file is in dest (the staging directory goes a moment later).
         extracted = (staged ?? lstatSync(path.join(dest, "big.bin"))).size;
       } catch {
@@ -208,19 +238,25 @@ describe("extraction from streams", () => {
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 100);
     const started = Date.now();
-    const error = await extractTarballToDirectory({ source, localDir: dest, signal: controller.signal }).catch((e) => e);
+    const error = await extractTarballToDirectory({ source, localDir: dest, signal: controller.signal }).catch(
+      (e) => e,
+    );
     expect(error).toMatchObject({ name: "AbortError", code: "ABORT_ERR" });
     expect(Date.now() - started).toBeLessThan(5_000);
     // The first member was extracted (staged) before the stall: none of it reached dest.
     expect(readdirSync(dest)).toEqual([]);
-    await expect(extractTarballToDirectory({ source: archive, localDir: dest, signal: AbortSignal.abort() })).rejects.toMatchObject({ name: "AbortError" });
+    await expect(
+      extractTarballToDirectory({ source: archive, localDir: dest, signal: AbortSignal.abort() }),
+    ).rejects.toMatchObject({ name: "AbortError" });
     stall.abort(); // let the generator finish (its return() waits for the pending step)
     // A stalled Readable source is destroyed.
     const readable = new Readable({ read() {} });
     readable.push(archive.subarray(0, 512));
     const abortReadable = new AbortController();
     setTimeout(() => abortReadable.abort(), 50);
-    await expect(extractTarballToDirectory({ source: readable, localDir: freshCase().dest, signal: abortReadable.signal })).rejects.toMatchObject({ name: "AbortError" });
+    await expect(
+      extractTarballToDirectory({ source: readable, localDir: freshCase().dest, signal: abortReadable.signal }),
+    ).rejects.toMatchObject({ name: "AbortError" });
     await sleep(10);
     expect(readable.destroyed).toBe(true);
   });
@@ -232,14 +268,23 @@ describe("extraction from streams", () => {
       yield archive.subarray(0, 512);
       throw Object.assign(new Error("network dropped"), { code: "ECONNRESET" });
     })();
-    await expect(extractTarballToDirectory({ source, localDir: dest })).rejects.toMatchObject({ message: "network dropped", code: "ECONNRESET" });
+    await expect(extractTarballToDirectory({ source, localDir: dest })).rejects.toMatchObject({
+      message: "network dropped",
+      code: "ECONNRESET",
+    });
   });
 
   it("refuses an unsafe entry mid-stream and destroys the Readable", async () => {
     const { box, dest } = freshCase();
-    const archive = new RawArchive().file("ok.txt", "fine").file("../escaped.txt", "evil").file("after.txt", Buffer.alloc(1 << 20)).finish();
+    const archive = new RawArchive()
+      .file("ok.txt", "fine")
+      .file("../escaped.txt", "evil")
+      .file("after.txt", Buffer.alloc(1 << 20))
+      .finish();
     const readable = Readable.from(chunked(archive, 512));
-    await expect(extractTarballToDirectory({ source: readable, localDir: dest })).rejects.toMatchObject({ code: UNSAFE });
+    await expect(extractTarballToDirectory({ source: readable, localDir: dest })).rejects.toMatchObject({
+      code: UNSAFE,
+    });
     await sleep(10);
     expect(readable.destroyed).toBe(true);
     expect(existsSync(path.join(box, "escaped.txt"))).toBe(false);
@@ -253,11 +298,18 @@ describe("extraction from streams", () => {
     writeFileSync(path.join(dest, "d", "old.txt"), "old");
     writeFileSync(path.join(dest, "keep.txt"), "keep");
     const before = treeState(dest);
-    const members = () => new RawArchive().file("keep.txt", "overwritten").dir("d/", 0o700).file("d/new.txt", "new").file("big.bin", Buffer.alloc(1 << 20, 1));
+    const members = () =>
+      new RawArchive()
+        .file("keep.txt", "overwritten")
+        .dir("d/", 0o700)
+        .file("d/new.txt", "new")
+        .file("big.bin", Buffer.alloc(1 << 20, 1));
     const truncated = members().finish().subarray(0, 4096);
     await expect(extractTarballToDirectory({ source: truncated, localDir: dest })).rejects.toMatchObject({ code: BAD });
     expect(treeState(dest)).toEqual(before);
-    await expect(extractTarballToDirectory({ source: members().symlink("evil", "/etc").finish(), localDir: dest })).rejects.toMatchObject({ code: UNSAFE });
+    await expect(
+      extractTarballToDirectory({ source: members().symlink("evil", "/etc").finish(), localDir: dest }),
+    ).rejects.toMatchObject({ code: UNSAFE });
     expect(treeState(dest)).toEqual(before);
     const controller = new AbortController();
     const source = (async function* () {
@@ -265,7 +317,9 @@ describe("extraction from streams", () => {
       controller.abort();
       await sleep(50);
     })();
-    await expect(extractTarballToDirectory({ source, localDir: dest, signal: controller.signal })).rejects.toMatchObject({ name: "AbortError" });
+    await expect(
+      extractTarballToDirectory({ source, localDir: dest, signal: controller.signal }),
+    ).rejects.toMatchObject({ name: "AbortError" });
     expect(treeState(dest)).toEqual(before);
     // And the same archive, complete, is applied as a whole.
     await extractTarballToDirectory({ source: members().finish(), localDir: dest });
@@ -275,11 +329,22 @@ describe("extraction from streams", () => {
 
   it("rejects bad arguments with coded errors", async () => {
     const { dest } = freshCase();
-    await expect(extractTarballToDirectory({ source: 42, localDir: dest })).rejects.toMatchObject({ code: "ERR_PAPERCLIP_NATIVE_INVALID_ARGUMENT" });
-    await expect(extractTarballToDirectory({ source: ["text"], localDir: dest })).rejects.toMatchObject({ code: "ERR_PAPERCLIP_NATIVE_INVALID_ARGUMENT" });
-    await expect(extractTarballToDirectory({ source: Buffer.alloc(1024), localDir: "" })).rejects.toMatchObject({ code: "ERR_PAPERCLIP_NATIVE_INVALID_ARGUMENT" });
-    await expect(extractTarballToDirectory({ source: path.join(work, "missing.tar"), localDir: dest })).rejects.toMatchObject({ code: "ENOENT", syscall: "open" });
+    await expect(extractTarballToDirectory({ source: 42, localDir: dest })).rejects.toMatchObject({
+      code: "ERR_PAPERCLIP_NATIVE_INVALID_ARGUMENT",
+    });
+    await expect(extractTarballToDirectory({ source: ["text"], localDir: dest })).rejects.toMatchObject({
+      code: "ERR_PAPERCLIP_NATIVE_INVALID_ARGUMENT",
+    });
+    await expect(extractTarballToDirectory({ source: Buffer.alloc(1024), localDir: "" })).rejects.toMatchObject({
+      code: "ERR_PAPERCLIP_NATIVE_INVALID_ARGUMENT",
+    });
+    await expect(
+      extractTarballToDirectory({ source: path.join(work, "missing.tar"), localDir: dest }),
+    ).rejects.toMatchObject({ code: "ENOENT", syscall: "open" });
     // An empty archive (1024 zero bytes, what an empty directory packs to) extracts nothing.
-    expect(await extractTarballToDirectory({ source: Buffer.alloc(1024), localDir: dest })).toEqual({ entries: 0, bytesRead: 1024 });
+    expect(await extractTarballToDirectory({ source: Buffer.alloc(1024), localDir: dest })).toEqual({
+      entries: 0,
+      bytesRead: 1024,
+    });
   });
 });

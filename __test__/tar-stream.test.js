@@ -1,6 +1,18 @@
 // The streaming pack, packDirectoryToFile and the drop-in's cancellation: chunking,
 // precomputed size, gzip round trip, backpressure, abort, early stop and progress lines.
-import { closeSync, existsSync, ftruncateSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, writeFileSync, writeSync } from "node:fs";
+import {
+  closeSync,
+  existsSync,
+  ftruncateSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  writeFileSync,
+  writeSync,
+} from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { Readable } from "node:stream";
@@ -35,7 +47,9 @@ async function collect(stream) {
 
 /** Bytes this process has read through read(2) and friends so far (Linux). */
 function bytesReadByProcess() {
-  const line = readFileSync("/proc/self/io", "utf8").split("\n").find((l) => l.startsWith("rchar:"));
+  const line = readFileSync("/proc/self/io", "utf8")
+    .split("\n")
+    .find((l) => l.startsWith("rchar:"));
   return Number(line.split(/\s+/)[1]);
 }
 
@@ -56,7 +70,9 @@ function bigFileTree(name, size) {
 function progressLines() {
   const lines = [];
   const reporter = createRuntimeProgressReporter({
-    sink: (line) => { lines.push(line); },
+    sink: (line) => {
+      lines.push(line);
+    },
     phase: "Syncing",
     label: "workspace",
     direction: "to",
@@ -106,7 +122,12 @@ describe(`streaming pack (DIFF_SEED=${SEED})`, () => {
     const plain = Buffer.concat(await collect(await createTarballStreamFromDirectory({ localDir: root })));
     const expected = treeState(root);
     for (const gzip of [true, 0, 1, 9]) {
-      const stream = await createTarballStreamFromDirectory({ localDir: root, gzip, chunkSize: 4096, precomputeSize: true });
+      const stream = await createTarballStreamFromDirectory({
+        localDir: root,
+        gzip,
+        chunkSize: 4096,
+        precomputeSize: true,
+      });
       const compressed = Buffer.concat(await collect(stream));
       expect(compressed.subarray(0, 2)).toEqual(Buffer.from([0x1f, 0x8b]));
       expect(gunzipSync(compressed).equals(plain), `gzip ${gzip}`).toBe(true);
@@ -117,10 +138,18 @@ describe(`streaming pack (DIFF_SEED=${SEED})`, () => {
       const result = await extractTarballToDirectory({ source: Readable.from([compressed]), localDir: dest });
       expect(result.bytesRead).toBe(compressed.length);
       const { ["._apple"]: _ignored, ...withoutAppleDouble } = expected;
-      expect(treeState(dest)).toEqual(Object.fromEntries(Object.entries(withoutAppleDouble).filter(([rel]) => !rel.split("/").some((part) => part.startsWith("._")))));
+      expect(treeState(dest)).toEqual(
+        Object.fromEntries(
+          Object.entries(withoutAppleDouble).filter(([rel]) => !rel.split("/").some((part) => part.startsWith("._"))),
+        ),
+      );
     }
-    await expect(createTarballStreamFromDirectory({ localDir: root, gzip: 10 })).rejects.toMatchObject({ code: "ERR_PAPERCLIP_NATIVE_INVALID_ARGUMENT" });
-    await expect(createTarballStreamFromDirectory({ localDir: root, chunkSize: 0 })).rejects.toMatchObject({ code: "ERR_PAPERCLIP_NATIVE_INVALID_ARGUMENT" });
+    await expect(createTarballStreamFromDirectory({ localDir: root, gzip: 10 })).rejects.toMatchObject({
+      code: "ERR_PAPERCLIP_NATIVE_INVALID_ARGUMENT",
+    });
+    await expect(createTarballStreamFromDirectory({ localDir: root, chunkSize: 0 })).rejects.toMatchObject({
+      code: "ERR_PAPERCLIP_NATIVE_INVALID_ARGUMENT",
+    });
   });
 
   it("applies backpressure: a consumer that stops reading stops the pack a few chunks ahead", async () => {
@@ -147,7 +176,13 @@ describe(`streaming pack (DIFF_SEED=${SEED})`, () => {
     const root = bigFileTree("abort", 32 * MIB);
     const controller = new AbortController();
     const { lines, reporter } = progressLines();
-    const stream = await createTarballStreamFromDirectory({ localDir: root, chunkSize: MIB, signal: controller.signal, progress: reporter, precomputeSize: true });
+    const stream = await createTarballStreamFromDirectory({
+      localDir: root,
+      chunkSize: MIB,
+      signal: controller.signal,
+      progress: reporter,
+      precomputeSize: true,
+    });
     let chunks = 0;
     const error = await (async () => {
       for await (const _chunk of stream) {
@@ -163,7 +198,9 @@ describe(`streaming pack (DIFF_SEED=${SEED})`, () => {
     await sleep(200);
     expect(bytesReadByProcess() - after).toBeLessThan(MIB);
     // An already aborted signal rejects the call itself.
-    await expect(createTarballStreamFromDirectory({ localDir: root, signal: AbortSignal.abort() })).rejects.toMatchObject({ name: "AbortError" });
+    await expect(
+      createTarballStreamFromDirectory({ localDir: root, signal: AbortSignal.abort() }),
+    ).rejects.toMatchObject({ name: "AbortError" });
   });
 
   it("aborts a size precomputation mid-walk with an AbortError", async () => {
@@ -188,7 +225,12 @@ describe(`streaming pack (DIFF_SEED=${SEED})`, () => {
     const controller = new AbortController();
     setTimeout(() => controller.abort(new Error("stop")), delay);
     start = performance.now();
-    const error = await createTarballStreamFromDirectory({ localDir: root, exclude, precomputeSize: true, signal: controller.signal }).catch((e) => e);
+    const error = await createTarballStreamFromDirectory({
+      localDir: root,
+      exclude,
+      precomputeSize: true,
+      signal: controller.signal,
+    }).catch((e) => e);
     const abortedMs = performance.now() - start;
     expect(error).toMatchObject({ name: "AbortError", code: "ABORT_ERR" });
     expect(error.cause?.message).toBe("stop");
@@ -200,8 +242,11 @@ describe(`streaming pack (DIFF_SEED=${SEED})`, () => {
     native.cancelTokenAbort(token);
     try {
       const pack = { root, exclude: [], followSymlinks: false };
-      await expect(native.tarPrecomputeSize(pack, token).catch((e) => { throw toJsError(e); }))
-        .rejects.toMatchObject({ name: "AbortError", code: "ABORT_ERR" });
+      await expect(
+        native.tarPrecomputeSize(pack, token).catch((e) => {
+          throw toJsError(e);
+        }),
+      ).rejects.toMatchObject({ name: "AbortError", code: "ABORT_ERR" });
     } finally {
       native.cancelTokenRelease(token);
     }
@@ -210,8 +255,15 @@ describe(`streaming pack (DIFF_SEED=${SEED})`, () => {
     const timed = new AbortController();
     setTimeout(() => timed.abort(), delay);
     start = performance.now();
-    await expect(packDirectoryToFile({ localDir: root, exclude, archivePath: out, signal: timed.signal, progress: progressLines().reporter }))
-      .rejects.toMatchObject({ name: "AbortError", code: "ABORT_ERR" });
+    await expect(
+      packDirectoryToFile({
+        localDir: root,
+        exclude,
+        archivePath: out,
+        signal: timed.signal,
+        progress: progressLines().reporter,
+      }),
+    ).rejects.toMatchObject({ name: "AbortError", code: "ABORT_ERR" });
     expect(performance.now() - start).toBeLessThan(fullMs * 0.6);
     expect(existsSync(out)).toBe(false);
   });
@@ -229,7 +281,12 @@ describe(`streaming pack (DIFF_SEED=${SEED})`, () => {
   it("reports monotonic, throttled progress ending in one 100% line", async () => {
     const root = bigFileTree("progress", 20 * MIB);
     const { lines, reporter } = progressLines();
-    const stream = await createTarballStreamFromDirectory({ localDir: root, chunkSize: 256 * 1024, progress: reporter, precomputeSize: true });
+    const stream = await createTarballStreamFromDirectory({
+      localDir: root,
+      chunkSize: 256 * 1024,
+      progress: reporter,
+      precomputeSize: true,
+    });
     await collect(stream);
     const percents = lines.map((line) => Number(/: (\d+)% \(/.exec(line)?.[1]));
     expect(percents.every(Number.isFinite)).toBe(true);
@@ -263,15 +320,27 @@ describe("packDirectoryToFile and createTarballFromDirectory cancellation", () =
     mkdirSync(out);
     // packDirectoryToFile: abort on the first progress report (surely mid-pack).
     const controller = new AbortController();
-    const abortOnFirstReport = { report: async () => controller.abort(), complete: async () => {}, fail: async () => {} };
-    await expect(packDirectoryToFile({ localDir: root, archivePath: path.join(out, "a.tar.gz"), gzip: 1, signal: controller.signal, progress: abortOnFirstReport }))
-      .rejects.toMatchObject({ name: "AbortError", code: "ABORT_ERR" });
+    const abortOnFirstReport = {
+      report: async () => controller.abort(),
+      complete: async () => {},
+      fail: async () => {},
+    };
+    await expect(
+      packDirectoryToFile({
+        localDir: root,
+        archivePath: path.join(out, "a.tar.gz"),
+        gzip: 1,
+        signal: controller.signal,
+        progress: abortOnFirstReport,
+      }),
+    ).rejects.toMatchObject({ name: "AbortError", code: "ABORT_ERR" });
     expect(readdirSync(out)).toEqual([]);
     // The drop-in, aborted by a timer while it writes 1 GiB.
     const timed = new AbortController();
     setTimeout(() => timed.abort(), 5);
-    await expect(createTarballFromDirectory({ localDir: root, archivePath: path.join(out, "b.tar"), signal: timed.signal }))
-      .rejects.toMatchObject({ name: "AbortError", code: "ABORT_ERR" });
+    await expect(
+      createTarballFromDirectory({ localDir: root, archivePath: path.join(out, "b.tar"), signal: timed.signal }),
+    ).rejects.toMatchObject({ name: "AbortError", code: "ABORT_ERR" });
     expect(readdirSync(out)).toEqual([]);
   });
 
@@ -327,7 +396,9 @@ describe("flat memory", () => {
       }
       expect(total).toBe(stream.totalBytes);
       const growth = (peak - baseline) / MIB;
-      console.log(`flat memory: ${(total / MIB).toFixed(0)} MiB streamed in ${n} chunks, RSS growth ${growth.toFixed(1)} MB (Node ${process.versions.node})`);
+      console.log(
+        `flat memory: ${(total / MIB).toFixed(0)} MiB streamed in ${n} chunks, RSS growth ${growth.toFixed(1)} MB (Node ${process.versions.node})`,
+      );
       expect(growth).toBeLessThan(64);
     } finally {
       rmSync(root, { recursive: true, force: true });

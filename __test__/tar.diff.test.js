@@ -104,20 +104,47 @@ describe.skipIf(!gnu)(`tar differential against GNU tar (DIFF_SEED=${SEED})`, ()
 
   it("reproduces GNU tar's members for each shape of exclude (literal, class, escaped, wildcard, */X, ._*)", async () => {
     const root = path.join(work, "table");
-    for (const rel of ["build/x", "src/build/y", "secret1.txt", "secret[1].txt", "x*y", "xzy", "^lead", "lead", "tail$", "._x", "src/._y", "keep"]) {
+    for (const rel of [
+      "build/x",
+      "src/build/y",
+      "secret1.txt",
+      "secret[1].txt",
+      "x*y",
+      "xzy",
+      "^lead",
+      "lead",
+      "tail$",
+      "._x",
+      "src/._y",
+      "keep",
+    ]) {
       mkdirSync(path.dirname(path.join(root, rel)), { recursive: true });
       writeFileSync(path.join(root, rel), rel);
     }
     const cases = [
-      ["build"], ["secret[1].txt"], ["secret\\[1].txt"], ["x*y"], ["x\\*y"], ["^lead"], ["tail$"], ["*/build"], ["*/build/*"], ["._*"], [],
+      ["build"],
+      ["secret[1].txt"],
+      ["secret\\[1].txt"],
+      ["x*y"],
+      ["x\\*y"],
+      ["^lead"],
+      ["tail$"],
+      ["*/build"],
+      ["*/build/*"],
+      ["._*"],
+      [],
     ];
     for (const exclude of cases) {
       const archivePath = path.join(work, "table.tar");
       await ours.createTarballFromDirectory({ localDir: root, archivePath, exclude });
-      expect(listMembers(archivePath), JSON.stringify(exclude)).toEqual(listMembers(gnuCreate(root, await sortedNames(root), exclude)));
+      expect(listMembers(archivePath), JSON.stringify(exclude)).toEqual(
+        listMembers(gnuCreate(root, await sortedNames(root), exclude)),
+      );
     }
-    const members = (exclude) => ours.createTarballFromDirectory({ localDir: root, archivePath: path.join(work, "t.tar"), exclude })
-      .then(() => listMembers(path.join(work, "t.tar")));
+    const members = (exclude) =>
+      ours
+        .createTarballFromDirectory({ localDir: root, archivePath: path.join(work, "t.tar"), exclude })
+        .then(() => listMembers(path.join(work, "t.tar")));
     expect(await members(["secret[1].txt"])).toContain("secret[1].txt");
     expect(await members(["secret[1].txt"])).not.toContain("secret1.txt");
     expect(await members(["secret\\[1].txt"])).toContain("secret1.txt");
@@ -140,44 +167,56 @@ describe(`createTarballFromDirectory against upstream (DIFF_SEED=${SEED})`, () =
     }
   };
 
-  it.skipIf(!gnu)("archives the same members as upstream for generated trees (a top-level name upstream's tar cannot take is archived by us)", async () => {
-    const rng = createRandom(SEED + 2);
-    let upstreamFailures = 0;
-    for (let round = 0; round < 20; round += 1) {
-      const root = path.join(work, `upstream-${round}`);
-      const tree = await writeRandomTree(rng, root, { maxFileBytes: 2048 });
-      try {
-        const exclude = excludeList(rng);
-        const followSymlinks = false;
-        const where = `DIFF_SEED=${SEED + 2} round=${round} exclude=${JSON.stringify(exclude)}`;
-        const theirsPath = path.join(work, `upstream-${round}-theirs.tar`);
-        const oursPath = path.join(work, `upstream-${round}-ours.tar`);
-        await ours.createTarballFromDirectory({ localDir: root, archivePath: oursPath, exclude, followSymlinks });
-        const theirs = await withUtf8Locale(() => upstream.createTarballFromDirectory({ localDir: root, archivePath: theirsPath, exclude, followSymlinks }))
-          .then(() => null, (error) => error);
-        if (theirs) {
-          // GNU tar unquotes the names after `--`: `a\b` becomes `a` + backspace + … (so those names cannot be compared).
-          upstreamFailures += 1;
-          expect(String(theirs.message), where).toMatch(/Cannot stat/);
-          const backslashed = (await sortedNames(root)).filter((name) => name.includes("\\"));
-          expect(backslashed.length, where).toBeGreaterThan(0);
-          continue;
+  it.skipIf(!gnu)(
+    "archives the same members as upstream for generated trees (a top-level name upstream's tar cannot take is archived by us)",
+    async () => {
+      const rng = createRandom(SEED + 2);
+      let upstreamFailures = 0;
+      for (let round = 0; round < 20; round += 1) {
+        const root = path.join(work, `upstream-${round}`);
+        const tree = await writeRandomTree(rng, root, { maxFileBytes: 2048 });
+        try {
+          const exclude = excludeList(rng);
+          const followSymlinks = false;
+          const where = `DIFF_SEED=${SEED + 2} round=${round} exclude=${JSON.stringify(exclude)}`;
+          const theirsPath = path.join(work, `upstream-${round}-theirs.tar`);
+          const oursPath = path.join(work, `upstream-${round}-ours.tar`);
+          await ours.createTarballFromDirectory({ localDir: root, archivePath: oursPath, exclude, followSymlinks });
+          const theirs = await withUtf8Locale(() =>
+            upstream.createTarballFromDirectory({ localDir: root, archivePath: theirsPath, exclude, followSymlinks }),
+          ).then(
+            () => null,
+            (error) => error,
+          );
+          if (theirs) {
+            // GNU tar unquotes the names after `--`: `a\b` becomes `a` + backspace + … (so those names cannot be compared).
+            upstreamFailures += 1;
+            expect(String(theirs.message), where).toMatch(/Cannot stat/);
+            const backslashed = (await sortedNames(root)).filter((name) => name.includes("\\"));
+            expect(backslashed.length, where).toBeGreaterThan(0);
+            continue;
+          }
+          expect(listMembers(oursPath), where).toEqual(listMembers(theirsPath));
+        } finally {
+          await tree.close();
         }
-        expect(listMembers(oursPath), where).toEqual(listMembers(theirsPath));
-      } finally {
-        await tree.close();
       }
-    }
-    expect(upstreamFailures).toBeLessThan(20);
-  }, 120_000);
+      expect(upstreamFailures).toBeLessThan(20);
+    },
+    120_000,
+  );
 
   it("archives a top-level name with a backslash, where upstream fails", async () => {
     const root = path.join(work, "backslash");
     mkdirSync(root);
     writeFileSync(path.join(root, "a\\b"), "x");
     writeFileSync(path.join(root, "plain"), "y");
-    const theirs = await upstream.createTarballFromDirectory({ localDir: root, archivePath: path.join(work, "bs-theirs.tar") })
-      .then(() => null, (error) => error);
+    const theirs = await upstream
+      .createTarballFromDirectory({ localDir: root, archivePath: path.join(work, "bs-theirs.tar") })
+      .then(
+        () => null,
+        (error) => error,
+      );
     expect(theirs).toBeInstanceOf(Error);
     await ours.createTarballFromDirectory({ localDir: root, archivePath: path.join(work, "bs-ours.tar") });
     expect(listMembers(path.join(work, "bs-ours.tar"))).toEqual(["a\\b", "plain"]);
@@ -204,10 +243,20 @@ describe(`createTarballFromDirectory against upstream (DIFF_SEED=${SEED})`, () =
     const raw = readFileSync(archivePath);
     const order = [];
     for (let offset = 0; offset + 512 <= raw.length; offset += 512) {
-      const name = raw.subarray(offset, offset + 100).toString("utf8").replace(/\0.*$/s, "");
+      const name = raw
+        .subarray(offset, offset + 100)
+        .toString("utf8")
+        .replace(/\0.*$/s, "");
       if (name === "") break;
       order.push(name);
-      const size = parseInt(raw.subarray(offset + 124, offset + 136).toString("utf8").replace(/\0.*$/s, "").trim() || "0", 8);
+      const size = parseInt(
+        raw
+          .subarray(offset + 124, offset + 136)
+          .toString("utf8")
+          .replace(/\0.*$/s, "")
+          .trim() || "0",
+        8,
+      );
       offset += Math.ceil(size / 512) * 512;
     }
     const tops = order.filter((name) => !name.slice(0, -1).includes("/")).map((name) => name.replace(/\/$/, ""));
@@ -221,9 +270,16 @@ describe(`createTarballFromDirectory against upstream (DIFF_SEED=${SEED})`, () =
   it.skipIf(!gnu)("orders top-level members as upstream under two locales (sv_SE and C.UTF-8)", () => {
     const root = path.join(work, "locale");
     mkdirSync(root);
-    for (const name of ["a", "z", "å", "ä", "ö", "A.txt", "a.txt", "a-b", "a.b", "é", "10", "9"]) writeFileSync(path.join(root, name), name);
+    for (const name of ["a", "z", "å", "ä", "ö", "A.txt", "a.txt", "a-b", "a.b", "é", "10", "9"])
+      writeFileSync(path.join(root, name), name);
     const probe = path.join(path.dirname(fileURLToPath(import.meta.url)), "helpers", "tar-order-probe.mjs");
-    const run = (lang) => JSON.parse(execFileSync(process.execPath, [probe, root], { env: { ...process.env, LANG: lang, LC_ALL: lang }, encoding: "utf8" }));
+    const run = (lang) =>
+      JSON.parse(
+        execFileSync(process.execPath, [probe, root], {
+          env: { ...process.env, LANG: lang, LC_ALL: lang },
+          encoding: "utf8",
+        }),
+      );
     const sv = run("sv_SE.UTF-8");
     const en = run("C.UTF-8");
     expect(sv.ours).toEqual(sv.upstream);

@@ -14,8 +14,12 @@ const deadline = (archiveBytes, providerTimeoutMs) => archiveTransferTimeoutMs({
 
 describe("archiveTransferTimeoutMs", () => {
   it("exposes the rule's constants", () => {
-    expect([ARCHIVE_TRANSFER_BASE_MS, ARCHIVE_TRANSFER_MS_PER_MIB, ARCHIVE_TRANSFER_MAX_MS, ARCHIVE_TRANSFER_SMALL_MS])
-      .toEqual([60_000, 1_000, 1_800_000, 300_000]);
+    expect([
+      ARCHIVE_TRANSFER_BASE_MS,
+      ARCHIVE_TRANSFER_MS_PER_MIB,
+      ARCHIVE_TRANSFER_MAX_MS,
+      ARCHIVE_TRANSFER_SMALL_MS,
+    ]).toEqual([60_000, 1_000, 1_800_000, 300_000]);
   });
 
   it("scales one second per MiB plus 60 s", () => {
@@ -44,7 +48,9 @@ describe("archiveTransferTimeoutMs", () => {
 
   it("rejects sizes and timeouts that are not numbers in range", () => {
     for (const bad of [-1, Number.NaN, Number.POSITIVE_INFINITY, "1", undefined, null]) {
-      expect(() => deadline(bad), String(bad)).toThrow(expect.objectContaining({ code: "ERR_PAPERCLIP_NATIVE_INVALID_ARGUMENT" }));
+      expect(() => deadline(bad), String(bad)).toThrow(
+        expect.objectContaining({ code: "ERR_PAPERCLIP_NATIVE_INVALID_ARGUMENT" }),
+      );
     }
     for (const bad of [0, -5, Number.NaN, "300000"]) {
       expect(() => deadline(MIB, bad), String(bad)).toThrow(RangeError);

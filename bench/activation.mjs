@@ -34,7 +34,9 @@ const runs = runsIndex >= 0 ? Number(args[runsIndex + 1]) : 3;
 // deadline can expire on corpus a's ~300 MB of incompressible tracked files on a loaded VM).
 const withGit = !args.includes("--no-git");
 if (typeof module.registerHooks !== "function") {
-  console.error(`bench/activation.mjs: Node ${process.versions.node} has no module.registerHooks, so the activation cannot load; run it under Node >= 24.11`);
+  console.error(
+    `bench/activation.mjs: Node ${process.versions.node} has no module.registerHooks, so the activation cannot load; run it under Node >= 24.11`,
+  );
   process.exit(1);
 }
 const PINNED = { GIT_AUTHOR_DATE: "2026-01-02T03:04:05Z", GIT_COMMITTER_DATE: "2026-01-02T03:04:05Z" };
@@ -51,7 +53,12 @@ const scratchParent = process.env.BENCH_SCRATCH ?? (isWritableDir("/dev/shm") ? 
 const scratch = mkdtempSync(path.join(scratchParent, "pc-bench-activation-"));
 console.error(`scratch (workspaces and remote): ${scratch}`);
 
-const git = (dir, ...a) => execFileSync("git", ["-C", dir, "-c", "user.name=Bench", "-c", "user.email=bench@example.com", ...a], { env: { ...process.env, ...PINNED }, stdio: ["ignore", "pipe", "pipe"], maxBuffer: 1 << 28 });
+const git = (dir, ...a) =>
+  execFileSync("git", ["-C", dir, "-c", "user.name=Bench", "-c", "user.email=bench@example.com", ...a], {
+    env: { ...process.env, ...PINNED },
+    stdio: ["ignore", "pipe", "pipe"],
+    maxBuffer: 1 << 28,
+  });
 
 const { dir: corpusDir, describe } = corpus(name);
 const master = path.join(scratch, "master");
@@ -70,16 +77,34 @@ writeFileSync(specFile, JSON.stringify(server.spec));
 const register = pathToFileURL(path.join(repo, "lib/activation/register.js")).href;
 
 /** The logins the server accepted so far (its log, LogLevel VERBOSE). */
-const acceptedLogins = () => readFileSync(server.logPath, "utf8").split("\n").filter((line) => line.includes("Accepted publickey")).length;
+const acceptedLogins = () =>
+  readFileSync(server.logPath, "utf8")
+    .split("\n")
+    .filter((line) => line.includes("Accepted publickey")).length;
 
 function measure(mode, i) {
   const workspace = path.join(scratch, `ws-${mode}-${i}`);
   const loginsBefore = acceptedLogins();
   cpSync(master, workspace, { recursive: true, verbatimSymlinks: true });
-  const argv = [...(mode === "activated" ? ["--import", register] : []), path.join(repo, "scripts/execution-target-probe.mjs"), specFile, workspace, `bench-${mode}-${i}`, "--agent"];
-  const out = spawnSync(process.execPath, argv, { cwd: repo, encoding: "utf8", env: { ...process.env, ...PINNED, NODE_OPTIONS: "" }, maxBuffer: 1 << 26 });
+  const argv = [
+    ...(mode === "activated" ? ["--import", register] : []),
+    path.join(repo, "scripts/execution-target-probe.mjs"),
+    specFile,
+    workspace,
+    `bench-${mode}-${i}`,
+    "--agent",
+  ];
+  const out = spawnSync(process.execPath, argv, {
+    cwd: repo,
+    encoding: "utf8",
+    env: { ...process.env, ...PINNED, NODE_OPTIONS: "" },
+    maxBuffer: 1 << 26,
+  });
   rmSync(workspace, { recursive: true, force: true });
-  rmSync(path.join(server.workspace, ".paperclip-runtime", "runs", `bench-${mode}-${i}`), { recursive: true, force: true });
+  rmSync(path.join(server.workspace, ".paperclip-runtime", "runs", `bench-${mode}-${i}`), {
+    recursive: true,
+    force: true,
+  });
   if (out.status !== 0) throw new Error(`${mode} run failed: ${out.stderr}`);
   return { ...JSON.parse(out.stdout.trim().split("\n").pop()), logins: acceptedLogins() - loginsBefore };
 }
@@ -91,10 +116,15 @@ try {
     for (const mode of i % 2 === 0 ? ["plain", "activated"] : ["activated", "plain"]) {
       const r = measure(mode, i);
       samples[mode].push(r);
-      console.error(`run ${i + 1} ${mode}: prepare ${r.prepare.ms.toFixed(0)} ms, restore ${r.restore.ms.toFixed(0)} ms, peak RSS ${r.peakRssMb} MB, SSH logins ${r.logins}, children ${JSON.stringify({ ...r.prepare.children, ...Object.fromEntries(Object.entries(r.restore.children).map(([k, v]) => [k, v + (r.prepare.children[k] ?? 0)])) })}`);
+      console.error(
+        `run ${i + 1} ${mode}: prepare ${r.prepare.ms.toFixed(0)} ms, restore ${r.restore.ms.toFixed(0)} ms, peak RSS ${r.peakRssMb} MB, SSH logins ${r.logins}, children ${JSON.stringify({ ...r.prepare.children, ...Object.fromEntries(Object.entries(r.restore.children).map(([k, v]) => [k, v + (r.prepare.children[k] ?? 0)])) })}`,
+      );
     }
     const [p, a] = [samples.plain[i], samples.activated[i]];
-    if (JSON.stringify([p.remote, p.local]) !== JSON.stringify([a.remote, a.local])) throw new Error(`run ${i + 1}: the activated run's remote tree or restored workspace differs from the plain run's`);
+    if (JSON.stringify([p.remote, p.local]) !== JSON.stringify([a.remote, a.local]))
+      throw new Error(
+        `run ${i + 1}: the activated run's remote tree or restored workspace differs from the plain run's`,
+      );
     if (!a.activation.active) throw new Error("the activation was not active");
   }
 } finally {
@@ -104,7 +134,8 @@ try {
 
 const children = (r) => {
   const all = {};
-  for (const phase of [r.prepare, r.restore]) for (const [k, v] of Object.entries(phase.children)) all[k] = (all[k] ?? 0) + v;
+  for (const phase of [r.prepare, r.restore])
+    for (const [k, v] of Object.entries(phase.children)) all[k] = (all[k] ?? 0) + v;
   return all;
 };
 const rows = [];
@@ -128,14 +159,18 @@ for (const mode of ["plain", "activated"]) {
 }
 console.table(rows);
 const variant = `corpus ${name}, ${withGit ? "git workspace" : "plain directory"}`;
-console.log(`${variant} (${describe}), ${runs} interleaved runs, scratch on ${scratchParent}: ${(summary.plain / summary.activated).toFixed(2)}x with activation; results equal`);
-emitRows([{
-  path: `activation: upstream's SSH execution target (prepare + restore), ${variant}`,
-  hotPath: "Upstream's SSH execution target, activated",
-  case: variant,
-  ours: summary.activated,
-  upstream: summary.plain,
-  floor: null,
-  oursRssMb: peakRssMb.activated,
-  upstreamRssMb: peakRssMb.plain,
-}]);
+console.log(
+  `${variant} (${describe}), ${runs} interleaved runs, scratch on ${scratchParent}: ${(summary.plain / summary.activated).toFixed(2)}x with activation; results equal`,
+);
+emitRows([
+  {
+    path: `activation: upstream's SSH execution target (prepare + restore), ${variant}`,
+    hotPath: "Upstream's SSH execution target, activated",
+    case: variant,
+    ours: summary.activated,
+    upstream: summary.plain,
+    floor: null,
+    oursRssMb: peakRssMb.activated,
+    upstreamRssMb: peakRssMb.plain,
+  },
+]);

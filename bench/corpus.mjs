@@ -9,7 +9,9 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 
 /** Where the corpora live: `PC_BENCH_DIR` (e.g. a directory on /dev/shm for tmpfs figures), else .bench/. */
-export const BENCH_DIR = process.env.PC_BENCH_DIR ? path.resolve(process.env.PC_BENCH_DIR) : path.join(path.dirname(fileURLToPath(import.meta.url)), "..", ".bench");
+export const BENCH_DIR = process.env.PC_BENCH_DIR
+  ? path.resolve(process.env.PC_BENCH_DIR)
+  : path.join(path.dirname(fileURLToPath(import.meta.url)), "..", ".bench");
 
 function rng(seed) {
   let s = seed >>> 0;
@@ -73,7 +75,48 @@ function largeFiles(root, count, totalBytes, seed) {
  * about a third of it, as it does of real source.
  */
 function sourceText(length, next) {
-  const syllables = ["get", "set", "add", "on", "to", "is", "has", "make", "load", "save", "find", "read", "write", "parse", "node", "file", "path", "name", "item", "list", "map", "key", "value", "state", "user", "task", "run", "time", "size", "data", "error", "result", "config", "sync", "tar", "stream", "chunk", "buffer", "entry", "dir"];
+  const syllables = [
+    "get",
+    "set",
+    "add",
+    "on",
+    "to",
+    "is",
+    "has",
+    "make",
+    "load",
+    "save",
+    "find",
+    "read",
+    "write",
+    "parse",
+    "node",
+    "file",
+    "path",
+    "name",
+    "item",
+    "list",
+    "map",
+    "key",
+    "value",
+    "state",
+    "user",
+    "task",
+    "run",
+    "time",
+    "size",
+    "data",
+    "error",
+    "result",
+    "config",
+    "sync",
+    "tar",
+    "stream",
+    "chunk",
+    "buffer",
+    "entry",
+    "dir",
+  ];
   const pick = (array) => array[Math.floor(next() * array.length)];
   const zipf = (array) => array[Math.floor(array.length * next() ** 3)];
   const ident = () => {
@@ -86,18 +129,34 @@ function sourceText(length, next) {
     return out;
   };
   const ids = Array.from({ length: 3000 }, ident);
-  const types = ["string", "number", "boolean", "Buffer", "Promise<void>", "string[]", "Record<string, unknown>", ...ids.slice(0, 40).map((id) => id[0].toUpperCase() + id.slice(1))];
+  const types = [
+    "string",
+    "number",
+    "boolean",
+    "Buffer",
+    "Promise<void>",
+    "string[]",
+    "Record<string, unknown>",
+    ...ids.slice(0, 40).map((id) => id[0].toUpperCase() + id.slice(1)),
+  ];
   const id = () => zipf(ids);
   const num = () => String(Math.floor(next() * next() * 100_000));
-  const str = () => `"${Array.from({ length: 1 + Math.floor(next() * 4) }, () => pick(syllables)).join(pick([" ", "-", "/", "_"]))}"`;
+  const str = () =>
+    `"${Array.from({ length: 1 + Math.floor(next() * 4) }, () => pick(syllables)).join(pick([" ", "-", "/", "_"]))}"`;
   const expr = () => {
     switch (Math.floor(next() * 6)) {
-      case 0: return num();
-      case 1: return str();
-      case 2: return `${id()}.${id()}(${id()}, ${id()})`;
-      case 3: return `${id()} ${pick(["+", "-", "*", "===", "!==", "&&", "||", "??"])} ${id()}`;
-      case 4: return `await ${id()}(${id()})`;
-      default: return id();
+      case 0:
+        return num();
+      case 1:
+        return str();
+      case 2:
+        return `${id()}.${id()}(${id()}, ${id()})`;
+      case 3:
+        return `${id()} ${pick(["+", "-", "*", "===", "!==", "&&", "||", "??"])} ${id()}`;
+      case 4:
+        return `await ${id()}(${id()})`;
+      default:
+        return id();
     }
   };
   const lines = [];
@@ -117,7 +176,8 @@ function sourceText(length, next) {
     } else if (r < 0.32) {
       depth -= 1;
       line = `${"  ".repeat(depth)}}`;
-    } else if (r < 0.4) line = `${indent}// ${Array.from({ length: 3 + Math.floor(next() * 8) }, () => pick(syllables)).join(" ")}`;
+    } else if (r < 0.4)
+      line = `${indent}// ${Array.from({ length: 3 + Math.floor(next() * 8) }, () => pick(syllables)).join(" ")}`;
     else if (r < 0.48) line = `${indent}return ${expr()};`;
     else line = `${indent}${pick(["const ", "let ", ""])}${id()} = ${expr()};`;
     lines.push(line);
@@ -139,11 +199,17 @@ function largeTextFiles(root, count, totalBytes, seed) {
 }
 
 const CORPORA = {
-  a: { describe: "~100 000 files / ~450 MB source tree with node_modules", make: (dir) => sourceTree(dir, 100_000, 4500, 1) },
+  a: {
+    describe: "~100 000 files / ~450 MB source tree with node_modules",
+    make: (dir) => sourceTree(dir, 100_000, 4500, 1),
+  },
   b: { describe: "20 large files, 2 GB", make: (dir) => largeFiles(dir, 20, 2 * 1024 ** 3, 2) },
   c: { describe: "5 000 files", make: (dir) => sourceTree(dir, 5_000, 4500, 3) },
   d: { describe: "20 large source-like text files, 2 GB", make: (dir) => largeTextFiles(dir, 20, 2 * 1024 ** 3, 4) },
-  e: { describe: "~12 000 files / ~55 MB source-like text tree with node_modules", make: (dir) => sourceTree(dir, 12_000, 4500, 5, { text: true }) },
+  e: {
+    describe: "~12 000 files / ~55 MB source-like text tree with node_modules",
+    make: (dir) => sourceTree(dir, 12_000, 4500, 5, { text: true }),
+  },
 };
 
 /** The corpus directory, generated on first use. */

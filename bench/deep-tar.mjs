@@ -25,7 +25,14 @@ function deepArchive(base) {
   mkdirSync(tree);
   // 100 levels per `mkdir -p` and `cd` (bash's cd slows down badly past PATH_MAX one level at a time).
   const chunk = "d/".repeat(100);
-  execFileSync("bash", ["-c", 'cd "$1" && for ((i = 0; i < $2; i += 100)); do echo "level $i" > f; mkdir -p "$3" && cd "$3" || exit 1; done', "_", tree, String(levels), chunk]);
+  execFileSync("bash", [
+    "-c",
+    'cd "$1" && for ((i = 0; i < $2; i += 100)); do echo "level $i" > f; mkdir -p "$3" && cd "$3" || exit 1; done',
+    "_",
+    tree,
+    String(levels),
+    chunk,
+  ]);
   const archive = path.join(base, "deep.tar");
   execFileSync("tar", ["-cf", archive, "-C", tree, "."]);
   return archive;
@@ -57,12 +64,25 @@ for (const label of places) {
     }
     for (const kind of ["ours", "bsdtar"]) {
       const ms = median(times[kind]);
-      rows.push({ where: label, tool: kind, levels, archiveMb: mb.toFixed(1), medianMs: ms.toFixed(0), mbPerS: (mb / (ms / 1000)).toFixed(1) });
+      rows.push({
+        where: label,
+        tool: kind,
+        levels,
+        archiveMb: mb.toFixed(1),
+        medianMs: ms.toFixed(0),
+        mbPerS: (mb / (ms / 1000)).toFixed(1),
+      });
     }
     const where = places.length > 1 ? `, ${label}` : "";
     summary.push({
-      path: `deep archive extract (${levels} levels, ${mb.toFixed(0)} MB${where})`, hotPath: "Deep archive extract", case: `${levels} levels${where}`,
-      ours: median(times.ours), upstream: null, floor: median(times.bsdtar), floorIs: "bsdtar -xf", floorTool: true,
+      path: `deep archive extract (${levels} levels, ${mb.toFixed(0)} MB${where})`,
+      hotPath: "Deep archive extract",
+      case: `${levels} levels${where}`,
+      ours: median(times.ours),
+      upstream: null,
+      floor: median(times.bsdtar),
+      floorIs: "bsdtar -xf",
+      floorTool: true,
     });
   } finally {
     execFileSync("rm", ["-rf", base]);

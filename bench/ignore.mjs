@@ -25,16 +25,31 @@ const args = process.argv.slice(2);
 const option = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
 const runs = Number(option("--runs", 7));
 const checkout = path.resolve(option("--checkout", path.join(here, "..")));
-const checkoutLabel = checkout === path.resolve(here, "..") ? "this repository's checkout" : `checkout ${path.basename(checkout)}`;
+const checkoutLabel =
+  checkout === path.resolve(here, "..") ? "this repository's checkout" : `checkout ${path.basename(checkout)}`;
 
 const TRACKED = 5_000;
 const IGNORED = 100_000;
 
 function git(dir, ...argv) {
-  return execFileSync("git", ["-C", dir, "-c", "user.name=bench", "-c", "user.email=bench@example.invalid", "-c", "init.defaultBranch=main", ...argv], {
-    stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null" },
-  });
+  return execFileSync(
+    "git",
+    [
+      "-C",
+      dir,
+      "-c",
+      "user.name=bench",
+      "-c",
+      "user.email=bench@example.invalid",
+      "-c",
+      "init.defaultBranch=main",
+      ...argv,
+    ],
+    {
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, GIT_CONFIG_NOSYSTEM: "1", GIT_CONFIG_GLOBAL: "/dev/null" },
+    },
+  );
 }
 
 /** The generated repository (written once under .bench/, reused while complete). */
@@ -98,7 +113,9 @@ async function compare(label, caseLabel, dir) {
     const a = await time(() => ours.readReferencedSourceGitIgnoredPaths(dir));
     const b = await time(() => upstream.readReferencedSourceGitIgnoredPaths(dir));
     if (!isDeepStrictEqual(a.value, b.value)) {
-      throw new Error(`${label}: outputs differ\nours: ${JSON.stringify(a.value).slice(0, 500)}\nupstream: ${JSON.stringify(b.value).slice(0, 500)}`);
+      throw new Error(
+        `${label}: outputs differ\nours: ${JSON.stringify(a.value).slice(0, 500)}\nupstream: ${JSON.stringify(b.value).slice(0, 500)}`,
+      );
     }
     expected = b.value;
     if (i === 0) continue; // warm-up
@@ -111,12 +128,24 @@ async function compare(label, caseLabel, dir) {
   const r2 = await time(() => upstreamSandbox.resolveReferencedSourceIgnore(resolveDir));
   if (!isDeepStrictEqual(r1.value, r2.value)) throw new Error(`${label}: resolutions differ`);
   // Eight projects at once (ours runs four at a time, upstream spawns sixteen git processes).
-  const c1 = await time(() => Promise.all(Array.from({ length: 8 }, () => ours.readReferencedSourceGitIgnoredPaths(dir))));
-  const c2 = await time(() => Promise.all(Array.from({ length: 8 }, () => upstream.readReferencedSourceGitIgnoredPaths(dir))));
+  const c1 = await time(() =>
+    Promise.all(Array.from({ length: 8 }, () => ours.readReferencedSourceGitIgnoredPaths(dir))),
+  );
+  const c2 = await time(() =>
+    Promise.all(Array.from({ length: 8 }, () => upstream.readReferencedSourceGitIgnoredPaths(dir))),
+  );
   const oursMs = median(mine);
   const upstreamMs = median(theirs);
   const floor = walkFloor(dir, { runs, skip: [".git", ...(expected?.ignoredPaths ?? [])] });
-  summary.push({ path: `ignore resolution, ${label}`, hotPath: "Ignore resolution", case: caseLabel, ours: oursMs, upstream: upstreamMs, floor: floor.ms, floorIs: `walk of the ${floor.entries} entries not ignored` });
+  summary.push({
+    path: `ignore resolution, ${label}`,
+    hotPath: "Ignore resolution",
+    case: caseLabel,
+    ours: oursMs,
+    upstream: upstreamMs,
+    floor: floor.ms,
+    floorIs: `walk of the ${floor.entries} entries not ignored`,
+  });
   return {
     repository: label,
     "ignored entries": expected?.ignoredPaths.length ?? "null",
@@ -126,7 +155,7 @@ async function compare(label, caseLabel, dir) {
     "8 at once: ours ms": c1.ms.toFixed(0),
     "8 at once: upstream ms": c2.ms.toFixed(0),
     "8 at once: ratio": `${(c2.ms / c1.ms).toFixed(1)}x`,
-    "identical": "yes",
+    identical: "yes",
     "floor ms": floor.ms.toFixed(1),
     "ours/floor": (oursMs / floor.ms).toFixed(2),
   };

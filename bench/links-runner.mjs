@@ -12,38 +12,50 @@ import net from "node:net";
 const [port, statsFile] = process.argv.slice(2);
 let commands = 0;
 
-net.createServer({ allowHalfOpen: true }, (socket) => {
-  let buffered = Buffer.alloc(0);
-  let header = null;
-  const chunks = [];
-  let received = 0;
-  const run = () => {
-    const child = spawn(header.command === "bash" ? "/bin/bash" : "/bin/sh", header.args ?? [], { cwd: header.cwd || undefined });
-    const out = [];
-    const err = [];
-    child.stdout.on("data", (d) => out.push(d));
-    child.stderr.on("data", (d) => err.push(d));
-    child.stdin.on("error", () => undefined);
-    child.stdin.end(Buffer.concat(chunks));
-    child.on("close", (code, signal) => {
-      commands += 1;
-      writeFileSync(statsFile, JSON.stringify({ commands }));
-      const stdout = Buffer.concat(out);
-      const stderr = Buffer.concat(err);
-      socket.end(Buffer.concat([Buffer.from(`${JSON.stringify({ exitCode: code, signal, stdoutLength: stdout.length, stderrLength: stderr.length })}\n`), stdout, stderr]));
+net
+  .createServer({ allowHalfOpen: true }, (socket) => {
+    let buffered = Buffer.alloc(0);
+    let header = null;
+    const chunks = [];
+    let received = 0;
+    const run = () => {
+      const child = spawn(header.command === "bash" ? "/bin/bash" : "/bin/sh", header.args ?? [], {
+        cwd: header.cwd || undefined,
+      });
+      const out = [];
+      const err = [];
+      child.stdout.on("data", (d) => out.push(d));
+      child.stderr.on("data", (d) => err.push(d));
+      child.stdin.on("error", () => undefined);
+      child.stdin.end(Buffer.concat(chunks));
+      child.on("close", (code, signal) => {
+        commands += 1;
+        writeFileSync(statsFile, JSON.stringify({ commands }));
+        const stdout = Buffer.concat(out);
+        const stderr = Buffer.concat(err);
+        socket.end(
+          Buffer.concat([
+            Buffer.from(
+              `${JSON.stringify({ exitCode: code, signal, stdoutLength: stdout.length, stderrLength: stderr.length })}\n`,
+            ),
+            stdout,
+            stderr,
+          ]),
+        );
+      });
+    };
+    socket.on("data", (data) => {
+      if (header === null) {
+        buffered = Buffer.concat([buffered, data]);
+        const newline = buffered.indexOf(10);
+        if (newline < 0) return;
+        header = JSON.parse(buffered.subarray(0, newline).toString("utf8"));
+        data = buffered.subarray(newline + 1);
+      }
+      chunks.push(data);
+      received += data.length;
+      if (received >= header.stdinLength) run();
     });
-  };
-  socket.on("data", (data) => {
-    if (header === null) {
-      buffered = Buffer.concat([buffered, data]);
-      const newline = buffered.indexOf(10);
-      if (newline < 0) return;
-      header = JSON.parse(buffered.subarray(0, newline).toString("utf8"));
-      data = buffered.subarray(newline + 1);
-    }
-    chunks.push(data);
-    received += data.length;
-    if (received >= header.stdinLength) run();
-  });
-  socket.on("error", () => undefined);
-}).listen(Number(port), "127.0.0.1", () => process.stdout.write("ready\n"));
+    socket.on("error", () => undefined);
+  })
+  .listen(Number(port), "127.0.0.1", () => process.stdout.write("ready\n"));

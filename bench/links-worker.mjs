@@ -17,25 +17,36 @@ const wire = () => Number(readFileSync("/sys/class/net/lo/statistics/tx_bytes", 
 /** A runner whose commands run on the other side of the shaped loopback (bench/links-runner.mjs). */
 function tcpRunner(port) {
   return {
-    execute: (input) => new Promise((resolve, reject) => {
-      const startedAt = new Date().toISOString();
-      const stdin = input.stdin == null ? Buffer.alloc(0) : Buffer.from(input.stdin);
-      const socket = net.connect(port, "127.0.0.1");
-      const parts = [];
-      socket.on("data", (d) => parts.push(d));
-      socket.on("error", reject);
-      socket.on("end", () => {
-        const all = Buffer.concat(parts);
-        const newline = all.indexOf(10);
-        const head = JSON.parse(all.subarray(0, newline).toString("utf8"));
-        const body = all.subarray(newline + 1);
-        const stdout = body.subarray(0, head.stdoutLength).toString("utf8");
-        const stderr = body.subarray(head.stdoutLength).toString("utf8");
-        resolve({ exitCode: head.exitCode ?? 1, signal: head.signal, timedOut: false, stdout, stderr, pid: null, startedAt });
-      });
-      socket.write(`${JSON.stringify({ command: input.command, args: input.args, cwd: input.cwd, stdinLength: stdin.length })}\n`);
-      socket.end(stdin);
-    }),
+    execute: (input) =>
+      new Promise((resolve, reject) => {
+        const startedAt = new Date().toISOString();
+        const stdin = input.stdin == null ? Buffer.alloc(0) : Buffer.from(input.stdin);
+        const socket = net.connect(port, "127.0.0.1");
+        const parts = [];
+        socket.on("data", (d) => parts.push(d));
+        socket.on("error", reject);
+        socket.on("end", () => {
+          const all = Buffer.concat(parts);
+          const newline = all.indexOf(10);
+          const head = JSON.parse(all.subarray(0, newline).toString("utf8"));
+          const body = all.subarray(newline + 1);
+          const stdout = body.subarray(0, head.stdoutLength).toString("utf8");
+          const stderr = body.subarray(head.stdoutLength).toString("utf8");
+          resolve({
+            exitCode: head.exitCode ?? 1,
+            signal: head.signal,
+            timedOut: false,
+            stdout,
+            stderr,
+            pid: null,
+            startedAt,
+          });
+        });
+        socket.write(
+          `${JSON.stringify({ command: input.command, args: input.args, cwd: input.cwd, stdinLength: stdin.length })}\n`,
+        );
+        socket.end(stdin);
+      }),
   };
 }
 
@@ -49,8 +60,10 @@ function digest(root) {
       const full = path.join(root, key);
       const st = lstatSync(full);
       if (st.isSymbolicLink()) out.push(`${key} -> ${readlinkSync(full)}`);
-      else if (st.isDirectory()) { out.push(`${key}/`); walk(key); }
-      else out.push(`${key} ${st.mode & 0o777} ${createHash("sha1").update(readFileSync(full)).digest("hex")}`);
+      else if (st.isDirectory()) {
+        out.push(`${key}/`);
+        walk(key);
+      } else out.push(`${key} ${st.mode & 0o777} ${createHash("sha1").update(readFileSync(full)).digest("hex")}`);
     }
   };
   walk("");
@@ -59,12 +72,18 @@ function digest(root) {
 
 const { prepareAdapterExecutionTargetRuntime } = await import("@paperclipai/adapter-utils/execution-target");
 const { nativeActivation } = await import("../lib/activation/state.js");
-const target = lane === "ssh"
-  ? { kind: "remote", transport: "ssh", spec: JSON.parse(readFileSync(where, "utf8")) }
-  : { kind: "remote", transport: "sandbox", remoteCwd, runner: tcpRunner(Number(where)), timeoutMs: 3_600_000 };
+const target =
+  lane === "ssh"
+    ? { kind: "remote", transport: "ssh", spec: JSON.parse(readFileSync(where, "utf8")) }
+    : { kind: "remote", transport: "sandbox", remoteCwd, runner: tcpRunner(Number(where)), timeoutMs: 3_600_000 };
 let t = process.hrtime.bigint();
 let bytes = wire();
-const prepared = await prepareAdapterExecutionTargetRuntime({ target, runId, adapterKey: "bench", workspaceLocalDir: workspace });
+const prepared = await prepareAdapterExecutionTargetRuntime({
+  target,
+  runId,
+  adapterKey: "bench",
+  workspaceLocalDir: workspace,
+});
 const prepareMs = Number(process.hrtime.bigint() - t) / 1e6;
 const prepareBytes = wire() - bytes;
 const remoteDir = prepared.workspaceRemoteDir;
@@ -81,10 +100,16 @@ const collect = (rel) => {
   }
 };
 collect("");
-for (const key of files) writeFileSync(path.join(remoteDir, key), `// edited by the agent in ${runId}\n${readFileSync(path.join(remoteDir, key), "utf8")}`);
+for (const key of files)
+  writeFileSync(
+    path.join(remoteDir, key),
+    `// edited by the agent in ${runId}\n${readFileSync(path.join(remoteDir, key), "utf8")}`,
+  );
 t = process.hrtime.bigint();
 bytes = wire();
 await prepared.restoreWorkspace();
 const restoreMs = Number(process.hrtime.bigint() - t) / 1e6;
 const restoreBytes = wire() - bytes;
-process.stdout.write(`${JSON.stringify({ prepareMs, restoreMs, prepareBytes, restoreBytes, remote, local: digest(workspace), active: nativeActivation().active })}\n`);
+process.stdout.write(
+  `${JSON.stringify({ prepareMs, restoreMs, prepareBytes, restoreBytes, remote, local: digest(workspace), active: nativeActivation().active })}\n`,
+);

@@ -37,7 +37,9 @@ const quick = args.includes("--quick");
 
 const [major, minor] = process.versions.node.split(".").map(Number);
 if (major < 24 || (major === 24 && minor < 11)) {
-  console.error(`bench/links.mjs needs Node >= 24.11 (the activation's module hooks); this is ${process.version} (scripts/node-versions.sh installs one)`);
+  console.error(
+    `bench/links.mjs needs Node >= 24.11 (the activation's module hooks); this is ${process.version} (scripts/node-versions.sh installs one)`,
+  );
   process.exit(2);
 }
 
@@ -61,9 +63,16 @@ if (!process.env.PC_LINKS_NS) {
     });
   } finally {
     // Every process still in the namespace, by pid, then the namespace.
-    const pids = spawnSync("ip", ["netns", "pids", ns], { encoding: "utf8" }).stdout.split("\n").filter(Boolean).map(Number);
+    const pids = spawnSync("ip", ["netns", "pids", ns], { encoding: "utf8" })
+      .stdout.split("\n")
+      .filter(Boolean)
+      .map(Number);
     for (const pid of pids) {
-      try { process.kill(pid, "SIGKILL"); } catch { /* gone */ }
+      try {
+        process.kill(pid, "SIGKILL");
+      } catch {
+        /* gone */
+      }
     }
     spawnSync("ip", ["netns", "del", ns]);
   }
@@ -73,7 +82,9 @@ if (!process.env.PC_LINKS_NS) {
 // ── Inside the namespace. ──
 const { startSshd } = await import("../__test__/helpers/sshd.js");
 const { corpus } = await import("./corpus.mjs");
-const links = (option("--links", quick ? "100" : "1000,100,20")).split(",").map(Number);
+const links = option("--links", quick ? "100" : "1000,100,20")
+  .split(",")
+  .map(Number);
 const lanes = option("--lanes", "ssh,sandbox").split(",");
 const workspaces = option("--workspaces", quick ? "source" : "source,random,git").split(",");
 const rounds = Number(option("--runs", quick ? "1" : "3"));
@@ -84,7 +95,11 @@ const scratch = mkdtempSync(path.join("/dev/shm", "pc-bench-links-"));
 const cleanup = [];
 process.on("exit", () => {
   for (const fn of cleanup.reverse()) {
-    try { fn(); } catch { /* best effort */ }
+    try {
+      fn();
+    } catch {
+      /* best effort */
+    }
   }
   rmSync(scratch, { recursive: true, force: true });
 });
@@ -94,7 +109,20 @@ for (const signal of ["SIGINT", "SIGTERM"]) process.on(signal, () => process.exi
 /** Shapes the namespace's loopback to `mbit` Mbit/s (burst large enough for the rate). */
 function shape(mbit) {
   const burst = Math.max(64 * 1024, Math.ceil((mbit * 1e6) / 8 / 250));
-  execFileSync("tc", ["qdisc", "replace", "dev", "lo", "root", "tbf", "rate", `${mbit}mbit`, "burst", String(burst), "latency", "100ms"]);
+  execFileSync("tc", [
+    "qdisc",
+    "replace",
+    "dev",
+    "lo",
+    "root",
+    "tbf",
+    "rate",
+    `${mbit}mbit`,
+    "burst",
+    String(burst),
+    "latency",
+    "100ms",
+  ]);
 }
 
 const server = await startSshd(path.join(scratch, "sshd"), { logLevel: "DEBUG1" });
@@ -103,7 +131,9 @@ const specFile = path.join(scratch, "spec.json");
 writeFileSync(specFile, JSON.stringify(server.spec));
 const runnerStats = path.join(scratch, "runner.json");
 const runnerPort = 7345;
-const runner = spawn(process.execPath, [path.join(here, "links-runner.mjs"), String(runnerPort), runnerStats], { stdio: ["ignore", "pipe", "inherit"] });
+const runner = spawn(process.execPath, [path.join(here, "links-runner.mjs"), String(runnerPort), runnerStats], {
+  stdio: ["ignore", "pipe", "inherit"],
+});
 cleanup.push(() => runner.kill("SIGKILL"));
 await new Promise((resolve) => runner.stdout.once("data", resolve));
 
@@ -111,13 +141,26 @@ await new Promise((resolve) => runner.stdout.once("data", resolve));
 function sshCounts() {
   const log = readFileSync(server.logPath, "utf8");
   const count = (re) => (log.match(re) ?? []).length;
-  return { logins: count(/Accepted publickey/g), channels: count(/server_input_channel_open: ctype session/g), commands: count(/req exec/g) };
+  return {
+    logins: count(/Accepted publickey/g),
+    channels: count(/server_input_channel_open: ctype session/g),
+    commands: count(/req exec/g),
+  };
 }
 const runnerCommands = () => {
-  try { return JSON.parse(readFileSync(runnerStats, "utf8")).commands; } catch { return 0; }
+  try {
+    return JSON.parse(readFileSync(runnerStats, "utf8")).commands;
+  } catch {
+    return 0;
+  }
 };
 
-const git = (dir, ...a) => execFileSync("git", ["-C", dir, "-c", "user.name=Bench", "-c", "user.email=bench@example.com", ...a], { env: { ...process.env, ...PINNED }, stdio: ["ignore", "pipe", "pipe"], maxBuffer: 1 << 28 });
+const git = (dir, ...a) =>
+  execFileSync("git", ["-C", dir, "-c", "user.name=Bench", "-c", "user.email=bench@example.com", ...a], {
+    env: { ...process.env, ...PINNED },
+    stdio: ["ignore", "pipe", "pipe"],
+    maxBuffer: 1 << 28,
+  });
 
 /** The workspace master copy of one kind. */
 function master(kind) {
@@ -134,7 +177,9 @@ function master(kind) {
 
 /** Changes `count` source files of `dir` on the host (seeded by `tag`). */
 function hostChanges(dir, count, tag) {
-  const files = execFileSync("sh", ["-c", "find src -type f | sort | head -n 2000"], { cwd: dir, encoding: "utf8" }).split("\n").filter(Boolean);
+  const files = execFileSync("sh", ["-c", "find src -type f | sort | head -n 2000"], { cwd: dir, encoding: "utf8" })
+    .split("\n")
+    .filter(Boolean);
   for (let i = 0; i < count && files.length > 0; i += 1) {
     const file = path.join(dir, files[(i * 17) % files.length]);
     writeFileSync(file, `// host change ${tag} ${i}\n${readFileSync(file, "utf8")}`);
@@ -144,16 +189,37 @@ function hostChanges(dir, count, tag) {
 /** One measured run in a fresh process. */
 function measure({ lane, mode, workspace, runId, agentEdits, remoteCwd, home }) {
   const before = lane === "ssh" ? sshCounts() : { commands: runnerCommands() };
-  const argv = [...(mode === "ours" ? ["--import", register] : []), path.join(here, "links-worker.mjs"), lane, lane === "ssh" ? specFile : String(runnerPort), workspace, runId, String(agentEdits), remoteCwd];
-  const out = spawnSync(process.execPath, argv, { cwd: repo, encoding: "utf8", env: { ...process.env, ...PINNED, NODE_OPTIONS: "", PAPERCLIP_HOME: home }, maxBuffer: 1 << 26 });
+  const argv = [
+    ...(mode === "ours" ? ["--import", register] : []),
+    path.join(here, "links-worker.mjs"),
+    lane,
+    lane === "ssh" ? specFile : String(runnerPort),
+    workspace,
+    runId,
+    String(agentEdits),
+    remoteCwd,
+  ];
+  const out = spawnSync(process.execPath, argv, {
+    cwd: repo,
+    encoding: "utf8",
+    env: { ...process.env, ...PINNED, NODE_OPTIONS: "", PAPERCLIP_HOME: home },
+    maxBuffer: 1 << 26,
+  });
   if (out.status !== 0) throw new Error(`${lane} ${mode} ${runId} failed: ${out.stderr.slice(-3000)}`);
   const result = JSON.parse(out.stdout.trim().split("\n").pop());
-  if (result.active !== (mode === "ours")) throw new Error(`${lane} ${mode} ${runId}: the activation was ${result.active ? "" : "not "}active`);
+  if (result.active !== (mode === "ours"))
+    throw new Error(`${lane} ${mode} ${runId}: the activation was ${result.active ? "" : "not "}active`);
   const after = lane === "ssh" ? sshCounts() : { commands: runnerCommands() };
-  const trips = lane === "ssh"
-    ? `${after.logins - before.logins}/${after.channels - before.channels}/${after.commands - before.commands}`
-    : `${after.commands - before.commands}`;
-  return { ...result, ms: result.prepareMs + result.restoreMs, bytes: result.prepareBytes + result.restoreBytes, trips };
+  const trips =
+    lane === "ssh"
+      ? `${after.logins - before.logins}/${after.channels - before.channels}/${after.commands - before.commands}`
+      : `${after.commands - before.commands}`;
+  return {
+    ...result,
+    ms: result.prepareMs + result.restoreMs,
+    bytes: result.prepareBytes + result.restoreBytes,
+    trips,
+  };
 }
 
 /** The three runs of one sequence for one mode; returns { case → result }. */
@@ -181,7 +247,12 @@ const masters = new Map(workspaces.map((kind) => [kind, master(kind)]));
 const median = (xs) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const rows = [];
 const summary = {};
-console.error(`load average at the start: ${os.loadavg().map((l) => l.toFixed(2)).join(" ")}`);
+console.error(
+  `load average at the start: ${os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" ")}`,
+);
 for (const mbit of links) {
   shape(mbit);
   for (const lane of lanes) {
@@ -194,20 +265,36 @@ for (const mbit of links) {
         const [u, o] = [samples.upstream[round], samples.ours[round]];
         for (const name of Object.keys(u)) {
           if (u[name].remote !== o[name].remote || u[name].local !== o[name].local) {
-            throw new Error(`${lane} ${kind} ${name}: the activated run's remote tree or restored workspace differs from upstream's`);
+            throw new Error(
+              `${lane} ${kind} ${name}: the activated run's remote tree or restored workspace differs from upstream's`,
+            );
           }
         }
       }
       for (const name of ["first", "repeat-remote", "repeat-host"]) {
         const pick = (mode, key) => median(samples[mode].map((s) => s[name][key]));
-        const [um, om, ub, ob] = [pick("upstream", "ms"), pick("ours", "ms"), pick("upstream", "bytes"), pick("ours", "bytes")];
+        const [um, om, ub, ob] = [
+          pick("upstream", "ms"),
+          pick("ours", "ms"),
+          pick("upstream", "bytes"),
+          pick("ours", "bytes"),
+        ];
         rows.push({
-          link: `${mbit} Mbit/s`, lane, workspace: kind, case: name,
-          "upstream s": (um / 1000).toFixed(2), "ours s": (om / 1000).toFixed(2), time: `${(um / om).toFixed(1)}x`,
-          "upstream MB": (ub / 1e6).toFixed(2), "ours MB": (ob / 1e6).toFixed(3), bytes: `${(ub / ob).toFixed(1)}x`,
+          link: `${mbit} Mbit/s`,
+          lane,
+          workspace: kind,
+          case: name,
+          "upstream s": (um / 1000).toFixed(2),
+          "ours s": (om / 1000).toFixed(2),
+          time: `${(um / om).toFixed(1)}x`,
+          "upstream MB": (ub / 1e6).toFixed(2),
+          "ours MB": (ob / 1e6).toFixed(3),
+          bytes: `${(ub / ob).toFixed(1)}x`,
           "round trips": `${samples.upstream[0][name].trips} → ${samples.ours[0][name].trips}`,
         });
-        console.error(`${mbit} Mbit/s ${lane} ${kind} ${name}: upstream ${(um / 1000).toFixed(2)} s ${(ub / 1e6).toFixed(2)} MB, ours ${(om / 1000).toFixed(2)} s ${(ob / 1e6).toFixed(3)} MB`);
+        console.error(
+          `${mbit} Mbit/s ${lane} ${kind} ${name}: upstream ${(um / 1000).toFixed(2)} s ${(ub / 1e6).toFixed(2)} MB, ours ${(om / 1000).toFixed(2)} s ${(ob / 1e6).toFixed(3)} MB`,
+        );
         if (kind === "source" && mbit === 100) summary[`${name}-${lane}`] = { time: um / om, bytes: ub / ob };
       }
     }
@@ -215,10 +302,22 @@ for (const mbit of links) {
 }
 console.table(rows);
 // One JSON rows line for bench/run.mjs's summary: the source tree on the 100 Mbit/s link.
-const summaryRows = rows.filter((r) => r.workspace === "source" && r.link === "100 Mbit/s").map((r) => ({ path: `links ${r.lane} ${r.case} (100 Mbit/s)`, ours: Number(r["ours s"]) * 1000, upstream: Number(r["upstream s"]) * 1000, floor: null }));
+const summaryRows = rows
+  .filter((r) => r.workspace === "source" && r.link === "100 Mbit/s")
+  .map((r) => ({
+    path: `links ${r.lane} ${r.case} (100 Mbit/s)`,
+    ours: Number(r["ours s"]) * 1000,
+    upstream: Number(r["upstream s"]) * 1000,
+    floor: null,
+  }));
 console.log(JSON.stringify({ rows: summaryRows }));
 if (args.includes("--doc")) writeDocTable(rows);
-console.log(`round trips: SSH logins/channels/commands, sandbox runner commands (upstream → ours); ${rounds} round(s), medians; ${os.cpus().length} cores, load average ${os.loadavg().map((l) => l.toFixed(2)).join(" ")} at the end; workspaces and remote on /dev/shm`);
+console.log(
+  `round trips: SSH logins/channels/commands, sandbox runner commands (upstream → ours); ${rounds} round(s), medians; ${os.cpus().length} cores, load average ${os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" ")} at the end; workspaces and remote on /dev/shm`,
+);
 /** Rewrites the links table of docs/benchmarks.md (between its markers) from `rows`. */
 function writeDocTable(table) {
   const doc = path.join(repo, "docs", "benchmarks.md");
@@ -232,7 +331,12 @@ function writeDocTable(table) {
     start,
     `<!-- written by \`${command} --doc\`: do not edit by hand -->`,
     "",
-    `\`${command}\` on linux x64, ${os.cpus().length} cores (${os.cpus()[0]?.model ?? "unknown CPU"}), workspaces and remote on tmpfs, ${rounds} round(s), medians; load average ${os.loadavg().map((l) => l.toFixed(1)).join(" ")} at the end (a shared machine). Round trips: SSH logins/channel opens/remote commands, sandbox runner commands, upstream → ours.`,
+    `\`${command}\` on linux x64, ${os.cpus().length} cores (${os.cpus()[0]?.model ?? "unknown CPU"}), workspaces and remote on tmpfs, ${rounds} round(s), medians; load average ${os
+      .loadavg()
+      .map((l) => l.toFixed(1))
+      .join(
+        " ",
+      )} at the end (a shared machine). Round trips: SSH logins/channel opens/remote commands, sandbox runner commands, upstream → ours.`,
     "",
     `| ${columns.join(" | ")} |`,
     `|${columns.map(() => "---").join("|")}|`,
@@ -245,7 +349,9 @@ function writeDocTable(table) {
 
 const fmt = (v) => (v == null ? "-" : `${v.toFixed(1)}x`);
 if (summary["repeat-host-ssh"] || summary["first-ssh"] || summary["first-sandbox"]) {
-  console.log(`links: repeat-ssh ${fmt(summary["repeat-host-ssh"]?.time)} time ${fmt(summary["repeat-host-ssh"]?.bytes)} bytes, first-ssh ${fmt(summary["first-ssh"]?.time)}, first-sandbox ${fmt(summary["first-sandbox"]?.time)}`);
+  console.log(
+    `links: repeat-ssh ${fmt(summary["repeat-host-ssh"]?.time)} time ${fmt(summary["repeat-host-ssh"]?.bytes)} bytes, first-ssh ${fmt(summary["first-ssh"]?.time)}, first-sandbox ${fmt(summary["first-sandbox"]?.time)}`,
+  );
 }
 // sshd and the runner would keep this process alive: end it (the exit handler stops them).
 process.exit(0);

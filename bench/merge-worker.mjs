@@ -8,7 +8,10 @@ import { readFileSync, writeFileSync } from "node:fs";
 const [kind, baselineFile, remote, target, home] = process.argv.slice(2);
 const ours = await import("@paperclipai/adapter-utils-native/workspace-restore-merge");
 if (kind === "baseline") {
-  writeFileSync(baselineFile, JSON.stringify(ours.serializeDirectorySnapshot(await ours.captureDirectorySnapshot(target))));
+  writeFileSync(
+    baselineFile,
+    JSON.stringify(ours.serializeDirectorySnapshot(await ours.captureDirectorySnapshot(target))),
+  );
 } else if (kind === "digest") {
   console.log(ours.directorySnapshotSha256(await ours.captureDirectorySnapshot(target)));
 } else {

@@ -41,11 +41,12 @@ function makeRemote(base, remote) {
   copy(base, remote);
   const files = listFiles(remote).sort();
   let seed = 12345;
-  const next = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 4294967296);
+  const next = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 4294967296;
   const pick = () => files.splice(Math.floor(next() * files.length), 1)[0];
   const count = (share) => Math.round(files.length * share);
   const [modify, remove, add] = [count(0.01), count(0.005), count(0.005)];
-  for (let i = 0; i < modify; i += 1) writeFileSync(path.join(remote, pick()), `remote change ${i}\n`.repeat(1 + (i % 50)));
+  for (let i = 0; i < modify; i += 1)
+    writeFileSync(path.join(remote, pick()), `remote change ${i}\n`.repeat(1 + (i % 50)));
   for (let i = 0; i < remove; i += 1) unlinkSync(path.join(remote, pick()));
   for (let i = 0; i < add; i += 1) {
     const dir = path.dirname(path.join(remote, files[Math.floor(next() * files.length)]));
@@ -59,7 +60,18 @@ function measure(kind, work) {
   const target = path.join(work, `target-${kind}`);
   copy(path.join(work, "host"), target);
   execFileSync("sync"); // no writeback of the fresh copy competing with the measurement
-  const out = spawnSync(process.execPath, [path.join(here, "merge-worker.mjs"), kind, path.join(work, "baseline.json"), path.join(work, "remote"), target, path.join(work, "home")], { encoding: "utf8", maxBuffer: 1 << 26 });
+  const out = spawnSync(
+    process.execPath,
+    [
+      path.join(here, "merge-worker.mjs"),
+      kind,
+      path.join(work, "baseline.json"),
+      path.join(work, "remote"),
+      target,
+      path.join(work, "home"),
+    ],
+    { encoding: "utf8", maxBuffer: 1 << 26 },
+  );
   if (out.status !== 0) throw new Error(`${kind} failed: ${out.stderr}`);
   return { ...JSON.parse(out.stdout.trim().split("\n").pop()), target };
 }
@@ -74,7 +86,14 @@ for (const name of names) {
     console.error(`preparing merge-${name} (host copy, remote result, baseline) …`);
     copy(dir, path.join(work, "host"));
     const changes = makeRemote(dir, path.join(work, "remote"));
-    execFileSync(process.execPath, [path.join(here, "merge-worker.mjs"), "baseline", path.join(work, "baseline.json"), "", path.join(work, "host"), ""]);
+    execFileSync(process.execPath, [
+      path.join(here, "merge-worker.mjs"),
+      "baseline",
+      path.join(work, "baseline.json"),
+      "",
+      path.join(work, "host"),
+      "",
+    ]);
     writeFileSync(path.join(work, "ready"), JSON.stringify(changes));
   }
   // Interleaved: the upstream runs alternate with the first of ours.
@@ -88,7 +107,10 @@ for (const name of names) {
   const hostWalk = walkFloor(path.join(work, "host"), { runs });
   const floorMs = Math.max(remoteWalk.ms, hashFloorMs(remoteWalk.bytes)) + hostWalk.ms;
   // Same result: the digests of both merged trees must agree.
-  const digest = (target) => execFileSync(process.execPath, [path.join(here, "merge-worker.mjs"), "digest", "", "", target, ""], { encoding: "utf8" }).trim();
+  const digest = (target) =>
+    execFileSync(process.execPath, [path.join(here, "merge-worker.mjs"), "digest", "", "", target, ""], {
+      encoding: "utf8",
+    }).trim();
   const same = digest(mine[0].target) === digest(theirs[0].target);
   for (const r of [...mine, ...theirs]) remove(r.target);
   const oursMs = median(mine.map((r) => r.ms));
@@ -107,8 +129,15 @@ for (const name of names) {
   });
   const floorIs = `remote max(walk ${remoteWalk.ms.toFixed(0)}, hash ${hashFloorMs(remoteWalk.bytes).toFixed(0)}) + host walk ${hostWalk.ms.toFixed(0)}`;
   summary.push({
-    path: `merge ${remoteWalk.files} files (1% changed), corpus ${name}`, hotPath: "Restore merge (1 % changed)", case: `corpus ${name}`,
-    ours: oursMs, upstream: upMs, floor: floorMs, floorIs, oursRssMb: peakRss(mine), upstreamRssMb: peakRss(theirs),
+    path: `merge ${remoteWalk.files} files (1% changed), corpus ${name}`,
+    hotPath: "Restore merge (1 % changed)",
+    case: `corpus ${name}`,
+    ours: oursMs,
+    upstream: upMs,
+    floor: floorMs,
+    floorIs,
+    oursRssMb: peakRss(mine),
+    upstreamRssMb: peakRss(theirs),
   });
 }
 console.table(rows);

@@ -30,7 +30,9 @@ const runs = option("--runs") ?? (quick ? "1" : undefined);
 const dir = option("--dir");
 const corpora = option("--corpora") ?? (quick ? "a" : undefined);
 const save = option("--save");
-const positional = args.filter((a, i) => !a.startsWith("--") && !["--runs", "--dir", "--corpora", "--save"].includes(args[i - 1]));
+const positional = args.filter(
+  (a, i) => !a.startsWith("--") && !["--runs", "--dir", "--corpora", "--save"].includes(args[i - 1]),
+);
 
 /**
  * The scripts, in the order they run, and how each takes its arguments:
@@ -65,7 +67,8 @@ if (unknown.length > 0) {
 // One kind of file system for the whole run: the corpora's.
 const corporaDir = dir ? path.resolve(dir) : BENCH_DIR;
 mkdirSync(corporaDir, { recursive: true });
-const place = execFileSync("stat", ["-f", "-c", "%T", corporaDir], { encoding: "utf8" }).trim() === "tmpfs" ? "tmpfs" : "disk";
+const place =
+  execFileSync("stat", ["-f", "-c", "%T", corporaDir], { encoding: "utf8" }).trim() === "tmpfs" ? "tmpfs" : "disk";
 const scratch = process.env.BENCH_SCRATCH ?? (place === "tmpfs" ? "/dev/shm" : os.tmpdir());
 
 /** The argument lists one script runs with (several for a script that takes one corpus at a time). */
@@ -81,7 +84,12 @@ function invocations(name) {
 /** Runs one script, its output passed through; resolves to { status, rows } (its last JSON rows line). */
 function runScript(name, scriptArgs) {
   const argv = [path.join(here, `${name}.mjs`), ...scriptArgs];
-  const env = { ...process.env, PC_BENCH_DIR: corporaDir, BENCH_SCRATCH: scratch, ...(name === "sandbox-git" ? { TMPDIR: scratch } : {}) };
+  const env = {
+    ...process.env,
+    PC_BENCH_DIR: corporaDir,
+    BENCH_SCRATCH: scratch,
+    ...(name === "sandbox-git" ? { TMPDIR: scratch } : {}),
+  };
   return new Promise((resolve) => {
     const child = spawn(process.execPath, argv, { stdio: ["ignore", "pipe", "inherit"], env });
     let rows = [];
@@ -114,7 +122,12 @@ for (const name of selected) {
     console.log(`\n(${name}: ${seconds(started)})`);
   }
 }
-console.log(`\n## summary (ms, medians; ${os.cpus().length} cores, load average ${os.loadavg().map((l) => l.toFixed(2)).join(" ")} at the end; corpora under ${corporaDir}, scratch under ${scratch}; ${seconds(began)} in all)\n`);
+console.log(
+  `\n## summary (ms, medians; ${os.cpus().length} cores, load average ${os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" ")} at the end; corpora under ${corporaDir}, scratch under ${scratch}; ${seconds(began)} in all)\n`,
+);
 console.table(summary.map(summaryColumns));
 if (failed.length > 0) console.error(`failed: ${failed.join(", ")}`);
 if (save) writeFileSync(save, `${JSON.stringify({ rows: summary })}\n`);

@@ -27,7 +27,12 @@ const repo = path.join(parent, "ws");
 try {
   cpSync(corpus(name).dir, repo, { recursive: true, verbatimSymlinks: true });
   writeFileSync(path.join(repo, ".gitignore"), "node_modules/\n");
-  const git = (dir, ...gitArgs) => execFileSync("git", ["-C", dir, "-c", "user.name=b", "-c", "user.email=b@b", "-c", "init.defaultBranch=main", ...gitArgs], { encoding: "utf8", maxBuffer: 1 << 26 });
+  const git = (dir, ...gitArgs) =>
+    execFileSync(
+      "git",
+      ["-C", dir, "-c", "user.name=b", "-c", "user.email=b@b", "-c", "init.defaultBranch=main", ...gitArgs],
+      { encoding: "utf8", maxBuffer: 1 << 26 },
+    );
   git(repo, "init", "-q");
   git(repo, "add", "-A");
   git(repo, "commit", "-q", "-m", "bench");
@@ -48,11 +53,15 @@ try {
       await fs.rm(clone, { recursive: true, force: true });
     }
   };
-  const ours = () => withShallowHeadClone(repo, { headCommit: head, branchName: "main", repositories: [] }, async () => {});
+  const ours = () =>
+    withShallowHeadClone(repo, { headCommit: head, branchName: "main", repositories: [] }, async () => {});
 
   const times = { upstream: [], ours: [] };
   for (let run = 0; run < runs; run += 1) {
-    for (const [label, fn] of [["upstream", upstream], ["ours", ours]]) {
+    for (const [label, fn] of [
+      ["upstream", upstream],
+      ["ours", ours],
+    ]) {
       const start = process.hrtime.bigint();
       await fn();
       times[label].push(Number(process.hrtime.bigint() - start) / 1e6);
@@ -60,9 +69,22 @@ try {
   }
   const up = median(times.upstream);
   const me = median(times.ours);
-  console.log(`corpus ${name}: ${files} tracked files; repository on ${repoOn}, clone in ${os.tmpdir()}; ${runs} interleaved runs, medians`);
-  console.log(`| upstream's clone | ours | upstream / ours |\n|---|---|---|\n| ${(up / 1000).toFixed(2)} s | ${(me / 1000).toFixed(2)} s | ${(up / me).toFixed(1)}x |`);
-  emitRows([{ path: `sandbox shallow HEAD clone, corpus ${name} (${files} tracked files)`, hotPath: "Sandbox shallow HEAD clone", case: `corpus ${name}`, ours: me, upstream: up, floor: null }]);
+  console.log(
+    `corpus ${name}: ${files} tracked files; repository on ${repoOn}, clone in ${os.tmpdir()}; ${runs} interleaved runs, medians`,
+  );
+  console.log(
+    `| upstream's clone | ours | upstream / ours |\n|---|---|---|\n| ${(up / 1000).toFixed(2)} s | ${(me / 1000).toFixed(2)} s | ${(up / me).toFixed(1)}x |`,
+  );
+  emitRows([
+    {
+      path: `sandbox shallow HEAD clone, corpus ${name} (${files} tracked files)`,
+      hotPath: "Sandbox shallow HEAD clone",
+      case: `corpus ${name}`,
+      ours: me,
+      upstream: up,
+      floor: null,
+    },
+  ]);
 } finally {
   rmSync(parent, { recursive: true, force: true });
 }

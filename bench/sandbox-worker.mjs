@@ -11,9 +11,10 @@ import { spawn } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 
 const [impl, mode, workspace, remoteDir] = process.argv.slice(2);
-const mod = impl === "ours"
-  ? await import("@paperclipai/adapter-utils-native/command-managed-runtime")
-  : await import("@paperclipai/adapter-utils/command-managed-runtime");
+const mod =
+  impl === "ours"
+    ? await import("@paperclipai/adapter-utils-native/command-managed-runtime")
+    : await import("@paperclipai/adapter-utils/command-managed-runtime");
 
 function children() {
   const out = new Map();
@@ -22,7 +23,8 @@ function children() {
     try {
       const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
       const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      if (Number(fields[1]) === process.pid) out.set(Number(entry), stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")));
+      if (Number(fields[1]) === process.pid)
+        out.set(Number(entry), stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")));
     } catch {
       // exited meanwhile
     }
@@ -32,21 +34,29 @@ function children() {
 
 const runner = {
   supportsSingleStreamStdinProgress: mode === "single",
-  execute: (input) => new Promise((resolve) => {
-    const startedAt = new Date().toISOString();
-    const child = spawn(input.command === "bash" ? "/bin/bash" : "/bin/sh", input.args ?? [], { cwd: input.cwd });
-    const out = [];
-    const err = [];
-    child.stdout.on("data", (d) => out.push(d));
-    child.stderr.on("data", (d) => err.push(d));
-    child.on("close", (code) => resolve({
-      exitCode: code ?? 1, signal: null, timedOut: false,
-      stdout: Buffer.concat(out).toString("utf8"), stderr: Buffer.concat(err).toString("utf8"), pid: child.pid ?? null, startedAt,
-    }));
-    child.stdin.on("error", () => undefined);
-    if (input.stdin != null) child.stdin.write(input.stdin);
-    child.stdin.end();
-  }),
+  execute: (input) =>
+    new Promise((resolve) => {
+      const startedAt = new Date().toISOString();
+      const child = spawn(input.command === "bash" ? "/bin/bash" : "/bin/sh", input.args ?? [], { cwd: input.cwd });
+      const out = [];
+      const err = [];
+      child.stdout.on("data", (d) => out.push(d));
+      child.stderr.on("data", (d) => err.push(d));
+      child.on("close", (code) =>
+        resolve({
+          exitCode: code ?? 1,
+          signal: null,
+          timedOut: false,
+          stdout: Buffer.concat(out).toString("utf8"),
+          stderr: Buffer.concat(err).toString("utf8"),
+          pid: child.pid ?? null,
+          startedAt,
+        }),
+      );
+      child.stdin.on("error", () => undefined);
+      if (input.stdin != null) child.stdin.write(input.stdin);
+      child.stdin.end();
+    }),
 };
 if (mode === "duplex") {
   runner.supportsDuplexFileTransfer = true;
@@ -54,11 +64,21 @@ if (mode === "duplex") {
     const child = spawn(command[0] === "bash" ? "/bin/bash" : "/bin/sh", command.slice(1));
     child.stdin.on("error", () => undefined);
     return {
-      write: (data) => { child.stdin.write(data); },
-      onData: (listener) => { child.stdout.on("data", (chunk) => listener(chunk)); },
-      onExit: (listener) => { child.on("close", (code) => listener({ exitCode: code })); },
-      stop: () => { child.kill("SIGTERM"); },
-      close: async () => { child.stdin.destroy(); },
+      write: (data) => {
+        child.stdin.write(data);
+      },
+      onData: (listener) => {
+        child.stdout.on("data", (chunk) => listener(chunk));
+      },
+      onExit: (listener) => {
+        child.on("close", (code) => listener({ exitCode: code }));
+      },
+      stop: () => {
+        child.kill("SIGTERM");
+      },
+      close: async () => {
+        child.stdin.destroy();
+      },
     };
   };
 }
@@ -95,13 +115,15 @@ const end = process.hrtime.bigint();
 sampling = false;
 await sampler;
 const names = [...seen.values()];
-console.log(JSON.stringify({
-  prepareMs: Number(mid - start) / 1e6,
-  restoreMs: Number(end - mid) / 1e6,
-  ms: Number(end - start) / 1e6,
-  rssMb: process.resourceUsage().maxRSS / 1024,
-  hostTar: names.filter((n) => n === "tar").length,
-  hostGit: names.filter((n) => n === "git").length,
-  children: names.length,
-  spans,
-}));
+console.log(
+  JSON.stringify({
+    prepareMs: Number(mid - start) / 1e6,
+    restoreMs: Number(end - mid) / 1e6,
+    ms: Number(end - start) / 1e6,
+    rssMb: process.resourceUsage().maxRSS / 1024,
+    hostTar: names.filter((n) => n === "tar").length,
+    hostGit: names.filter((n) => n === "git").length,
+    children: names.length,
+    spans,
+  }),
+);

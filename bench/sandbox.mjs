@@ -51,8 +51,22 @@ console.error(`scratch (sandbox directories): ${scratch}`);
 function measure(impl, mode, workspace) {
   const remote = mkdtempSync(path.join(scratch, `${impl}-${mode}-`));
   try {
-    const out = spawnSync(process.execPath, ["--max-old-space-size=8192", path.join(here, "sandbox-worker.mjs"), impl, mode, workspace, remote], { encoding: "utf8", maxBuffer: 1 << 26 });
-    if (out.status !== 0) return { failed: (out.stderr.trim().split("\n").find((l) => /Error|error/.test(l)) ?? out.stderr.trim().split("\n").pop() ?? "").slice(0, 200) };
+    const out = spawnSync(
+      process.execPath,
+      ["--max-old-space-size=8192", path.join(here, "sandbox-worker.mjs"), impl, mode, workspace, remote],
+      { encoding: "utf8", maxBuffer: 1 << 26 },
+    );
+    if (out.status !== 0)
+      return {
+        failed: (
+          out.stderr
+            .trim()
+            .split("\n")
+            .find((l) => /Error|error/.test(l)) ??
+          out.stderr.trim().split("\n").pop() ??
+          ""
+        ).slice(0, 200),
+      };
     return JSON.parse(out.stdout.trim().split("\n").pop());
   } finally {
     rmSync(remote, { recursive: true, force: true });
@@ -63,7 +77,21 @@ function measure(impl, mode, workspace) {
 function makeGitWorkspace(dir) {
   writeFileSync(path.join(dir, ".gitignore"), "node_modules/\n");
   const git = (...gitArgs) => {
-    const out = spawnSync("git", ["-C", dir, "-c", "user.name=bench", "-c", "user.email=bench@example.com", "-c", "init.defaultBranch=main", ...gitArgs], { encoding: "utf8", maxBuffer: 1 << 26 });
+    const out = spawnSync(
+      "git",
+      [
+        "-C",
+        dir,
+        "-c",
+        "user.name=bench",
+        "-c",
+        "user.email=bench@example.com",
+        "-c",
+        "init.defaultBranch=main",
+        ...gitArgs,
+      ],
+      { encoding: "utf8", maxBuffer: 1 << 26 },
+    );
     if (out.status !== 0) throw new Error(`git ${gitArgs.join(" ")}: ${out.stderr}`);
   };
   git("init", "-q");
@@ -80,7 +108,9 @@ const variants = [["upstream", "chunked"], ...ourModes.map((mode) => ["ours", mo
 try {
   for (const name of names) {
     const source = corpus(name);
-    const workspaceParent = mkdtempSync(path.join(workspaceOn === "disk" ? os.tmpdir() : scratch, "pc-bench-sandbox-ws-"));
+    const workspaceParent = mkdtempSync(
+      path.join(workspaceOn === "disk" ? os.tmpdir() : scratch, "pc-bench-sandbox-ws-"),
+    );
     const workspace = path.join(workspaceParent, `workspace-${name}`);
     cpSync(source.dir, workspace, { recursive: true, verbatimSymlinks: true });
     cleanups.push(workspaceParent);
@@ -93,8 +123,12 @@ try {
         console.error(`${name} run ${run + 1} ${impl} ${mode}: ${JSON.stringify(r)}`);
       }
     }
-    console.log(`\ncorpus ${name} (${source.describe}); workspace on ${workspaceOn === "disk" ? `disk (${os.tmpdir()})` : "tmpfs"}, sandbox on ${scratchParent}; ${gitBacked ? "git-backed; " : ""}${runs} interleaved runs, medians`);
-    console.log("| implementation | prepare s | restore s | total s | peak RSS MB | host tar children | host git children |");
+    console.log(
+      `\ncorpus ${name} (${source.describe}); workspace on ${workspaceOn === "disk" ? `disk (${os.tmpdir()})` : "tmpfs"}, sandbox on ${scratchParent}; ${gitBacked ? "git-backed; " : ""}${runs} interleaved runs, medians`,
+    );
+    console.log(
+      "| implementation | prepare s | restore s | total s | peak RSS MB | host tar children | host git children |",
+    );
     console.log("|---|---|---|---|---|---|---|");
     const base = results.get("upstream chunked").filter((r) => !r.failed);
     const baseTotal = base.length ? median(base.map((r) => r.ms)) : null;
@@ -111,13 +145,21 @@ try {
         const theirs = results.get("upstream chunked");
         const variant = `${name}${gitBacked ? ", git workspace" : ""}`;
         summary.push({
-          path: `sandbox lane ${mode} (prepare + restore), corpus ${variant}`, hotPath: `Sandbox lane, ${MODE_NAMES[mode] ?? mode}`, case: `corpus ${variant}`,
-          ours: total, upstream: baseTotal, ...(baseTotal == null ? { upstreamFails: failureCode(theirs[0]?.failed) } : {}),
-          floor: null, oursRssMb: peakRss(ok), upstreamRssMb: peakRss(base),
+          path: `sandbox lane ${mode} (prepare + restore), corpus ${variant}`,
+          hotPath: `Sandbox lane, ${MODE_NAMES[mode] ?? mode}`,
+          case: `corpus ${variant}`,
+          ours: total,
+          upstream: baseTotal,
+          ...(baseTotal == null ? { upstreamFails: failureCode(theirs[0]?.failed) } : {}),
+          floor: null,
+          oursRssMb: peakRss(ok),
+          upstreamRssMb: peakRss(base),
         });
       }
       const ratio = baseTotal && key !== "upstream chunked" ? ` (${(baseTotal / total).toFixed(1)}x)` : "";
-      console.log(`| ${key} | ${(median(ok.map((r) => r.prepareMs)) / 1000).toFixed(1)} | ${(median(ok.map((r) => r.restoreMs)) / 1000).toFixed(1)} | ${(total / 1000).toFixed(1)}${ratio} | ${median(ok.map((r) => r.rssMb)).toFixed(0)} | ${median(ok.map((r) => r.hostTar))} | ${median(ok.map((r) => r.hostGit))} |`);
+      console.log(
+        `| ${key} | ${(median(ok.map((r) => r.prepareMs)) / 1000).toFixed(1)} | ${(median(ok.map((r) => r.restoreMs)) / 1000).toFixed(1)} | ${(total / 1000).toFixed(1)}${ratio} | ${median(ok.map((r) => r.rssMb)).toFixed(0)} | ${median(ok.map((r) => r.hostTar))} | ${median(ok.map((r) => r.hostGit))} |`,
+      );
     }
   }
   emitRows(summary);

@@ -73,11 +73,21 @@ async function measurePlace(place, source) {
       t = process.hrtime.bigint();
       const c = await ours.captureDirectorySnapshot(dir);
       cold.push(Number(process.hrtime.bigint() - t) / 1e6);
-      if (ours.directorySnapshotSha256(w) !== ours.directorySnapshotSha256(c)) throw new Error(`${place} run ${run}: watched digest differs from cold`);
+      if (ours.directorySnapshotSha256(w) !== ours.directorySnapshotSha256(c))
+        throw new Error(`${place} run ${run}: watched digest differs from cold`);
     }
     const stats = watcher.stats();
     watcher.close();
-    return { place, entries: stats.entries, firstMs, coldMs: median(cold), watchedMs: median(watched), cold, watched, stats };
+    return {
+      place,
+      entries: stats.entries,
+      firstMs,
+      coldMs: median(cold),
+      watchedMs: median(watched),
+      cold,
+      watched,
+      stats,
+    };
   } finally {
     if (!args.includes("--keep")) rmSync(dir, { recursive: true, force: true });
   }
@@ -103,41 +113,54 @@ function measureMemory(dir) {
     console.log(JSON.stringify({ entries: stats.entries, directories: stats.directories, watches: stats.watches,
       rssMb: (after.rss - before.rss) / 2 ** 20, heapMb: (after.heapUsed - before.heapUsed) / 2 ** 20 }));
   `;
-  const out = spawnSync(process.execPath, ["--expose-gc", "--input-type=module", "-e", script], { cwd: path.join(here, ".."), encoding: "utf8" });
+  const out = spawnSync(process.execPath, ["--expose-gc", "--input-type=module", "-e", script], {
+    cwd: path.join(here, ".."),
+    encoding: "utf8",
+  });
   if (out.status !== 0) throw new Error(out.stderr);
   return JSON.parse(out.stdout.trim().split("\n").pop());
 }
 
 const { dir: source, describe } = corpus(name);
-console.error(`corpus ${name}: ${describe}; ${runs} interleaved runs per file system; ${CHANGED} files changed before each watched capture`);
+console.error(
+  `corpus ${name}: ${describe}; ${runs} interleaved runs per file system; ${CHANGED} files changed before each watched capture`,
+);
 const results = [];
 for (const place of places) {
   if (place === "tmpfs" && !existsSync("/dev/shm")) continue;
   const r = await measurePlace(place, source);
   results.push(r);
-  console.error(`${place}: entries ${r.entries}, first capture ${r.firstMs.toFixed(0)} ms, cold ${r.coldMs.toFixed(0)} ms (${r.cold.map((x) => x.toFixed(0)).join(" ")}), watched ${r.watchedMs.toFixed(1)} ms (${r.watched.map((x) => x.toFixed(1)).join(" ")}), cold/watched ${(r.coldMs / r.watchedMs).toFixed(1)}x; dirs re-read ${r.stats.dirsReread}, files hashed ${r.stats.filesHashed}, racy re-hashes ${r.stats.fallbacks.racyWindow}`);
+  console.error(
+    `${place}: entries ${r.entries}, first capture ${r.firstMs.toFixed(0)} ms, cold ${r.coldMs.toFixed(0)} ms (${r.cold.map((x) => x.toFixed(0)).join(" ")}), watched ${r.watchedMs.toFixed(1)} ms (${r.watched.map((x) => x.toFixed(1)).join(" ")}), cold/watched ${(r.coldMs / r.watchedMs).toFixed(1)}x; dirs re-read ${r.stats.dirsReread}, files hashed ${r.stats.filesHashed}, racy re-hashes ${r.stats.fallbacks.racyWindow}`,
+  );
 }
 const memory = measureMemory(source);
-console.error(`memory: ${memory.entries} entries, ${memory.directories} directories, ${memory.watches} watches: RSS +${memory.rssMb.toFixed(1)} MB, JS heap +${memory.heapMb.toFixed(1)} MB → per 100 000 entries RSS ${(memory.rssMb * 1e5 / memory.entries).toFixed(1)} MB, heap ${(memory.heapMb * 1e5 / memory.entries).toFixed(1)} MB`);
-console.table(results.map((r) => ({
-  "file system": r.place,
-  entries: r.entries,
-  "cold native ms": r.coldMs.toFixed(0),
-  "watched (100 changed) ms": r.watchedMs.toFixed(1),
-  "cold / watched": `${(r.coldMs / r.watchedMs).toFixed(1)}x`,
-  "first capture ms": r.firstMs.toFixed(0),
-})));
-const main = results.find((r) => r.place === "tmpfs") ?? results[0];
-console.log(JSON.stringify({
-  rows: results.map((r) => ({
-    path: `watched re-snapshot (100 changed${r === main ? "" : `, ${r.place}`}), corpus ${name}`,
-    hotPath: `Watched re-snapshot (${CHANGED} changed)`,
-    case: `corpus ${name}${r === main ? "" : `, ${r.place}`}`,
-    ours: Number(r.watchedMs.toFixed(1)),
-    upstream: null,
-    floor: null,
-    baseline: "a cold native capture",
-    baselineMs: Number(r.coldMs.toFixed(0)),
+console.error(
+  `memory: ${memory.entries} entries, ${memory.directories} directories, ${memory.watches} watches: RSS +${memory.rssMb.toFixed(1)} MB, JS heap +${memory.heapMb.toFixed(1)} MB → per 100 000 entries RSS ${((memory.rssMb * 1e5) / memory.entries).toFixed(1)} MB, heap ${((memory.heapMb * 1e5) / memory.entries).toFixed(1)} MB`,
+);
+console.table(
+  results.map((r) => ({
+    "file system": r.place,
+    entries: r.entries,
+    "cold native ms": r.coldMs.toFixed(0),
+    "watched (100 changed) ms": r.watchedMs.toFixed(1),
+    "cold / watched": `${(r.coldMs / r.watchedMs).toFixed(1)}x`,
+    "first capture ms": r.firstMs.toFixed(0),
   })),
-  memory,
-}));
+);
+const main = results.find((r) => r.place === "tmpfs") ?? results[0];
+console.log(
+  JSON.stringify({
+    rows: results.map((r) => ({
+      path: `watched re-snapshot (100 changed${r === main ? "" : `, ${r.place}`}), corpus ${name}`,
+      hotPath: `Watched re-snapshot (${CHANGED} changed)`,
+      case: `corpus ${name}${r === main ? "" : `, ${r.place}`}`,
+      ours: Number(r.watchedMs.toFixed(1)),
+      upstream: null,
+      floor: null,
+      baseline: "a cold native capture",
+      baselineMs: Number(r.coldMs.toFixed(0)),
+    })),
+    memory,
+  }),
+);

@@ -37,5 +37,6 @@ if (kind === "upstream") {
 }
 const rssMb = peakRss ?? process.resourceUsage().maxRSS / 1024;
 let bytes = 0;
-if (kind === "ours") for (const [rel, e] of result.entries) if (e.kind === "file") bytes += statSync(path.join(dir, rel)).size;
+if (kind === "ours")
+  for (const [rel, e] of result.entries) if (e.kind === "file") bytes += statSync(path.join(dir, rel)).size;
 console.log(JSON.stringify({ ms, mapMs, rssMb, entries: result.entries.size, bytes }));

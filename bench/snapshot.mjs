@@ -18,7 +18,10 @@ const skipUpstream = args.includes("--skip-upstream");
 
 /** Runs one measurement in a fresh process (so peak RSS is its own); returns { ms, rssMb, extra }. */
 function measure(kind, dir) {
-  const out = spawnSync(process.execPath, [path.join(here, "snapshot-worker.mjs"), kind, dir], { encoding: "utf8", maxBuffer: 1 << 26 });
+  const out = spawnSync(process.execPath, [path.join(here, "snapshot-worker.mjs"), kind, dir], {
+    encoding: "utf8",
+    maxBuffer: 1 << 26,
+  });
   if (out.status !== 0) throw new Error(`${kind} failed: ${out.stderr}`);
   return JSON.parse(out.stdout.trim().split("\n").pop());
 }
@@ -67,14 +70,27 @@ for (const name of names) {
   });
   const floorIs = `max(walk ${walk.ms.toFixed(0)}, hash ${hashMs.toFixed(0)})`;
   summary.push({
-    path: `snapshot cold, corpus ${name}`, hotPath: "Snapshot (cold)", case: `corpus ${name}`,
-    ours: oursMs, upstream: theirs?.[0].ms ?? null, floor: floorMs, floorIs, oursRssMb: peakRss(ours), upstreamRssMb: theirs ? peakRss(theirs) : null,
+    path: `snapshot cold, corpus ${name}`,
+    hotPath: "Snapshot (cold)",
+    case: `corpus ${name}`,
+    ours: oursMs,
+    upstream: theirs?.[0].ms ?? null,
+    floor: floorMs,
+    floorIs,
+    oursRssMb: peakRss(ours),
+    upstreamRssMb: theirs ? peakRss(theirs) : null,
   });
   if (incremental) {
     const incMs = median(incremental.map((r) => r.ms));
     summary.push({
-      path: `snapshot incremental (previous, nothing changed), corpus ${name}`, hotPath: "Snapshot (incremental, nothing changed)", case: `corpus ${name}`,
-      ours: incMs, upstream: null, floor: walk.ms, floorIs: "walk", oursRssMb: peakRss(incremental),
+      path: `snapshot incremental (previous, nothing changed), corpus ${name}`,
+      hotPath: "Snapshot (incremental, nothing changed)",
+      case: `corpus ${name}`,
+      ours: incMs,
+      upstream: null,
+      floor: walk.ms,
+      floorIs: "walk",
+      oursRssMb: peakRss(incremental),
     });
   }
 }

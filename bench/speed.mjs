@@ -36,7 +36,8 @@ function kindFigures(rows) {
     if (r.upstream != null) add("", [r.upstream, r.ours]);
     else if (r.baselineMs != null) add(`vs ${r.baseline}`, [r.baselineMs, r.ours]);
     else if (r.floorTool && r.floor != null) add(`vs \`${r.floorIs}\``, [r.floor, r.ours]);
-    if (r.upstream == null && r.upstreamFails) failures.push(`upstream fails${r.case ? ` on ${r.case}` : ""} (${r.upstreamFails})`);
+    if (r.upstream == null && r.upstreamFails)
+      failures.push(`upstream fails${r.case ? ` on ${r.case}` : ""} (${r.upstreamFails})`);
   }
   return new Map([...[...pairs].map(([against, list]) => [against, range(list)]), ...failures.map((f) => [f, ""])]);
 }
@@ -62,7 +63,8 @@ export function speedLines(results, link, ref = "bench") {
     const comparisons = [...new Set(perKind.flatMap((figures) => [...figures.keys()]))];
     const segments = comparisons.map((against) => {
       const kinds = perKind.flatMap((figures, i) => (figures.has(against) ? [[figures.get(against), labels[i]]] : []));
-      if (kinds.every(([figure]) => figure === "")) return `${against} on ${kinds.map(([, label]) => label).join(" and ")}`;
+      if (kinds.every(([figure]) => figure === ""))
+        return `${against} on ${kinds.map(([, label]) => label).join(" and ")}`;
       return `${against ? `${against}: ` : ""}${kinds.map(([figure, label]) => `${figure} on ${label}`).join(", ")}`;
     });
     if (segments.length > 0) lines.push(`- [${hotPath}][${ref}]: ${segments.join("; ")}`);

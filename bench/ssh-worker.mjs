@@ -6,9 +6,10 @@ import { readFileSync, readdirSync } from "node:fs";
 
 const [impl, direction, specFile, localDir, remoteDir] = process.argv.slice(2);
 const spec = JSON.parse(readFileSync(specFile, "utf8"));
-const mod = impl === "ours"
-  ? await import("@paperclipai/adapter-utils-native/ssh")
-  : await import("@paperclipai/adapter-utils/ssh");
+const mod =
+  impl === "ours"
+    ? await import("@paperclipai/adapter-utils-native/ssh")
+    : await import("@paperclipai/adapter-utils/ssh");
 
 /** Children of this process right now: pid → command name. */
 function children() {
@@ -18,7 +19,8 @@ function children() {
     try {
       const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
       const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      if (Number(fields[1]) === process.pid) out.set(Number(entry), stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")));
+      if (Number(fields[1]) === process.pid)
+        out.set(Number(entry), stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")));
     } catch {
       // exited meanwhile
     }
@@ -44,9 +46,11 @@ if (direction === "push") {
 const ms = Number(process.hrtime.bigint() - start) / 1e6;
 sampling = false;
 await sampler;
-console.log(JSON.stringify({
-  ms,
-  rssMb: process.resourceUsage().maxRSS / 1024,
-  children: seen.size,
-  childNames: [...new Set(seen.values())].sort(),
-}));
+console.log(
+  JSON.stringify({
+    ms,
+    rssMb: process.resourceUsage().maxRSS / 1024,
+    children: seen.size,
+    childNames: [...new Set(seen.values())].sort(),
+  }),
+);

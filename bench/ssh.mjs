@@ -43,7 +43,11 @@ const specFile = path.join(scratch, "spec.json");
 writeFileSync(specFile, JSON.stringify(server.spec));
 
 function measure(impl, direction, localDir, remoteDir) {
-  const out = spawnSync(process.execPath, [path.join(here, "ssh-worker.mjs"), impl, direction, specFile, localDir, remoteDir], { encoding: "utf8", maxBuffer: 1 << 26 });
+  const out = spawnSync(
+    process.execPath,
+    [path.join(here, "ssh-worker.mjs"), impl, direction, specFile, localDir, remoteDir],
+    { encoding: "utf8", maxBuffer: 1 << 26 },
+  );
   if (out.status !== 0) throw new Error(`${impl} ${direction} failed: ${out.stderr}`);
   return JSON.parse(out.stdout.trim().split("\n").pop());
 }
@@ -53,7 +57,12 @@ const summary = [];
 try {
   for (const name of names) {
     const { dir, describe } = corpus(name);
-    const tarBytes = await native.tarPrecomputeSize({ root: dir, exclude: [], followSymlinks: false, dotMembers: true });
+    const tarBytes = await native.tarPrecomputeSize({
+      root: dir,
+      exclude: [],
+      followSymlinks: false,
+      dotMembers: true,
+    });
     const mb = tarBytes / 1e6;
     const results = {};
     for (const direction of ["push", "pull"]) {
@@ -64,7 +73,9 @@ try {
         for (const impl of ["upstream", "ours"]) {
           const target = mkdtempSync(path.join(scratch, `${impl}-${direction}-`));
           // push: corpus → remote target; pull: remote corpus → local target.
-          samplesOf[impl].push(direction === "push" ? measure(impl, "push", dir, target) : measure(impl, "pull", target, dir));
+          samplesOf[impl].push(
+            direction === "push" ? measure(impl, "push", dir, target) : measure(impl, "pull", target, dir),
+          );
           rmSync(target, { recursive: true, force: true });
         }
       }
@@ -81,10 +92,19 @@ try {
       const ours = results[`ours-${direction}`];
       const call = direction === "push" ? "syncDirectoryToSsh" : "syncDirectoryFromSsh";
       summary.push({
-        path: `ssh ${direction} (${call}), corpus ${name}`, hotPath: `SSH ${direction} (loopback)`, case: `corpus ${name}`,
-        ours: ours.ms, upstream: theirs.ms, floor: null, oursRssMb: ours.rssMb, upstreamRssMb: theirs.rssMb,
+        path: `ssh ${direction} (${call}), corpus ${name}`,
+        hotPath: `SSH ${direction} (loopback)`,
+        case: `corpus ${name}`,
+        ours: ours.ms,
+        upstream: theirs.ms,
+        floor: null,
+        oursRssMb: ours.rssMb,
+        upstreamRssMb: theirs.rssMb,
       });
-      for (const [impl, r] of [["upstream", theirs], ["ours", ours]]) {
+      for (const [impl, r] of [
+        ["upstream", theirs],
+        ["ours", ours],
+      ]) {
         rows.push({
           corpus: `${name}: ${describe}`,
           transfer: `${impl} ${direction === "push" ? "syncDirectoryToSsh" : "syncDirectoryFromSsh"}`,

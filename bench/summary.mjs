@@ -33,10 +33,12 @@ const fmt = (ms) => (ms == null ? "-" : ms >= 100 ? ms.toFixed(0) : ms.toFixed(1
 const mb = (value) => (value == null ? "-" : value.toFixed(0));
 
 /** `2.5x faster` or `1.4x slower`: how ours compares with `theirs`. */
-const faster = (theirs, ours) => (theirs >= ours ? `${(theirs / ours).toFixed(1)}x faster` : `${(ours / theirs).toFixed(1)}x slower`);
+const faster = (theirs, ours) =>
+  theirs >= ours ? `${(theirs / ours).toFixed(1)}x faster` : `${(ours / theirs).toFixed(1)}x slower`;
 
 /** Upstream's median, or what its run failed with. */
-const upstreamCell = (r) => (r.upstream != null ? fmt(r.upstream) : r.upstreamFails ? `fails (${r.upstreamFails})` : "-");
+const upstreamCell = (r) =>
+  r.upstream != null ? fmt(r.upstream) : r.upstreamFails ? `fails (${r.upstreamFails})` : "-";
 
 /**
  * One summary row as the columns of the summary table (the console table of bench/run.mjs
@@ -53,8 +55,10 @@ export function summaryColumns(r) {
     "ours/floor": r.floor == null ? "-" : `${(r.ours / r.floor).toFixed(2)}`,
     // A row measured against another of our own paths (the watched re-snapshot against a
     // cold native capture) names it.
-    "vs baseline": r.baselineMs == null ? "-" : `${faster(r.baselineMs, r.ours)} than ${r.baseline} (${fmt(r.baselineMs)})`,
-    "peak RSS MB ours / upstream": r.oursRssMb == null && r.upstreamRssMb == null ? "-" : `${mb(r.oursRssMb)} / ${mb(r.upstreamRssMb)}`,
+    "vs baseline":
+      r.baselineMs == null ? "-" : `${faster(r.baselineMs, r.ours)} than ${r.baseline} (${fmt(r.baselineMs)})`,
+    "peak RSS MB ours / upstream":
+      r.oursRssMb == null && r.upstreamRssMb == null ? "-" : `${mb(r.oursRssMb)} / ${mb(r.upstreamRssMb)}`,
   };
 }
 
@@ -74,7 +78,20 @@ let built = false;
 /** Runs the floor probe binary (built on first use, release, no default features). */
 function floorTool(args) {
   if (!built) {
-    execFileSync("cargo", ["build", "--quiet", "--release", "-p", "paperclip-sync-core", "--no-default-features", "--example", "bench_floor"], { cwd: repo, stdio: ["ignore", "inherit", "inherit"] });
+    execFileSync(
+      "cargo",
+      [
+        "build",
+        "--quiet",
+        "--release",
+        "-p",
+        "paperclip-sync-core",
+        "--no-default-features",
+        "--example",
+        "bench_floor",
+      ],
+      { cwd: repo, stdio: ["ignore", "inherit", "inherit"] },
+    );
     built = existsSync(FLOOR_BIN);
   }
   return JSON.parse(execFileSync(FLOOR_BIN, args, { encoding: "utf8" }).trim().split("\n").pop());
@@ -108,4 +125,4 @@ export function sha256MBps() {
 }
 
 /** The hash floor of `bytes`: the time every core needs to SHA-256 them from memory (ms). */
-export const hashFloorMs = (bytes) => bytes / 1e6 / sha256MBps() * 1000;
+export const hashFloorMs = (bytes) => (bytes / 1e6 / sha256MBps()) * 1000;

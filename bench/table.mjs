@@ -62,7 +62,9 @@ function runBenchmarks(args) {
   const tmp = mkdtempSync(path.join(os.tmpdir(), "pc-bench-table-"));
   const saved = path.join(tmp, "rows.json");
   try {
-    const { status } = spawnSync(process.execPath, [path.join(here, "run.mjs"), ...args, "--save", saved], { stdio: "inherit" });
+    const { status } = spawnSync(process.execPath, [path.join(here, "run.mjs"), ...args, "--save", saved], {
+      stdio: "inherit",
+    });
     return { status, rows: existsSync(saved) ? JSON.parse(readFileSync(saved, "utf8")).rows : [] };
   } finally {
     rmSync(tmp, { recursive: true, force: true });
@@ -89,7 +91,11 @@ function renderResult(result) {
 
 /** The saved results, one per machine kind, in the order of their file names. */
 function savedResults() {
-  const files = existsSync(resultsDir) ? readdirSync(resultsDir).filter((f) => f.endsWith(".json")).sort() : [];
+  const files = existsSync(resultsDir)
+    ? readdirSync(resultsDir)
+        .filter((f) => f.endsWith(".json"))
+        .sort()
+    : [];
   return files.map((f) => JSON.parse(readFileSync(path.join(resultsDir, f), "utf8")));
 }
 
@@ -102,8 +108,18 @@ function blocks() {
   const link = `${path.relative(path.dirname(readmeFile), docFile)}#current-results`;
   const speed = speedLines(results, link);
   return [
-    { file: docFile, start: "<!-- bench-tables:start -->", end: "<!-- bench-tables:end -->", lines: [written, "", ...tables] },
-    { file: readmeFile, start: "<!-- speed:start -->", end: "<!-- speed:end -->", lines: [written, ...(speed.length > 0 ? speed : none)] },
+    {
+      file: docFile,
+      start: "<!-- bench-tables:start -->",
+      end: "<!-- bench-tables:end -->",
+      lines: [written, "", ...tables],
+    },
+    {
+      file: readmeFile,
+      start: "<!-- speed:start -->",
+      end: "<!-- speed:end -->",
+      lines: [written, ...(speed.length > 0 ? speed : none)],
+    },
   ];
 }
 
@@ -119,25 +135,41 @@ function withBlock({ file, start, end, lines }) {
 if (runArgs) {
   const { status, rows } = runBenchmarks(runArgs);
   if (status !== 0 || rows.length === 0) {
-    console.error(`bench/table.mjs: bench/run.mjs ${status !== 0 ? `exited with ${status}` : "printed no summary rows"}; nothing saved`);
+    console.error(
+      `bench/table.mjs: bench/run.mjs ${status !== 0 ? `exited with ${status}` : "printed no summary rows"}; nothing saved`,
+    );
     process.exit(1);
   }
   const dirIndex = runArgs.indexOf("--dir");
-  const corporaDir = path.resolve(dirIndex >= 0 ? runArgs[dirIndex + 1] : process.env.PC_BENCH_DIR ?? path.join(repo, ".bench"));
+  const corporaDir = path.resolve(
+    dirIndex >= 0 ? runArgs[dirIndex + 1] : (process.env.PC_BENCH_DIR ?? path.join(repo, ".bench")),
+  );
   const machine = machineKind(corporaDir);
-  const upstream = JSON.parse(readFileSync(path.join(repo, "node_modules", "@paperclipai", "adapter-utils", "package.json"), "utf8")).version;
-  const result = { command: ["node bench/table.mjs --", ...runArgs.map(quote)].join(" "), machine, node: process.version, upstream, rows };
+  const upstream = JSON.parse(
+    readFileSync(path.join(repo, "node_modules", "@paperclipai", "adapter-utils", "package.json"), "utf8"),
+  ).version;
+  const result = {
+    command: ["node bench/table.mjs --", ...runArgs.map(quote)].join(" "),
+    machine,
+    node: process.version,
+    upstream,
+    rows,
+  };
   mkdirSync(resultsDir, { recursive: true });
   const file = path.join(resultsDir, `${machine.slug}.json`);
   writeFileSync(file, `${JSON.stringify(result, null, 2)}\n`);
   console.log(`\nsaved ${path.relative(process.cwd(), file)}`);
 }
 
-const stale = blocks().map(withBlock).filter(({ doc, updated }) => doc !== updated);
+const stale = blocks()
+  .map(withBlock)
+  .filter(({ doc, updated }) => doc !== updated);
 const names = stale.map(({ file }) => path.relative(process.cwd(), file)).join(" and ");
 if (own.includes("--check")) {
   if (stale.length > 0) {
-    console.error(`${names}: the benchmark tables or speed lines differ from ${path.relative(process.cwd(), resultsDir)}/; run node bench/table.mjs`);
+    console.error(
+      `${names}: the benchmark tables or speed lines differ from ${path.relative(process.cwd(), resultsDir)}/; run node bench/table.mjs`,
+    );
     process.exit(1);
   }
   console.log("benchmark tables and speed lines: up to date");

@@ -28,7 +28,11 @@ const cpuStart = process.cpuUsage();
 try {
   if (kind === "ours-stream" || kind === "ours-stream-gz1") {
     const { createTarballStreamFromDirectory } = ours;
-    const stream = await createTarballStreamFromDirectory({ localDir: dir, chunkSize: 1 << 20, gzip: kind.endsWith("gz1") ? 1 : undefined });
+    const stream = await createTarballStreamFromDirectory({
+      localDir: dir,
+      chunkSize: 1 << 20,
+      gzip: kind.endsWith("gz1") ? 1 : undefined,
+    });
     for await (const chunk of stream) outBytes += chunk.length;
     tarBytes = stream.summary.tarBytes;
   } else if (kind === "ours-file" || kind === "upstream-file") {
@@ -39,7 +43,8 @@ try {
     // `cat` keeps GNU tar from noticing /dev/null (it skips reading file data for it).
     const quoted = names.map((n) => `'${n.replaceAll("'", "'\"'\"'")}'`).join(" ");
     const tar = `tar -c --no-xattrs -f - -C '${dir}' --exclude '._*' -- ${quoted}`;
-    const script = kind === "system-gz1" ? `${tar} | gzip -1 | wc -c >&2` : `${tar} | tee >(wc -c >&2) | cat > /dev/null`;
+    const script =
+      kind === "system-gz1" ? `${tar} | gzip -1 | wc -c >&2` : `${tar} | tee >(wc -c >&2) | cat > /dev/null`;
     const out = spawnSync("/usr/bin/time", ["-f", "maxrss=%M cpu=%U+%S", "bash", "-c", script], { encoding: "utf8" });
     if (out.status !== 0) throw new Error(out.stderr);
     outBytes = Number(/^\s*(\d+)$/m.exec(out.stderr)?.[1] ?? 0);

@@ -20,7 +20,10 @@ const skipUpstream = args.includes("--skip-upstream");
 const gzipOnly = args.includes("--gzip-only");
 
 function measure(kind, dir) {
-  const out = spawnSync(process.execPath, [path.join(here, "tar-worker.mjs"), kind, dir], { encoding: "utf8", maxBuffer: 1 << 26 });
+  const out = spawnSync(process.execPath, [path.join(here, "tar-worker.mjs"), kind, dir], {
+    encoding: "utf8",
+    maxBuffer: 1 << 26,
+  });
   if (out.status !== 0) throw new Error(`${kind} failed: ${out.stderr}`);
   return JSON.parse(out.stdout.trim().split("\n").pop());
 }
@@ -58,22 +61,37 @@ for (const name of names) {
     for (let i = 0; i < runs; i += 1) {
       for (const kind of kinds) if (kind !== "upstream-file" || i < 2) results[kind].push(measure(kind, dir));
     }
-    const summarize = (kind) => results[kind] && {
-      ms: median(results[kind].map((r) => r.ms)),
-      cpuMs: median(results[kind].map((r) => r.cpuMs)),
-      rssMb: Math.max(...results[kind].map((r) => r.rssMb)),
-      result: results[kind][0],
-    };
+    const summarize = (kind) =>
+      results[kind] && {
+        ms: median(results[kind].map((r) => r.ms)),
+        cpuMs: median(results[kind].map((r) => r.cpuMs)),
+        rssMb: Math.max(...results[kind].map((r) => r.rssMb)),
+        result: results[kind][0],
+      };
     const [oursStream, system, oursFile, upstreamFile] = kinds.map(summarize).concat([undefined]);
     rows.push(row("ours: stream, 1 MiB chunks", oursStream, oursStream));
     rows.push(row("system: tar -cf - | cat", system, oursStream));
     rows.push(row("ours: createTarballFromDirectory", oursFile, oursFile));
     rows.push(row("upstream: createTarballFromDirectory", skipUpstream ? null : upstreamFile, oursFile));
     const tool = { floor: system.ms, floorIs: "tar -cf - | cat", floorTool: true };
-    summary.push({ path: `tar pack (stream), corpus ${name}`, hotPath: "Tar pack (stream)", case: `corpus ${name}`, ours: oursStream.ms, upstream: null, ...tool, oursRssMb: oursStream.rssMb });
     summary.push({
-      path: `tar pack (file), corpus ${name}`, hotPath: "Tar pack (file)", case: `corpus ${name}`,
-      ours: oursFile.ms, upstream: upstreamFile?.ms ?? null, ...tool, oursRssMb: oursFile.rssMb, upstreamRssMb: upstreamFile?.rssMb ?? null,
+      path: `tar pack (stream), corpus ${name}`,
+      hotPath: "Tar pack (stream)",
+      case: `corpus ${name}`,
+      ours: oursStream.ms,
+      upstream: null,
+      ...tool,
+      oursRssMb: oursStream.rssMb,
+    });
+    summary.push({
+      path: `tar pack (file), corpus ${name}`,
+      hotPath: "Tar pack (file)",
+      case: `corpus ${name}`,
+      ours: oursFile.ms,
+      upstream: upstreamFile?.ms ?? null,
+      ...tool,
+      oursRssMb: oursFile.rssMb,
+      upstreamRssMb: upstreamFile?.rssMb ?? null,
     });
   }
   const gnuGz = sample("system-gz1", Math.min(runs, 2));
@@ -87,11 +105,21 @@ for (const name of names) {
     "gz/tar": (s.result.outBytes / oursGz.result.tarBytes).toFixed(3),
     "peak RSS MB": s.rssMb.toFixed(0),
   });
-  gzipRows.push({ ...gzipRow("ours: stream, pack + gzip on 1 thread", oursGz), "speed vs GNU": `${(gnuGz.ms / oursGz.ms).toFixed(2)}x` });
+  gzipRows.push({
+    ...gzipRow("ours: stream, pack + gzip on 1 thread", oursGz),
+    "speed vs GNU": `${(gnuGz.ms / oursGz.ms).toFixed(2)}x`,
+  });
   gzipRows.push({ ...gzipRow("tar -cf - | gzip -1 (GNU)", gnuGz), "speed vs GNU": "1.00x" });
   summary.push({
-    path: `tar pack + gzip -1 (stream), corpus ${name}`, hotPath: "Tar pack + gzip -1 (stream)", case: `corpus ${name}`,
-    ours: oursGz.ms, upstream: null, floor: gnuGz.ms, floorIs: "tar -cf - | gzip -1 (GNU)", floorTool: true, oursRssMb: oursGz.rssMb,
+    path: `tar pack + gzip -1 (stream), corpus ${name}`,
+    hotPath: "Tar pack + gzip -1 (stream)",
+    case: `corpus ${name}`,
+    ours: oursGz.ms,
+    upstream: null,
+    floor: gnuGz.ms,
+    floorIs: "tar -cf - | gzip -1 (GNU)",
+    floorTool: true,
+    oursRssMb: oursGz.rssMb,
   });
   console.error(`corpus ${name}: uncompressed tar ${tarMb.toFixed(0)} MB`);
 }

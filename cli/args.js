@@ -42,7 +42,8 @@ export function parseCommandArgs(argv, options, { optionalValue = [] } = {}) {
   try {
     parsed = parseArgs({ args, options: { ...HELP_OPTION, ...options }, allowPositionals: true, strict: true });
   } catch (error) {
-    if (typeof error?.code === "string" && error.code.startsWith("ERR_PARSE_ARGS_")) throw new UsageError(usageMessage(error));
+    if (typeof error?.code === "string" && error.code.startsWith("ERR_PARSE_ARGS_"))
+      throw new UsageError(usageMessage(error));
     throw error;
   }
   const values = { ...parsed.values };

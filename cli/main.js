@@ -74,7 +74,11 @@ export async function main(argv) {
     }
     const code = error?.code ?? codes.INTERNAL;
     // One line, whatever the message holds (remote stderr, OpenSSH-style warnings).
-    const message = String(error?.message ?? error).split("\n").map((line) => line.trim()).filter(Boolean).join(" ");
+    const message = String(error?.message ?? error)
+      .split("\n")
+      .map((line) => line.trim())
+      .filter(Boolean)
+      .join(" ");
     console.error(`${PROGRAM}: ${code}: ${message}`);
     return 1;
   }

@@ -7,8 +7,16 @@ import { UsageError } from "./args.js";
 /** `rows` as a text table with a header line and a rule, columns padded to fit. */
 export function table(rows, columns) {
   const widths = columns.map((c) => Math.max(c.length, ...rows.map((r) => String(r[c] ?? "").length)));
-  const line = (cells) => cells.map((cell, i) => String(cell ?? "").padEnd(widths[i])).join("  ").trimEnd();
-  return [line(columns), line(widths.map((w) => "-".repeat(w))), ...rows.map((r) => line(columns.map((c) => r[c])))].join("\n");
+  const line = (cells) =>
+    cells
+      .map((cell, i) => String(cell ?? "").padEnd(widths[i]))
+      .join("  ")
+      .trimEnd();
+  return [
+    line(columns),
+    line(widths.map((w) => "-".repeat(w))),
+    ...rows.map((r) => line(columns.map((c) => r[c]))),
+  ].join("\n");
 }
 
 /** A byte count in B, KiB, MiB or GiB. */
@@ -43,7 +51,9 @@ export function requireDir(dir) {
 export function progressReporter(label, phase = "Syncing", direction = "to") {
   if (!process.stderr.isTTY) {
     return createRuntimeProgressReporter({
-      sink: (line) => { process.stderr.write(line); },
+      sink: (line) => {
+        process.stderr.write(line);
+      },
       phase,
       label,
       direction,
@@ -58,7 +68,9 @@ export function progressReporter(label, phase = "Syncing", direction = "to") {
       const ratio = Math.min(1, done / total);
       const width = 30;
       const filled = Math.round(ratio * width);
-      process.stderr.write(`\r${label} [${"#".repeat(filled)}${".".repeat(width - filled)}] ${String(Math.round(ratio * 100)).padStart(3)}% ${mb(done)}/${mb(total)} MB${suffix}`);
+      process.stderr.write(
+        `\r${label} [${"#".repeat(filled)}${".".repeat(width - filled)}] ${String(Math.round(ratio * 100)).padStart(3)}% ${mb(done)}/${mb(total)} MB${suffix}`,
+      );
     } else {
       process.stderr.write(`\r${label} ${mb(done)} MB${suffix}`);
     }

@@ -52,8 +52,10 @@ export function diffSnapshots(a, b) {
     const after = b.entries.get(rel);
     if (!before) rows.push({ change: "added", path: rel, detail: after.kind });
     else if (!after) rows.push({ change: "removed", path: rel, detail: before.kind });
-    else if (before.kind !== after.kind) rows.push({ change: "retyped", path: rel, detail: `${before.kind} -> ${after.kind}` });
-    else if (before.kind === "symlink" && before.target !== after.target) rows.push({ change: "modified", path: rel, detail: `target ${before.target} -> ${after.target}` });
+    else if (before.kind !== after.kind)
+      rows.push({ change: "retyped", path: rel, detail: `${before.kind} -> ${after.kind}` });
+    else if (before.kind === "symlink" && before.target !== after.target)
+      rows.push({ change: "modified", path: rel, detail: `target ${before.target} -> ${after.target}` });
     else if (before.kind === "file") {
       const what = [];
       if (before.hash !== after.hash) what.push("content");

@@ -27,9 +27,12 @@ export const SSH_OPTIONS = {
 
 /** The upstream `SshRemoteExecutionSpec` for the parsed SSH options. */
 export function sshSpec(opts) {
-  for (const flag of ["host", "user", "key", "remote-dir"]) if (!opts[flag]) throw new UsageError(`--${flag} is required`);
-  if (!opts["known-hosts"] && !opts["no-host-key-check"]) throw new UsageError("--known-hosts FILE is required (or --no-host-key-check)");
-  if (opts["known-hosts"] && opts["no-host-key-check"]) throw new UsageError("--known-hosts and --no-host-key-check exclude each other");
+  for (const flag of ["host", "user", "key", "remote-dir"])
+    if (!opts[flag]) throw new UsageError(`--${flag} is required`);
+  if (!opts["known-hosts"] && !opts["no-host-key-check"])
+    throw new UsageError("--known-hosts FILE is required (or --no-host-key-check)");
+  if (opts["known-hosts"] && opts["no-host-key-check"])
+    throw new UsageError("--known-hosts and --no-host-key-check exclude each other");
   const port = opts.port === undefined ? 22 : Number(opts.port);
   if (!Number.isInteger(port) || port < 1 || port > 65535) throw new UsageError("--port takes a port number");
   if (!path.isAbsolute(opts["remote-dir"])) throw new UsageError("--remote-dir must be absolute");

@@ -41,7 +41,10 @@ export function requireStringArray(value, name) {
 
 /** Checks an optional `AbortSignal`. */
 export function checkSignal(signal) {
-  if (signal != null && (typeof signal !== "object" || typeof signal.aborted !== "boolean" || typeof signal.addEventListener !== "function")) {
+  if (
+    signal != null &&
+    (typeof signal !== "object" || typeof signal.aborted !== "boolean" || typeof signal.addEventListener !== "function")
+  ) {
     throw invalidArgument("signal must be an AbortSignal");
   }
   return signal ?? undefined;
@@ -106,7 +109,10 @@ export function archiveLimits(limits) {
   if (out.minFreeBytes === undefined && fromEnv !== undefined && fromEnv !== "") {
     const value = Number(fromEnv);
     if (!/^\d+$/.test(fromEnv.trim()) || !Number.isSafeInteger(value)) {
-      throw invalidArgument(`${MIN_FREE_BYTES_ENV} must be a non-negative integer (bytes), got '${fromEnv}'`, RangeError);
+      throw invalidArgument(
+        `${MIN_FREE_BYTES_ENV} must be a non-negative integer (bytes), got '${fromEnv}'`,
+        RangeError,
+      );
     }
     out.minFreeBytes = value;
   }

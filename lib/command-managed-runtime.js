@@ -42,7 +42,11 @@ async function fileSource(sourcePath) {
   const handle = await fs.open(sourcePath, "r");
   try {
     const { size } = await handle.stat();
-    return { size, stream: createReadStream(null, { fd: handle.fd, autoClose: false, highWaterMark: SLICE_BYTES }), handle };
+    return {
+      size,
+      stream: createReadStream(null, { fd: handle.fd, autoClose: false, highWaterMark: SLICE_BYTES }),
+      handle,
+    };
   } catch (error) {
     await handle.close().catch(() => undefined);
     throw error;
@@ -68,14 +72,15 @@ async function fileSource(sourcePath) {
 export function createCommandManagedRuntimeClient(input) {
   const { runner } = input;
   const shell = sandboxShell(input.shellCommand);
-  const exec = (script, options = {}) => runner.execute({
-    command: shell,
-    args: ["-c", script],
-    cwd: options.cwd ?? input.commandCwd,
-    ...(options.stdin !== undefined ? { stdin: options.stdin } : {}),
-    timeoutMs: options.timeoutMs ?? input.timeoutMs,
-    ...(options.onLog ? { onLog: options.onLog } : {}),
-  });
+  const exec = (script, options = {}) =>
+    runner.execute({
+      command: shell,
+      args: ["-c", script],
+      cwd: options.cwd ?? input.commandCwd,
+      ...(options.stdin !== undefined ? { stdin: options.stdin } : {}),
+      timeoutMs: options.timeoutMs ?? input.timeoutMs,
+      ...(options.onLog ? { onLog: options.onLog } : {}),
+    });
   const runShell = async (script, options = {}) => {
     const result = await exec(script, options);
     requireSuccess(result, script);
@@ -86,14 +91,22 @@ export function createCommandManagedRuntimeClient(input) {
   /** Uploads `total` bytes of `source` to `remotePath` by the transport this runner allows. */
   const upload = async (remotePath, source, total, onProgress) => {
     if (useDuplex) {
-      await writeThroughDuplexChannel(runner, { shell, remotePath, source, total, timeoutMs: input.timeoutMs, onProgress });
+      await writeThroughDuplexChannel(runner, {
+        shell,
+        remotePath,
+        source,
+        total,
+        timeoutMs: input.timeoutMs,
+        onProgress,
+      });
       return;
     }
     await writeBase64(runShell, {
       remotePath,
       slices: reslice(source, SLICE_BYTES),
       total,
-      singleStream: base64Length(total) <= SINGLE_STREAM_MAX_BASE64_BYTES && runner.supportsSingleStreamStdinProgress === true,
+      singleStream:
+        base64Length(total) <= SINGLE_STREAM_MAX_BASE64_BYTES && runner.supportsSingleStreamStdinProgress === true,
       onProgress,
       removeStaged: (staged) => client.remove(staged).catch(() => undefined),
       // The runner's measured link: gzip before base64 once it is slow (base64-transfer.js).
@@ -116,9 +129,15 @@ export function createCommandManagedRuntimeClient(input) {
       }
       await upload(remotePath, source, total, options?.onProgress);
     },
-    readStream: (remotePath, options) => (useDuplex
-      ? readThroughDuplexChannel(runner, { shell, remotePath, timeoutMs: input.timeoutMs, onProgress: options?.onProgress })
-      : readBase64(runShell, remotePath, options?.onProgress)),
+    readStream: (remotePath, options) =>
+      useDuplex
+        ? readThroughDuplexChannel(runner, {
+            shell,
+            remotePath,
+            timeoutMs: input.timeoutMs,
+            onProgress: options?.onProgress,
+          })
+        : readBase64(runShell, remotePath, options?.onProgress),
     readFile: async (remotePath, options) => {
       const slices = [];
       for await (const slice of readBase64(runShell, remotePath, options?.onProgress)) slices.push(slice);
@@ -140,7 +159,12 @@ export function createCommandManagedRuntimeClient(input) {
     },
     run: async (command, options) => {
       // The caller's timeout as given (upstream does not default it to the client's).
-      const result = await runner.execute({ command: shell, args: ["-c", command], cwd: input.commandCwd, timeoutMs: options.timeoutMs });
+      const result = await runner.execute({
+        command: shell,
+        args: ["-c", command],
+        cwd: input.commandCwd,
+        timeoutMs: options.timeoutMs,
+      });
       requireSuccess(result, command);
     },
   };
@@ -150,7 +174,11 @@ export function createCommandManagedRuntimeClient(input) {
     const packed = mapping.kind === "file" ? mapping[PACKED_SOURCE] : undefined;
     if (packed) {
       // The archive `sourcePath` would hold, packed straight into the upload.
-      const archive = await createTarballStreamFromDirectory({ ...packed, precomputeSize: true, chunkSize: SLICE_BYTES });
+      const archive = await createTarballStreamFromDirectory({
+        ...packed,
+        precomputeSize: true,
+        chunkSize: SLICE_BYTES,
+      });
       await upload(mapping.targetPath, archive, archive.totalBytes, onProgress);
       return archive.totalBytes;
     }
@@ -193,7 +221,10 @@ export function createCommandManagedRuntimeClient(input) {
       let bytesTransferred = 0;
       for (const mapping of operation.files) {
         const base = before;
-        const sent = await placeMapping(mapping, onBytes ? (done, total) => onBytes(base + done, base + total) : undefined);
+        const sent = await placeMapping(
+          mapping,
+          onBytes ? (done, total) => onBytes(base + done, base + total) : undefined,
+        );
         bytesTransferred += sent;
         before += sent;
         filesTransferred += 1;
@@ -231,11 +262,14 @@ export function createCommandManagedRuntimeClient(input) {
   return client;
 }
 
-
-
 /** The last three non-empty lines of a command's output, for a warning. */
 function outputTail(text) {
-  return text.split(/\r?\n/).filter((line) => line.trim().length > 0).slice(-3).join(" | ").slice(0, 480);
+  return text
+    .split(/\r?\n/)
+    .filter((line) => line.trim().length > 0)
+    .slice(-3)
+    .join(" | ")
+    .slice(0, 480);
 }
 
 /**
@@ -256,29 +290,35 @@ export async function prepareCommandManagedRuntime(input) {
     timeoutMs,
     apiKey: null,
   };
-  const client = createCommandManagedRuntimeClient({ runner: input.runner, commandCwd, timeoutMs, shellCommand: input.spec.shellCommand });
-  const shell = sandboxShell(input.spec.shellCommand);
-  const prepare = () => prepareSandboxManagedRuntime({
-    spec,
-    client,
-    adapterKey: input.adapterKey,
-    workspaceLocalDir: input.workspaceLocalDir,
-    workspaceRemoteDir,
-    syncWorkspace: input.syncWorkspace,
-    workspaceInboundMode: input.workspaceInboundMode,
-    workspaceDurableSeed: input.workspaceDurableSeed,
-    workspaceBaseline: input.workspaceBaseline,
-    workspaceGitSnapshot: input.workspaceGitSnapshot,
-    workspaceExclude: [...new Set([".paperclip-runtime", ...(input.workspaceExclude ?? [])])],
-    preserveAbsentOnRestore: input.preserveAbsentOnRestore,
-    assets: input.assets,
-    additionalSources: input.additionalSources,
-    onProgress: input.onProgress,
-    onRuntimeProgress: input.onRuntimeProgress,
-    runtimeSpan: input.runtimeSpan,
-    ...(input.signal !== undefined ? { signal: input.signal } : {}),
-    ...(input.limits !== undefined ? { limits: input.limits } : {}),
+  const client = createCommandManagedRuntimeClient({
+    runner: input.runner,
+    commandCwd,
+    timeoutMs,
+    shellCommand: input.spec.shellCommand,
   });
+  const shell = sandboxShell(input.spec.shellCommand);
+  const prepare = () =>
+    prepareSandboxManagedRuntime({
+      spec,
+      client,
+      adapterKey: input.adapterKey,
+      workspaceLocalDir: input.workspaceLocalDir,
+      workspaceRemoteDir,
+      syncWorkspace: input.syncWorkspace,
+      workspaceInboundMode: input.workspaceInboundMode,
+      workspaceDurableSeed: input.workspaceDurableSeed,
+      workspaceBaseline: input.workspaceBaseline,
+      workspaceGitSnapshot: input.workspaceGitSnapshot,
+      workspaceExclude: [...new Set([".paperclip-runtime", ...(input.workspaceExclude ?? [])])],
+      preserveAbsentOnRestore: input.preserveAbsentOnRestore,
+      assets: input.assets,
+      additionalSources: input.additionalSources,
+      onProgress: input.onProgress,
+      onRuntimeProgress: input.onRuntimeProgress,
+      runtimeSpan: input.runtimeSpan,
+      ...(input.signal !== undefined ? { signal: input.signal } : {}),
+      ...(input.limits !== undefined ? { limits: input.limits } : {}),
+    });
   const install = input.installCommand?.trim();
   if (install) {
     const detect = input.detectCommand?.trim();
@@ -294,7 +334,9 @@ export async function prepareCommandManagedRuntime(input) {
     const result = await input.runner.execute({ command: shell, args: ["-c", install], cwd: commandCwd, timeoutMs });
     if (result.timedOut || (result.exitCode ?? 0) !== 0) {
       const reason = result.timedOut ? "timed out" : `exited ${result.exitCode ?? "?"}`;
-      console.warn(`[paperclip] managed-runtime install command ${reason}: ${install} :: ${outputTail(result.stderr || result.stdout)}`);
+      console.warn(
+        `[paperclip] managed-runtime install command ${reason}: ${install} :: ${outputTail(result.stderr || result.stdout)}`,
+      );
     }
   }
   return await prepare();

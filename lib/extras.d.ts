@@ -24,25 +24,28 @@ export declare const ARCHIVE_TRANSFER_SMALL_MS: number;
  *
  * @example archiveTransferTimeoutMs({ archiveBytes: 1024 ** 3, providerTimeoutMs: 300_000 }) // 1 084 000 (18 min 4 s)
  */
-export declare function archiveTransferTimeoutMs(input: { archiveBytes: number; providerTimeoutMs?: number | null }): number;
+export declare function archiveTransferTimeoutMs(input: {
+  archiveBytes: number;
+  providerTimeoutMs?: number | null;
+}): number;
 /** The counters of this process's SSH session pool (see {@link sshPoolStats}). */
 export interface SshPoolStats {
-    /** Sessions opened (connected, host key verified, authenticated). */
-    opened: number;
-    /** Calls served by an idle pooled session instead of a new one. */
-    reused: number;
-    /** Sessions put back into the pool after a clean call. */
-    returned: number;
-    /** Sessions disconnected after an error, a cancellation or a timeout. */
-    dropped: number;
-    /** Sessions closed after a clean call without being kept (reuse off with `PAPERCLIP_NATIVE_SSH_REUSE=0`, pool full). */
-    closed: number;
-    /** Idle sessions closed after 10 s unused. */
-    expired: number;
-    /** Pooled sessions found closed by the server at checkout and replaced by a new connection. */
-    retried: number;
-    /** Idle sessions held now. */
-    idle: number;
+  /** Sessions opened (connected, host key verified, authenticated). */
+  opened: number;
+  /** Calls served by an idle pooled session instead of a new one. */
+  reused: number;
+  /** Sessions put back into the pool after a clean call. */
+  returned: number;
+  /** Sessions disconnected after an error, a cancellation or a timeout. */
+  dropped: number;
+  /** Sessions closed after a clean call without being kept (reuse off with `PAPERCLIP_NATIVE_SSH_REUSE=0`, pool full). */
+  closed: number;
+  /** Idle sessions closed after 10 s unused. */
+  expired: number;
+  /** Pooled sessions found closed by the server at checkout and replaced by a new connection. */
+  retried: number;
+  /** Idle sessions held now. */
+  idle: number;
 }
 /**
  * The counters of this process's SSH session pool: every SSH call (`runSshCommand`, the
@@ -53,16 +56,16 @@ export interface SshPoolStats {
 export declare function sshPoolStats(): SshPoolStats;
 /** What the SSH lane's delta uploads and restores did in this process (docs "SSH", delta uploads). */
 export interface SshDeltaStats {
-    /** Workspace uploads sent as deltas. */
-    delta: number;
-    /** Full uploads (upstream's clear and upload). */
-    full: number;
-    /** Managed run directories started from the previous restored run's. */
-    seeded: number;
-    /** Full uploads by reason: `no-manifest`, `remote-absent`, `remote-cannot-answer`, `off`. */
-    fallbacks: Record<string, number>;
-    /** The same for baseline restores (reasons: `no-manifest`, `excludes`, `remote-cannot-answer`, `too-many-changes`). */
-    restore: { delta: number; full: number; fallbacks: Record<string, number> };
+  /** Workspace uploads sent as deltas. */
+  delta: number;
+  /** Full uploads (upstream's clear and upload). */
+  full: number;
+  /** Managed run directories started from the previous restored run's. */
+  seeded: number;
+  /** Full uploads by reason: `no-manifest`, `remote-absent`, `remote-cannot-answer`, `off`. */
+  fallbacks: Record<string, number>;
+  /** The same for baseline restores (reasons: `no-manifest`, `excludes`, `remote-cannot-answer`, `too-many-changes`). */
+  restore: { delta: number; full: number; fallbacks: Record<string, number> };
 }
 /** What the SSH lane's delta uploads and restores did in this process. */
 export declare function sshDeltaStats(): SshDeltaStats;

@@ -11,7 +11,11 @@ const INTEGRATE_ATTEMPTS = 5;
 /** The words each lane puts into its commits and errors. */
 export const INTEGRATION_LABELS = Object.freeze({
   ssh: Object.freeze({ sync: "Paperclip SSH sync", histories: "SSH git histories", tree: "SSH workspace restore" }),
-  sandbox: Object.freeze({ sync: "Paperclip remote git sync", histories: "remote git histories", tree: "workspace restore" }),
+  sandbox: Object.freeze({
+    sync: "Paperclip remote git sync",
+    histories: "remote git histories",
+    tree: "workspace restore",
+  }),
 });
 
 const short = (commit) => commit.slice(0, 12);
@@ -35,24 +39,46 @@ async function integratedCommit(localDir, current, imported, labels) {
   if (base === current) return imported;
   if (unrelated) {
     const tree = (await runLocalGit(localDir, ["rev-parse", `${imported}^{tree}`], QUICK)).stdout.trim();
-    const body = (await runLocalGit(localDir, ["log", "-1", "--format=%B", imported], { timeout: 10_000, maxBuffer: 256 * 1024 })).stdout.trim();
+    const body = (
+      await runLocalGit(localDir, ["log", "-1", "--format=%B", imported], { timeout: 10_000, maxBuffer: 256 * 1024 })
+    ).stdout.trim();
     const message = `${body}\n\n(${labels.sync} graft ${short(imported)}: imported history shares no ancestor with ${short(current)})`;
-    const graft = await runLocalGit(localDir, [...GIT_SYNC_COMMIT_IDENTITY_ARGS, "commit-tree", tree, "-p", current, "-m", message], { timeout: 60_000, maxBuffer: 64 * 1024 });
+    const graft = await runLocalGit(
+      localDir,
+      [...GIT_SYNC_COMMIT_IDENTITY_ARGS, "commit-tree", tree, "-p", current, "-m", message],
+      { timeout: 60_000, maxBuffer: 64 * 1024 },
+    );
     return graft.stdout.trim();
   }
   let merged;
   try {
-    merged = await runLocalGit(localDir, ["merge-tree", "--write-tree", current, imported], { timeout: 60_000, maxBuffer: 256 * 1024 });
+    merged = await runLocalGit(localDir, ["merge-tree", "--write-tree", current, imported], {
+      timeout: 60_000,
+      maxBuffer: 256 * 1024,
+    });
   } catch (error) {
     const reason = error instanceof Error ? error.message : String(error);
-    throw new Error(`Failed to merge concurrent ${labels.histories} for ${short(current)} and ${short(imported)}: ${reason}`);
+    throw new Error(
+      `Failed to merge concurrent ${labels.histories} for ${short(current)} and ${short(imported)}: ${reason}`,
+    );
   }
   const tree = merged.stdout.trim().split("\n")[0]?.trim() ?? "";
   if (tree === "") throw new Error(`Failed to compute a merged git tree for ${labels.tree}.`);
-  const commit = await runLocalGit(localDir, [
-    ...GIT_SYNC_COMMIT_IDENTITY_ARGS, "commit-tree", tree, "-p", current, "-p", imported,
-    "-m", `${labels.sync} merge ${short(imported)}`,
-  ], { timeout: 60_000, maxBuffer: 64 * 1024 });
+  const commit = await runLocalGit(
+    localDir,
+    [
+      ...GIT_SYNC_COMMIT_IDENTITY_ARGS,
+      "commit-tree",
+      tree,
+      "-p",
+      current,
+      "-p",
+      imported,
+      "-m",
+      `${labels.sync} merge ${short(imported)}`,
+    ],
+    { timeout: 60_000, maxBuffer: 64 * 1024 },
+  );
   return commit.stdout.trim();
 }
 

@@ -6,32 +6,32 @@ export declare const PROJECT_REPOSITORIES_DIR = ".paperclip-repositories";
 
 /** What a git command printed. */
 export interface GitCommandResult {
-    stdout: string;
-    stderr: string;
+  stdout: string;
+  stderr: string;
 }
 
 /** One expensive git command, as handed to a host's {@link ExpensiveWorkspaceGitExecutor}. */
 export interface ExpensiveWorkspaceGitInput {
-    /** The directory git runs in (`git -C <localDir>`). */
-    localDir: string;
-    /** The arguments after `-C <localDir>`. */
-    args: readonly string[];
-    /**
-     * The operation name: `referenced_source.toplevel`, `referenced_source.ignored_files`,
-     * `adapter_sync.overlay_diff`, `adapter_sync.untracked_files`,
-     * `adapter_sync.deleted_files` or `adapter_sync.ignored_files`.
-     */
-    operation: string;
-    /** Milliseconds the command may run. */
-    timeout: number;
-    /** Bytes of output the command may produce. */
-    maxBuffer: number;
-    /**
-     * The environment to run git with: the hardened environment (no `GIT_*` variables, no
-     * system or global configuration) for a referenced project's scan; absent for the
-     * anchor workspace's reads, which inherit the process environment.
-     */
-    env?: NodeJS.ProcessEnv;
+  /** The directory git runs in (`git -C <localDir>`). */
+  localDir: string;
+  /** The arguments after `-C <localDir>`. */
+  args: readonly string[];
+  /**
+   * The operation name: `referenced_source.toplevel`, `referenced_source.ignored_files`,
+   * `adapter_sync.overlay_diff`, `adapter_sync.untracked_files`,
+   * `adapter_sync.deleted_files` or `adapter_sync.ignored_files`.
+   */
+  operation: string;
+  /** Milliseconds the command may run. */
+  timeout: number;
+  /** Bytes of output the command may produce. */
+  maxBuffer: number;
+  /**
+   * The environment to run git with: the hardened environment (no `GIT_*` variables, no
+   * system or global configuration) for a referenced project's scan; absent for the
+   * anchor workspace's reads, which inherit the process environment.
+   */
+  env?: NodeJS.ProcessEnv;
 }
 
 /** A host's runner for expensive git commands (its admission policy, e.g. a bounded queue). */
@@ -51,20 +51,20 @@ export declare function setExpensiveWorkspaceGitExecutor(executor: ExpensiveWork
 
 /** The anchor workspace's git state, as {@link readGitWorkspaceSnapshot} reads it. */
 export interface GitWorkspaceSnapshot {
-    headCommit: string;
-    /** `null` on a detached `HEAD`. */
-    branchName: string | null;
-    /** Changed and untracked paths (sorted with `localeCompare`). */
-    overlayPaths: string[];
-    /** Deleted tracked paths (sorted). */
-    deletedPaths: string[];
-    /** Ignored paths, wholly ignored directories collapsed, trailing slashes stripped (sorted). */
-    ignoredPaths: string[];
-    /** Managed, editable repositories inside the task workspace. */
-    repositories?: Array<{
-        path: string;
-        snapshot: GitWorkspaceSnapshot;
-    }>;
+  headCommit: string;
+  /** `null` on a detached `HEAD`. */
+  branchName: string | null;
+  /** Changed and untracked paths (sorted with `localeCompare`). */
+  overlayPaths: string[];
+  /** Deleted tracked paths (sorted). */
+  deletedPaths: string[];
+  /** Ignored paths, wholly ignored directories collapsed, trailing slashes stripped (sorted). */
+  ignoredPaths: string[];
+  /** Managed, editable repositories inside the task workspace. */
+  repositories?: Array<{
+    path: string;
+    snapshot: GitWorkspaceSnapshot;
+  }>;
 }
 
 /**
@@ -74,14 +74,17 @@ export interface GitWorkspaceSnapshot {
  * Runs git with the process environment (the anchor workspace is trusted); the four
  * full-tree reads go through the registered executor, whose errors propagate unchanged.
  */
-export declare function readGitWorkspaceSnapshot(localDir: string, includeRepositories?: boolean): Promise<GitWorkspaceSnapshot | null>;
+export declare function readGitWorkspaceSnapshot(
+  localDir: string,
+  includeRepositories?: boolean,
+): Promise<GitWorkspaceSnapshot | null>;
 
 /** A referenced project's ignore scan, as {@link readReferencedSourceGitIgnoredPaths} returns it. */
 export interface ReferencedSourceGitIgnoreScan {
-    /** The absolute work-tree top, as `git rev-parse --show-toplevel` prints it. */
-    toplevel: string;
-    /** Ignored paths relative to `toplevel`, trailing slashes stripped, sorted with `localeCompare`. */
-    ignoredPaths: string[];
+  /** The absolute work-tree top, as `git rev-parse --show-toplevel` prints it. */
+  toplevel: string;
+  /** Ignored paths relative to `toplevel`, trailing slashes stripped, sorted with `localeCompare`. */
+  ignoredPaths: string[];
 }
 
 /** Bound on the number of ignored entries a referenced-project scan accepts. */
@@ -97,13 +100,13 @@ export declare const REFERENCED_SOURCE_IGNORE_MAX_TOTAL_BYTES: number;
  * into the fixed reason `git-ignore-scan-limit-exceeded`.
  */
 export declare class ReferencedSourceIgnoreScanLimitExceededError extends Error {
-    constructor(message: string);
+  constructor(message: string);
 }
 
 /** Options of {@link readReferencedSourceGitIgnoredPaths} (our addition). */
 export interface ReadReferencedSourceGitIgnoredPathsOptions {
-    /** Aborting rejects the scan with an `AbortError` and stops the in-process walk. */
-    signal?: AbortSignal;
+  /** Aborting rejects the scan with an `AbortError` and stops the in-process walk. */
+  signal?: AbortSignal;
 }
 
 /**
@@ -118,4 +121,7 @@ export interface ReadReferencedSourceGitIgnoredPathsOptions {
  * toplevel, 60 s for the listing) and with {@link ReferencedSourceIgnoreScanLimitExceededError}
  * on a bound breach. At most four in-process scans run at once; the others queue.
  */
-export declare function readReferencedSourceGitIgnoredPaths(localDir: string, options?: ReadReferencedSourceGitIgnoredPathsOptions): Promise<ReferencedSourceGitIgnoreScan | null>;
+export declare function readReferencedSourceGitIgnoredPaths(
+  localDir: string,
+  options?: ReadReferencedSourceGitIgnoredPathsOptions,
+): Promise<ReferencedSourceGitIgnoreScan | null>;

@@ -91,7 +91,11 @@ function hardenedGitEnv() {
 
 /** A hardened, read-only git command through the executor seam (upstream's argv and env). */
 function runHardenedReadOnlyGit(localDir, args, operation, { timeout, maxBuffer }) {
-  return runExpensiveWorkspaceGit(localDir, [...HARDENED_GIT_ARGS, ...args], operation, { timeout, maxBuffer, env: hardenedGitEnv() });
+  return runExpensiveWorkspaceGit(localDir, [...HARDENED_GIT_ARGS, ...args], operation, {
+    timeout,
+    maxBuffer,
+    env: hardenedGitEnv(),
+  });
 }
 
 /**
@@ -102,10 +106,20 @@ function runHardenedReadOnlyGit(localDir, args, operation, { timeout, maxBuffer 
  */
 function isNotAGitRepositoryError(error) {
   const notARepository = /not a git repository/i;
-  if (error !== null && typeof error === "object" && typeof error.code === "string" && error.code.startsWith("workspace_git_scan_")) {
+  if (
+    error !== null &&
+    typeof error === "object" &&
+    typeof error.code === "string" &&
+    error.code.startsWith("workspace_git_scan_")
+  ) {
     const details = error.details !== null && typeof error.details === "object" ? error.details : {};
-    return error.code === "workspace_git_scan_failed" && details.exitCode === 128 && details.signal === null &&
-      typeof details.stderr === "string" && notARepository.test(details.stderr);
+    return (
+      error.code === "workspace_git_scan_failed" &&
+      details.exitCode === 128 &&
+      details.signal === null &&
+      typeof details.stderr === "string" &&
+      notARepository.test(details.stderr)
+    );
   }
   const stderr = error !== null && typeof error === "object" && "stderr" in error ? String(error.stderr) : "";
   const message = error instanceof Error ? error.message : String(error);
@@ -165,12 +179,14 @@ function parseIgnoredRecords(raw) {
     if (entry.length === 0) continue;
     if (accepted.length + 1 > REFERENCED_SOURCE_IGNORE_MAX_ENTRY_COUNT) {
       throw new ReferencedSourceIgnoreScanLimitExceededError(
-        `referenced project ignore scan found more than ${REFERENCED_SOURCE_IGNORE_MAX_ENTRY_COUNT} ignored entries`);
+        `referenced project ignore scan found more than ${REFERENCED_SOURCE_IGNORE_MAX_ENTRY_COUNT} ignored entries`,
+      );
     }
     totalBytes += Buffer.byteLength(entry, "utf8");
     if (totalBytes > REFERENCED_SOURCE_IGNORE_MAX_TOTAL_BYTES) {
       throw new ReferencedSourceIgnoreScanLimitExceededError(
-        `referenced project ignore scan exceeded ${REFERENCED_SOURCE_IGNORE_MAX_TOTAL_BYTES} UTF-8 bytes of ignored paths`);
+        `referenced project ignore scan exceeded ${REFERENCED_SOURCE_IGNORE_MAX_TOTAL_BYTES} UTF-8 bytes of ignored paths`,
+      );
     }
     accepted.push(entry);
   }
@@ -226,7 +242,8 @@ async function readProjectRepositories(localDir) {
   const entries = (await fs.readdir(root, { withFileTypes: true })).sort((a, b) => a.name.localeCompare(b.name));
   const repositories = [];
   for (const entry of entries) {
-    if (!entry.isDirectory() || !/^[a-zA-Z0-9_-]+$/.test(entry.name)) throw new Error("Invalid project repository directory");
+    if (!entry.isDirectory() || !/^[a-zA-Z0-9_-]+$/.test(entry.name))
+      throw new Error("Invalid project repository directory");
     const relative = `${PROJECT_REPOSITORIES_DIR}/${entry.name}`;
     const snapshot = await readGitWorkspaceSnapshot(path.join(localDir, relative), false);
     if (!snapshot) throw new Error(`Project repository is not a Git checkout: ${relative}`);
@@ -259,17 +276,28 @@ export async function readGitWorkspaceSnapshot(localDir, includeRepositories = t
   if (insideWorkTree.stdout.trim() !== "true") return null;
   const toplevel = await runLocalGit(localDir, ["rev-parse", "--show-toplevel"], quick);
   // A selected sub-folder of a repository is not the repository.
-  const [workspacePath, repositoryPath] = await Promise.all([fs.realpath(localDir), fs.realpath(toplevel.stdout.trim())]);
+  const [workspacePath, repositoryPath] = await Promise.all([
+    fs.realpath(localDir),
+    fs.realpath(toplevel.stdout.trim()),
+  ]);
   if (workspacePath !== repositoryPath) return null;
   const lane = (args, operation, maxBuffer) =>
     runExpensiveWorkspaceGit(localDir, args, operation, { timeout: 10_000, maxBuffer, env: undefined });
   const [head, branch, overlay, untracked, deleted, ignored] = await Promise.all([
     runLocalGit(localDir, ["rev-parse", "HEAD"], quick),
     runLocalGit(localDir, ["rev-parse", "--abbrev-ref", "HEAD"], quick),
-    lane(["diff", "--name-only", "-z", "--diff-filter=ACMRTUXB", "HEAD", "--"], "adapter_sync.overlay_diff", 1024 * 1024),
+    lane(
+      ["diff", "--name-only", "-z", "--diff-filter=ACMRTUXB", "HEAD", "--"],
+      "adapter_sync.overlay_diff",
+      1024 * 1024,
+    ),
     lane(["ls-files", "--others", "--exclude-standard", "-z"], "adapter_sync.untracked_files", 1024 * 1024),
     lane(["diff", "--name-only", "-z", "--diff-filter=D", "HEAD", "--"], "adapter_sync.deleted_files", 256 * 1024),
-    lane(["ls-files", "--others", "--ignored", "--exclude-standard", "--directory", "-z"], "adapter_sync.ignored_files", 1024 * 1024),
+    lane(
+      ["ls-files", "--others", "--ignored", "--exclude-standard", "--directory", "-z"],
+      "adapter_sync.ignored_files",
+      1024 * 1024,
+    ),
   ]);
   const branchName = branch.stdout.trim();
   const ownIgnored = splitNul(ignored.stdout)
@@ -278,7 +306,11 @@ export async function readGitWorkspaceSnapshot(localDir, includeRepositories = t
   return {
     headCommit: head.stdout.trim(),
     branchName: branchName && branchName !== "HEAD" ? branchName : null,
-    overlayPaths: sortedUnion(splitNul(overlay.stdout), splitNul(untracked.stdout), prefixed(repositories, "overlayPaths")),
+    overlayPaths: sortedUnion(
+      splitNul(overlay.stdout),
+      splitNul(untracked.stdout),
+      prefixed(repositories, "overlayPaths"),
+    ),
     deletedPaths: sortedUnion(splitNul(deleted.stdout), prefixed(repositories, "deletedPaths")),
     ignoredPaths: [...ownIgnored, ...prefixed(repositories, "ignoredPaths")].sort(new Intl.Collator().compare),
     ...(repositories.length > 0 ? { repositories } : {}),

@@ -45,7 +45,9 @@ export async function scanIgnoredRecords(localDir, signal) {
   const listing = await step("list", signal, (cancelId) => native.ignoreScanList(scanDir(localDir), env, cancelId));
   if (listing === null) {
     // Like git's `ls-files` once the directory left its repository: a failure, not "no repository".
-    throw Object.assign(new Error("git ignore scan: the directory is no longer inside a git work tree"), { code: SCAN_FAILED_CODE });
+    throw Object.assign(new Error("git ignore scan: the directory is no longer inside a git work tree"), {
+      code: SCAN_FAILED_CODE,
+    });
   }
   return listing.records;
 }

@@ -12,13 +12,18 @@ export const GIT_SYNC_COMMIT_IDENTITY_ARGS = ["-c", "user.name=Paperclip", "-c",
  */
 export function runLocalGit(localDir, args, options = {}) {
   return new Promise((resolve, reject) => {
-    execFile("git", ["-C", localDir, ...args], {
-      timeout: options.timeout ?? 15_000,
-      maxBuffer: options.maxBuffer ?? 128 * 1024,
-      env: options.env ?? process.env,
-    }, (error, stdout, stderr) => {
-      if (error) reject(Object.assign(error, { stdout: stdout ?? "", stderr: stderr ?? "" }));
-      else resolve({ stdout: stdout ?? "", stderr: stderr ?? "" });
-    });
+    execFile(
+      "git",
+      ["-C", localDir, ...args],
+      {
+        timeout: options.timeout ?? 15_000,
+        maxBuffer: options.maxBuffer ?? 128 * 1024,
+        env: options.env ?? process.env,
+      },
+      (error, stdout, stderr) => {
+        if (error) reject(Object.assign(error, { stdout: stdout ?? "", stderr: stderr ?? "" }));
+        else resolve({ stdout: stdout ?? "", stderr: stderr ?? "" });
+      },
+    );
   });
 }

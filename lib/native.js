@@ -85,18 +85,22 @@ export function describeLoadFailure(platform, failure) {
     installedAt = null;
   }
   if (!installedAt) {
-    return `${PACKAGE_NAME}: the native binary for ${platform} is not installed: the package ${spec} is missing. `
-      + "npm installs it as an optional dependency on this platform only; it is left out when dependencies were installed with "
-      + "--no-optional or --omit=optional (or npm's `omit` config includes optional), from a lockfile made on another platform, "
-      + `or copied from another machine. Install it: npm install ${spec}`;
+    return (
+      `${PACKAGE_NAME}: the native binary for ${platform} is not installed: the package ${spec} is missing. ` +
+      "npm installs it as an optional dependency on this platform only; it is left out when dependencies were installed with " +
+      "--no-optional or --omit=optional (or npm's `omit` config includes optional), from a lockfile made on another platform, " +
+      `or copied from another machine. Install it: npm install ${spec}`
+    );
   }
   const reasons = [];
   for (let error = failure; error && reasons.length < 8; error = error.cause) {
     const line = String(error.message ?? error).split("\n")[0];
     if (line && !/^Cannot find (module|native binding)/.test(line)) reasons.push(line);
   }
-  return `${PACKAGE_NAME}: ${spec} is installed (${installedAt}) but its binary does not load on ${platform}: `
-    + `${reasons[0] ?? "unknown reason"}. Reinstall it for this machine: npm install ${spec}`;
+  return (
+    `${PACKAGE_NAME}: ${spec} is installed (${installedAt}) but its binary does not load on ${platform}: ` +
+    `${reasons[0] ?? "unknown reason"}. Reinstall it for this machine: npm install ${spec}`
+  );
 }
 
 function unsupportedPlatformError() {
@@ -109,14 +113,19 @@ function unsupportedPlatformError() {
  * The raw binding. Internal: import the public modules instead. Where no binary loads, every
  * native function throws `ERR_PAPERCLIP_NATIVE_UNSUPPORTED_PLATFORM` when called (not at import).
  */
-export const native = binding ?? new Proxy({}, {
-  get(_, property) {
-    if (typeof property !== "string" || property === "then") return undefined;
-    return () => {
-      throw unsupportedPlatformError();
-    };
-  },
-});
+export const native =
+  binding ??
+  new Proxy(
+    {},
+    {
+      get(_, property) {
+        if (typeof property !== "string" || property === "then") return undefined;
+        return () => {
+          throw unsupportedPlatformError();
+        };
+      },
+    },
+  );
 
 /** The prefix of a native rejection whose reason carries the error's details as JSON. */
 const STRUCTURED_PREFIX = constants.structuredErrorPrefix;

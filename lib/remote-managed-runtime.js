@@ -4,13 +4,34 @@
 import path from "node:path";
 import { GIT_ARCHIVE_EXCLUDES } from "./git-workspace-sync.js";
 import { mergeExcludes, referencedSourceIgnoreExcludeEntries } from "./sandbox-managed-runtime.js";
-import { prepareWorkspaceForSshExecution, restoreWorkspaceFromSshExecution, runSshCommand, syncDirectoryToSsh } from "./ssh.js";
+import {
+  prepareWorkspaceForSshExecution,
+  restoreWorkspaceFromSshExecution,
+  runSshCommand,
+  syncDirectoryToSsh,
+} from "./ssh.js";
 import { shellQuote } from "./ssh-common.js";
 import { captureDirectorySnapshot } from "./workspace-restore-merge.js";
 
 // Heavy directories a referenced project never stages, at any depth (upstream's list).
-const HEAVY_DIRECTORIES = ["node_modules", "vendor", "dist", "build", "out", "coverage", ".next", ".turbo", ".cache", ".git"];
-const REFERENCED_SOURCE_HEAVY_EXCLUDES = HEAVY_DIRECTORIES.flatMap((name) => [name, `${name}/*`, `*/${name}`, `*/${name}/*`]);
+const HEAVY_DIRECTORIES = [
+  "node_modules",
+  "vendor",
+  "dist",
+  "build",
+  "out",
+  "coverage",
+  ".next",
+  ".turbo",
+  ".cache",
+  ".git",
+];
+const REFERENCED_SOURCE_HEAVY_EXCLUDES = HEAVY_DIRECTORIES.flatMap((name) => [
+  name,
+  `${name}/*`,
+  `*/${name}`,
+  `*/${name}/*`,
+]);
 
 const RUNTIME_DIR = ".paperclip-runtime";
 const READ_FILE_MAX_BUFFER = 1024 * 1024;
@@ -32,19 +53,23 @@ export function remoteExecutionSessionMatches(saved, current) {
   const identity = buildRemoteExecutionSessionIdentity(current);
   if (!identity) return false;
   const other = objectOrEmpty(saved);
-  return stringOrEmpty(other.transport) === identity.transport
-    && stringOrEmpty(other.host) === identity.host
-    && (typeof other.port === "number" ? other.port : Number(other.port)) === identity.port
-    && stringOrEmpty(other.username) === identity.username
-    && stringOrEmpty(other.remoteCwd) === identity.remoteCwd;
+  return (
+    stringOrEmpty(other.transport) === identity.transport &&
+    stringOrEmpty(other.host) === identity.host &&
+    (typeof other.port === "number" ? other.port : Number(other.port)) === identity.port &&
+    stringOrEmpty(other.username) === identity.username &&
+    stringOrEmpty(other.remoteCwd) === identity.remoteCwd
+  );
 }
 
 function checkReferencedSource(localPath, projectId, ignoreResolution) {
-  if (!path.posix.isAbsolute(localPath)) throw new Error(`additional source localPath is not an absolute path: ${localPath}`);
+  if (!path.posix.isAbsolute(localPath))
+    throw new Error(`additional source localPath is not an absolute path: ${localPath}`);
   if (projectId.length === 0 || /[/\\]/.test(projectId) || projectId.includes("..")) {
     throw new Error(`additional source projectId is not a simple path segment: ${projectId}`);
   }
-  if (ignoreResolution.kind === "failed") throw new Error(`referenced project ignore resolution failed: ${ignoreResolution.reason}`);
+  if (ignoreResolution.kind === "failed")
+    throw new Error(`referenced project ignore resolution failed: ${ignoreResolution.reason}`);
 }
 
 /**
@@ -62,14 +87,21 @@ export async function prepareRemoteManagedRuntime(input) {
   const { spec, onProgress } = input;
   const base = input.workspaceRemoteDir ?? spec.remoteCwd;
   const syncWorkspace = input.syncWorkspace !== false;
-  const workspaceRemoteDir = syncWorkspace ? path.posix.join(base, RUNTIME_DIR, "runs", input.runId, "workspace") : base;
+  const workspaceRemoteDir = syncWorkspace
+    ? path.posix.join(base, RUNTIME_DIR, "runs", input.runId, "workspace")
+    : base;
   const runtimeRootDir = path.posix.join(workspaceRemoteDir, RUNTIME_DIR, input.adapterKey);
   const assets = input.assets ?? [];
 
   let prepared = null;
   let baselineSnapshot = null;
   if (syncWorkspace) {
-    prepared = await prepareWorkspaceForSshExecution({ spec, localDir: input.workspaceLocalDir, remoteDir: workspaceRemoteDir, onProgress });
+    prepared = await prepareWorkspaceForSshExecution({
+      spec,
+      localDir: input.workspaceLocalDir,
+      remoteDir: workspaceRemoteDir,
+      onProgress,
+    });
     baselineSnapshot = await captureDirectorySnapshot(input.workspaceLocalDir, {
       exclude: prepared.gitBacked ? [...GIT_ARCHIVE_EXCLUDES, RUNTIME_DIR] : [RUNTIME_DIR],
     });
@@ -115,7 +147,10 @@ export async function prepareRemoteManagedRuntime(input) {
         spec,
         localDir: localPath,
         remoteDir,
-        exclude: mergeExcludes(REFERENCED_SOURCE_HEAVY_EXCLUDES, referencedSourceIgnoreExcludeEntries(ignoreResolution)),
+        exclude: mergeExcludes(
+          REFERENCED_SOURCE_HEAVY_EXCLUDES,
+          referencedSourceIgnoreExcludeEntries(ignoreResolution),
+        ),
         onProgress,
         progressLabel: `project-${projectId}`,
       });
@@ -126,7 +161,9 @@ export async function prepareRemoteManagedRuntime(input) {
   }
 
   const readFile = async (remotePath) => {
-    const { stdout } = await runSshCommand(spec, `base64 < ${shellQuote(remotePath)}`, { maxBuffer: READ_FILE_MAX_BUFFER });
+    const { stdout } = await runSshCommand(spec, `base64 < ${shellQuote(remotePath)}`, {
+      maxBuffer: READ_FILE_MAX_BUFFER,
+    });
     return Buffer.from(stdout.replace(/\s+/g, ""), "base64");
   };
   return {

@@ -10,29 +10,29 @@ export type RuntimeProgressTarget = "sandbox" | "ssh";
 export type RuntimeStatusPhase = "git_sync" | "config_sync" | "adapter_startup" | "restore" | "export" | "finalize";
 /** A structured runtime status update (a progress line without `[paperclip] `, trimmed, as `message`). */
 export interface RuntimeStatusUpdate {
-    phase: RuntimeStatusPhase;
-    message: string;
-    currentToolName?: string | null;
-    lastAssistantSnippet?: string | null;
-    lastEventAt?: Date | string | null;
+  phase: RuntimeStatusPhase;
+  message: string;
+  currentToolName?: string | null;
+  lastAssistantSnippet?: string | null;
+  lastEventAt?: Date | string | null;
 }
 /** Receives structured runtime status updates. */
 export type RuntimeStatusSink = (update: RuntimeStatusUpdate) => void | Promise<void>;
 /** How a reporter formats and throttles its lines. */
 export interface RuntimeProgressReporterOptions {
-    /** Where lines go. Each emitted line is awaited before the report call resolves. */
-    sink: RuntimeProgressSink;
-    phase: RuntimeProgressPhase;
-    /** Shown after the phase when non-empty, e.g. `workspace` or an asset key. */
-    label?: string;
-    direction: RuntimeProgressDirection;
-    target: RuntimeProgressTarget;
-    /** A known-total report emits when its percentage enters a new step of this size. Default 10 (used when > 0). */
-    stepPercent?: number;
-    /** A report also emits when this many ms passed since the last emitted line. Default 2000 (used when > 0). */
-    minIntervalMs?: number;
-    /** The clock for the interval rule. Default `Date.now`. */
-    now?: () => number;
+  /** Where lines go. Each emitted line is awaited before the report call resolves. */
+  sink: RuntimeProgressSink;
+  phase: RuntimeProgressPhase;
+  /** Shown after the phase when non-empty, e.g. `workspace` or an asset key. */
+  label?: string;
+  direction: RuntimeProgressDirection;
+  target: RuntimeProgressTarget;
+  /** A known-total report emits when its percentage enters a new step of this size. Default 10 (used when > 0). */
+  stepPercent?: number;
+  /** A report also emits when this many ms passed since the last emitted line. Default 2000 (used when > 0). */
+  minIntervalMs?: number;
+  /** The clock for the interval rule. Default `Date.now`. */
+  now?: () => number;
 }
 /**
  * A throttled progress reporter. Lines look like
@@ -41,25 +41,25 @@ export interface RuntimeProgressReporterOptions {
  * rounded like `Number.prototype.toFixed`; the percentage is rounded and clamped to 0-100).
  */
 export interface RuntimeProgressReporter {
-    /**
-     * Records `doneBytes` of `totalBytes` (`null` or a non-positive total: unknown). With a
-     * known total a line is emitted on the first report, when the percentage enters a new
-     * step, when the interval elapsed, or when `doneBytes` reaches the total (which also
-     * completes the reporter). With an unknown total only the interval rule applies.
-     * No line after completion or failure.
-     */
-    report(doneBytes: number, totalBytes: number | null): Promise<void>;
-    /**
-     * Emits the completion line unless the reporter already completed or failed. Omitted
-     * arguments default to the last reported ones; `doneBytes` defaults to the total when it
-     * is known, so the line normally shows 100%.
-     */
-    complete(doneBytes?: number, totalBytes?: number | null): Promise<void>;
-    /**
-     * Emits `failed at NN% (x/y MB)` (known total) or `failed after x MB` unless the reporter
-     * already completed or failed. Omitted arguments default to the last reported ones.
-     */
-    fail(doneBytes?: number, totalBytes?: number | null): Promise<void>;
+  /**
+   * Records `doneBytes` of `totalBytes` (`null` or a non-positive total: unknown). With a
+   * known total a line is emitted on the first report, when the percentage enters a new
+   * step, when the interval elapsed, or when `doneBytes` reaches the total (which also
+   * completes the reporter). With an unknown total only the interval rule applies.
+   * No line after completion or failure.
+   */
+  report(doneBytes: number, totalBytes: number | null): Promise<void>;
+  /**
+   * Emits the completion line unless the reporter already completed or failed. Omitted
+   * arguments default to the last reported ones; `doneBytes` defaults to the total when it
+   * is known, so the line normally shows 100%.
+   */
+  complete(doneBytes?: number, totalBytes?: number | null): Promise<void>;
+  /**
+   * Emits `failed at NN% (x/y MB)` (known total) or `failed after x MB` unless the reporter
+   * already completed or failed. Omitted arguments default to the last reported ones.
+   */
+  fail(doneBytes?: number, totalBytes?: number | null): Promise<void>;
 }
 /** Creates a {@link RuntimeProgressReporter}; lines are byte-identical to upstream's. */
 export declare function createRuntimeProgressReporter(options: RuntimeProgressReporterOptions): RuntimeProgressReporter;

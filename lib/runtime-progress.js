@@ -43,12 +43,14 @@ export function createRuntimeProgressReporter(options) {
   let lastTotal = null;
   let finished = false;
 
-  const progressLine = (done, total) => knownTotal(total)
-    ? `${prefix}: ${percent(done, total)}% (${megabytes(done)}/${megabytes(total)} MB)\n`
-    : `${prefix}: ${megabytes(done)} MB\n`;
-  const failureLine = (done, total) => knownTotal(total)
-    ? `${prefix}: failed at ${percent(done, total)}% (${megabytes(done)}/${megabytes(total)} MB)\n`
-    : `${prefix}: failed after ${megabytes(done)} MB\n`;
+  const progressLine = (done, total) =>
+    knownTotal(total)
+      ? `${prefix}: ${percent(done, total)}% (${megabytes(done)}/${megabytes(total)} MB)\n`
+      : `${prefix}: ${megabytes(done)} MB\n`;
+  const failureLine = (done, total) =>
+    knownTotal(total)
+      ? `${prefix}: failed at ${percent(done, total)}% (${megabytes(done)}/${megabytes(total)} MB)\n`
+      : `${prefix}: failed after ${megabytes(done)} MB\n`;
   const stepOf = (done, total) => Math.floor(((done / total) * 100) / stepPercent);
 
   // State changes happen before the sink is awaited, so reports issued without awaiting

@@ -96,9 +96,10 @@ export async function resolveReferencedSourceIgnore(localPath, options) {
       break;
     } catch (error) {
       if (signal?.aborted) throw abortError(signal);
-      failureReason = error instanceof ReferencedSourceIgnoreScanLimitExceededError
-        ? REFERENCED_SOURCE_IGNORE_FAILURE_REASONS.limitExceeded
-        : REFERENCED_SOURCE_IGNORE_FAILURE_REASONS.scanFailed;
+      failureReason =
+        error instanceof ReferencedSourceIgnoreScanLimitExceededError
+          ? REFERENCED_SOURCE_IGNORE_FAILURE_REASONS.limitExceeded
+          : REFERENCED_SOURCE_IGNORE_FAILURE_REASONS.scanFailed;
       const saturated = typeof error === "object" && error !== null && error.code === WORKSPACE_GIT_SCAN_SATURATED_CODE;
       if (attempt === SATURATED_RETRY_DELAYS_MS.length || !saturated) break;
       await delay(SATURATED_RETRY_DELAYS_MS[attempt], signal);
@@ -107,7 +108,8 @@ export async function resolveReferencedSourceIgnore(localPath, options) {
   if (failureReason !== null) return { kind: "failed", reason: failureReason };
   if (!scan) return { kind: "other" };
   const offset = offsetUnderToplevel(await physicalPath(scan.toplevel), await physicalPath(localPath));
-  if (offset === null) return { kind: "failed", reason: REFERENCED_SOURCE_IGNORE_FAILURE_REASONS.toplevelNotDescendant };
+  if (offset === null)
+    return { kind: "failed", reason: REFERENCED_SOURCE_IGNORE_FAILURE_REASONS.toplevelNotDescendant };
   if (offset === "") return { kind: "git", ignoredPaths: [...scan.ignoredPaths] };
   const prefix = `${offset}/`;
   const ignoredPaths = [];
@@ -137,7 +139,9 @@ async function listTree(root, untrusted) {
 const LIST_DIR = 1;
 
 function symlinkedAncestorError(targetPath) {
-  const error = new Error(`${codes.SYMLINKED_ANCESTOR}: refusing to write through the symlinked directory '${targetPath}'`);
+  const error = new Error(
+    `${codes.SYMLINKED_ANCESTOR}: refusing to write through the symlinked directory '${targetPath}'`,
+  );
   error.code = codes.SYMLINKED_ANCESTOR;
   error.path = targetPath;
   return error;
@@ -174,7 +178,8 @@ async function mirrorEntry(sourceDir, targetDir, relative, hasChildren) {
   }
   const stagedPath = `${targetPath}.paperclip-copy.${randomUUID()}`;
   try {
-    await fs.copyFile(sourcePath, stagedPath, fsConstants.COPYFILE_FICLONE)
+    await fs
+      .copyFile(sourcePath, stagedPath, fsConstants.COPYFILE_FICLONE)
       .catch(() => fs.copyFile(sourcePath, stagedPath));
     await fs.chmod(stagedPath, stats.mode);
     await fs.rename(stagedPath, targetPath);
@@ -196,7 +201,8 @@ export async function mirrorDirectory(sourceDir, targetDir, options = {}) {
   const source = await listTree(sourceDir, true);
   await fs.mkdir(targetDir, { recursive: true });
   const preserveAbsent = [...new Set(options.preserveAbsent ?? [])];
-  const preserved = (relative) => preserveAbsent.some((candidate) => native.isRelativePathOrDescendant(relative, candidate));
+  const preserved = (relative) =>
+    preserveAbsent.some((candidate) => native.isRelativePathOrDescendant(relative, candidate));
   const target = await listTree(targetDir, false);
   const doomed = [...target.keys()].filter((relative) => !source.has(relative) && !preserved(relative));
   doomed.sort((left, right) => right.length - left.length);
@@ -216,7 +222,12 @@ export async function mirrorDirectory(sourceDir, targetDir, options = {}) {
 
 // The sandbox lane lives in ./sandbox/prepare.js; it is handed the drop-ins above rather
 // than importing this module back.
-const SOURCES = { createTarballFromDirectory, mergeExcludes, referencedSourceIgnoreExcludeEntries, resolveReferencedSourceIgnore };
+const SOURCES = {
+  createTarballFromDirectory,
+  mergeExcludes,
+  referencedSourceIgnoreExcludeEntries,
+  resolveReferencedSourceIgnore,
+};
 
 /**
  * Stages a workspace, runtime assets and referenced projects into a sandbox through the

@@ -61,10 +61,12 @@ class SnapshotWatcher {
     // A capture accepted here runs to its end even if close() comes first: the native
     // watcher is released only once no accepted capture is left.
     this.#pending += 1;
-    const run = this.#queue.then(() => this.#capture(signal)).finally(() => {
-      this.#pending -= 1;
-      if (this.#closed && this.#pending === 0) this.#release();
-    });
+    const run = this.#queue
+      .then(() => this.#capture(signal))
+      .finally(() => {
+        this.#pending -= 1;
+        if (this.#closed && this.#pending === 0) this.#release();
+      });
     this.#queue = run.catch(() => undefined);
     return run;
   }
@@ -160,7 +162,7 @@ class SnapshotWatcher {
     return {
       root: this.#root,
       watching: s.watching && !this.#closed,
-      reason: this.#closed ? "closed" : s.reason ?? null,
+      reason: this.#closed ? "closed" : (s.reason ?? null),
       closed: this.#closed,
       captures: s.captures,
       events: s.events,

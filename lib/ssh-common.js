@@ -28,10 +28,13 @@ export function sshSessionReuse() {
 /** The native connection target for an upstream `SshConnectionConfig` and our connection options (timeouts). */
 export function sshTarget(config, { connectTimeoutMs, inactivityTimeoutMs } = {}) {
   if (!config || typeof config !== "object") throw invalidArgument("config must be an SshConnectionConfig");
-  if (typeof config.host !== "string" || config.host === "") throw invalidArgument("config.host must be a non-empty string");
-  if (typeof config.username !== "string" || config.username === "") throw invalidArgument("config.username must be a non-empty string");
+  if (typeof config.host !== "string" || config.host === "")
+    throw invalidArgument("config.host must be a non-empty string");
+  if (typeof config.username !== "string" || config.username === "")
+    throw invalidArgument("config.username must be a non-empty string");
   const port = Number(config.port);
-  if (!Number.isInteger(port) || port < 1 || port > 65535) throw invalidArgument(`config.port must be an integer 1-65535, got ${String(config.port)}`, RangeError);
+  if (!Number.isInteger(port) || port < 1 || port > 65535)
+    throw invalidArgument(`config.port must be an integer 1-65535, got ${String(config.port)}`, RangeError);
   return {
     host: config.host,
     port,
@@ -49,7 +52,8 @@ export function sshTarget(config, { connectTimeoutMs, inactivityTimeoutMs } = {}
 /** An optional non-negative number of milliseconds (0 or absent: the default). */
 function positive(value, name) {
   if (value == null) return undefined;
-  if (typeof value !== "number" || !(value >= 0)) throw invalidArgument(`${name} must be a non-negative number of milliseconds`, RangeError);
+  if (typeof value !== "number" || !(value >= 0))
+    throw invalidArgument(`${name} must be a non-negative number of milliseconds`, RangeError);
   return value;
 }
 
@@ -64,8 +68,12 @@ export function transferProgress({ onProgress, phase, direction, label, total })
   const reporter = createRuntimeProgressReporter({ sink: onProgress, phase, direction, label, target: "ssh" });
   let known = null;
   const ready = Promise.resolve(total).then(
-    (value) => { known = Number.isFinite(value) && value > 0 ? value : null; },
-    () => { known = null; },
+    (value) => {
+      known = Number.isFinite(value) && value > 0 ? value : null;
+    },
+    () => {
+      known = null;
+    },
   );
   const bridge = progressBridge(reporter, () => known);
   let transferred = 0;
@@ -109,10 +117,19 @@ const PIPE_CHUNK = 65_536;
  */
 export function uploadProgress({ onProgress, label, estimate }) {
   if (typeof onProgress !== "function") return null;
-  const reporter = createRuntimeProgressReporter({ sink: onProgress, phase: "Syncing", direction: "to", label, target: "ssh" });
+  const reporter = createRuntimeProgressReporter({
+    sink: onProgress,
+    phase: "Syncing",
+    direction: "to",
+    label,
+    target: "ssh",
+  });
   let total = null;
   let cap = null;
-  const estimated = Promise.resolve(estimate).then((value) => value, () => null);
+  const estimated = Promise.resolve(estimate).then(
+    (value) => value,
+    () => null,
+  );
   let chain = Promise.resolve();
   let position = 0; // bytes of GNU tar's stream Node would have read so far
   /** Reports each pipe chunk between the two stream positions. */
@@ -153,7 +170,10 @@ export function uploadProgress({ onProgress, label, estimate }) {
 
 /** The native target of a transfer: [`sshTarget`] with the transfers' default inactivity timeout. */
 export function transferTarget(config, { connectTimeoutMs, inactivityTimeoutMs } = {}) {
-  return sshTarget(config, { connectTimeoutMs, inactivityTimeoutMs: inactivityTimeoutMs ?? DEFAULT_TRANSFER_INACTIVITY_MS });
+  return sshTarget(config, {
+    connectTimeoutMs,
+    inactivityTimeoutMs: inactivityTimeoutMs ?? DEFAULT_TRANSFER_INACTIVITY_MS,
+  });
 }
 
 /**
@@ -163,7 +183,9 @@ export function transferTarget(config, { connectTimeoutMs, inactivityTimeoutMs }
  */
 export async function runTransfer(progress, signal, start) {
   try {
-    const summary = await runCancellable(signal, (id) => start(id, progress ? (bytes) => progress.update(bytes) : undefined));
+    const summary = await runCancellable(signal, (id) =>
+      start(id, progress ? (bytes) => progress.update(bytes) : undefined),
+    );
     await progress?.finish(summary.bytes);
     return summary;
   } catch (error) {

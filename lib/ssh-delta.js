@@ -72,7 +72,9 @@ const links = new Map();
 
 /** The host's link measurement file (beside the manifests). */
 function linkFile(spec) {
-  const key = createHash("sha256").update(JSON.stringify([spec.host, Number(spec.port), spec.username])).digest("hex");
+  const key = createHash("sha256")
+    .update(JSON.stringify([spec.host, Number(spec.port), spec.username]))
+    .digest("hex");
   return path.join(resolveInstanceRoot(process.env), "cache", "ssh-delta", `link-${key}.json`);
 }
 
@@ -92,10 +94,20 @@ async function measureLink(target, spec, signal) {
   await exec(target, "true", signal); // the session's login, not part of either time
   // The quicker of two idle commands (a busy host slows one now and then).
   const idle = Math.min((await timed("true")).ms, (await timed("true")).ms);
-  const { ms, out } = await timed("if command -v gzip >/dev/null 2>&1; then echo gzip; fi; cat >/dev/null", randomBytes(CALIBRATION_BYTES));
-  const measured = { bytesPerSecond: CALIBRATION_BYTES / (Math.max(ms - idle, 1) / 1000), gzip: out.toString().trim() === "gzip", at: Date.now() };
+  const { ms, out } = await timed(
+    "if command -v gzip >/dev/null 2>&1; then echo gzip; fi; cat >/dev/null",
+    randomBytes(CALIBRATION_BYTES),
+  );
+  const measured = {
+    bytesPerSecond: CALIBRATION_BYTES / (Math.max(ms - idle, 1) / 1000),
+    gzip: out.toString().trim() === "gzip",
+    at: Date.now(),
+  };
   links.set(key, measured);
-  await fs.mkdir(path.dirname(key), { recursive: true, mode: 0o700 }).then(() => writeManifest(key, measured)).catch(() => undefined);
+  await fs
+    .mkdir(path.dirname(key), { recursive: true, mode: 0o700 })
+    .then(() => writeManifest(key, measured))
+    .catch(() => undefined);
   return measured;
 }
 
@@ -114,7 +126,9 @@ export async function wireCompression({ spec, connection, bytes, hasGzip }) {
   if (bytes < SMALL_UPLOAD) {
     if (setting === "gzip") return hasGzip !== false;
     const known = links.get(linkFile(spec));
-    return hasGzip === true && bytes >= 64 * 1024 && !(known && known.bytesPerSecond >= COMPRESS_BELOW_BYTES_PER_SECOND);
+    return (
+      hasGzip === true && bytes >= 64 * 1024 && !(known && known.bytesPerSecond >= COMPRESS_BELOW_BYTES_PER_SECOND)
+    );
   }
   const link = await measureLink(target, spec, connection.signal).catch((error) => {
     if (error?.name === "AbortError") throw error;
@@ -126,7 +140,8 @@ export async function wireCompression({ spec, connection, bytes, hasGzip }) {
 
 /** `PAPERCLIP_NATIVE_SSH_DELTA_TRACE=1`: each step's milliseconds on stderr (diagnostics). */
 function trace(label, started) {
-  if (process.env.PAPERCLIP_NATIVE_SSH_DELTA_TRACE === "1") process.stderr.write(`[ssh-delta] ${label} ${(performance.now() - started).toFixed(0)} ms\n`);
+  if (process.env.PAPERCLIP_NATIVE_SSH_DELTA_TRACE === "1")
+    process.stderr.write(`[ssh-delta] ${label} ${(performance.now() - started).toFixed(0)} ms\n`);
 }
 
 function countFull(reason) {
@@ -142,7 +157,9 @@ function familyOf(remoteDir) {
 /** Where the manifest of (host, family, local workspace) lives. */
 async function manifestPath(spec, remoteDir, localDir) {
   const local = await fs.realpath(localDir).catch(() => path.resolve(localDir));
-  const key = createHash("sha256").update(JSON.stringify([spec.host, Number(spec.port), spec.username, familyOf(remoteDir), local])).digest("hex");
+  const key = createHash("sha256")
+    .update(JSON.stringify([spec.host, Number(spec.port), spec.username, familyOf(remoteDir), local]))
+    .digest("hex");
   return { file: path.join(resolveInstanceRoot(process.env), "cache", "ssh-delta", `${key}.json`), local };
 }
 
@@ -169,7 +186,8 @@ async function writeManifest(file, manifest) {
     for (const name of await fs.readdir(dir).catch(() => [])) {
       const full = path.join(dir, name);
       const stat = await fs.stat(full).catch(() => null);
-      if (stat && Date.now() - stat.mtimeMs > MANIFEST_MAX_AGE_MS) await fs.rm(full, { force: true }).catch(() => undefined);
+      if (stat && Date.now() - stat.mtimeMs > MANIFEST_MAX_AGE_MS)
+        await fs.rm(full, { force: true }).catch(() => undefined);
     }
   }
 }
@@ -218,7 +236,16 @@ function parseListing(buffer, { dotted = false } = {}) {
     if (!match) return { header, entries: null };
     const [, kind, size, mtime, ctime, ino, mode, path] = match;
     const member = dotted ? undot(path) : path;
-    entries.set(member, { kind, size: Number(size), mtime, mtimeS: Math.floor(Number(mtime)), ctime, ino, mode: Number.parseInt(mode, 8), link: fields[i + 1] });
+    entries.set(member, {
+      kind,
+      size: Number(size),
+      mtime,
+      mtimeS: Math.floor(Number(mtime)),
+      ctime,
+      ino,
+      mode: Number.parseInt(mode, 8),
+      link: fields[i + 1],
+    });
   }
   return { header, entries: ended ? entries : null, enumerated };
 }
@@ -244,19 +271,33 @@ function lightHeader(compressor) {
 /** Runs one internal command on the pooled session, its stdout as a Buffer. */
 async function exec(target, script, signal, stdin) {
   const result = await runCancellable(signal, (id) =>
-    native.sshExec(target, `sh -c ${shellQuote(script)}`, stdin, LISTING_TIMEOUT_MS, LISTING_MAX_BUFFER, id));
+    native.sshExec(target, `sh -c ${shellQuote(script)}`, stdin, LISTING_TIMEOUT_MS, LISTING_MAX_BUFFER, id),
+  );
   if (result.exitStatus !== 0 || result.exitSignal) {
-    throw Object.assign(new Error(result.stderr.toString("utf8").trim() || `exit ${result.exitStatus}`), { code: "ERR_PAPERCLIP_NATIVE_SSH_REMOTE_FAILED" });
+    throw Object.assign(new Error(result.stderr.toString("utf8").trim() || `exit ${result.exitStatus}`), {
+      code: "ERR_PAPERCLIP_NATIVE_SSH_REMOTE_FAILED",
+    });
   }
   return result.stdout;
 }
 
 /** Local member records from their JSON form. */
 function parseMembers(json) {
-  return JSON.parse(json).map(([member, kind, size, mode, mtimeNs, ctimeNs, ino, dev, link]) => ({ member, kind, size, mode, mtimeNs, ctimeNs, ino, dev, link }));
+  return JSON.parse(json).map(([member, kind, size, mode, mtimeNs, ctimeNs, ino, dev, link]) => ({
+    member,
+    kind,
+    size,
+    mode,
+    mtimeNs,
+    ctimeNs,
+    ino,
+    dev,
+    link,
+  }));
 }
 
-const seconds = (ns) => Number(BigInt(ns) / 1_000_000_000n) - (BigInt(ns) < 0n && BigInt(ns) % 1_000_000_000n !== 0n ? 1 : 0);
+const seconds = (ns) =>
+  Number(BigInt(ns) / 1_000_000_000n) - (BigInt(ns) < 0n && BigInt(ns) % 1_000_000_000n !== 0n ? 1 : 0);
 
 /** The mode the remote tar gives a member: as archived for root, under the umask otherwise. */
 function expectedMode(mode, header) {
@@ -265,13 +306,35 @@ function expectedMode(mode, header) {
 
 /** A manifest row: the local stat sent and the remote stat that resulted. */
 function manifestRow(local, remote) {
-  return [local.size, local.mtimeNs, local.ctimeNs, local.ino, local.dev, remote.size, remote.mtime, remote.ctime, remote.ino, remote.mode];
+  return [
+    local.size,
+    local.mtimeNs,
+    local.ctimeNs,
+    local.ino,
+    local.dev,
+    remote.size,
+    remote.mtime,
+    remote.ctime,
+    remote.ino,
+    remote.mode,
+  ];
 }
 
 /** Whether a recorded row still describes both sides. */
 function unchanged(row, local, remote) {
-  return Array.isArray(row) && row[0] === local.size && row[1] === local.mtimeNs && row[2] === local.ctimeNs && row[3] === local.ino && row[4] === local.dev &&
-    row[5] === remote.size && row[6] === remote.mtime && row[7] === remote.ctime && row[8] === remote.ino && row[9] === remote.mode;
+  return (
+    Array.isArray(row) &&
+    row[0] === local.size &&
+    row[1] === local.mtimeNs &&
+    row[2] === local.ctimeNs &&
+    row[3] === local.ino &&
+    row[4] === local.dev &&
+    row[5] === remote.size &&
+    row[6] === remote.mtime &&
+    row[7] === remote.ctime &&
+    row[8] === remote.ino &&
+    row[9] === remote.mode
+  );
 }
 
 /**
@@ -294,7 +357,10 @@ export function planDelta(locals, remote, manifest, header) {
       if (local.kind === "d") same = mtimeOk && theirs.mode === expectedMode(local.mode, header);
       else if (local.kind === "l") same = mtimeOk && theirs.link === local.link;
       else if (local.kind === "f") {
-        same = mtimeOk && theirs.size === local.size && theirs.mode === expectedMode(local.mode, header) &&
+        same =
+          mtimeOk &&
+          theirs.size === local.size &&
+          theirs.mode === expectedMode(local.mode, header) &&
           unchanged(manifest.files[local.member], local, theirs);
       }
     } else if (theirs) {
@@ -320,7 +386,12 @@ export function planDelta(locals, remote, manifest, header) {
 
 /** The remote header fields as numbers. */
 function headerOf(fields) {
-  return { umask: Number.parseInt(fields[2], 8), uid: Number(fields[3]), now: Number(fields[4]), compressor: fields[5] };
+  return {
+    umask: Number.parseInt(fields[2], 8),
+    uid: Number(fields[3]),
+    now: Number(fields[4]),
+    compressor: fields[5],
+  };
 }
 
 /**
@@ -354,7 +425,8 @@ export async function stageTree({ spec, connection, localDir, remoteDir, exclude
   if (!manifest || manifest.localDir !== local) return await full("no-manifest");
   let seed = null;
   if (manifest.remoteDir !== remoteDir) {
-    if (!manifest.restored || familyOf(manifest.remoteDir) !== familyOf(remoteDir) || !RUN_DIR.test(remoteDir)) return await full("no-manifest");
+    if (!manifest.restored || familyOf(manifest.remoteDir) !== familyOf(remoteDir) || !RUN_DIR.test(remoteDir))
+      return await full("no-manifest");
     seed = manifest.remoteDir;
   }
   // The local walk runs while the remote lists its tree.
@@ -364,7 +436,9 @@ export async function stageTree({ spec, connection, localDir, remoteDir, exclude
   const probe = [
     "set -e",
     ...(seed
-      ? [`if [ ! -e ${q} ] && [ -d ${shellQuote(seed)} ]; then mkdir -p ${shellQuote(path.posix.dirname(remoteDir))} && mv ${shellQuote(seed)} ${q} && rm -rf ${shellQuote(`${remoteDir}/${RUNTIME_DIR}`)}; fi`]
+      ? [
+          `if [ ! -e ${q} ] && [ -d ${shellQuote(seed)} ]; then mkdir -p ${shellQuote(path.posix.dirname(remoteDir))} && mv ${shellQuote(seed)} ${q} && rm -rf ${shellQuote(`${remoteDir}/${RUNTIME_DIR}`)}; fi`,
+        ]
       : []),
     `if [ ! -d ${q} ]; then echo 'pcdelta absent'; exit 0; fi`,
     `cd ${q}`,
@@ -392,7 +466,12 @@ export async function stageTree({ spec, connection, localDir, remoteDir, exclude
   const removals = [...plan.remove].map((member) => shellQuote(member)).join(" ");
   const inline = removals.length <= INLINE_REMOVALS_MAX;
   if (!inline) {
-    await exec(target, `cd ${q} && xargs -0 rm -rf --`, signal, Buffer.from([...plan.remove].map((m) => `${m}\0`).join(""), "utf8"));
+    await exec(
+      target,
+      `cd ${q} && xargs -0 rm -rf --`,
+      signal,
+      Buffer.from([...plan.remove].map((m) => `${m}\0`).join(""), "utf8"),
+    );
   }
   const sendBytes = locals.reduce((sum, entry) => sum + (plan.send.has(entry.member) ? entry.size + 512 : 0), 0);
   const gzip = await wireCompression({ spec, connection, bytes: sendBytes, hasGzip: header.compressor === "gzip" });
@@ -405,9 +484,10 @@ export async function stageTree({ spec, connection, localDir, remoteDir, exclude
     ...lightHeader(header.compressor),
     listingPipeline(`-newerct @${header.now - 2} `),
   ].join("\n");
-  const { stdout, members } = plan.send.size > 0
-    ? await uploadDelta({ command: `sh -c ${shellQuote(apply)}`, only: [...plan.send], gzip })
-    : { stdout: await exec(target, apply, signal), members: [] };
+  const { stdout, members } =
+    plan.send.size > 0
+      ? await uploadDelta({ command: `sh -c ${shellQuote(apply)}`, only: [...plan.send], gzip })
+      : { stdout: await exec(target, apply, signal), members: [] };
   trace("delta applied", started);
   const post = parseListing(stdout);
   stats.delta += 1;
@@ -427,7 +507,15 @@ export async function stageTree({ spec, connection, localDir, remoteDir, exclude
     }
   }
   const listedAt = post.entries ? headerOf(post.header).now : null;
-  await writeManifest(file, { version: MANIFEST_VERSION, localDir: local, remoteDir, restored: false, listedAt, compressor: header.compressor, files }).catch(() => undefined);
+  await writeManifest(file, {
+    version: MANIFEST_VERSION,
+    localDir: local,
+    remoteDir,
+    restored: false,
+    listedAt,
+    compressor: header.compressor,
+    files,
+  }).catch(() => undefined);
   trace("manifest written", started);
   return { mode: "delta", sent: plan.send.size, removed: plan.remove.size };
 }
@@ -441,10 +529,19 @@ async function recordFull({ target, signal, file, local, remoteDir, members }) {
   for (const record of members) {
     if (record.kind !== "f") continue;
     const theirs = listing.entries.get(record.member);
-    if (theirs?.kind === "f" && theirs.size === record.size && theirs.mtimeS === seconds(record.mtimeNs)) files[record.member] = manifestRow(record, theirs);
+    if (theirs?.kind === "f" && theirs.size === record.size && theirs.mtimeS === seconds(record.mtimeNs))
+      files[record.member] = manifestRow(record, theirs);
   }
   const { now, compressor } = headerOf(listing.header);
-  await writeManifest(file, { version: MANIFEST_VERSION, localDir: local, remoteDir, restored: false, listedAt: now, compressor, files });
+  await writeManifest(file, {
+    version: MANIFEST_VERSION,
+    localDir: local,
+    remoteDir,
+    restored: false,
+    listedAt: now,
+    compressor,
+    files,
+  });
 }
 
 /** An exclude value the restore delta can apply to a listing: a plain name (tar matches it as any path component). */
@@ -467,7 +564,8 @@ export async function planRestore({ spec, connection, remoteDir, localDir, basel
   const exclude = [...new Set(baseline.exclude ?? [])];
   const { file, local } = await manifestPath(spec, remoteDir, localDir);
   const manifest = await readManifest(file);
-  if (!manifest || manifest.remoteDir !== remoteDir || manifest.localDir !== local || manifest.restored) return countPull("no-manifest");
+  if (!manifest || manifest.remoteDir !== remoteDir || manifest.localDir !== local || manifest.restored)
+    return countPull("no-manifest");
   if (!exclude.every((name) => PLAIN_NAME.test(name))) return countPull("excludes");
   const target = transferTarget(spec, connection);
   const signal = connection.signal;
@@ -480,19 +578,20 @@ export async function planRestore({ spec, connection, remoteDir, localDir, basel
   // coarse clock of file times), and every child of a directory that changed (what is
   // gone); the whole tree when the manifest has no time.
   const since = Number.isFinite(manifest.listedAt) ? manifest.listedAt - 2 : null;
-  const script = since == null
-    ? ["set -e", `cd ${q}`, ...HEADER, listingPipeline()]
-    : [
-      "set -e",
-      `cd ${q}`,
-      // Probed at the prepare (GNU tar and find, gzip): only the time is asked.
-      ...(manifest.compressor ? lightHeader(manifest.compressor) : HEADER),
-      `F='${LISTING_FORMAT.replace("%P", "%p")}'`,
-      `{ find . -mindepth 1 -path ./${RUNTIME_DIR} -prune -o -newerct @${since} -printf '${LISTING_FORMAT.replace("%P", "./%P")}'; ` +
-        `find . -path ./${RUNTIME_DIR} -prune -o -type d -newerct @${since} -print0 | ` +
-        `xargs -0 -r sh -c 'for d; do printf "pcdelta-dir %s\\0\\0" "$d"; done; find "$@" -mindepth 1 -maxdepth 1 -printf "$0"' "$F"; ` +
-        `printf 'pcdelta-end %s\\0' "$?"; } | $Z`,
-    ];
+  const script =
+    since == null
+      ? ["set -e", `cd ${q}`, ...HEADER, listingPipeline()]
+      : [
+          "set -e",
+          `cd ${q}`,
+          // Probed at the prepare (GNU tar and find, gzip): only the time is asked.
+          ...(manifest.compressor ? lightHeader(manifest.compressor) : HEADER),
+          `F='${LISTING_FORMAT.replace("%P", "%p")}'`,
+          `{ find . -mindepth 1 -path ./${RUNTIME_DIR} -prune -o -newerct @${since} -printf '${LISTING_FORMAT.replace("%P", "./%P")}'; ` +
+            `find . -path ./${RUNTIME_DIR} -prune -o -type d -newerct @${since} -print0 | ` +
+            `xargs -0 -r sh -c 'for d; do printf "pcdelta-dir %s\\0\\0" "$d"; done; find "$@" -mindepth 1 -maxdepth 1 -printf "$0"' "$F"; ` +
+            `printf 'pcdelta-end %s\\0' "$?"; } | $Z`,
+        ];
   let listing;
   try {
     listing = parseListing(await exec(target, script.join("\n"), signal), { dotted: since != null });
@@ -542,7 +641,14 @@ export async function planRestore({ spec, connection, remoteDir, localDir, basel
       if (base?.kind !== "file" || listing.entries.has(member) || excluded(member) || isGone(member)) continue;
       const row = manifest.files[member];
       const mine = locals.get(member);
-      const sentAsIs = Array.isArray(row) && mine && row[0] === mine.size && row[1] === mine.mtimeNs && row[2] === mine.ctimeNs && row[3] === mine.ino && row[4] === mine.dev;
+      const sentAsIs =
+        Array.isArray(row) &&
+        mine &&
+        row[0] === mine.size &&
+        row[1] === mine.mtimeNs &&
+        row[2] === mine.ctimeNs &&
+        row[3] === mine.ino &&
+        row[4] === mine.dev;
       if (!sentAsIs) changed.push(member);
     }
   }
@@ -552,7 +658,8 @@ export async function planRestore({ spec, connection, remoteDir, localDir, basel
     for (let at = member.lastIndexOf("/"); at > 0; at = member.lastIndexOf("/", at - 1)) keep.add(member.slice(0, at));
   }
   // The pull names each member on the remote command line.
-  if (changed.reduce((sum, member) => sum + member.length + 8, 0) > INLINE_REMOVALS_MAX) return countPull("too-many-changes");
+  if (changed.reduce((sum, member) => sum + member.length + 8, 0) > INLINE_REMOVALS_MAX)
+    return countPull("too-many-changes");
   const cut = new Map([...entries].filter(([member]) => keep.has(member)));
   pulls.delta += 1;
   return { members: changed.sort(), baseline: { ...baseline, exclude, entries: cut } };

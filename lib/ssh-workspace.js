@@ -35,14 +35,21 @@ const SCP_LIKE_REMOTE = /^[^@:/\s]+@[^@:/\s]+:\S+$/;
 /** Checks the input shared by prepare and restore; resolves the remote directory. */
 function lifecycleInput(input) {
   if (!input || typeof input !== "object") throw invalidArgument("input must be an object");
-  if (!input.spec || typeof input.spec !== "object") throw invalidArgument("input.spec must be an SshRemoteExecutionSpec");
-  if (typeof input.localDir !== "string" || input.localDir === "") throw invalidArgument("localDir must be a non-empty string");
+  if (!input.spec || typeof input.spec !== "object")
+    throw invalidArgument("input.spec must be an SshRemoteExecutionSpec");
+  if (typeof input.localDir !== "string" || input.localDir === "")
+    throw invalidArgument("localDir must be a non-empty string");
   const remoteDir = input.remoteDir ?? input.spec.remoteCwd;
-  if (typeof remoteDir !== "string" || remoteDir === "") throw invalidArgument("remoteDir (or spec.remoteCwd) must be a non-empty string");
+  if (typeof remoteDir !== "string" || remoteDir === "")
+    throw invalidArgument("remoteDir (or spec.remoteCwd) must be a non-empty string");
   const signal = checkSignal(input.signal);
   // The connection options (cancellation and timeouts) every step of the lifecycle passes
   // on; `input.limits` is something else: the archive bounds of a restore.
-  const connection = { signal, connectTimeoutMs: input.connectTimeoutMs, inactivityTimeoutMs: input.inactivityTimeoutMs };
+  const connection = {
+    signal,
+    connectTimeoutMs: input.connectTimeoutMs,
+    inactivityTimeoutMs: input.inactivityTimeoutMs,
+  };
   // Validated once here, so a bad config fails before any local git work.
   sshTarget(input.spec, connection);
   return { remoteDir, signal, connection };
@@ -149,7 +156,9 @@ async function pushGitHistory({ spec, localDir, remoteDir, state, onProgress, co
         `cat > "$tmp_bundle"`,
         `if [ ! -d ${q(path.posix.join(remoteDir, ".git"))} ]; then git init ${q(remoteDir)} >/dev/null; fi`,
         ...(origin
-          ? [`{ ${git} remote set-url origin ${q(origin)} >/dev/null 2>&1 || ${git} remote add origin ${q(origin)} >/dev/null 2>&1; } || true`]
+          ? [
+              `{ ${git} remote set-url origin ${q(origin)} >/dev/null 2>&1 || ${git} remote add origin ${q(origin)} >/dev/null 2>&1; } || true`,
+            ]
           : []),
         `${git} fetch --force "$tmp_bundle" '${ref}:${ref}' >/dev/null`,
         checkout,
@@ -161,7 +170,8 @@ async function pushGitHistory({ spec, localDir, remoteDir, state, onProgress, co
       const target = transferTarget(spec, connection);
       const progress = transferProgress({ onProgress, phase: "Importing git history", direction: "to", total: size });
       await runTransfer(progress, connection.signal, (id, onBytes) =>
-        native.sshUploadFile(target, `sh -c ${q(script)}`, bundle, id, onBytes));
+        native.sshUploadFile(target, `sh -c ${q(script)}`, bundle, id, onBytes),
+      );
     } finally {
       await runLocalGit(localDir, ["update-ref", "-d", ref], QUICK).catch(() => undefined);
     }
@@ -191,7 +201,8 @@ async function pullGitHistory({ spec, localDir, remoteDir, ref, reset, onProgres
       const target = transferTarget(spec, connection);
       const progress = transferProgress({ onProgress, phase: "Exporting git history", direction: "from", total: null });
       await runTransfer(progress, connection.signal, (id, onBytes) =>
-        native.sshDownloadFile(target, `sh -c ${q(script)}`, bundle, id, onBytes));
+        native.sshDownloadFile(target, `sh -c ${q(script)}`, bundle, id, onBytes),
+      );
       await runLocalGit(localDir, ["fetch", "--force", bundle, `${EXPORT_REF}:${ref}`], SLOW);
       if (reset) await runLocalGit(localDir, ["reset", "--hard", ref], SLOW);
       return (await runLocalGit(localDir, ["rev-parse", ref], QUICK)).stdout.trim();
@@ -226,19 +237,23 @@ async function overlapInOrder({ signal, onProgress, first, second }) {
   const held = [];
   let released = false;
   let chain = Promise.resolve();
-  const sink = typeof onProgress === "function"
-    ? (line) => {
-      if (!released) {
-        held.push(line);
-        return undefined;
-      }
-      chain = chain.then(() => onProgress(line));
-      return chain;
-    }
-    : undefined;
+  const sink =
+    typeof onProgress === "function"
+      ? (line) => {
+          if (!released) {
+            held.push(line);
+            return undefined;
+          }
+          chain = chain.then(() => onProgress(line));
+          return chain;
+        }
+      : undefined;
   const secondDone = Promise.resolve()
     .then(() => second({ signal: controller.signal, onProgress: sink }))
-    .then((value) => ({ ok: true, value }), (error) => ({ ok: false, error }));
+    .then(
+      (value) => ({ ok: true, value }),
+      (error) => ({ ok: false, error }),
+    );
   try {
     let firstValue;
     try {
@@ -274,7 +289,13 @@ async function overlapInOrder({ signal, onProgress, first, second }) {
  */
 async function restoreStaging(localDir) {
   const inside = path.join(localDir, native.stagingName("restore"));
-  if (await fs.mkdir(inside, { mode: 0o700 }).then(() => true, () => false)) return inside;
+  if (
+    await fs.mkdir(inside, { mode: 0o700 }).then(
+      () => true,
+      () => false,
+    )
+  )
+    return inside;
   return await fs.mkdtemp(path.join(os.tmpdir(), "paperclip-ssh-sync-back-"));
 }
 
@@ -305,12 +326,21 @@ export async function prepareWorkspaceOverSsh(input, transfers) {
     await pushGitHistory({ spec, localDir, remoteDir, state, onProgress, connection });
     throwIfAborted(signal);
     await syncDirectoryToSsh({
-      ...connection, spec, localDir, remoteDir, exclude: [".git", RUNTIME_DIR], onProgress, progressLabel: "workspace",
+      ...connection,
+      spec,
+      localDir,
+      remoteDir,
+      exclude: [".git", RUNTIME_DIR],
+      onProgress,
+      progressLabel: "workspace",
     });
     if (state.deletedPaths.length > 0) {
       throwIfAborted(signal);
       const paths = state.deletedPaths.map(shellQuote).join(" ");
-      await runSshCommand(spec, `cd ${shellQuote(remoteDir)} && rm -rf -- ${paths}`, { ...connection, ...REMOTE_SCRIPT });
+      await runSshCommand(spec, `cd ${shellQuote(remoteDir)} && rm -rf -- ${paths}`, {
+        ...connection,
+        ...REMOTE_SCRIPT,
+      });
     }
     return { gitBacked: true };
   }
@@ -319,7 +349,15 @@ export async function prepareWorkspaceOverSsh(input, transfers) {
     `mkdir -p ${shellQuote(remoteDir)}`,
     `find ${shellQuote(remoteDir)} -mindepth 1 -maxdepth 1 ! -name ${shellQuote(RUNTIME_DIR)} -exec rm -rf -- {} +`,
   ].join("\n");
-  const tree = { ...connection, spec, localDir, remoteDir, exclude: [RUNTIME_DIR], onProgress, progressLabel: "workspace" };
+  const tree = {
+    ...connection,
+    spec,
+    localDir,
+    remoteDir,
+    exclude: [RUNTIME_DIR],
+    onProgress,
+    progressLabel: "workspace",
+  };
   // Upstream's clear and full upload, or (to a host that kept the tree) only what changed.
   await stageTree({
     spec,
@@ -336,7 +374,8 @@ export async function prepareWorkspaceOverSsh(input, transfers) {
       const extract = gzip ? `gzip -dc | tar -xf - -C ${q}` : `tar -xf - -C ${q}`;
       return await uploadTree(tree, { command: `sh -c ${shellQuote(`mkdir -p ${q} && ${extract}`)}`, record, gzip });
     },
-    uploadDelta: ({ command, only, gzip }) => uploadTree(tree, { command, only, record: true, collectStdout: 256 * 1024 * 1024, gzip }),
+    uploadDelta: ({ command, only, gzip }) =>
+      uploadTree(tree, { command, only, record: true, collectStdout: 256 * 1024 * 1024, gzip }),
   });
   return { gitBacked: false };
 }
@@ -365,14 +404,28 @@ export async function restoreWorkspaceOverSsh(input, transfers) {
     try {
       // Without history to bring back, and to a host that kept what was sent: only what
       // the run changed comes back (ssh-delta.js), merged against the baseline cut to it.
-      const delta = ref ? null : await planRestore({ spec, connection, remoteDir, localDir, baseline: baselineSnapshot });
+      const delta = ref
+        ? null
+        : await planRestore({ spec, connection, remoteDir, localDir, baseline: baselineSnapshot });
       const pullTree = (over) => {
         // The workspace's own links out of the tree come back as they went (knownLinks).
-        const tree = { ...connection, ...archive, spec, remoteDir, localDir: stagingDir, knownLinks: localDir, exclude: baselineSnapshot.exclude, onProgress, progressLabel: "workspace", ...over };
+        const tree = {
+          ...connection,
+          ...archive,
+          spec,
+          remoteDir,
+          localDir: stagingDir,
+          knownLinks: localDir,
+          exclude: baselineSnapshot.exclude,
+          onProgress,
+          progressLabel: "workspace",
+          ...over,
+        };
         if (!delta) return syncDirectoryFromSsh(tree);
         return delta.members.length > 0 ? transfers.pullTree(tree, { members: delta.members }) : undefined;
       };
-      const exportHistory = () => pullGitHistory({ spec, localDir, remoteDir, ref, reset: false, onProgress, connection });
+      const exportHistory = () =>
+        pullGitHistory({ spec, localDir, remoteDir, ref, reset: false, onProgress, connection });
       let imported = null;
       if (ref && pullMayOverlapExport(baselineSnapshot.exclude)) {
         // Both only read the remote tree and write different local places (the repository's
@@ -408,11 +461,26 @@ export async function restoreWorkspaceOverSsh(input, transfers) {
     await pullGitHistory({ spec, localDir, remoteDir, ref, reset: true, onProgress, connection });
     throwIfAborted(signal);
     await syncDirectoryFromSsh({
-      ...connection, ...archive, spec, remoteDir, localDir, exclude: [".git", RUNTIME_DIR], preserveLocalEntries: [".git"], onProgress, progressLabel: "workspace",
+      ...connection,
+      ...archive,
+      spec,
+      remoteDir,
+      localDir,
+      exclude: [".git", RUNTIME_DIR],
+      preserveLocalEntries: [".git"],
+      onProgress,
+      progressLabel: "workspace",
     });
     return;
   }
   await syncDirectoryFromSsh({
-    ...connection, ...archive, spec, remoteDir, localDir, exclude: [RUNTIME_DIR], onProgress, progressLabel: "workspace",
+    ...connection,
+    ...archive,
+    spec,
+    remoteDir,
+    localDir,
+    exclude: [RUNTIME_DIR],
+    onProgress,
+    progressLabel: "workspace",
   });
 }

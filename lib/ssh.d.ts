@@ -4,34 +4,34 @@ import type { ExtractLimits } from "./tar-stream.js";
 
 /** Where and how to reach an SSH host (upstream's `SshConnectionConfig`). */
 export interface SshConnectionConfig {
-    host: string;
-    port: number;
-    username: string;
-    remoteWorkspacePath: string;
-    /** Private key (OpenSSH or PEM, unencrypted). `null`: the SSH agent, then `~/.ssh/id_{ed25519,ecdsa,rsa}`. */
-    privateKey: string | null;
-    /** `known_hosts` content. `null` with strict checking: `~/.ssh/known_hosts` and `/etc/ssh/ssh_known_hosts`. */
-    knownHosts: string | null;
-    /** Verify the host key against `knownHosts` (an unknown or changed key fails before any command runs); `false` checks nothing. */
-    strictHostKeyChecking: boolean;
+  host: string;
+  port: number;
+  username: string;
+  remoteWorkspacePath: string;
+  /** Private key (OpenSSH or PEM, unencrypted). `null`: the SSH agent, then `~/.ssh/id_{ed25519,ecdsa,rsa}`. */
+  privateKey: string | null;
+  /** `known_hosts` content. `null` with strict checking: `~/.ssh/known_hosts` and `/etc/ssh/ssh_known_hosts`. */
+  knownHosts: string | null;
+  /** Verify the host key against `knownHosts` (an unknown or changed key fails before any command runs); `false` checks nothing. */
+  strictHostKeyChecking: boolean;
 }
 /** What a successful `runSshCommand` printed. */
 export interface SshCommandResult {
-    stdout: string;
-    stderr: string;
+  stdout: string;
+  stderr: string;
 }
 /** A connection plus the remote working directory (upstream's `SshRemoteExecutionSpec`). */
 export interface SshRemoteExecutionSpec extends SshConnectionConfig {
-    remoteCwd: string;
+  remoteCwd: string;
 }
 /** Connection limits and cancellation (our additions to upstream's options). */
 export interface SshCallOptions {
-    /** Aborting rejects the call with an `AbortError` and closes its session. */
-    signal?: AbortSignal;
-    /** Limit on the TCP connect, in ms (default 10 000, upstream's `ConnectTimeout=10`). */
-    connectTimeoutMs?: number;
-    /** Fail when no byte moved for this long, in ms (transfers: default 300 000; 0 or absent on a command: none). */
-    inactivityTimeoutMs?: number;
+  /** Aborting rejects the call with an `AbortError` and closes its session. */
+  signal?: AbortSignal;
+  /** Limit on the TCP connect, in ms (default 10 000, upstream's `ConnectTimeout=10`). */
+  connectTimeoutMs?: number;
+  /** Fail when no byte moved for this long, in ms (transfers: default 300 000; 0 or absent on a command: none). */
+  inactivityTimeoutMs?: number;
 }
 /**
  * Runs `remoteCommand` on the host through one in-process SSH session (no `ssh` child
@@ -47,12 +47,16 @@ export interface SshCallOptions {
  * (`ERR_PAPERCLIP_NATIVE_SSH_HOST_KEY_UNKNOWN`, `…_HOST_KEY_CHANGED`, `…_AUTH_FAILED`,
  * `ECONNREFUSED`, …) whose message is also its `stderr`.
  */
-export declare function runSshCommand(config: SshConnectionConfig, remoteCommand: string, options?: {
+export declare function runSshCommand(
+  config: SshConnectionConfig,
+  remoteCommand: string,
+  options?: {
     env?: Record<string, string>;
     stdin?: string;
     timeoutMs?: number;
     maxBuffer?: number;
-} & SshCallOptions): Promise<SshCommandResult>;
+  } & SshCallOptions,
+): Promise<SshCommandResult>;
 /**
  * Uploads the contents of `localDir` into `remoteDir` (created): our packer streams the
  * archive (members `tar -C localDir --exclude ._* --exclude … [-h]` selects, GNU tar's
@@ -64,7 +68,8 @@ export declare function runSshCommand(config: SshConnectionConfig, remoteCommand
  * size, below 100% until the remote confirmed, then `100%`; a failure writes
  * `failed at NN% (x/y MB)`.
  */
-export declare function syncDirectoryToSsh(input: {
+export declare function syncDirectoryToSsh(
+  input: {
     spec: SshRemoteExecutionSpec;
     localDir: string;
     remoteDir: string;
@@ -72,7 +77,8 @@ export declare function syncDirectoryToSsh(input: {
     followSymlinks?: boolean;
     onProgress?: RuntimeProgressSink;
     progressLabel?: string;
-} & SshCallOptions): Promise<void>;
+  } & SshCallOptions,
+): Promise<void>;
 /**
  * Downloads the contents of `remoteDir` into `localDir`: the remote
  * `cd <dir> && tar --exclude ._* --exclude … -cf - .` is extracted safely (no member or
@@ -84,7 +90,8 @@ export declare function syncDirectoryToSsh(input: {
  * `Restoring[ <progressLabel>] from ssh` lines against the remote `du -sk` estimate (capped
  * at 99%), or MB lines without one, and a terminal line.
  */
-export declare function syncDirectoryFromSsh(input: {
+export declare function syncDirectoryFromSsh(
+  input: {
     spec: SshRemoteExecutionSpec;
     remoteDir: string;
     localDir: string;
@@ -99,7 +106,8 @@ export declare function syncDirectoryFromSsh(input: {
      * out of the tree (see `extractTarballToDirectory`'s `knownLinks`). Default: `localDir`.
      */
     knownLinks?: string;
-} & SshCallOptions): Promise<void>;
+  } & SshCallOptions,
+): Promise<void>;
 /**
  * Stages `localDir` on the SSH host in `remoteDir` (default `spec.remoteCwd`) before a run,
  * as upstream does. A git work tree with a commit: its HEAD goes over as a git bundle
@@ -112,13 +120,15 @@ export declare function syncDirectoryFromSsh(input: {
  * `.paperclip-runtime`) and the tree pushed: `{ gitBacked: false }`. No `ssh` or `tar`
  * process is started on this host (local `git` is).
  */
-export declare function prepareWorkspaceForSshExecution(input: {
+export declare function prepareWorkspaceForSshExecution(
+  input: {
     spec: SshRemoteExecutionSpec;
     localDir: string;
     remoteDir?: string;
     onProgress?: RuntimeProgressSink;
-} & SshCallOptions): Promise<{
-    gitBacked: boolean;
+  } & SshCallOptions,
+): Promise<{
+  gitBacked: boolean;
 }>;
 /**
  * Brings a run's work back from `remoteDir` (default `spec.remoteCwd`) into `localDir`, as
@@ -130,7 +140,8 @@ export declare function prepareWorkspaceForSshExecution(input: {
  * Without a baseline, a git work tree is reset to the remote HEAD and then given the remote
  * tree (`.git` kept); anything else just the remote tree.
  */
-export declare function restoreWorkspaceFromSshExecution(input: {
+export declare function restoreWorkspaceFromSshExecution(
+  input: {
     spec: SshRemoteExecutionSpec;
     localDir: string;
     remoteDir?: string;
@@ -139,14 +150,15 @@ export declare function restoreWorkspaceFromSshExecution(input: {
     onProgress?: RuntimeProgressSink;
     /** Ours: bounds for the downloaded workspace archive and the free-space floor (see `ExtractLimits`). */
     limits?: ExtractLimits;
-} & SshCallOptions): Promise<void>;
+  } & SshCallOptions,
+): Promise<void>;
 /**
  * Upstream's `ensureSshWorkspaceReady`: creates `config.remoteWorkspacePath` on the host and
  * resolves `{ remoteCwd }` as the remote `pwd` prints it, on a pooled in-process session
  * (upstream's starts a host `ssh`).
  */
 export declare function ensureSshWorkspaceReady(config: SshConnectionConfig): Promise<{
-    remoteCwd: string;
+  remoteCwd: string;
 }>;
 /**
  * Upstream's `createSshCommandManagedRuntimeRunner`: a runner whose `execute` runs each
@@ -155,7 +167,7 @@ export declare function ensureSshWorkspaceReady(config: SshConnectionConfig): Pr
  * bounded by `maxBufferBytes` (default 1 MiB); upstream's result shape, failures included.
  */
 export declare function createSshCommandManagedRuntimeRunner(input: {
-    spec: SshRemoteExecutionSpec;
-    defaultCwd?: string | null;
-    maxBufferBytes?: number | null;
+  spec: SshRemoteExecutionSpec;
+  defaultCwd?: string | null;
+  maxBufferBytes?: number | null;
 }): import("./command-managed-runtime.js").CommandManagedRuntimeRunner;

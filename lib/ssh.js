@@ -38,7 +38,7 @@ function isValidShellEnvKey(value) {
  */
 function loginScript(remoteCommand, envArgs) {
   return [
-    'if [ -f /etc/profile ]; then . /etc/profile >/dev/null 2>&1 || true; fi',
+    "if [ -f /etc/profile ]; then . /etc/profile >/dev/null 2>&1 || true; fi",
     'if [ -f "$HOME/.profile" ]; then . "$HOME/.profile" >/dev/null 2>&1 || true; fi',
     'if [ -f "$HOME/.bash_profile" ]; then . "$HOME/.bash_profile" >/dev/null 2>&1 || true; elif [ -f "$HOME/.bashrc" ]; then . "$HOME/.bashrc" >/dev/null 2>&1 || true; fi',
     'if [ -f "$HOME/.zprofile" ]; then . "$HOME/.zprofile" >/dev/null 2>&1 || true; fi',
@@ -110,9 +110,11 @@ function runnerScript(commandInput, defaultCwd) {
   const env = Object.entries(commandInput.env ?? {}).filter((entry) => typeof entry[1] === "string");
   const quoted = [shellQuote(command), ...args.map((arg) => shellQuote(arg))].join(" ");
   const envPrefix = env.length > 0 ? `env ${env.map(([key, value]) => `${key}=${shellQuote(value)}`).join(" ")} ` : "";
-  const exports = env.length > 0 ? `${env.map(([key, value]) => `export ${key}=${shellQuote(value)};`).join(" ")} ` : "";
+  const exports =
+    env.length > 0 ? `${env.map(([key, value]) => `export ${key}=${shellQuote(value)};`).join(" ")} ` : "";
   // A shell given its script with -c / -lc runs the script itself, after the exports.
-  const isShellScript = (command === "sh" || command === "bash") && (args[0] === "-c" || args[0] === "-lc") && typeof args[1] === "string";
+  const isShellScript =
+    (command === "sh" || command === "bash") && (args[0] === "-c" || args[0] === "-lc") && typeof args[1] === "string";
   const body = isShellScript ? `${exports}${args[1]}` : `${envPrefix}exec ${quoted}`;
   return `cd ${shellQuote(cwd)} && ${body}`;
 }
@@ -127,20 +129,26 @@ function runnerScript(commandInput, defaultCwd) {
  */
 export function createSshCommandManagedRuntimeRunner(input) {
   const defaultCwd = input.defaultCwd?.trim() || input.spec.remoteCwd;
-  const maxBuffer = typeof input.maxBufferBytes === "number" && Number.isFinite(input.maxBufferBytes) && input.maxBufferBytes > 0
-    ? Math.trunc(input.maxBufferBytes)
-    : 1024 * 1024;
+  const maxBuffer =
+    typeof input.maxBufferBytes === "number" && Number.isFinite(input.maxBufferBytes) && input.maxBufferBytes > 0
+      ? Math.trunc(input.maxBufferBytes)
+      : 1024 * 1024;
   return {
     execute: async (commandInput) => {
       const startedAt = new Date().toISOString();
       const remoteCommand = runnerScript(commandInput, defaultCwd);
       let outcome;
       try {
-        const result = await runSshCommand(input.spec, remoteCommand, { stdin: commandInput.stdin, timeoutMs: commandInput.timeoutMs, maxBuffer });
+        const result = await runSshCommand(input.spec, remoteCommand, {
+          stdin: commandInput.stdin,
+          timeoutMs: commandInput.timeoutMs,
+          maxBuffer,
+        });
         outcome = { exitCode: 0, signal: null, timedOut: false, stdout: result.stdout, stderr: result.stderr };
       } catch (error) {
         const stdout = typeof error?.stdout === "string" ? error.stdout : "";
-        const stderr = typeof error?.stderr === "string" ? error.stderr : error instanceof Error ? error.message : String(error);
+        const stderr =
+          typeof error?.stderr === "string" ? error.stderr : error instanceof Error ? error.message : String(error);
         outcome = {
           exitCode: typeof error?.code === "number" ? error.code : null,
           signal: typeof error?.signal === "string" ? error.signal : null,
@@ -159,9 +167,12 @@ export function createSshCommandManagedRuntimeRunner(input) {
 /** Checks the transfer input shared by both directions. */
 function transferInput(input, dirKey) {
   if (!input || typeof input !== "object") throw invalidArgument("input must be an object");
-  if (!input.spec || typeof input.spec !== "object") throw invalidArgument("input.spec must be an SshRemoteExecutionSpec");
-  if (typeof input.remoteDir !== "string" || input.remoteDir === "") throw invalidArgument("remoteDir must be a non-empty string");
-  if (typeof input[dirKey] !== "string" || input[dirKey] === "") throw invalidArgument(`${dirKey} must be a non-empty string`);
+  if (!input.spec || typeof input.spec !== "object")
+    throw invalidArgument("input.spec must be an SshRemoteExecutionSpec");
+  if (typeof input.remoteDir !== "string" || input.remoteDir === "")
+    throw invalidArgument("remoteDir must be a non-empty string");
+  if (typeof input[dirKey] !== "string" || input[dirKey] === "")
+    throw invalidArgument(`${dirKey} must be a non-empty string`);
   if (input.exclude != null && (!Array.isArray(input.exclude) || !input.exclude.every((e) => typeof e === "string"))) {
     throw invalidArgument("exclude must be an array of strings");
   }
@@ -201,15 +212,19 @@ async function uploadTree(input, { command, only, record = false, collectStdout,
     label: input.progressLabel,
     // Upstream's total (the regular files' sizes), walked while the transfer starts (and
     // stopped by the signal, like the transfer).
-    estimate: typeof input.onProgress === "function"
-      ? runCancellable(signal, (id) => native.sshUploadEstimate(input.localDir, input.exclude ?? [], Boolean(input.followSymlinks), id))
-      : null,
+    estimate:
+      typeof input.onProgress === "function"
+        ? runCancellable(signal, (id) =>
+            native.sshUploadEstimate(input.localDir, input.exclude ?? [], Boolean(input.followSymlinks), id),
+          )
+        : null,
   });
   const options = only || record || collectStdout != null ? { only, record, collectStdout } : undefined;
   let result;
   try {
     result = await runCancellable(signal, (id) =>
-      native.sshUploadTar(target, command, pack, id, progress ? (bytes) => progress.update(bytes) : undefined, options));
+      native.sshUploadTar(target, command, pack, id, progress ? (bytes) => progress.update(bytes) : undefined, options),
+    );
     await progress?.finish(result.tarBytes);
   } catch (error) {
     await progress?.fail();
@@ -263,7 +278,13 @@ async function stagingInside(localDir) {
       if (!failed || firstCreated === undefined) return;
       // Leave no directory behind that was not there before the call.
       for (let at = path.resolve(localDir); ; at = path.dirname(at)) {
-        if (!(await fs.rmdir(at).then(() => true, () => false))) break;
+        if (
+          !(await fs.rmdir(at).then(
+            () => true,
+            () => false,
+          ))
+        )
+          break;
         if (at === path.resolve(firstCreated)) break;
       }
     },
@@ -292,22 +313,26 @@ async function replaceDirectoryContents(stagingDir, localDir, preserve, phase = 
   if (phase === "clear") {
     await writeJournal(stagingDir, { phase: "clear", preserve: keep });
     const existing = await fs.readdir(localDir);
-    await Promise.all(existing
-      .filter((name) => !keep.includes(name) && !isReservedName(name))
-      .map((name) => fs.rm(path.join(localDir, name), { recursive: true, force: true })));
+    await Promise.all(
+      existing
+        .filter((name) => !keep.includes(name) && !isReservedName(name))
+        .map((name) => fs.rm(path.join(localDir, name), { recursive: true, force: true })),
+    );
     await writeJournal(stagingDir, { phase: "move", preserve: keep });
   }
   const incoming = await fs.readdir(tree);
-  await Promise.all(incoming.map(async (name) => {
-    const from = path.join(tree, name);
-    const to = path.join(localDir, name);
-    if (keep.includes(name)) {
-      await fs.cp(from, to, { recursive: true, force: true, preserveTimestamps: true, verbatimSymlinks: true });
-      await fs.rm(from, { recursive: true, force: true });
-    } else {
-      await fs.rename(from, to);
-    }
-  }));
+  await Promise.all(
+    incoming.map(async (name) => {
+      const from = path.join(tree, name);
+      const to = path.join(localDir, name);
+      if (keep.includes(name)) {
+        await fs.cp(from, to, { recursive: true, force: true, preserveTimestamps: true, verbatimSymlinks: true });
+        await fs.rm(from, { recursive: true, force: true });
+      } else {
+        await fs.rename(from, to);
+      }
+    }),
+  );
 }
 
 /**
@@ -316,7 +341,9 @@ async function replaceDirectoryContents(stagingDir, localDir, preserve, phase = 
  * there). Fails, as the sweep does, when a restore merge into `localDir` was interrupted.
  */
 async function completeInterruptedPulls(localDir) {
-  const swept = await native.stagingSweep(localDir).catch((error) => { throw toJsError(error); });
+  const swept = await native.stagingSweep(localDir).catch((error) => {
+    throw toJsError(error);
+  });
   reportForeignStaging(localDir, swept.foreign);
   for (const { name, journal } of swept.pulls) {
     const stagingDir = path.join(localDir, name);
@@ -350,7 +377,9 @@ export async function syncDirectoryFromSsh(input) {
 async function pullTree(input, { members }) {
   const { signal, target } = transferInput(input, "localDir");
   const excludeArgs = [APPLE_DOUBLE, ...(input.exclude ?? [])].flatMap((entry) => ["--exclude", entry]);
-  const what = members ? ["--no-recursion", "-cf", "-", "--", ...members.map((member) => shellQuote(`./${member}`))] : ["-cf", "-", "."];
+  const what = members
+    ? ["--no-recursion", "-cf", "-", "--", ...members.map((member) => shellQuote(`./${member}`))]
+    : ["-cf", "-", "."];
   const remoteScript = [
     `cd ${shellQuote(input.remoteDir)}`,
     `tar ${[...excludeArgs.map(shellQuote), ...what].join(" ")}`,
@@ -370,7 +399,19 @@ async function pullTree(input, { members }) {
   let failed = true;
   try {
     const summary = await runCancellable(signal, (id) =>
-      native.sshDownloadTar(target, command, { dest: staging.tree, preserveMtime: true, limits, knownLinks: input.knownLinks === undefined ? input.localDir : requireString(input.knownLinks, "knownLinks") }, id, progress ? (bytes) => progress.update(bytes) : undefined));
+      native.sshDownloadTar(
+        target,
+        command,
+        {
+          dest: staging.tree,
+          preserveMtime: true,
+          limits,
+          knownLinks: input.knownLinks === undefined ? input.localDir : requireString(input.knownLinks, "knownLinks"),
+        },
+        id,
+        progress ? (bytes) => progress.update(bytes) : undefined,
+      ),
+    );
     if (signal?.aborted) throw abortError(signal);
     await progress?.finish(summary.bytes);
     await replaceDirectoryContents(staging.dir, input.localDir, input.preserveLocalEntries);

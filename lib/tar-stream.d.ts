@@ -5,45 +5,45 @@ export declare const TARBALL_STREAM_DEFAULT_CHUNK_SIZE: number;
 
 /** What to archive: the same member set as `createTarballFromDirectory`. */
 export interface TarballSource {
-    /** The directory whose entries are archived (no `./` self-entry; members are `entry/...`). */
-    localDir: string;
-    /** tar `--exclude` values with GNU tar's semantics, after the implicit `._*`. */
-    exclude?: string[];
-    /** Archive what symbolic links point to (`tar -h`). */
-    followSymlinks?: boolean;
-    /** gzip-compress: `true` for level 6, or a level 0-9. Default: a plain tar stream. */
-    gzip?: boolean | number;
-    /** Aborts the pack: the call or the iteration rejects with an `AbortError`. */
-    signal?: AbortSignal;
-    /**
-     * Receives progress: `report(doneBytes, totalBytes)` as the pack advances, then
-     * `complete(n, n)` on success or `fail()` on failure, abort or early stop. Bytes are
-     * uncompressed tar bytes (the unit of `totalBytes`). Create one with
-     * `createRuntimeProgressReporter`; its failures are ignored (progress never fails a pack).
-     */
-    progress?: RuntimeProgressReporter;
+  /** The directory whose entries are archived (no `./` self-entry; members are `entry/...`). */
+  localDir: string;
+  /** tar `--exclude` values with GNU tar's semantics, after the implicit `._*`. */
+  exclude?: string[];
+  /** Archive what symbolic links point to (`tar -h`). */
+  followSymlinks?: boolean;
+  /** gzip-compress: `true` for level 6, or a level 0-9. Default: a plain tar stream. */
+  gzip?: boolean | number;
+  /** Aborts the pack: the call or the iteration rejects with an `AbortError`. */
+  signal?: AbortSignal;
+  /**
+   * Receives progress: `report(doneBytes, totalBytes)` as the pack advances, then
+   * `complete(n, n)` on success or `fail()` on failure, abort or early stop. Bytes are
+   * uncompressed tar bytes (the unit of `totalBytes`). Create one with
+   * `createRuntimeProgressReporter`; its failures are ignored (progress never fails a pack).
+   */
+  progress?: RuntimeProgressReporter;
 }
 
 /** Options of {@link createTarballStreamFromDirectory}. */
 export interface TarballStreamOptions extends TarballSource {
-    /** Size of every chunk but the last, 1 B to 64 MiB. Default 1 MiB. */
-    chunkSize?: number;
-    /**
-     * Walk the tree's metadata first to learn the exact size of the uncompressed tar stream
-     * (`totalBytes`; progress then shows percentages). Files changing in between make it
-     * inexact. Default `false`.
-     */
-    precomputeSize?: boolean;
+  /** Size of every chunk but the last, 1 B to 64 MiB. Default 1 MiB. */
+  chunkSize?: number;
+  /**
+   * Walk the tree's metadata first to learn the exact size of the uncompressed tar stream
+   * (`totalBytes`; progress then shows percentages). Files changing in between make it
+   * inexact. Default `false`.
+   */
+  precomputeSize?: boolean;
 }
 
 /** What a finished pack produced. */
 export interface TarballSummary {
-    /** Members archived. */
-    entries: number;
-    /** Size of the uncompressed tar stream. */
-    tarBytes: number;
-    /** Bytes produced: `tarBytes`, or the compressed size with gzip. */
-    bytes: number;
+  /** Members archived. */
+  entries: number;
+  /** Size of the uncompressed tar stream. */
+  tarBytes: number;
+  /** Bytes produced: `tarBytes`, or the compressed size with gzip. */
+  bytes: number;
 }
 
 /**
@@ -57,16 +57,16 @@ export interface TarballSummary {
  * pending or next read with an `AbortError`.
  */
 export interface TarballStream extends AsyncIterable<Buffer> {
-    /** Exact size of the uncompressed tar stream when `precomputeSize` was set, else `null`. */
-    readonly totalBytes: number | null;
-    /** Bytes yielded so far (compressed bytes with gzip). */
-    readonly bytesRead: number;
-    /** Uncompressed tar bytes produced up to the last yielded chunk. */
-    readonly tarBytes: number;
-    /** The summary once the iteration ended successfully, `null` before. */
-    readonly summary: TarballSummary | null;
-    /** Stops the pack; a pending or later read rejects with an `AbortError`. */
-    cancel(): void;
+  /** Exact size of the uncompressed tar stream when `precomputeSize` was set, else `null`. */
+  readonly totalBytes: number | null;
+  /** Bytes yielded so far (compressed bytes with gzip). */
+  readonly bytesRead: number;
+  /** Uncompressed tar bytes produced up to the last yielded chunk. */
+  readonly tarBytes: number;
+  /** The summary once the iteration ended successfully, `null` before. */
+  readonly summary: TarballSummary | null;
+  /** Stops the pack; a pending or later read rejects with an `AbortError`. */
+  cancel(): void;
 }
 
 /**
@@ -84,10 +84,10 @@ export declare function createTarballStreamFromDirectory(input: TarballStreamOpt
 
 /** Options of {@link packDirectoryToFile}. */
 export interface PackDirectoryToFileOptions extends TarballSource {
-    /** Where the archive goes: a temporary file beside it is renamed into place on success. */
-    archivePath: string;
-    /** Walk the metadata first so progress shows percentages. Default: `true` when `progress` is set. */
-    precomputeSize?: boolean;
+  /** Where the archive goes: a temporary file beside it is renamed into place on success. */
+  archivePath: string;
+  /** Walk the metadata first so progress shows percentages. Default: `true` when `progress` is set. */
+  precomputeSize?: boolean;
 }
 
 /**
@@ -99,43 +99,43 @@ export declare function packDirectoryToFile(input: PackDirectoryToFileOptions): 
 
 /** Where an archive to extract comes from. */
 export type TarballInput =
-    /** A tar or tar.gz file. */
-    | string
-    /** A whole archive in memory. */
-    | Uint8Array
-    | ArrayBuffer
-    /** Chunks of an archive: a Node `Readable`, a web `ReadableStream`, a generator, an array. */
-    | AsyncIterable<Uint8Array>
-    | Iterable<Uint8Array>;
+  /** A tar or tar.gz file. */
+  | string
+  /** A whole archive in memory. */
+  | Uint8Array
+  | ArrayBuffer
+  /** Chunks of an archive: a Node `Readable`, a web `ReadableStream`, a generator, an array. */
+  | AsyncIterable<Uint8Array>
+  | Iterable<Uint8Array>;
 
 /** Options of {@link extractTarballToDirectory}. */
 export interface ExtractTarballOptions {
-    /** The archive; gzip is recognised by its magic bytes. */
-    source: TarballInput;
-    /** The destination directory, created when missing. */
-    localDir: string;
-    /** Restore modification times from the archive. Default `true`. */
-    preserveMtime?: boolean;
-    /** Aborts the extraction: the call rejects with an `AbortError` once it stopped. */
-    signal?: AbortSignal;
-    /**
-     * Receives progress in bytes read from the source (compressed bytes for gzip), with the
-     * file's or Buffer's size as the total, or `totalBytes` for a stream.
-     */
-    progress?: RuntimeProgressReporter;
-    /** The stream's size when known (e.g. a `Content-Length`), for progress percentages. */
-    totalBytes?: number;
-    /** Bounds for an untrusted archive, and the free-space floor. */
-    limits?: ExtractLimits;
-    /**
-     * The tree whose symbolic links vouch for the archive's. A member that is a symbolic link
-     * to an absolute path or out of `localDir` is refused (`ERR_PAPERCLIP_NATIVE_UNSAFE_ARCHIVE_ENTRY`)
-     * unless this directory holds a symbolic link at the same relative path with exactly that
-     * target (the link went out and came back unchanged, as a virtualenv's
-     * `bin/python3 -> /usr/bin/python3`); such a link is placed, never followed. Default:
-     * `localDir` itself.
-     */
-    knownLinks?: string;
+  /** The archive; gzip is recognised by its magic bytes. */
+  source: TarballInput;
+  /** The destination directory, created when missing. */
+  localDir: string;
+  /** Restore modification times from the archive. Default `true`. */
+  preserveMtime?: boolean;
+  /** Aborts the extraction: the call rejects with an `AbortError` once it stopped. */
+  signal?: AbortSignal;
+  /**
+   * Receives progress in bytes read from the source (compressed bytes for gzip), with the
+   * file's or Buffer's size as the total, or `totalBytes` for a stream.
+   */
+  progress?: RuntimeProgressReporter;
+  /** The stream's size when known (e.g. a `Content-Length`), for progress percentages. */
+  totalBytes?: number;
+  /** Bounds for an untrusted archive, and the free-space floor. */
+  limits?: ExtractLimits;
+  /**
+   * The tree whose symbolic links vouch for the archive's. A member that is a symbolic link
+   * to an absolute path or out of `localDir` is refused (`ERR_PAPERCLIP_NATIVE_UNSAFE_ARCHIVE_ENTRY`)
+   * unless this directory holds a symbolic link at the same relative path with exactly that
+   * target (the link went out and came back unchanged, as a virtualenv's
+   * `bin/python3 -> /usr/bin/python3`); such a link is placed, never followed. Default:
+   * `localDir` itself.
+   */
+  knownLinks?: string;
 }
 
 /**
@@ -145,27 +145,27 @@ export interface ExtractTarballOptions {
  * Unknown names are rejected with `ERR_PAPERCLIP_NATIVE_INVALID_ARGUMENT`.
  */
 export interface ExtractLimits {
-    /** Largest total of the members' data sizes, in bytes. Default: none. */
-    maxBytes?: number;
-    /** Largest number of members (files, directories, links). Default: none. */
-    maxEntries?: number;
-    /** Largest data size of one member, in bytes. Default: none. */
-    maxFileBytes?: number;
-    /**
-     * Free-space floor in bytes: refused (`ERR_PAPERCLIP_NATIVE_INSUFFICIENT_SPACE`) before a
-     * member would leave the destination's file system with less available. Default:
-     * `PAPERCLIP_NATIVE_MIN_FREE_BYTES` when set, else 2 % of the file system, at most 1 GiB;
-     * 0 turns the check off.
-     */
-    minFreeBytes?: number;
+  /** Largest total of the members' data sizes, in bytes. Default: none. */
+  maxBytes?: number;
+  /** Largest number of members (files, directories, links). Default: none. */
+  maxEntries?: number;
+  /** Largest data size of one member, in bytes. Default: none. */
+  maxFileBytes?: number;
+  /**
+   * Free-space floor in bytes: refused (`ERR_PAPERCLIP_NATIVE_INSUFFICIENT_SPACE`) before a
+   * member would leave the destination's file system with less available. Default:
+   * `PAPERCLIP_NATIVE_MIN_FREE_BYTES` when set, else 2 % of the file system, at most 1 GiB;
+   * 0 turns the check off.
+   */
+  minFreeBytes?: number;
 }
 
 /** What an extraction did. */
 export interface ExtractTarballSummary {
-    /** Members extracted (directories included). */
-    entries: number;
-    /** Bytes read from the source. */
-    bytesRead: number;
+  /** Members extracted (directories included). */
+  entries: number;
+  /** Bytes read from the source. */
+  bytesRead: number;
 }
 
 /**

@@ -3,7 +3,14 @@
 // stream. The member set is `createTarballFromDirectory`'s; the work is native (see
 // src/tar.rs) and never buffers more than a few chunks.
 import fs from "node:fs/promises";
-import { archiveLimits, checkOptionNames, checkReporter, checkSignal, invalidArgument, requireString } from "./arguments.js";
+import {
+  archiveLimits,
+  checkOptionNames,
+  checkReporter,
+  checkSignal,
+  invalidArgument,
+  requireString,
+} from "./arguments.js";
 import { abortError, constants, native, runCancellable, toJsError } from "./native.js";
 import { reportForeignStaging } from "./staging.js";
 import { packInput, progressBridge } from "./tar-common.js";
@@ -17,7 +24,16 @@ const EXTRACT_PIECE = 1024 * 1024;
 const SOURCE_OPTIONS = ["localDir", "exclude", "followSymlinks", "gzip", "signal", "progress"];
 const STREAM_OPTIONS = [...SOURCE_OPTIONS, "chunkSize", "precomputeSize"];
 const PACK_FILE_OPTIONS = [...SOURCE_OPTIONS, "archivePath", "precomputeSize"];
-const EXTRACT_OPTIONS = ["source", "localDir", "preserveMtime", "signal", "progress", "totalBytes", "limits", "knownLinks"];
+const EXTRACT_OPTIONS = [
+  "source",
+  "localDir",
+  "preserveMtime",
+  "signal",
+  "progress",
+  "totalBytes",
+  "limits",
+  "knownLinks",
+];
 
 /**
  * A tar (or tar.gz) archive of a directory, produced as it is read. Iterate it once with
@@ -106,11 +122,16 @@ export async function createTarballStreamFromDirectory(input) {
   const reporter = checkReporter(input.progress);
   const chunkSize = input.chunkSize ?? TARBALL_STREAM_DEFAULT_CHUNK_SIZE;
   if (!Number.isInteger(chunkSize) || chunkSize < 1 || chunkSize > MAX_CHUNK_SIZE) {
-    throw invalidArgument(`chunkSize must be an integer from 1 to ${MAX_CHUNK_SIZE}, got ${String(chunkSize)}`, RangeError);
+    throw invalidArgument(
+      `chunkSize must be an integer from 1 to ${MAX_CHUNK_SIZE}, got ${String(chunkSize)}`,
+      RangeError,
+    );
   }
   if (signal?.aborted) throw abortError(signal);
   const pack = await packInput(input);
-  const totalBytes = input.precomputeSize ? await runCancellable(signal, (cancelId) => native.tarPrecomputeSize(pack, cancelId)) : null;
+  const totalBytes = input.precomputeSize
+    ? await runCancellable(signal, (cancelId) => native.tarPrecomputeSize(pack, cancelId))
+    : null;
   if (signal?.aborted) throw abortError(signal);
   let stream;
   try {
@@ -132,12 +153,15 @@ export async function packDirectoryToFile(input) {
   const archivePath = requireString(input.archivePath, "archivePath");
   const pack = await packInput(input);
   const precompute = input.precomputeSize ?? reporter !== undefined;
-  const totalBytes = precompute ? await runCancellable(signal, (cancelId) => native.tarPrecomputeSize(pack, cancelId)) : null;
+  const totalBytes = precompute
+    ? await runCancellable(signal, (cancelId) => native.tarPrecomputeSize(pack, cancelId))
+    : null;
   const bridge = reporter ? progressBridge(reporter, totalBytes) : null;
   let summary;
   try {
     summary = await runCancellable(signal, (cancelId) =>
-      native.tarPackFile(pack, archivePath, cancelId, bridge ? (bytes) => bridge.update(bytes) : undefined));
+      native.tarPackFile(pack, archivePath, cancelId, bridge ? (bytes) => bridge.update(bytes) : undefined),
+    );
   } catch (error) {
     await bridge?.fail();
     throw error;
@@ -153,7 +177,10 @@ function* pieces(chunk) {
   if (Buffer.isBuffer(chunk)) view = chunk;
   else if (chunk instanceof Uint8Array) view = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
   else if (chunk instanceof ArrayBuffer) view = Buffer.from(chunk);
-  else throw invalidArgument(`an archive stream must yield Buffers or Uint8Arrays, got ${chunk === null ? "null" : typeof chunk}`);
+  else
+    throw invalidArgument(
+      `an archive stream must yield Buffers or Uint8Arrays, got ${chunk === null ? "null" : typeof chunk}`,
+    );
   for (let offset = 0; offset < view.length; offset += EXTRACT_PIECE) {
     yield view.subarray(offset, offset + EXTRACT_PIECE);
   }
@@ -190,9 +217,8 @@ function release(source, iterator) {
  * extract input) and returns its result.
  */
 async function extractFromChunks(source, extract, signal, bridge) {
-  const iterator = typeof source[Symbol.asyncIterator] === "function"
-    ? source[Symbol.asyncIterator]()
-    : source[Symbol.iterator]();
+  const iterator =
+    typeof source[Symbol.asyncIterator] === "function" ? source[Symbol.asyncIterator]() : source[Symbol.iterator]();
   let sink;
   try {
     sink = native.tarExtractStream(extract);
@@ -240,7 +266,11 @@ export async function extractTarballToDirectory(input) {
   const limits = archiveLimits(input.limits);
   const signal = checkSignal(input.signal);
   const reporter = checkReporter(input.progress);
-  const extract = { dest: requireString(input.localDir, "localDir"), preserveMtime: input.preserveMtime !== false, limits };
+  const extract = {
+    dest: requireString(input.localDir, "localDir"),
+    preserveMtime: input.preserveMtime !== false,
+    limits,
+  };
   if (input.knownLinks !== undefined) extract.knownLinks = requireString(input.knownLinks, "knownLinks");
   const { source } = input;
   if (signal?.aborted) throw abortError(signal);
@@ -248,14 +278,23 @@ export async function extractTarballToDirectory(input) {
   let bridge = null;
   try {
     if (typeof source === "string") {
-      const total = reporter ? await fs.stat(source).then((s) => s.size, () => null) : null;
+      const total = reporter
+        ? await fs.stat(source).then(
+            (s) => s.size,
+            () => null,
+          )
+        : null;
       bridge = reporter ? progressBridge(reporter, total) : null;
       summary = await runCancellable(signal, (cancelId) =>
-        native.tarExtractFile(extract, source, cancelId, bridge ? (bytes) => bridge.update(bytes) : undefined));
+        native.tarExtractFile(extract, source, cancelId, bridge ? (bytes) => bridge.update(bytes) : undefined),
+      );
     } else if (source instanceof Uint8Array || source instanceof ArrayBuffer) {
       bridge = reporter ? progressBridge(reporter, source.byteLength) : null;
       summary = await extractFromChunks([source], extract, signal, bridge);
-    } else if (source != null && (typeof source[Symbol.asyncIterator] === "function" || typeof source[Symbol.iterator] === "function")) {
+    } else if (
+      source != null &&
+      (typeof source[Symbol.asyncIterator] === "function" || typeof source[Symbol.iterator] === "function")
+    ) {
       const total = Number.isFinite(input.totalBytes) && input.totalBytes > 0 ? input.totalBytes : null;
       bridge = reporter ? progressBridge(reporter, total) : null;
       summary = await extractFromChunks(source, extract, signal, bridge);

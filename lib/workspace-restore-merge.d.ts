@@ -1,50 +1,53 @@
 /** One entry of a directory snapshot. `mode` is the full `st_mode` (type bits included). */
-export type SnapshotEntry = {
-    kind: "dir";
-} | {
-    kind: "file";
-    mode: number;
-    hash: string;
-} | {
-    kind: "symlink";
-    target: string;
-};
+export type SnapshotEntry =
+  | {
+      kind: "dir";
+    }
+  | {
+      kind: "file";
+      mode: number;
+      hash: string;
+    }
+  | {
+      kind: "symlink";
+      target: string;
+    };
 /** A captured tree: the exclude list it was taken with and its entries in walk order. */
 export interface DirectorySnapshot {
-    exclude: string[];
-    entries: Map<string, SnapshotEntry>;
+  exclude: string[];
+  entries: Map<string, SnapshotEntry>;
 }
 /** The durable form of a snapshot (entries sorted by path with `localeCompare`). */
 export interface SerializedDirectorySnapshot {
-    version: 1;
-    exclude: string[];
-    entries: Array<[string, SnapshotEntry]>;
+  version: 1;
+  exclude: string[];
+  entries: Array<[string, SnapshotEntry]>;
 }
 /** Options of {@link captureDirectorySnapshot}; everything but `exclude` is our addition. */
 export interface CaptureDirectorySnapshotOptions {
-    /** Upstream exclude entries (`X`, `X/*`, `*\/X`, `*\/X/*`), matched before any `lstat`. */
-    exclude?: string[];
-    /** Aborting rejects the capture promptly with an `AbortError`. */
-    signal?: AbortSignal;
-    /**
-     * Opt-in: keep the stat data of this capture beside the snapshot so a later capture
-     * with `previous: snapshot` can reuse its hashes.
-     */
-    incremental?: boolean;
-    /**
-     * Opt-in: reuse the hashes of `previous` (a snapshot captured with `incremental: true`
-     * or `previous`) for files whose `(dev, ino, size, mtime, ctime, mode)` did not change;
-     * files modified within 2 s before that capture started are re-read (git's racy-clean
-     * rule). The result is identical to a cold capture. Implies `incremental`.
-     */
-    previous?: DirectorySnapshot;
-    /**
-     * Opt-in: serve this capture from the process-wide watcher of this root and exclude
-     * list (created on first use; what `PAPERCLIP_NATIVE_WATCH_SNAPSHOTS=1` does for every
-     * capture): the same result, and a repeat capture re-reads only what changed. Only for
-     * an absolute `rootDir` without `incremental`/`previous`; otherwise ignored.
-     */
-    watch?: boolean;
+  /** Upstream exclude entries (`X`, `X/*`, `*\/X`, `*\/X/*`), matched before any `lstat`. */
+  exclude?: string[];
+  /** Aborting rejects the capture promptly with an `AbortError`. */
+  signal?: AbortSignal;
+  /**
+   * Opt-in: keep the stat data of this capture beside the snapshot so a later capture
+   * with `previous: snapshot` can reuse its hashes.
+   */
+  incremental?: boolean;
+  /**
+   * Opt-in: reuse the hashes of `previous` (a snapshot captured with `incremental: true`
+   * or `previous`) for files whose `(dev, ino, size, mtime, ctime, mode)` did not change;
+   * files modified within 2 s before that capture started are re-read (git's racy-clean
+   * rule). The result is identical to a cold capture. Implies `incremental`.
+   */
+  previous?: DirectorySnapshot;
+  /**
+   * Opt-in: serve this capture from the process-wide watcher of this root and exclude
+   * list (created on first use; what `PAPERCLIP_NATIVE_WATCH_SNAPSHOTS=1` does for every
+   * capture): the same result, and a repeat capture re-reads only what changed. Only for
+   * an absolute `rootDir` without `incremental`/`previous`; otherwise ignored.
+   */
+  watch?: boolean;
 }
 /**
  * Walks `rootDir` (symlinks never followed; sockets, FIFOs and devices skipped; unreadable
@@ -53,7 +56,10 @@ export interface CaptureDirectorySnapshotOptions {
  * siblings by `localeCompare` in the process locale. `lstat`, `readlink` and read errors
  * reject with Node's `code` (`ENOENT`, `EACCES`, …).
  */
-export declare function captureDirectorySnapshot(rootDir: string, options?: CaptureDirectorySnapshotOptions): Promise<DirectorySnapshot>;
+export declare function captureDirectorySnapshot(
+  rootDir: string,
+  options?: CaptureDirectorySnapshotOptions,
+): Promise<DirectorySnapshot>;
 /** The durable form of a snapshot: `{ version: 1, exclude, entries }`, entries sorted by path. */
 export declare function serializeDirectorySnapshot(snapshot: DirectorySnapshot): SerializedDirectorySnapshot;
 /**
@@ -64,10 +70,14 @@ export declare function parseDirectorySnapshot(value: unknown): DirectorySnapsho
 /** Hex SHA-256 of the JSON of {@link serializeDirectorySnapshot}; equal to upstream's digest. */
 export declare function directorySnapshotSha256(snapshot: DirectorySnapshot): string;
 /** True when the entry at `rootDir/relative` still equals `baselineEntry` (kind, mode, hash, target). */
-export declare function directoryEntryMatchesBaseline(rootDir: string, relative: string, baselineEntry: SnapshotEntry): Promise<boolean>;
+export declare function directoryEntryMatchesBaseline(
+  rootDir: string,
+  relative: string,
+  baselineEntry: SnapshotEntry,
+): Promise<boolean>;
 /** The environment the merge lock reads `PAPERCLIP_HOME` and `PAPERCLIP_INSTANCE_ID` from. */
 export interface DirectoryMergeLockEnv {
-    [name: string]: string | undefined;
+  [name: string]: string | undefined;
 }
 /**
  * Runs `fn(canonicalTargetDir)` while holding the directory-merge lock of `targetDir`, and
@@ -84,37 +94,41 @@ export interface DirectoryMergeLockEnv {
  * There is no in-process mutex and no re-entrancy: a nested call on the same target
  * times out. The lock is released (its directory removed) when `fn` settles.
  */
-export declare function withDirectoryMergeLock<T>(targetDir: string, fn: (canonicalTargetDir: string) => Promise<T>, env?: DirectoryMergeLockEnv): Promise<T>;
+export declare function withDirectoryMergeLock<T>(
+  targetDir: string,
+  fn: (canonicalTargetDir: string) => Promise<T>,
+  env?: DirectoryMergeLockEnv,
+): Promise<T>;
 /** Input of {@link mergeDirectoryWithBaseline}; `conflictPolicy` and `refuseEmptySource` are our opt-in additions. */
 export interface MergeDirectoryWithBaselineInput {
-    /** The host tree as captured before the remote run (its `exclude` list applies to both captures). */
-    baseline: DirectorySnapshot;
-    /** The materialised remote result. */
-    sourceDir: string;
-    /** The host workspace (must exist; the lock protects its real path). */
-    targetDir: string;
-    /** Awaited inside the lock before the host tree is captured. */
-    beforeApply?: () => Promise<void>;
-    /** Awaited inside the lock after the changes are applied (not after a failure). */
-    afterApply?: () => Promise<void>;
-    /**
-     * `"overwrite"` (default, upstream's): the remote wins for every path it changed.
-     * `"reject"`: before changing anything, refuse with an `Error` whose `code` is
-     * `"DIRECTORY_MERGE_CONFLICT"` (message `Directory contents changed concurrently`,
-     * name `DirectoryMergeConflict`) and whose `paths` lists, sorted, every path that both
-     * sides changed since the baseline to different results (a host creation or deletion
-     * counts), plus every host-added or host-changed entry below a host directory the
-     * remote replaces with a file or symlink. A remote deletion of a host-edited file is
-     * not a conflict (the merge keeps the host's file). `afterApply` is not called.
-     */
-    conflictPolicy?: "overwrite" | "reject";
-    /**
-     * Opt-in guard (Mutagen's root-emptying safety): when the captured source has no entries
-     * but the baseline has some, reject with `code` `"ERR_PAPERCLIP_NATIVE_EMPTY_SOURCE"`
-     * before taking the lock; no hook runs and nothing changes. Without it an emptied or
-     * missing source deletes every host file that still matches the baseline (upstream).
-     */
-    refuseEmptySource?: boolean;
+  /** The host tree as captured before the remote run (its `exclude` list applies to both captures). */
+  baseline: DirectorySnapshot;
+  /** The materialised remote result. */
+  sourceDir: string;
+  /** The host workspace (must exist; the lock protects its real path). */
+  targetDir: string;
+  /** Awaited inside the lock before the host tree is captured. */
+  beforeApply?: () => Promise<void>;
+  /** Awaited inside the lock after the changes are applied (not after a failure). */
+  afterApply?: () => Promise<void>;
+  /**
+   * `"overwrite"` (default, upstream's): the remote wins for every path it changed.
+   * `"reject"`: before changing anything, refuse with an `Error` whose `code` is
+   * `"DIRECTORY_MERGE_CONFLICT"` (message `Directory contents changed concurrently`,
+   * name `DirectoryMergeConflict`) and whose `paths` lists, sorted, every path that both
+   * sides changed since the baseline to different results (a host creation or deletion
+   * counts), plus every host-added or host-changed entry below a host directory the
+   * remote replaces with a file or symlink. A remote deletion of a host-edited file is
+   * not a conflict (the merge keeps the host's file). `afterApply` is not called.
+   */
+  conflictPolicy?: "overwrite" | "reject";
+  /**
+   * Opt-in guard (Mutagen's root-emptying safety): when the captured source has no entries
+   * but the baseline has some, reject with `code` `"ERR_PAPERCLIP_NATIVE_EMPTY_SOURCE"`
+   * before taking the lock; no hook runs and nothing changes. Without it an emptied or
+   * missing source deletes every host file that still matches the baseline (upstream).
+   */
+  refuseEmptySource?: boolean;
 }
 /**
  * Three-way merge of a remote result into the host workspace, upstream's semantics:
@@ -146,12 +160,14 @@ export declare const WORKSPACE_RESTORE_LOCK_TIMEOUT_CODE = "ERR_WORKSPACE_RESTOR
 /** The allowlisted restore failure categories. */
 export type WorkspaceRestoreFailureCode = "restore_permission_denied" | "restore_lock_timeout" | "restore_failed";
 /** The outcome of one workspace restore. */
-export type WorkspaceRestoreOutcome = {
-    readonly ok: true;
-} | {
-    readonly ok: false;
-    readonly code: WorkspaceRestoreFailureCode;
-};
+export type WorkspaceRestoreOutcome =
+  | {
+      readonly ok: true;
+    }
+  | {
+      readonly ok: false;
+      readonly code: WorkspaceRestoreFailureCode;
+    };
 /**
  * Classifies a caught restore error by its `code` only: `EACCES`/`EPERM` → permission
  * denied, the lock-timeout code → lock timeout, anything else → failed.

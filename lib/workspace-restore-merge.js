@@ -14,15 +14,21 @@ import { reportForeignStaging } from "./staging.js";
 
 export async function captureDirectorySnapshot(rootDir, options = {}) {
   const exclude = [...new Set(options.exclude ?? [])];
-  const previous = options.previous ? statCaches.get(options.previous)?.cache ?? null : null;
+  const previous = options.previous ? (statCaches.get(options.previous)?.cache ?? null) : null;
   const keep = options.incremental === true || options.previous !== undefined;
   // `watch: true` or PAPERCLIP_NATIVE_WATCH_SNAPSHOTS=1: repeat captures of an absolute root
   // come from a process-wide watcher (the same result, re-reading only what changed).
-  if (!keep && typeof rootDir === "string" && path.isAbsolute(rootDir) && (options.watch === true || watchedSnapshotsEnabled())) {
+  if (
+    !keep &&
+    typeof rootDir === "string" &&
+    path.isAbsolute(rootDir) &&
+    (options.watch === true || watchedSnapshotsEnabled())
+  ) {
     return captureWatchedSnapshot(path.normalize(rootDir), exclude, options.signal);
   }
   const transfer = await runCancellable(options.signal, (cancelId) =>
-    native.snapshotCapture(path.normalize(rootDir), exclude, previous, keep, cancelId));
+    native.snapshotCapture(path.normalize(rootDir), exclude, previous, keep, cancelId),
+  );
   const snapshot = { exclude, entries: entriesFromTransfer(transfer) };
   if (transfer.cache) statCaches.set(snapshot, { cache: transfer.cache, reusedHashes: transfer.reusedHashes });
   return snapshot;
@@ -53,8 +59,13 @@ function parseEntry(value) {
   if (!isPlainObject(value)) return null;
   if (value.kind === "dir") return { kind: "dir" };
   if (value.kind === "symlink" && typeof value.target === "string") return { kind: "symlink", target: value.target };
-  if (value.kind === "file" && Number.isInteger(value.mode) && value.mode >= 0
-    && typeof value.hash === "string" && /^[0-9a-f]{64}$/.test(value.hash)) {
+  if (
+    value.kind === "file" &&
+    Number.isInteger(value.mode) &&
+    value.mode >= 0 &&
+    typeof value.hash === "string" &&
+    /^[0-9a-f]{64}$/.test(value.hash)
+  ) {
     return { kind: "file", mode: value.mode, hash: value.hash };
   }
   return null;
@@ -77,7 +88,9 @@ export function parseDirectorySnapshot(value) {
 }
 
 export function directorySnapshotSha256(snapshot) {
-  return createHash("sha256").update(JSON.stringify(serializeDirectorySnapshot(snapshot))).digest("hex");
+  return createHash("sha256")
+    .update(JSON.stringify(serializeDirectorySnapshot(snapshot)))
+    .digest("hex");
 }
 
 function entriesMatch(left, right) {
@@ -139,8 +152,14 @@ function baselineTransfer(entries) {
     paths.push(relative);
     if (entry?.kind === "dir") {
       kinds[i] = BASELINE_DIR;
-    } else if (entry?.kind === "file" && Number.isInteger(entry.mode) && entry.mode >= 0 && entry.mode <= 0xffffffff
-      && typeof entry.hash === "string" && HASH_PATTERN.test(entry.hash)) {
+    } else if (
+      entry?.kind === "file" &&
+      Number.isInteger(entry.mode) &&
+      entry.mode >= 0 &&
+      entry.mode <= 0xffffffff &&
+      typeof entry.hash === "string" &&
+      HASH_PATTERN.test(entry.hash)
+    ) {
       kinds[i] = BASELINE_FILE;
       modes[i] = entry.mode;
       hashes.push(entry.hash);
@@ -191,13 +210,16 @@ export async function mergeDirectoryWithBaseline(input) {
   const { baseline } = input;
   const conflictPolicy = input.conflictPolicy ?? "overwrite";
   if (conflictPolicy !== "overwrite" && conflictPolicy !== "reject") {
-    const error = new TypeError(`conflictPolicy must be "overwrite" or "reject", got ${JSON.stringify(conflictPolicy)}`);
+    const error = new TypeError(
+      `conflictPolicy must be "overwrite" or "reject", got ${JSON.stringify(conflictPolicy)}`,
+    );
     error.code = "ERR_INVALID_ARG_VALUE";
     throw error;
   }
   const exclude = [...new Set(baseline.exclude ?? [])];
   const capturing = runCancellable(undefined, (cancelId) =>
-    native.mergeCaptureSource(path.normalize(input.sourceDir), exclude, cancelId));
+    native.mergeCaptureSource(path.normalize(input.sourceDir), exclude, cancelId),
+  );
   // Encoded while the source is captured off the JS thread, then decoded natively beside
   // the capture (not inside the lock).
   let transfer;
@@ -225,7 +247,8 @@ export async function mergeDirectoryWithBaseline(input) {
   await withDirectoryMergeLock(input.targetDir, async (canonicalTargetDir) => {
     await input.beforeApply?.();
     const outcome = await runCancellable(undefined, () =>
-      native.mergeApply(source, decoded, canonicalTargetDir, exclude, conflictPolicy === "reject"));
+      native.mergeApply(source, decoded, canonicalTargetDir, exclude, conflictPolicy === "reject"),
+    );
     reportForeignStaging(canonicalTargetDir, outcome.foreignStaging);
     if (outcome.refusedCode) throw refusal(outcome);
     if (outcome.failedPaths.length > 0) throw firstFailure(outcome);
@@ -242,9 +265,13 @@ export function classifyWorkspaceRestoreFailure(error) {
 
 export function describeWorkspaceRestoreFailure(code) {
   switch (code) {
-    case "restore_permission_denied": return "the restore could not write to the workspace (permission denied)";
-    case "restore_lock_timeout": return "the restore timed out waiting for the workspace merge lock";
-    case "restore_failed": return "the restore failed";
-    default: return undefined;
+    case "restore_permission_denied":
+      return "the restore could not write to the workspace (permission denied)";
+    case "restore_lock_timeout":
+      return "the restore timed out waiting for the workspace merge lock";
+    case "restore_failed":
+      return "the restore failed";
+    default:
+      return undefined;
   }
 }

@@ -60,7 +60,8 @@ function listSuites(dir, base = dir) {
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
     const full = path.join(dir, entry.name);
     if (entry.isDirectory() && entry.name !== "node_modules") out.push(...listSuites(full, base));
-    else if (entry.isFile() && entry.name.endsWith(".test.js")) out.push(path.relative(base, full).split(path.sep).join("/"));
+    else if (entry.isFile() && entry.name.endsWith(".test.js"))
+      out.push(path.relative(base, full).split(path.sep).join("/"));
   }
   return out.sort();
 }
@@ -73,26 +74,33 @@ async function runMode(pkgDir, suites, mode, scratch, native) {
   const reportFile = path.join(dir, "activation-report.jsonl");
   const plugin = mode.startsWith("plugin-");
   const config = path.join(dir, "vitest.config.mjs");
-  writeFileSync(config, [
-    plugin ? `import { adapterUtilsNative } from ${JSON.stringify(pathToFileURL(path.join(native, "lib/activation/vitest.js")).href)};` : "",
-    "export default {",
-    `  root: ${JSON.stringify(pkgDir)},`,
-    `  cacheDir: ${JSON.stringify(path.join(dir, "vite-cache"))},`,
-    plugin ? `  plugins: [adapterUtilsNative({ externalized: ${mode === "plugin-external"} })],` : "",
-    "  test: {",
-    `    include: ${JSON.stringify(suites)},`,
-    "    exclude: ['**/node_modules/**'],",
-    "    environment: 'node',",
-    "    testTimeout: 120000,",
-    "    hookTimeout: 120000,",
-    "    poolOptions: { forks: { maxForks: 2, minForks: 1 } },",
-    // Inlined: upstream and the package under test (a consumer's own modules import upstream).
-    mode.endsWith("-inline") ? "    server: { deps: { inline: [/[\\\\/]@paperclipai[\\\\/]adapter-[^\\\\/]+[\\\\/]dist[\\\\/]/] } }," : "",
-    `    setupFiles: [${JSON.stringify(path.join(repo, "scripts/activation-report-setup.js"))}],`,
-    "  },",
-    "};",
-    "",
-  ].join("\n"));
+  writeFileSync(
+    config,
+    [
+      plugin
+        ? `import { adapterUtilsNative } from ${JSON.stringify(pathToFileURL(path.join(native, "lib/activation/vitest.js")).href)};`
+        : "",
+      "export default {",
+      `  root: ${JSON.stringify(pkgDir)},`,
+      `  cacheDir: ${JSON.stringify(path.join(dir, "vite-cache"))},`,
+      plugin ? `  plugins: [adapterUtilsNative({ externalized: ${mode === "plugin-external"} })],` : "",
+      "  test: {",
+      `    include: ${JSON.stringify(suites)},`,
+      "    exclude: ['**/node_modules/**'],",
+      "    environment: 'node',",
+      "    testTimeout: 120000,",
+      "    hookTimeout: 120000,",
+      "    poolOptions: { forks: { maxForks: 2, minForks: 1 } },",
+      // Inlined: upstream and the package under test (a consumer's own modules import upstream).
+      mode.endsWith("-inline")
+        ? "    server: { deps: { inline: [/[\\\\/]@paperclipai[\\\\/]adapter-[^\\\\/]+[\\\\/]dist[\\\\/]/] } },"
+        : "",
+      `    setupFiles: [${JSON.stringify(path.join(repo, "scripts/activation-report-setup.js"))}],`,
+      "  },",
+      "};",
+      "",
+    ].join("\n"),
+  );
   const env = {
     ...process.env,
     PAPERCLIP_HOME: path.join(dir, "h"),
@@ -101,14 +109,29 @@ async function runMode(pkgDir, suites, mode, scratch, native) {
     PAPERCLIP_ADAPTER_UTILS_NATIVE_REPORT: reportFile,
   };
   if (mode === "hook") {
-    env.NODE_OPTIONS = `${process.env.NODE_OPTIONS ?? ""} --import ${pathToFileURL(path.join(native, "lib/activation/register.js")).href}`.trim();
+    env.NODE_OPTIONS =
+      `${process.env.NODE_OPTIONS ?? ""} --import ${pathToFileURL(path.join(native, "lib/activation/register.js")).href}`.trim();
   }
   const vitest = path.join(repo, "node_modules", "vitest", "vitest.mjs");
   const started = Date.now();
   const run = await new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [vitest, "run", "--config", config, process.env.ACTIVATION_SUITES_VERBOSE ? "--reporter=default" : "--reporter=dot", "--reporter=json", `--outputFile.json=${resultFile}`], {
-      env, cwd: pkgDir, stdio: ["ignore", "pipe", "pipe"],
-    });
+    const child = spawn(
+      process.execPath,
+      [
+        vitest,
+        "run",
+        "--config",
+        config,
+        process.env.ACTIVATION_SUITES_VERBOSE ? "--reporter=default" : "--reporter=dot",
+        "--reporter=json",
+        `--outputFile.json=${resultFile}`,
+      ],
+      {
+        env,
+        cwd: pkgDir,
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
     let tail = "";
     const skips = [];
     let partial = "";
@@ -130,7 +153,8 @@ async function runMode(pkgDir, suites, mode, scratch, native) {
   const tests = new Map();
   for (const file of report.testResults) {
     const suite = path.relative(pkgDir, file.name);
-    if (file.assertionResults.length === 0 && file.status === "failed") tests.set(`${suite} › (file failed to load)`, "failed");
+    if (file.assertionResults.length === 0 && file.status === "failed")
+      tests.set(`${suite} › (file failed to load)`, "failed");
     for (const t of file.assertionResults) tests.set(`${suite} › ${t.fullName}`, t.status);
   }
   const served = new Set();
@@ -154,7 +178,8 @@ function makeBarrier(spec) {
   const at = spec.lastIndexOf(":");
   const dir = spec.slice(0, at);
   const count = Number(spec.slice(at + 1));
-  if (at <= 0 || !Number.isInteger(count) || count < 1) throw new Error(`ACTIVATION_SUITES_BARRIER must be <dir>:<count>, got ${spec}`);
+  if (at <= 0 || !Number.isInteger(count) || count < 1)
+    throw new Error(`ACTIVATION_SUITES_BARRIER must be <dir>:<count>, got ${spec}`);
   mkdirSync(dir, { recursive: true });
   const marker = path.join(dir, `${process.pid}.done`);
   const mark = () => writeFileSync(marker, "");
@@ -177,8 +202,9 @@ async function main() {
   if (!existsSync(pkgDir)) throw new Error(`${args.pkg} is not installed (npm ci)`);
   const drop = new Set(args.exclude);
   const short = (s) => s.replace(/^dist\//, "").replace(/\.test\.js$/, "");
-  const suites = listSuites(path.join(pkgDir, "dist"), pkgDir)
-    .filter((s) => !drop.has(short(s)) && (!args.only || args.only.includes(short(s))));
+  const suites = listSuites(path.join(pkgDir, "dist"), pkgDir).filter(
+    (s) => !drop.has(short(s)) && (!args.only || args.only.includes(short(s))),
+  );
   console.log(`activation-suites: ${args.pkg}: ${suites.length} suites, modes ${args.modes.join(", ")}`);
   const scratch = mkdtempSync(path.join(os.tmpdir(), "pc-activation-"));
   const results = {};
@@ -189,17 +215,21 @@ async function main() {
     const report = (mode) => {
       const t = results[mode].tests;
       const count = (s) => [...t.values()].filter((v) => v === s).length;
-      console.log(`activation-suites: ${mode}: ${count("passed")} passed, ${count("failed")} failed, ${count("skipped") + count("pending")} skipped (${results[mode].seconds.toFixed(0)} s; served natively: ${results[mode].served.length} modules)`);
+      console.log(
+        `activation-suites: ${mode}: ${count("passed")} passed, ${count("failed")} failed, ${count("skipped") + count("pending")} skipped (${results[mode].seconds.toFixed(0)} s; served natively: ${results[mode].served.length} modules)`,
+      );
     };
     const queue = [...args.modes];
     const parallel = Number(process.env.ACTIVATION_SUITES_PARALLEL ?? args.modes.length);
-    await Promise.all(Array.from({ length: Math.max(1, parallel) }, async () => {
-      while (queue.length) {
-        const mode = queue.shift();
-        results[mode] = await runMode(pkgDir, suites, mode, scratch, args.native);
-        report(mode);
-      }
-    }));
+    await Promise.all(
+      Array.from({ length: Math.max(1, parallel) }, async () => {
+        while (queue.length) {
+          const mode = queue.shift();
+          results[mode] = await runMode(pkgDir, suites, mode, scratch, args.native);
+          report(mode);
+        }
+      }),
+    );
     // A timing-sensitive test can pass in one run and fail in the next on a loaded machine
     // (codex-local's lock tests give a callback 20 ms to enter): the suite files where a
     // baseline and its activated mode differ run again in every mode, one run at a time, up
@@ -221,7 +251,9 @@ async function main() {
       }
       if (differing.size === 0) break;
       const files = [...differing].sort();
-      console.log(`activation-suites: re-running (attempt ${attempt + 1}) ${files.length} suite file(s) with differences, in every mode: ${files.join(", ")}`);
+      console.log(
+        `activation-suites: re-running (attempt ${attempt + 1}) ${files.length} suite file(s) with differences, in every mode: ${files.join(", ")}`,
+      );
       for (const mode of args.modes) {
         const again = await runMode(pkgDir, files, mode, scratch, args.native);
         for (const [name, status] of again.tests) if (status === "passed") results[mode].tests.set(name, "passed");
@@ -233,7 +265,15 @@ async function main() {
     rmSync(scratch, { recursive: true, force: true });
   }
   const passing = (mode) => [...results[mode].tests].filter(([, s]) => s === "passed").map(([n]) => n);
-  const summary = { activation: true, package: args.pkg, suites: suites.length, modes: {}, regressions: [], skipped: [], inactive: [] };
+  const summary = {
+    activation: true,
+    package: args.pkg,
+    suites: suites.length,
+    modes: {},
+    regressions: [],
+    skipped: [],
+    inactive: [],
+  };
   let passed = 0;
   let failed = 0;
   for (const mode of args.modes) {
@@ -251,7 +291,9 @@ async function main() {
     if (r.served.length === 0) summary.inactive.push(`${mode}: no module was served natively`);
     // Identical pass counts, not only no regression: a test that passes only with the
     // activation is a difference too.
-    const gained = [...r.tests].filter(([n, st]) => st === "passed" && results[BASELINE[mode]].tests.get(n) !== "passed").map(([n]) => n);
+    const gained = [...r.tests]
+      .filter(([n, st]) => st === "passed" && results[BASELINE[mode]].tests.get(n) !== "passed")
+      .map(([n]) => n);
     for (const n of gained) summary.regressions.push(`${mode}: ${n} passes only with activation`);
     passed += basePassing.length - regressions.length;
     failed += regressions.length + gained.length;
@@ -260,7 +302,8 @@ async function main() {
   summary.checks = { passed, failed };
   for (const mode of args.modes.filter((m) => !BASELINE[m])) {
     const failing = [...results[mode].tests].filter(([, s]) => s === "failed").map(([n]) => n);
-    for (const n of failing) console.log(`activation-suites: fails without activation too (${mode}; not counted): ${n}`);
+    for (const n of failing)
+      console.log(`activation-suites: fails without activation too (${mode}; not counted): ${n}`);
   }
   for (const line of summary.regressions) console.log(`activation-suites: DIFFERENCE: ${line}`);
   for (const line of summary.skipped) console.log(`activation-suites: SKIPPED (counts as failed): ${line}`);

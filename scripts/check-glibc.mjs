@@ -11,9 +11,12 @@ const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const args = process.argv.slice(2);
 const maxIndex = args.indexOf("--max");
 const max = maxIndex >= 0 ? args.splice(maxIndex, 2)[1] : "2.17";
-const files = args.length > 0
-  ? args
-  : readdirSync(path.join(repo, "native")).filter((f) => /linux-(x64|arm64)-gnu\.node$/.test(f)).map((f) => path.join(repo, "native", f));
+const files =
+  args.length > 0
+    ? args
+    : readdirSync(path.join(repo, "native"))
+        .filter((f) => /linux-(x64|arm64)-gnu\.node$/.test(f))
+        .map((f) => path.join(repo, "native", f));
 if (files.length === 0) {
   console.error("check-glibc: no linux-gnu .node in native/ (build first)");
   process.exit(2);

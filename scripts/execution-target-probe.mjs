@@ -29,11 +29,17 @@ function descendants(root) {
       const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
       if (!children.has(ppid)) children.set(ppid, []);
       children.get(ppid).push(Number(name));
-    } catch { /* gone */ }
+    } catch {
+      /* gone */
+    }
   }
   const out = [];
   const stack = [root];
-  while (stack.length) for (const pid of children.get(stack.pop()) ?? []) { out.push(pid); stack.push(pid); }
+  while (stack.length)
+    for (const pid of children.get(stack.pop()) ?? []) {
+      out.push(pid);
+      stack.push(pid);
+    }
   return out;
 }
 
@@ -45,7 +51,11 @@ async function sampled(fn) {
     while (running) {
       for (const pid of descendants(process.pid)) {
         if (seen.has(pid)) continue;
-        try { seen.set(pid, readFileSync(`/proc/${pid}/comm`, "utf8").trim()); } catch { /* gone */ }
+        try {
+          seen.set(pid, readFileSync(`/proc/${pid}/comm`, "utf8").trim());
+        } catch {
+          /* gone */
+        }
       }
       await new Promise((resolve) => setTimeout(resolve, 2));
     }
@@ -72,8 +82,12 @@ function tree(root, skip = new Set([".git"])) {
       const key = rel ? `${rel}/${name}` : name;
       const st = lstatSync(full);
       if (st.isSymbolicLink()) out[key] = `link:${readlinkSync(full)}`;
-      else if (st.isDirectory()) { out[key] = "dir"; walk(full, key); }
-      else out[key] = `${(st.mode & 0o111) ? "x" : "-"}${createHash("sha256").update(readFileSync(full)).digest("hex").slice(0, 16)}`;
+      else if (st.isDirectory()) {
+        out[key] = "dir";
+        walk(full, key);
+      } else
+        out[key] =
+          `${st.mode & 0o111 ? "x" : "-"}${createHash("sha256").update(readFileSync(full)).digest("hex").slice(0, 16)}`;
     }
   };
   walk(root, "");
@@ -97,7 +111,10 @@ function firstFiles(root, n) {
   return out;
 }
 
-const git = (dir, ...args) => execFileSync("git", ["-C", dir, "-c", "user.name=Agent", "-c", "user.email=agent@example.com", ...args], { encoding: "utf8" }).trim();
+const git = (dir, ...args) =>
+  execFileSync("git", ["-C", dir, "-c", "user.name=Agent", "-c", "user.email=agent@example.com", ...args], {
+    encoding: "utf8",
+  }).trim();
 
 const { prepareAdapterExecutionTargetRuntime } = await import("@paperclipai/adapter-utils/execution-target");
 
@@ -114,7 +131,11 @@ const remoteDir = prepared.workspaceRemoteDir;
 // A git workspace (the usual case) or a plain directory.
 const isGit = existsSync(path.join(workspace, ".git"));
 const remote = isGit
-  ? { tree: tree(remoteDir, new Set([".git", ".paperclip-runtime"])), head: git(remoteDir, "rev-parse", "HEAD"), status: git(remoteDir, "status", "--porcelain") }
+  ? {
+      tree: tree(remoteDir, new Set([".git", ".paperclip-runtime"])),
+      head: git(remoteDir, "rev-parse", "HEAD"),
+      status: git(remoteDir, "status", "--porcelain"),
+    }
   : { tree: tree(remoteDir, new Set([".paperclip-runtime"])) };
 
 if (withAgent) {
@@ -132,14 +153,24 @@ if (withAgent) {
 
 const restore = await sampled(() => prepared.restoreWorkspace());
 const local = isGit
-  ? { tree: tree(workspace), log: git(workspace, "log", "--format=%H %s"), status: git(workspace, "status", "--porcelain") }
+  ? {
+      tree: tree(workspace),
+      log: git(workspace, "log", "--format=%H %s"),
+      status: git(workspace, "status", "--porcelain"),
+    }
   : { tree: tree(workspace) };
 const activation = nativeActivation();
-process.stdout.write(`${JSON.stringify({
-  remote,
-  local,
-  prepare,
-  restore,
-  peakRssMb: Math.round(Number(readFileSync("/proc/self/status", "utf8").match(/VmHWM:\s+(\d+)/)[1]) / 1024),
-  activation: { active: activation.active, mechanism: activation.mechanism, modules: Object.fromEntries(activation.upstream.flatMap((u) => Object.entries(u.modules))) },
-})}\n`);
+process.stdout.write(
+  `${JSON.stringify({
+    remote,
+    local,
+    prepare,
+    restore,
+    peakRssMb: Math.round(Number(readFileSync("/proc/self/status", "utf8").match(/VmHWM:\s+(\d+)/)[1]) / 1024),
+    activation: {
+      active: activation.active,
+      mechanism: activation.mechanism,
+      modules: Object.fromEntries(activation.upstream.flatMap((u) => Object.entries(u.modules))),
+    },
+  })}\n`,
+);

@@ -17,7 +17,8 @@ const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
 /** PATH without any directory that holds cargo or rustc: an operator's machine has no Rust. */
 export function pathWithoutRust(value = process.env.PATH ?? "") {
-  return value.split(path.delimiter)
+  return value
+    .split(path.delimiter)
     .filter((dir) => dir && !existsSync(path.join(dir, "cargo")) && !existsSync(path.join(dir, "rustc")))
     .join(path.delimiter);
 }
@@ -28,19 +29,45 @@ export function pathWithoutRust(value = process.env.PATH ?? "") {
  */
 export function installRelease(dir, { build = false } = {}) {
   const tarballs = path.join(dir, "tarballs");
-  const packed = JSON.parse(execFileSync(process.execPath, [path.join(repo, "scripts/pack-release.mjs"), "--out", tarballs, "--json", ...(build ? [] : ["--no-build"])], {
-    encoding: "utf8",
-    stdio: ["ignore", "pipe", "inherit"],
-  }));
+  const packed = JSON.parse(
+    execFileSync(
+      process.execPath,
+      [path.join(repo, "scripts/pack-release.mjs"), "--out", tarballs, "--json", ...(build ? [] : ["--no-build"])],
+      {
+        encoding: "utf8",
+        stdio: ["ignore", "pipe", "inherit"],
+      },
+    ),
+  );
   const project = path.join(dir, "project");
   mkdirSync(project, { recursive: true });
-  writeFileSync(path.join(project, "package.json"), `${JSON.stringify({ name: "operator-project", private: true, type: "module" }, null, 2)}\n`);
-  execFileSync("npm", ["install", "--no-audit", "--no-fund", "--prefer-offline", packed.root, ...packed.platforms.map((p) => p.file), `@paperclipai/adapter-utils@${VERIFIED_UPSTREAM_VERSIONS[0]}`], {
-    cwd: project,
-    stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, PATH: pathWithoutRust() },
-  });
-  return { project, nativeRoot: path.join(project, "node_modules/@paperclipai/adapter-utils-native"), root: packed.root, platforms: packed.platforms };
+  writeFileSync(
+    path.join(project, "package.json"),
+    `${JSON.stringify({ name: "operator-project", private: true, type: "module" }, null, 2)}\n`,
+  );
+  execFileSync(
+    "npm",
+    [
+      "install",
+      "--no-audit",
+      "--no-fund",
+      "--prefer-offline",
+      packed.root,
+      ...packed.platforms.map((p) => p.file),
+      `@paperclipai/adapter-utils@${VERIFIED_UPSTREAM_VERSIONS[0]}`,
+    ],
+    {
+      cwd: project,
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, PATH: pathWithoutRust() },
+    },
+  );
+  return {
+    project,
+    nativeRoot: path.join(project, "node_modules/@paperclipai/adapter-utils-native"),
+    root: packed.root,
+    platforms: packed.platforms,
+  };
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {

@@ -2,7 +2,7 @@
 # The lints of the test command and the pull-request workflow: `cargo fmt --check`
 # (rustfmt.toml), `cargo clippy --all-targets -- -D warnings` on the workspace, `cargo fmt
 # --check` on the fuzz crate (a workspace of its own), oxlint on the JavaScript
-# (.oxlintrc.json; warnings fail too), and that docs/benchmarks.md's tables and the README's
+# (.oxlintrc.json; warnings fail too), prettier --check (.prettierrc.json: 120 columns), and that docs/benchmarks.md's tables and the README's
 # Speed lines are what bench/results/ gives (bench/table.mjs --check: never edited by hand).
 #
 # Usage: scripts/lint.sh [report.json] — with a report, writes the one scripts/summary.mjs
@@ -29,6 +29,7 @@ lint "cargo fmt --check" cargo fmt --all -- --check
 lint "cargo clippy -D warnings" cargo clippy --workspace --all-targets --target "$host" --quiet -- -D warnings
 lint "cargo fmt --check (fuzz)" bash -c 'cd fuzz && cargo fmt --all -- --check'
 lint "oxlint" node node_modules/oxlint/bin/oxlint --deny-warnings
+lint "prettier --check" node node_modules/prettier/bin/prettier.cjs --check --log-level warn .
 lint "benchmark tables (docs/benchmarks.md and the README's Speed lines from bench/results)" node bench/table.mjs --check
 
 failed=0

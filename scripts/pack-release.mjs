@@ -17,7 +17,17 @@
 //
 // Usage: node scripts/pack-release.mjs --out DIR [--binaries DIR]... [--no-build] [--json]
 import { execFileSync } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -62,7 +72,13 @@ function findFiles(dir, name) {
 
 /** `npm pack` of `dir` into `out`; returns the tarball's path. */
 function npmPack(dir, out) {
-  const [info] = JSON.parse(execFileSync("npm", ["pack", "--json", "--pack-destination", out], { cwd: dir, encoding: "utf8", stdio: ["ignore", "pipe", "inherit"] }));
+  const [info] = JSON.parse(
+    execFileSync("npm", ["pack", "--json", "--pack-destination", out], {
+      cwd: dir,
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "inherit"],
+    }),
+  );
   return path.join(out, info.filename);
 }
 
@@ -84,19 +100,28 @@ try {
   const missing = [];
   for (const { platform } of targets) {
     const file = binaryFileName(platform);
-    const candidates = [path.join(repo, "native", file), ...opts.binaries.flatMap((dir) => findFiles(dir, file))].filter((f) => existsSync(f));
+    const candidates = [
+      path.join(repo, "native", file),
+      ...opts.binaries.flatMap((dir) => findFiles(dir, file)),
+    ].filter((f) => existsSync(f));
     if (candidates.length === 0) {
       missing.push(platform);
       continue;
     }
     // The newest build when there are several (native/ and an artifact of the same platform).
     const binary = candidates.sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs)[0];
-    if (platform.endsWith("-gnu")) execFileSync(process.execPath, [path.join(repo, "scripts/check-glibc.mjs"), binary], { stdio: ["ignore", process.stderr, "inherit"] });
+    if (platform.endsWith("-gnu"))
+      execFileSync(process.execPath, [path.join(repo, "scripts/check-glibc.mjs"), binary], {
+        stdio: ["ignore", process.stderr, "inherit"],
+      });
     const dir = path.join(stage, platform);
     cpSync(path.join(repo, "npm", platform), dir, { recursive: true });
     cpSync(binary, path.join(dir, file));
     const manifest = JSON.parse(readFileSync(path.join(dir, "package.json"), "utf8"));
-    if (manifest.name !== platformPackageName(platform)) throw new Error(`npm/${platform}/package.json is named ${manifest.name}, expected ${platformPackageName(platform)}`);
+    if (manifest.name !== platformPackageName(platform))
+      throw new Error(
+        `npm/${platform}/package.json is named ${manifest.name}, expected ${platformPackageName(platform)}`,
+      );
     manifest.version = pkg.version;
     manifest.engines = pkg.engines;
     writeFileSync(path.join(dir, "package.json"), `${JSON.stringify(manifest, null, 2)}\n`);
@@ -108,22 +133,31 @@ try {
   const rootDir = path.join(stage, "root");
   mkdirSync(rootDir);
   for (const entry of [...pkg.files, "README.md", "LICENSE", "CHANGELOG.md"]) {
-    if (existsSync(path.join(repo, entry))) cpSync(path.join(repo, entry), path.join(rootDir, entry), { recursive: true });
+    if (existsSync(path.join(repo, entry)))
+      cpSync(path.join(repo, entry), path.join(rootDir, entry), { recursive: true });
   }
   const manifest = { ...pkg };
   delete manifest.devDependencies;
   delete manifest.overrides;
   delete manifest.scripts;
-  manifest.optionalDependencies = Object.fromEntries(targets.map(({ platform }) => [platformPackageName(platform), pkg.version]));
+  manifest.optionalDependencies = Object.fromEntries(
+    targets.map(({ platform }) => [platformPackageName(platform), pkg.version]),
+  );
   writeFileSync(path.join(rootDir, "package.json"), `${JSON.stringify(manifest, null, 2)}\n`);
   const root = npmPack(rootDir, opts.out);
 
   if (opts.json) {
     console.log(JSON.stringify({ version: pkg.version, root, platforms, missing }));
   } else {
-    console.log(`pack-release: ${path.relative(process.cwd(), root) || root} (root, optionalDependencies: ${targets.length} platforms at ${pkg.version})`);
-    for (const { platform, file } of platforms) console.log(`pack-release: ${path.relative(process.cwd(), file) || file} (${platform})`);
-    if (missing.length) console.log(`pack-release: no binary here for ${missing.join(", ")} (built by the release workflow on their own runners)`);
+    console.log(
+      `pack-release: ${path.relative(process.cwd(), root) || root} (root, optionalDependencies: ${targets.length} platforms at ${pkg.version})`,
+    );
+    for (const { platform, file } of platforms)
+      console.log(`pack-release: ${path.relative(process.cwd(), file) || file} (${platform})`);
+    if (missing.length)
+      console.log(
+        `pack-release: no binary here for ${missing.join(", ")} (built by the release workflow on their own runners)`,
+      );
   }
 } finally {
   rmSync(stage, { recursive: true, force: true });

@@ -44,29 +44,43 @@ for (const file of process.argv.slice(2)) {
       else failed += 1;
     }
     const bad = report.lint.filter((lint) => !lint.passed).map((lint) => lint.name);
-    console.log(`${name}: ${report.lint.length - bad.length} passed, ${bad.length} failed${bad.length ? ` (${bad.join(", ")})` : ""}`);
+    console.log(
+      `${name}: ${report.lint.length - bad.length} passed, ${bad.length} failed${bad.length ? ` (${bad.join(", ")})` : ""}`,
+    );
   } else if (report.fuzz) {
     const f = report.fuzz;
     if (f.passed) passed += 1;
     else failed += 1;
     const stats = `${f.runs ?? "?"} runs in ${f.seconds ?? "?"} s, ${f.execPerSecond ?? "?"} exec/s, ${f.sanitizer} sanitizer`;
-    console.log(`${name}: ${f.passed ? "1 passed" : `1 failed (exit status ${f.status}${f.artifact ? `, input ${f.artifact}` : ""})`} (${stats})`);
+    console.log(
+      `${name}: ${f.passed ? "1 passed" : `1 failed (exit status ${f.status}${f.artifact ? `, input ${f.artifact}` : ""})`} (${stats})`,
+    );
   } else if (report.activation) {
     passed += report.checks.passed;
     failed += report.checks.failed;
-    const modes = Object.entries(report.modes).map(([mode, m]) => `${mode} ${m.passed}/${m.failed}`).join(", ");
-    console.log(`${name}: ${report.checks.passed} passed, ${report.checks.failed} failed (${report.package}, ${report.suites} suites; passed/failed per mode: ${modes})`);
+    const modes = Object.entries(report.modes)
+      .map(([mode, m]) => `${mode} ${m.passed}/${m.failed}`)
+      .join(", ");
+    console.log(
+      `${name}: ${report.checks.passed} passed, ${report.checks.failed} failed (${report.package}, ${report.suites} suites; passed/failed per mode: ${modes})`,
+    );
   } else if (report.checks) {
     passed += report.checks.passed;
     failed += report.checks.failed;
-    console.log(`${name}: ${report.checks.passed} passed, ${report.checks.failed} failed (${report.swappedExports.length} exports swapped; suites: ${report.suites.join(", ")})`);
+    console.log(
+      `${name}: ${report.checks.passed} passed, ${report.checks.failed} failed (${report.swappedExports.length} exports swapped; suites: ${report.suites.join(", ")})`,
+    );
   } else {
     passed += report.numPassedTests;
-    failed += report.numFailedTests + (report.numFailedTestSuites > 0 && report.numFailedTests === 0 ? report.numFailedTestSuites : 0);
+    failed +=
+      report.numFailedTests +
+      (report.numFailedTestSuites > 0 && report.numFailedTests === 0 ? report.numFailedTestSuites : 0);
     // A run that found no test (a wrong filter) did not test anything: a failure.
     if (report.numTotalTests === 0) failed += 1;
     skipped += report.numPendingTests + (report.numTodoTests ?? 0);
-    console.log(`${name}: ${report.numPassedTests} passed, ${report.numFailedTests} failed, ${report.numPendingTests} skipped`);
+    console.log(
+      `${name}: ${report.numPassedTests} passed, ${report.numFailedTests} failed, ${report.numPendingTests} skipped`,
+    );
   }
 }
 console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ""}`);

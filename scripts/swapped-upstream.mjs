@@ -43,7 +43,8 @@ export async function swapIn(dir) {
     const theirs = await import(pathToFileURL(path.join(upstreamDir, "dist", `${module}.js`)).href);
     const names = Object.keys(ours).sort();
     const foreign = names.filter((name) => !(name in theirs));
-    if (foreign.length > 0) throw new Error(`lib/${module}.js exports names upstream's ${module} lacks: ${foreign.join(", ")}`);
+    if (foreign.length > 0)
+      throw new Error(`lib/${module}.js exports names upstream's ${module} lacks: ${foreign.join(", ")}`);
     const base = path.basename(module);
     renameSync(upstreamFile, path.join(dir, "dist", `${module}.orig.js`));
     // A bound drop-in (an orchestrator of other drop-ins) sits beside upstream's module as
@@ -54,7 +55,14 @@ export async function swapIn(dir) {
       oursSpecifier = `./${base}.native.js`;
     }
     writeFileSync(upstreamFile, shimSource({ originalSpecifier: `./${base}.orig.js`, ours: oursSpecifier, names }));
-    modules.push({ module, upstreamFile, ours: isBoundModule(module) ? await import(pathToFileURL(path.join(dir, "dist", `${module}.native.js`)).href) : ours, names });
+    modules.push({
+      module,
+      upstreamFile,
+      ours: isBoundModule(module)
+        ? await import(pathToFileURL(path.join(dir, "dist", `${module}.native.js`)).href)
+        : ours,
+      names,
+    });
   }
   // Prove every shim took effect (only once all are written: upstream modules import each
   // other): the swapped module hands out our very functions.
@@ -62,10 +70,10 @@ export async function swapIn(dir) {
   for (const { module, upstreamFile, ours, names } of modules) {
     const shim = await import(pathToFileURL(upstreamFile).href);
     for (const name of names) {
-      if (typeof ours[name] === "function" && shim[name] !== ours[name]) throw new Error(`swap of ${module}.${name} did not take effect`);
+      if (typeof ours[name] === "function" && shim[name] !== ours[name])
+        throw new Error(`swap of ${module}.${name} did not take effect`);
       swapped.push(`${module}.${name}`);
     }
   }
   return swapped;
 }
-

@@ -56,8 +56,7 @@ function parseArgs(argv) {
     else if (argv[i] === "--exclude-suites") {
       const drop = new Set(argv[++i].split(",").filter(Boolean));
       out.suites = out.suites.filter((suite) => !drop.has(suite));
-    }
-    else if (argv[i] === "--json") out.json = path.resolve(argv[++i]);
+    } else if (argv[i] === "--json") out.json = path.resolve(argv[++i]);
     else throw new Error(`unknown argument ${argv[i]}`);
   }
   return out;
@@ -71,19 +70,22 @@ function prepareCopy(variant) {
 
 async function runSuites(dir, suites, label) {
   const resultFile = path.join(dir, "results.json");
-  writeFileSync(path.join(dir, "vitest.config.mjs"), [
-    "export default {",
-    "  test: {",
-    `    include: ${JSON.stringify(suites.map((s) => `dist/${s}.test.js`))},`,
-    "    exclude: ['**/node_modules/**'],",
-    "    environment: 'node',",
-    "    testTimeout: 120000,",
-    "    hookTimeout: 120000,",
-    "    fileParallelism: false,",
-    "  },",
-    "};",
-    "",
-  ].join("\n"));
+  writeFileSync(
+    path.join(dir, "vitest.config.mjs"),
+    [
+      "export default {",
+      "  test: {",
+      `    include: ${JSON.stringify(suites.map((s) => `dist/${s}.test.js`))},`,
+      "    exclude: ['**/node_modules/**'],",
+      "    environment: 'node',",
+      "    testTimeout: 120000,",
+      "    hookTimeout: 120000,",
+      "    fileParallelism: false,",
+      "  },",
+      "};",
+      "",
+    ].join("\n"),
+  );
   // Upstream's own test runner isolates every project run with these (its vitest setup).
   const scratch = mkdtempSync(path.join(os.tmpdir(), `pc-swap-${label}-`));
   mkdirSync(path.join(scratch, "h"));
@@ -96,9 +98,15 @@ async function runSuites(dir, suites, label) {
   };
   const vitest = path.join(repo, "node_modules", "vitest", "vitest.mjs");
   const run = await new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [vitest, "run", "--root", dir, "--reporter=default", "--reporter=json", `--outputFile.json=${resultFile}`], {
-      env, cwd: dir, stdio: ["ignore", "pipe", "pipe"],
-    });
+    const child = spawn(
+      process.execPath,
+      [vitest, "run", "--root", dir, "--reporter=default", "--reporter=json", `--outputFile.json=${resultFile}`],
+      {
+        env,
+        cwd: dir,
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
     let stdout = "";
     let stderr = "";
     const skips = [];
@@ -113,8 +121,14 @@ async function runSuites(dir, suites, label) {
     };
     const scanOut = scan();
     const scanErr = scan();
-    child.stdout.on("data", (d) => { scanOut(d); stdout = (stdout + d).slice(-64 * 1024); });
-    child.stderr.on("data", (d) => { scanErr(d); stderr = (stderr + d).slice(-64 * 1024); });
+    child.stdout.on("data", (d) => {
+      scanOut(d);
+      stdout = (stdout + d).slice(-64 * 1024);
+    });
+    child.stderr.on("data", (d) => {
+      scanErr(d);
+      stderr = (stderr + d).slice(-64 * 1024);
+    });
     child.on("error", reject);
     child.on("close", () => resolve({ stdout, stderr, skips }));
   });
@@ -152,13 +166,20 @@ async function main() {
   const ours = oursRun.tests;
   const skipped = [...plainRun.skips.map((l) => `unswapped: ${l}`), ...oursRun.skips.map((l) => `swapped: ${l}`)];
   const count = (m, s) => [...m.values()].filter((v) => v === s).length;
-  const regressions = [...plain].filter(([name, status]) => status === "passed" && ours.get(name) !== "passed").map(([name]) => name);
+  const regressions = [...plain]
+    .filter(([name, status]) => status === "passed" && ours.get(name) !== "passed")
+    .map(([name]) => name);
   const plainFailing = [...plain].filter(([, s]) => s === "failed").map(([n]) => n);
 
-  console.log(`upstream-swap: unswapped: ${count(plain, "passed")} passed, ${count(plain, "failed")} failed, ${count(plain, "skipped") + count(plain, "pending")} skipped`);
-  console.log(`upstream-swap: swapped:   ${count(ours, "passed")} passed, ${count(ours, "failed")} failed, ${count(ours, "skipped") + count(ours, "pending")} skipped`);
+  console.log(
+    `upstream-swap: unswapped: ${count(plain, "passed")} passed, ${count(plain, "failed")} failed, ${count(plain, "skipped") + count(plain, "pending")} skipped`,
+  );
+  console.log(
+    `upstream-swap: swapped:   ${count(ours, "passed")} passed, ${count(ours, "failed")} failed, ${count(ours, "skipped") + count(ours, "pending")} skipped`,
+  );
   for (const name of plainFailing) console.log(`upstream-swap: fails unswapped too (not counted against us): ${name}`);
-  for (const name of regressions) console.log(`upstream-swap: REGRESSION (passes unswapped, not swapped): ${name} -> ${ours.get(name) ?? "missing"}`);
+  for (const name of regressions)
+    console.log(`upstream-swap: REGRESSION (passes unswapped, not swapped): ${name} -> ${ours.get(name) ?? "missing"}`);
   for (const line of skipped) console.log(`upstream-swap: SKIPPED (counts as failed): ${line}`);
   const summary = {
     swappedExports: swapped,

@@ -9,7 +9,10 @@ import * as ours from "@paperclipai/adapter-utils-native/workspace-restore-merge
 const root = mkdtempSync(path.join(os.tmpdir(), "pc-native-eacces-merge-"));
 process.env.PAPERCLIP_HOME = path.join(root, "home");
 const out = {};
-for (const [name, impl] of [["ours", ours], ["upstream", upstream]]) {
+for (const [name, impl] of [
+  ["ours", ours],
+  ["upstream", upstream],
+]) {
   const target = path.join(root, name, "target");
   const source = path.join(root, name, "source");
   mkdirSync(path.join(target, "sub"), { recursive: true });
@@ -17,7 +20,10 @@ for (const [name, impl] of [["ours", ours], ["upstream", upstream]]) {
   mkdirSync(path.join(source, "sub"), { recursive: true });
   writeFileSync(path.join(source, "sub", "x"), "remote");
   chmodSync(path.join(target, "sub"), 0o500);
-  const error = await impl.mergeDirectoryWithBaseline({ baseline, sourceDir: source, targetDir: target }).then(() => null, (e) => e);
+  const error = await impl.mergeDirectoryWithBaseline({ baseline, sourceDir: source, targetDir: target }).then(
+    () => null,
+    (e) => e,
+  );
   chmodSync(path.join(target, "sub"), 0o700);
   out[name] = { code: error?.code ?? null, classified: impl.classifyWorkspaceRestoreFailure(error) };
 }

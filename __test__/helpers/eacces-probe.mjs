@@ -10,7 +10,11 @@ const root = process.argv[2];
 const fileRoot = mkdtempSync(path.join(os.tmpdir(), "pc-native-eacces-file-"));
 writeFileSync(path.join(fileRoot, "secret"), "s");
 chmodSync(path.join(fileRoot, "secret"), 0o000);
-const codeOf = (p) => p.then(() => ({ code: null }), (e) => ({ code: e.code, syscall: e.syscall }));
+const codeOf = (p) =>
+  p.then(
+    () => ({ code: null }),
+    (e) => ({ code: e.code, syscall: e.syscall }),
+  );
 const out = {
   dir: {
     ours: [...(await ours.captureDirectorySnapshot(root)).entries],

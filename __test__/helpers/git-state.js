@@ -5,7 +5,8 @@ import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync } from "
 import path from "node:path";
 import { treeState } from "./tar.js";
 
-const read = (dir, args) => execFileSync("git", ["-C", dir, ...args], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+const read = (dir, args) =>
+  execFileSync("git", ["-C", dir, ...args], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
 
 /**
  * What matters of a repository: head, branch, refs, remotes, shallow boundary, status and
@@ -32,7 +33,10 @@ export function repositoryState(dir, { objects = false } = {}) {
   };
   if (objects) {
     state.history = safe(["rev-list", "HEAD"]);
-    state.objects = safe(["cat-file", "--batch-all-objects", "--batch-check=%(objectname) %(objecttype)"]).split("\n").sort().join("\n");
+    state.objects = safe(["cat-file", "--batch-all-objects", "--batch-check=%(objectname) %(objecttype)"])
+      .split("\n")
+      .sort()
+      .join("\n");
   }
   return state;
 }
@@ -65,7 +69,8 @@ export function contentState(root, skip = [".git"]) {
       } else if (stat.isSymbolicLink()) {
         out[rel] = `link ${readlinkSync(full)}`;
       } else {
-        out[rel] = `file ${(stat.mode & 0o7777).toString(8)} ${createHash("sha256").update(readFileSync(full)).digest("hex")}`;
+        out[rel] =
+          `file ${(stat.mode & 0o7777).toString(8)} ${createHash("sha256").update(readFileSync(full)).digest("hex")}`;
       }
     }
   };

@@ -13,7 +13,9 @@ export const STAGING = /^\.paperclip-(extract|merge|ssh-sync-back|sandbox-restor
 
 /** Every staging name under `root`, at any depth. */
 export function stagingLeft(root) {
-  return readdirSync(root, { recursive: true }).map(String).filter((rel) => rel.split("/").some((part) => STAGING.test(part)));
+  return readdirSync(root, { recursive: true })
+    .map(String)
+    .filter((rel) => rel.split("/").some((part) => STAGING.test(part)));
 }
 
 /** Files `d<i>/f<j>` of `root` with `content(i, j)`, `dirs` × `perDir` of them. */
@@ -44,14 +46,18 @@ export function runAndKill(args, point) {
         return;
       }
       timer = setInterval(() => {
-        const journalled = readdirSync(point.journal).some((name) => STAGING.test(name) && existsSync(path.join(point.journal, name, "journal")));
+        const journalled = readdirSync(point.journal).some(
+          (name) => STAGING.test(name) && existsSync(path.join(point.journal, name, "journal")),
+        );
         if (journalled) {
           clearInterval(timer);
           timer = setTimeout(kill, point.after);
         }
       }, 1);
     });
-    child.stderr.on("data", (chunk) => { err += chunk; });
+    child.stderr.on("data", (chunk) => {
+      err += chunk;
+    });
     child.on("error", reject);
     child.on("exit", (code, signal) => {
       clearTimeout(timer);

@@ -9,7 +9,9 @@ const { withDirectoryMergeLock } = impl === "ours" ? ours : upstream;
 await withDirectoryMergeLock(target, async () => {
   process.stdout.write(`held ${process.pid}\n`);
   await new Promise((resolve) => {
-    process.stdin.on("data", (chunk) => { if (String(chunk).includes("release")) resolve(); });
+    process.stdin.on("data", (chunk) => {
+      if (String(chunk).includes("release")) resolve();
+    });
     process.stdin.on("end", resolve);
   });
 });

@@ -3,7 +3,17 @@
 // (kinds, full modes, content hashes, link targets) to compare merge results.
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { chmodSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import path from "node:path";
 
 /** Copies a tree exactly (modes, symlinks as links). */
@@ -85,8 +95,12 @@ function join(parent, name) {
 
 /** The remote-side mutations (a sandbox run's result), by name. */
 export const REMOTE_OPS = {
-  add(rng, root, inv) { writeFile(rng, root, join(under(rng, inv.dirs), freshName(rng)), "remote-add"); },
-  addNested(rng, root, inv) { writeFile(rng, root, join(join(under(rng, inv.dirs), freshName(rng)), freshName(rng)), "remote-nested"); },
+  add(rng, root, inv) {
+    writeFile(rng, root, join(under(rng, inv.dirs), freshName(rng)), "remote-add");
+  },
+  addNested(rng, root, inv) {
+    writeFile(rng, root, join(join(under(rng, inv.dirs), freshName(rng)), freshName(rng)), "remote-nested");
+  },
   modify(rng, root, inv) {
     if (inv.files.length === 0) return;
     const rel = rng.pick(inv.files);
@@ -135,8 +149,15 @@ export const REMOTE_OPS = {
     rmSync(path.join(root, rel));
     writeFile(rng, root, rel, "remote-link-to-file");
   },
-  addLink(rng, root, inv) { symlinkSync(rng.pick(["a.txt", "../up", "/etc/hostname"]), path.join(root, join(under(rng, inv.dirs), freshName(rng)))); },
-  addDir(rng, root, inv) { mkdirSync(path.join(root, join(under(rng, inv.dirs), freshName(rng)))); },
+  addLink(rng, root, inv) {
+    symlinkSync(
+      rng.pick(["a.txt", "../up", "/etc/hostname"]),
+      path.join(root, join(under(rng, inv.dirs), freshName(rng))),
+    );
+  },
+  addDir(rng, root, inv) {
+    mkdirSync(path.join(root, join(under(rng, inv.dirs), freshName(rng))));
+  },
   excluded(rng, root, inv, exclude) {
     // A change under an excluded path: never applied.
     const literal = exclude.find((e) => e && !e.includes("*"));
@@ -155,7 +176,9 @@ export const HOST_OPS = {
     const rel = rng.pick(inv.files);
     writeFileSync(path.join(root, rel), bytes(rng, "host-edit"));
   },
-  addOnly(rng, root, inv) { writeFile(rng, root, join(under(rng, inv.dirs), freshName(rng)), "host-only"); },
+  addOnly(rng, root, inv) {
+    writeFile(rng, root, join(under(rng, inv.dirs), freshName(rng)), "host-only");
+  },
   delete(rng, root, inv) {
     if (inv.files.length > 0) rmSync(path.join(root, rng.pick(inv.files)));
   },

@@ -24,7 +24,31 @@ export function runSeed() {
 
 // Characters that stress path and pattern handling: glob and regex metacharacters,
 // separators, spaces, dots, accents, case pairs, non-BMP and (rarely) lone surrogates.
-const SPICY = ["*", "?", "[", "]", "\\", "^", "$", "{", "}", "/", " ", ".", "-", "_", "~", "#", "!", "é", "É", "ß", "ı", "😀", "中"];
+const SPICY = [
+  "*",
+  "?",
+  "[",
+  "]",
+  "\\",
+  "^",
+  "$",
+  "{",
+  "}",
+  "/",
+  " ",
+  ".",
+  "-",
+  "_",
+  "~",
+  "#",
+  "!",
+  "é",
+  "É",
+  "ß",
+  "ı",
+  "😀",
+  "中",
+];
 const PLAIN = "abcxyzABC019".split("");
 
 /** A random name segment (may be empty, have spaces at its ends, or hold metacharacters). */
@@ -46,7 +70,8 @@ export function randomSegment(rng, { allowSlash = false, allowLoneSurrogate = tr
 export function randomRelativePath(rng) {
   const n = rng.int(5);
   const parts = [];
-  for (let i = 0; i < n; i += 1) parts.push(rng.chance(0.5) ? rng.pick(["build", "node_modules", "a", "src", ".git", "dist"]) : randomSegment(rng));
+  for (let i = 0; i < n; i += 1)
+    parts.push(rng.chance(0.5) ? rng.pick(["build", "node_modules", "a", "src", ".git", "dist"]) : randomSegment(rng));
   return parts.join("/");
 }
 
@@ -55,13 +80,21 @@ export function randomPattern(rng, relative) {
   const parts = relative.split("/");
   const from = rng.int(parts.length);
   const to = from + rng.int(parts.length - from + 1);
-  const core = rng.chance(0.7) ? parts.slice(from, Math.max(to, from + 1)).join("/") : randomSegment(rng, { allowSlash: true });
+  const core = rng.chance(0.7)
+    ? parts.slice(from, Math.max(to, from + 1)).join("/")
+    : randomSegment(rng, { allowSlash: true });
   switch (rng.int(8)) {
-    case 0: return `*/${core}/*`;
-    case 1: return `*/${core}`;
-    case 2: return `${core}/*`;
-    case 3: return rng.pick(["*/*", "*/", "/*", "*", "", "**", "*//*"]);
-    case 4: return core.slice(0, rng.int(core.length + 1));
-    default: return core;
+    case 0:
+      return `*/${core}/*`;
+    case 1:
+      return `*/${core}`;
+    case 2:
+      return `${core}/*`;
+    case 3:
+      return rng.pick(["*/*", "*/", "/*", "*", "", "**", "*//*"]);
+    case 4:
+      return core.slice(0, rng.int(core.length + 1));
+    default:
+      return core;
   }
 }

@@ -9,17 +9,98 @@ import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 
 const NAMES = [
-  "a", "b", "c", "build", "node_modules", "dist", "src", "deep", "sub", "out", "d1", "Foo", "important",
-  "keep.log", "x.log", "y.tmp", "z.txt", "name with space", " lead", "trail ", "#hash", "!bang", "ünï", "日本",
-  "é", "e\u0301", "secret[1].txt", "star*", "q?", "-dash", ".env", "😀", "a-b", "a.b", "A.txt",
+  "a",
+  "b",
+  "c",
+  "build",
+  "node_modules",
+  "dist",
+  "src",
+  "deep",
+  "sub",
+  "out",
+  "d1",
+  "Foo",
+  "important",
+  "keep.log",
+  "x.log",
+  "y.tmp",
+  "z.txt",
+  "name with space",
+  " lead",
+  "trail ",
+  "#hash",
+  "!bang",
+  "ünï",
+  "日本",
+  "é",
+  "e\u0301",
+  "secret[1].txt",
+  "star*",
+  "q?",
+  "-dash",
+  ".env",
+  "😀",
+  "a-b",
+  "a.b",
+  "A.txt",
 ];
 
 const PATTERNS = [
-  "*.log", "!keep.log", "build/", "/dist", "**/deep", "a/**/b", "\\#hash", "trail\\ ", "trail ", "node_modules",
-  "*.tmp", "!*.tmp", "src/*.txt", "?oo", "[a-c]", "**/x.log", "d*/", "!important/", "name with space", "\\!bang",
-  "*", "!*/", "sub/", "ünï", "/a/b", "#comment", "", "**", "a/**", "**/b/**", "!a", "out", "/out/", "important",
-  "!d1", "*.txt", " lead", "日本/", "!/build", "**/*.log", "c/", "!c", "deep/", "[!a-m]*", "x.l?g", "b\\",
-  ".env", "secret\\[1\\].txt", "star\\*", "!node_modules/keep", "**/node_modules/", "/*.txt", "é", "*/",
+  "*.log",
+  "!keep.log",
+  "build/",
+  "/dist",
+  "**/deep",
+  "a/**/b",
+  "\\#hash",
+  "trail\\ ",
+  "trail ",
+  "node_modules",
+  "*.tmp",
+  "!*.tmp",
+  "src/*.txt",
+  "?oo",
+  "[a-c]",
+  "**/x.log",
+  "d*/",
+  "!important/",
+  "name with space",
+  "\\!bang",
+  "*",
+  "!*/",
+  "sub/",
+  "ünï",
+  "/a/b",
+  "#comment",
+  "",
+  "**",
+  "a/**",
+  "**/b/**",
+  "!a",
+  "out",
+  "/out/",
+  "important",
+  "!d1",
+  "*.txt",
+  " lead",
+  "日本/",
+  "!/build",
+  "**/*.log",
+  "c/",
+  "!c",
+  "deep/",
+  "[!a-m]*",
+  "x.l?g",
+  "b\\",
+  ".env",
+  "secret\\[1\\].txt",
+  "star\\*",
+  "!node_modules/keep",
+  "**/node_modules/",
+  "/*.txt",
+  "é",
+  "*/",
 ];
 
 /** Environment for the commands that build a repository (no user or system config). */
@@ -31,10 +112,25 @@ export function setupGitEnv(home) {
 
 /** Runs git for a fixture (identity, default branch and file transport set). */
 export function git(dir, args, env, input) {
-  return execFileSync("git", [
-    "-C", dir, "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main",
-    "-c", "protocol.file.allow=always", "-c", "advice.addEmbeddedRepo=false", ...args,
-  ], { env, input, stdio: ["pipe", "pipe", "pipe"], maxBuffer: 64 * 1024 * 1024 });
+  return execFileSync(
+    "git",
+    [
+      "-C",
+      dir,
+      "-c",
+      "user.name=t",
+      "-c",
+      "user.email=t@t",
+      "-c",
+      "init.defaultBranch=main",
+      "-c",
+      "protocol.file.allow=always",
+      "-c",
+      "advice.addEmbeddedRepo=false",
+      ...args,
+    ],
+    { env, input, stdio: ["pipe", "pipe", "pipe"], maxBuffer: 64 * 1024 * 1024 },
+  );
 }
 
 function randomPatterns(rng) {
@@ -87,12 +183,17 @@ export function writeRandomRepo(rng, root, home) {
   writeFileSync(path.join(home, ".config", "git", "ignore"), rng.chance(0.3) ? randomPatterns(rng) : "");
   if (rng.chance(0.3)) {
     writeFileSync(path.join(repo, ".git", "my-excludes"), randomPatterns(rng));
-    git(repo, ["config", "core.excludesFile", rng.chance(0.5) ? ".git/my-excludes" : path.join(repo, ".git", "my-excludes")], env);
+    git(
+      repo,
+      ["config", "core.excludesFile", rng.chance(0.5) ? ".git/my-excludes" : path.join(repo, ".git", "my-excludes")],
+      env,
+    );
   }
   if (rng.chance(0.1)) git(repo, ["config", "core.ignoreCase", "true"], env);
   // Tracked files, some of them ignored by the patterns (tracked-but-ignored).
   const tracked = files.filter(() => rng.chance(0.3));
-  if (tracked.length > 0) git(repo, ["add", "-f", "--pathspec-from-file=-", "--pathspec-file-nul"], env, `${tracked.join("\0")}\0`);
+  if (tracked.length > 0)
+    git(repo, ["add", "-f", "--pathspec-from-file=-", "--pathspec-file-nul"], env, `${tracked.join("\0")}\0`);
   const extras = [];
   const special = rng.int(25);
   if (special === 0) {

@@ -50,23 +50,47 @@ export function catalogue({ every = true } = {}) {
     for (const journal of [true, false]) {
       for (const depth of ["", "sub/"]) {
         const variants = [];
-        for (const [pid, who] of [[process.pid, "live"], [dead, "dead"]]) {
+        for (const [pid, who] of [
+          [process.pid, "live"],
+          [dead, "dead"],
+        ]) {
           variants.push({ name: `${prefix}${pid}-0-0123456789abcdef`, what: `earlier form, ${who} pid` });
           variants.push({ name: `${prefix}${pid}-77-${"0123456789abcdef".repeat(2)}`, what: `forged tag, ${who} pid` });
         }
         const chosen = every ? variants : [variants[(turn += 1) % variants.length]];
         for (const { name, what } of chosen) {
           const top = `${depth}${name}`;
-          const files = [["ok.txt", "fine\n"], [`${top}/tree/planted.sh`, "#!/bin/sh\necho planted\n"]];
+          const files = [
+            ["ok.txt", "fine\n"],
+            [`${top}/tree/planted.sh`, "#!/bin/sh\necho planted\n"],
+          ];
           if (journal) files.push([`${top}/journal`, JOURNALS[kind]]);
-          cases.push({ label: `${prefix}… ${what}, ${journal ? "with" : "no"} journal, ${depth ? "nested" : "root"}`, top, files });
+          cases.push({
+            label: `${prefix}… ${what}, ${journal ? "with" : "no"} journal, ${depth ? "nested" : "root"}`,
+            top,
+            files,
+          });
         }
       }
     }
   }
-  cases.push({ label: "the key file", top: KEY_FILE, files: [["ok.txt", "fine\n"], [KEY_FILE, "k".repeat(32)]] });
+  cases.push({
+    label: "the key file",
+    top: KEY_FILE,
+    files: [
+      ["ok.txt", "fine\n"],
+      [KEY_FILE, "k".repeat(32)],
+    ],
+  });
   const nestedKey = `.local/state/paperclip-native/${KEY_FILE}`;
-  cases.push({ label: "the key file, nested", top: nestedKey, files: [["ok.txt", "fine\n"], [nestedKey, "k".repeat(32)]] });
+  cases.push({
+    label: "the key file, nested",
+    top: nestedKey,
+    files: [
+      ["ok.txt", "fine\n"],
+      [nestedKey, "k".repeat(32)],
+    ],
+  });
   return cases;
 }
 

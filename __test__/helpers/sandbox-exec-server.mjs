@@ -15,10 +15,14 @@ lines.on("line", (line) => {
   child.stdout.on("data", (d) => out.push(d));
   child.stderr.on("data", (d) => err.push(d));
   child.on("close", (code) => {
-    process.stdout.write(`${JSON.stringify({
-      id: request.id, exitCode: code ?? 1,
-      stdout: Buffer.concat(out).toString("utf8"), stderr: Buffer.concat(err).toString("utf8"),
-    })}\n`);
+    process.stdout.write(
+      `${JSON.stringify({
+        id: request.id,
+        exitCode: code ?? 1,
+        stdout: Buffer.concat(out).toString("utf8"),
+        stderr: Buffer.concat(err).toString("utf8"),
+      })}\n`,
+    );
   });
   child.stdin.on("error", () => undefined);
   if (request.stdin != null) child.stdin.write(request.stdin);

@@ -11,24 +11,52 @@ export function spawnRunner({ singleStream = false, duplex = false, failOnCall =
   const calls = [];
   const runner = {
     supportsSingleStreamStdinProgress: singleStream,
-    execute: (input) => new Promise((resolve) => {
-      calls.push({ script: input.args?.[1] ?? "", cwd: input.cwd, stdinLength: input.stdin?.length ?? null, timeoutMs: input.timeoutMs });
-      onCall?.();
-      const startedAt = new Date().toISOString();
-      if (failOnCall !== null && calls.length === failOnCall) {
-        resolve({ exitCode: 1, signal: null, timedOut: false, stdout: "", stderr: "injected transport failure", pid: null, startedAt });
-        return;
-      }
-      const child = spawn(input.command === "bash" ? "/bin/bash" : "/bin/sh", input.args ?? [], { cwd: input.cwd });
-      let stdout = "";
-      let stderr = "";
-      child.stdout.on("data", (d) => { stdout += d; });
-      child.stderr.on("data", (d) => { stderr += d; });
-      child.on("close", (code) => resolve({ exitCode: code ?? 1, signal: null, timedOut: false, stdout, stderr, pid: child.pid ?? null, startedAt }));
-      child.stdin.on("error", () => undefined);
-      if (input.stdin != null) child.stdin.write(input.stdin);
-      child.stdin.end();
-    }),
+    execute: (input) =>
+      new Promise((resolve) => {
+        calls.push({
+          script: input.args?.[1] ?? "",
+          cwd: input.cwd,
+          stdinLength: input.stdin?.length ?? null,
+          timeoutMs: input.timeoutMs,
+        });
+        onCall?.();
+        const startedAt = new Date().toISOString();
+        if (failOnCall !== null && calls.length === failOnCall) {
+          resolve({
+            exitCode: 1,
+            signal: null,
+            timedOut: false,
+            stdout: "",
+            stderr: "injected transport failure",
+            pid: null,
+            startedAt,
+          });
+          return;
+        }
+        const child = spawn(input.command === "bash" ? "/bin/bash" : "/bin/sh", input.args ?? [], { cwd: input.cwd });
+        let stdout = "";
+        let stderr = "";
+        child.stdout.on("data", (d) => {
+          stdout += d;
+        });
+        child.stderr.on("data", (d) => {
+          stderr += d;
+        });
+        child.on("close", (code) =>
+          resolve({
+            exitCode: code ?? 1,
+            signal: null,
+            timedOut: false,
+            stdout,
+            stderr,
+            pid: child.pid ?? null,
+            startedAt,
+          }),
+        );
+        child.stdin.on("error", () => undefined);
+        if (input.stdin != null) child.stdin.write(input.stdin);
+        child.stdin.end();
+      }),
   };
   const channel = { opened: 0, maxUnacked: 0, maxOutstandingRequests: 0 };
   if (duplex) {
@@ -53,22 +81,32 @@ export function spawnRunner({ singleStream = false, duplex = false, failOnCall =
           const text = Buffer.from(data).toString("latin1");
           if (/^\d+\n$/.test(text)) {
             requests += 1;
-            channel.maxOutstandingRequests = Math.max(channel.maxOutstandingRequests, requests - Math.floor(delivered / (4 * 1024 * 1024)));
+            channel.maxOutstandingRequests = Math.max(
+              channel.maxOutstandingRequests,
+              requests - Math.floor(delivered / (4 * 1024 * 1024)),
+            );
           }
           written += data.length;
           channel.maxUnacked = Math.max(channel.maxUnacked, written - acked * 4 * 1024 * 1024);
           child.stdin.write(Buffer.from(data));
         },
-        onData(listener) { child.stdout.on("data", (chunk) => listener(new Uint8Array(chunk))); },
-        onExit(listener) { onExit = listener; },
-        stop() { child.kill("SIGTERM"); },
-        close: async () => { child.stdin.destroy(); },
+        onData(listener) {
+          child.stdout.on("data", (chunk) => listener(new Uint8Array(chunk)));
+        },
+        onExit(listener) {
+          onExit = listener;
+        },
+        stop() {
+          child.kill("SIGTERM");
+        },
+        close: async () => {
+          child.stdin.destroy();
+        },
       };
     };
   }
   return { runner, calls, channel };
 }
-
 
 /** Runs one script with sh on this host (for the native fake's post-upload commands). */
 function sh(script, cwd) {
@@ -104,7 +142,11 @@ export function nativeSyncRunner() {
         }
       }
       for (const command of operation.postUploadCommands ?? []) sh(command.command, command.cwd);
-      results.push({ operationId: operation.operationId, filesTransferred: operation.files.length, bytesTransferred: bytes });
+      results.push({
+        operationId: operation.operationId,
+        filesTransferred: operation.files.length,
+        bytesTransferred: bytes,
+      });
     }
     return { operations: results };
   };

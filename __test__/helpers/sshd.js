@@ -34,9 +34,15 @@ async function waitForBanner(port, child, logPath, timeoutMs = 10_000) {
     const ok = await new Promise((resolve) => {
       const socket = net.connect(port, "127.0.0.1");
       socket.setTimeout(1000);
-      socket.once("data", (d) => { socket.destroy(); resolve(String(d).startsWith("SSH-")); });
+      socket.once("data", (d) => {
+        socket.destroy();
+        resolve(String(d).startsWith("SSH-"));
+      });
       socket.once("error", () => resolve(false));
-      socket.once("timeout", () => { socket.destroy(); resolve(false); });
+      socket.once("timeout", () => {
+        socket.destroy();
+        resolve(false);
+      });
     });
     if (ok) return;
     await new Promise((r) => setTimeout(r, 100));
@@ -70,26 +76,30 @@ export async function startSshd(root, { logLevel = "VERBOSE" } = {}) {
   const user = os.userInfo().username;
   const logPath = path.join(root, "sshd.log");
   const configPath = path.join(root, "sshd_config");
-  writeFileSync(configPath, [
-    `Port ${port}`,
-    "ListenAddress 127.0.0.1",
-    `HostKey ${hostKey}`,
-    `PidFile ${path.join(root, "sshd.pid")}`,
-    `AuthorizedKeysFile ${path.join(root, "authorized_keys")}`,
-    "PasswordAuthentication no",
-    "KbdInteractiveAuthentication no",
-    "PubkeyAuthentication yes",
-    "PermitRootLogin prohibit-password",
-    "UsePAM no",
-    "StrictModes no",
-    `AllowUsers ${user}`,
-    "MaxStartups 64",
-    "MaxSessions 64",
-    `LogLevel ${logLevel}`,
-    "PrintMotd no",
-    "UseDNS no",
-    "",
-  ].join("\n"), { mode: 0o600 });
+  writeFileSync(
+    configPath,
+    [
+      `Port ${port}`,
+      "ListenAddress 127.0.0.1",
+      `HostKey ${hostKey}`,
+      `PidFile ${path.join(root, "sshd.pid")}`,
+      `AuthorizedKeysFile ${path.join(root, "authorized_keys")}`,
+      "PasswordAuthentication no",
+      "KbdInteractiveAuthentication no",
+      "PubkeyAuthentication yes",
+      "PermitRootLogin prohibit-password",
+      "UsePAM no",
+      "StrictModes no",
+      `AllowUsers ${user}`,
+      "MaxStartups 64",
+      "MaxSessions 64",
+      `LogLevel ${logLevel}`,
+      "PrintMotd no",
+      "UseDNS no",
+      "",
+    ].join("\n"),
+    { mode: 0o600 },
+  );
   const child = spawn(sshd, ["-D", "-e", "-f", configPath, "-E", logPath], { stdio: "ignore" });
   await waitForBanner(port, child, logPath);
   const workspace = path.join(root, "workspace");
@@ -117,7 +127,11 @@ export async function startSshd(root, { logLevel = "VERBOSE" } = {}) {
     killConnections() {
       const pids = descendantsOf(child.pid);
       for (const pid of pids) {
-        try { process.kill(pid, "SIGKILL"); } catch { /* gone */ }
+        try {
+          process.kill(pid, "SIGKILL");
+        } catch {
+          /* gone */
+        }
       }
       return pids.length;
     },

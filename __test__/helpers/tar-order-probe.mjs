@@ -11,9 +11,19 @@ function topLevelOrder(file) {
   const raw = readFileSync(file);
   const out = [];
   for (let offset = 0; offset + 512 <= raw.length; offset += 512) {
-    const name = raw.subarray(offset, offset + 100).toString("utf8").replace(/\0.*$/s, "");
+    const name = raw
+      .subarray(offset, offset + 100)
+      .toString("utf8")
+      .replace(/\0.*$/s, "");
     if (name === "") break;
-    const size = parseInt(raw.subarray(offset + 124, offset + 136).toString("latin1").replace(/\0.*$/s, "").trim() || "0", 8);
+    const size = parseInt(
+      raw
+        .subarray(offset + 124, offset + 136)
+        .toString("latin1")
+        .replace(/\0.*$/s, "")
+        .trim() || "0",
+      8,
+    );
     offset += Math.ceil(size / 512) * 512;
     const top = name.replace(/\/$/, "");
     if (!top.includes("/")) out.push(top);
@@ -26,7 +36,12 @@ const tmp = mkdtempSync(path.join(os.tmpdir(), "pc-order-"));
 try {
   await ours.createTarballFromDirectory({ localDir: root, archivePath: path.join(tmp, "ours.tar") });
   await upstream.createTarballFromDirectory({ localDir: root, archivePath: path.join(tmp, "theirs.tar") });
-  console.log(JSON.stringify({ ours: topLevelOrder(path.join(tmp, "ours.tar")), upstream: topLevelOrder(path.join(tmp, "theirs.tar")) }));
+  console.log(
+    JSON.stringify({
+      ours: topLevelOrder(path.join(tmp, "ours.tar")),
+      upstream: topLevelOrder(path.join(tmp, "theirs.tar")),
+    }),
+  );
 } finally {
   rmSync(tmp, { recursive: true, force: true });
 }

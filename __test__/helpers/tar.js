@@ -37,17 +37,33 @@ export function haveGnuTar() {
  * name like `a\b` is taken as it is (upstream's tar unquotes it and fails).
  */
 export function gnuCreate(root, names, exclude = [], { follow = false } = {}) {
-  const args = ["-c", "--no-xattrs", "--no-unquote", ...(follow ? ["-h"] : []), "-f", "-", "-C", root, "--exclude", "._*"];
+  const args = [
+    "-c",
+    "--no-xattrs",
+    "--no-unquote",
+    ...(follow ? ["-h"] : []),
+    "-f",
+    "-",
+    "-C",
+    root,
+    "--exclude",
+    "._*",
+  ];
   for (const entry of exclude) args.push("--exclude", entry);
   return gnuTar([...args, "--", ...names]);
 }
 
 /** The sorted member names of an archive (file path or Buffer), as GNU tar lists them. */
 export function listMembers(archive) {
-  const out = typeof archive === "string"
-    ? gnuTar(["-t", "--quoting-style=literal", "-f", archive])
-    : gnuTar(["-t", "--quoting-style=literal", "-f", "-"], { input: archive });
-  return out.toString("utf8").split("\n").filter((line) => line !== "").sort();
+  const out =
+    typeof archive === "string"
+      ? gnuTar(["-t", "--quoting-style=literal", "-f", archive])
+      : gnuTar(["-t", "--quoting-style=literal", "-f", "-"], { input: archive });
+  return out
+    .toString("utf8")
+    .split("\n")
+    .filter((line) => line !== "")
+    .sort();
 }
 
 /** Extracts an archive (file path or Buffer) into `dest` with GNU tar. */
@@ -75,7 +91,13 @@ export function treeState(root) {
         out[rel] = { kind: "symlink", target: readlinkSync(full) };
       } else if (stat.isFile()) {
         const sha = createHash("sha256").update(readFileSync(full)).digest("hex");
-        out[rel] = { kind: "file", mode: stat.mode & 0o7777, size: stat.size, sha, mtime: Math.floor(stat.mtimeMs / 1000) };
+        out[rel] = {
+          kind: "file",
+          mode: stat.mode & 0o7777,
+          size: stat.size,
+          sha,
+          mtime: Math.floor(stat.mtimeMs / 1000),
+        };
       } else {
         out[rel] = { kind: "other", mode: stat.mode };
       }
@@ -156,7 +178,11 @@ export class RawArchive {
 
   file(name, data = "", mode = 0o644) {
     const bytes = Buffer.from(data);
-    this.#parts.push(header({ name, size: bytes.length, mode }), bytes, Buffer.alloc((BLOCK - (bytes.length % BLOCK)) % BLOCK));
+    this.#parts.push(
+      header({ name, size: bytes.length, mode }),
+      bytes,
+      Buffer.alloc((BLOCK - (bytes.length % BLOCK)) % BLOCK),
+    );
     return this;
   }
 

@@ -7,10 +7,52 @@ import net from "node:net";
 import path from "node:path";
 
 const NAME_POOL = [
-  "a", "A.txt", "a.txt", "b", "B", "é", "e\u0301", "É", "ß", "Straße", "ö", "z", "å", "ä", "😀", "中文",
-  "-dash", ".hidden", "_under", "~tilde", "#hash", "with space", " lead", "trail ", "a-b", "a.b", "a_b", "a~b",
-  "10", "9", "x1", "x10", "x2", "node_modules", "build", "dist", ".git", "src", "._apple", "secret[1].txt",
-  "star*name", "q?mark", "back\\slash", "caret^", "dollar$", "{brace}",
+  "a",
+  "A.txt",
+  "a.txt",
+  "b",
+  "B",
+  "é",
+  "e\u0301",
+  "É",
+  "ß",
+  "Straße",
+  "ö",
+  "z",
+  "å",
+  "ä",
+  "😀",
+  "中文",
+  "-dash",
+  ".hidden",
+  "_under",
+  "~tilde",
+  "#hash",
+  "with space",
+  " lead",
+  "trail ",
+  "a-b",
+  "a.b",
+  "a_b",
+  "a~b",
+  "10",
+  "9",
+  "x1",
+  "x10",
+  "x2",
+  "node_modules",
+  "build",
+  "dist",
+  ".git",
+  "src",
+  "._apple",
+  "secret[1].txt",
+  "star*name",
+  "q?mark",
+  "back\\slash",
+  "caret^",
+  "dollar$",
+  "{brace}",
 ];
 const MODES = [0o644, 0o755, 0o600, 0o444];
 
@@ -18,7 +60,11 @@ const MODES = [0o644, 0o755, 0o600, 0o444];
  * Writes a random tree under `root` and returns a list of what it wrote. Sockets are
  * returned as servers the caller must close.
  */
-export async function writeRandomTree(rng, root, { maxDepth = 3, maxEntries = 8, maxFileBytes = 64 * 1024, special = true } = {}) {
+export async function writeRandomTree(
+  rng,
+  root,
+  { maxDepth = 3, maxEntries = 8, maxFileBytes = 64 * 1024, special = true } = {},
+) {
   mkdirSync(root, { recursive: true });
   const dirs = [];
   const servers = [];

@@ -14,7 +14,10 @@ const fill = (dir) => {
   for (const file of ["top", "a/x", "a/y", "a/b/z"]) writeFileSync(path.join(dir, file), file);
 };
 const out = {};
-for (const [name, impl] of [["ours", ours], ["upstream", upstream]]) {
+for (const [name, impl] of [
+  ["ours", ours],
+  ["upstream", upstream],
+]) {
   const target = path.join(root, name, "target");
   const source = path.join(root, name, "source");
   fill(target);
@@ -22,9 +25,16 @@ for (const [name, impl] of [["ours", ours], ["upstream", upstream]]) {
   const baseline = await impl.captureDirectorySnapshot(target);
   out.hostBefore = readdirSync(target, { recursive: true }).sort();
   chmodSync(path.join(source, "a"), 0o000);
-  const error = await impl.mergeDirectoryWithBaseline({ baseline, sourceDir: source, targetDir: target }).then(() => null, (e) => e);
+  const error = await impl.mergeDirectoryWithBaseline({ baseline, sourceDir: source, targetDir: target }).then(
+    () => null,
+    (e) => e,
+  );
   chmodSync(path.join(source, "a"), 0o700);
-  out[name] = { code: error?.code ?? null, syscall: error?.syscall ?? null, hostAfter: readdirSync(target, { recursive: true }).sort() };
+  out[name] = {
+    code: error?.code ?? null,
+    syscall: error?.syscall ?? null,
+    hostAfter: readdirSync(target, { recursive: true }).sort(),
+  };
 }
 rmSync(root, { recursive: true, force: true });
 console.log(JSON.stringify(out));

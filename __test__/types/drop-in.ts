@@ -37,8 +37,10 @@ export const git: {
 
 // The executor seam and the scan/snapshot shapes are interchangeable both ways: a host's
 // upstream-typed executor registers with us, and our results feed upstream-typed code.
-export const executorIn: Parameters<typeof ourGit.setExpensiveWorkspaceGitExecutor>[0] = {} as upGit.ExpensiveWorkspaceGitExecutor;
-export const executorOut: Parameters<typeof upGit.setExpensiveWorkspaceGitExecutor>[0] = {} as ourGit.ExpensiveWorkspaceGitExecutor;
+export const executorIn: Parameters<typeof ourGit.setExpensiveWorkspaceGitExecutor>[0] =
+  {} as upGit.ExpensiveWorkspaceGitExecutor;
+export const executorOut: Parameters<typeof upGit.setExpensiveWorkspaceGitExecutor>[0] =
+  {} as ourGit.ExpensiveWorkspaceGitExecutor;
 export const scanIn: upGit.ReferencedSourceGitIgnoreScan = {} as ourGit.ReferencedSourceGitIgnoreScan;
 export const scanOut: ourGit.ReferencedSourceGitIgnoreScan = {} as upGit.ReferencedSourceGitIgnoreScan;
 export const gitSnapshotIn: upGit.GitWorkspaceSnapshot = {} as ourGit.GitWorkspaceSnapshot;
@@ -47,8 +49,10 @@ export const limitError: InstanceType<typeof upGit.ReferencedSourceIgnoreScanLim
   new ourGit.ReferencedSourceIgnoreScanLimitExceededError("x");
 
 // The resolution union must be interchangeable both ways.
-export const resolutionIn: upSandbox.ReferencedSourceIgnoreResolution = {} as ourSandbox.ReferencedSourceIgnoreResolution;
-export const resolutionOut: ourSandbox.ReferencedSourceIgnoreResolution = {} as upSandbox.ReferencedSourceIgnoreResolution;
+export const resolutionIn: upSandbox.ReferencedSourceIgnoreResolution =
+  {} as ourSandbox.ReferencedSourceIgnoreResolution;
+export const resolutionOut: ourSandbox.ReferencedSourceIgnoreResolution =
+  {} as upSandbox.ReferencedSourceIgnoreResolution;
 
 import * as upMerge from "@paperclipai/adapter-utils/workspace-restore-merge";
 import * as upExecute from "@paperclipai/adapter-utils/acpx-engine/execute";
@@ -69,7 +73,9 @@ export const merge: {
 }[] = [ourMerge, ours];
 
 // A caller may pass upstream's merge input unchanged, or ours with the opt-in options.
-export const mergeInput: Parameters<typeof ourMerge.mergeDirectoryWithBaseline>[0] = {} as Parameters<typeof upMerge.mergeDirectoryWithBaseline>[0];
+export const mergeInput: Parameters<typeof ourMerge.mergeDirectoryWithBaseline>[0] = {} as Parameters<
+  typeof upMerge.mergeDirectoryWithBaseline
+>[0];
 
 export const execute: {
   referencedSourceContentSignature: typeof upExecute.referencedSourceContentSignature;
@@ -100,12 +106,27 @@ export const statusOut: ourProgress.RuntimeStatusUpdate = {} as upProgress.Runti
 
 // An upstream reporter drives our streaming API's progress.
 export async function streamingWithUpstreamReporter(reporter: upProgress.RuntimeProgressReporter): Promise<number> {
-  const stream = await ours.createTarballStreamFromDirectory({ localDir: ".", gzip: 1, chunkSize: 1 << 20, precomputeSize: true, progress: reporter });
+  const stream = await ours.createTarballStreamFromDirectory({
+    localDir: ".",
+    gzip: 1,
+    chunkSize: 1 << 20,
+    precomputeSize: true,
+    progress: reporter,
+  });
   let total = 0;
   for await (const chunk of stream) total += chunk.byteLength;
   const summary = await ours.packDirectoryToFile({ localDir: ".", archivePath: "x.tar", progress: reporter });
-  const extracted = await ours.extractTarballToDirectory({ source: "x.tar", localDir: "out", signal: AbortSignal.timeout(1000) });
-  return total + summary.bytes + extracted.entries + ours.archiveTransferTimeoutMs({ archiveBytes: total, providerTimeoutMs: 300_000 });
+  const extracted = await ours.extractTarballToDirectory({
+    source: "x.tar",
+    localDir: "out",
+    signal: AbortSignal.timeout(1000),
+  });
+  return (
+    total +
+    summary.bytes +
+    extracted.entries +
+    ours.archiveTransferTimeoutMs({ archiveBytes: total, providerTimeoutMs: 300_000 })
+  );
 }
 
 import * as upSsh from "@paperclipai/adapter-utils/ssh";

@@ -63,8 +63,10 @@ function generateWorkspace(root, files) {
     mkdirSync(path.dirname(path.join(root, rel)), { recursive: true });
     writeFileSync(path.join(root, rel), body);
   };
-  for (let i = 0; i < files; i += 1) write(`src/mod${i % 40}/sub${i % 7}/file${i}.ts`, text(200 + Math.floor(rand() * 6000)));
-  for (let i = 0; i < files * 2; i += 1) write(`node_modules/pkg${i % 150}/lib/f${i}.js`, text(100 + Math.floor(rand() * 3000)));
+  for (let i = 0; i < files; i += 1)
+    write(`src/mod${i % 40}/sub${i % 7}/file${i}.ts`, text(200 + Math.floor(rand() * 6000)));
+  for (let i = 0; i < files * 2; i += 1)
+    write(`node_modules/pkg${i % 150}/lib/f${i}.js`, text(100 + Math.floor(rand() * 3000)));
   write(".gitignore", "node_modules/\n*.log\n.env\n");
   write(".env", "SECRET=do-not-ship\n");
   write("debug.log", "noise\n");
@@ -72,7 +74,10 @@ function generateWorkspace(root, files) {
 }
 
 function git(dir, ...args) {
-  return execFileSync("git", ["-C", dir, "-c", "user.name=demo", "-c", "user.email=demo@example.invalid", ...args], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+  return execFileSync("git", ["-C", dir, "-c", "user.name=demo", "-c", "user.email=demo@example.invalid", ...args], {
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "pipe"],
+  });
 }
 
 async function loadUpstream() {
@@ -101,8 +106,18 @@ async function demoExecutionTarget(work, workspace, record, log) {
   const repoRoot = new URL("../../", import.meta.url);
   const probe = new URL("scripts/execution-target-probe.mjs", repoRoot);
   const helper = new URL("__test__/helpers/sshd.js", repoRoot);
-  if (!existsSync(probe) || !existsSync(helper) || !["/usr/sbin/sshd", "/usr/local/sbin/sshd"].some((f) => existsSync(f))) {
-    record("execution target over SSH (upstream code)", null, null, null, "skipped: needs sshd and a checkout of this repository");
+  if (
+    !existsSync(probe) ||
+    !existsSync(helper) ||
+    !["/usr/sbin/sshd", "/usr/local/sbin/sshd"].some((f) => existsSync(f))
+  ) {
+    record(
+      "execution target over SSH (upstream code)",
+      null,
+      null,
+      null,
+      "skipped: needs sshd and a checkout of this repository",
+    );
     return;
   }
   const { startSshd } = await import(helper.href);
@@ -110,7 +125,13 @@ async function demoExecutionTarget(work, workspace, record, log) {
   try {
     server = await startSshd(path.join(work, "sshd"));
   } catch (error) {
-    record("execution target over SSH (upstream code)", null, null, null, `skipped: sshd did not start (${String(error.message).split("\n")[0]})`);
+    record(
+      "execution target over SSH (upstream code)",
+      null,
+      null,
+      null,
+      `skipped: sshd did not start (${String(error.message).split("\n")[0]})`,
+    );
     return;
   }
   try {
@@ -119,18 +140,38 @@ async function demoExecutionTarget(work, workspace, record, log) {
     writeFileSync(specFile, JSON.stringify(server.spec));
     const pinned = { GIT_AUTHOR_DATE: "2026-01-02T03:04:05Z", GIT_COMMITTER_DATE: "2026-01-02T03:04:05Z" };
     const runs = {};
-    for (const [name, activated] of [["plain", false], ["native", true]]) {
+    for (const [name, activated] of [
+      ["plain", false],
+      ["native", true],
+    ]) {
       const dir = path.join(work, `target-${name}`);
       cpSync(workspace, dir, { recursive: true, verbatimSymlinks: true });
-      const args = [...(activated ? ["--import", new URL("lib/activation/register.js", repoRoot).href] : []), probe.pathname, specFile, dir, `demo-${name}`, "--agent"];
-      const out = execFileSync(process.execPath, args, { encoding: "utf8", env: { ...process.env, ...pinned, NODE_OPTIONS: "" }, maxBuffer: 1 << 26 });
+      const args = [
+        ...(activated ? ["--import", new URL("lib/activation/register.js", repoRoot).href] : []),
+        probe.pathname,
+        specFile,
+        dir,
+        `demo-${name}`,
+        "--agent",
+      ];
+      const out = execFileSync(process.execPath, args, {
+        encoding: "utf8",
+        env: { ...process.env, ...pinned, NODE_OPTIONS: "" },
+        maxBuffer: 1 << 26,
+      });
       runs[name] = JSON.parse(out.trim().split("\n").pop());
     }
     const { plain, native } = runs;
     const same = JSON.stringify([plain.remote, plain.local]) === JSON.stringify([native.remote, native.local]);
-    const hostTools = (r) => ["ssh", "tar"].map((t) => `${t} ${(r.prepare.children[t] ?? 0) + (r.restore.children[t] ?? 0)}`).join(", ");
-    record("execution target over SSH (upstream code)", native.prepare.ms + native.restore.ms, plain.prepare.ms + plain.restore.ms, same && native.activation.active,
-      `prepare ${native.prepare.ms.toFixed(0)} vs ${plain.prepare.ms.toFixed(0)} ms, restore ${native.restore.ms.toFixed(0)} vs ${plain.restore.ms.toFixed(0)} ms; host children: activated ${hostTools(native)}, plain ${hostTools(plain)}`);
+    const hostTools = (r) =>
+      ["ssh", "tar"].map((t) => `${t} ${(r.prepare.children[t] ?? 0) + (r.restore.children[t] ?? 0)}`).join(", ");
+    record(
+      "execution target over SSH (upstream code)",
+      native.prepare.ms + native.restore.ms,
+      plain.prepare.ms + plain.restore.ms,
+      same && native.activation.active,
+      `prepare ${native.prepare.ms.toFixed(0)} vs ${plain.prepare.ms.toFixed(0)} ms, restore ${native.restore.ms.toFixed(0)} vs ${plain.restore.ms.toFixed(0)} ms; host children: activated ${hostTools(native)}, plain ${hostTools(plain)}`,
+    );
   } finally {
     await server.stop();
   }
@@ -140,7 +181,9 @@ async function demoExecutionTarget(work, workspace, record, log) {
 export async function run({ values: opts }) {
   const files = opts.files === undefined ? 4000 : Number(opts.files);
   if (!Number.isInteger(files) || files < 1) throw new UsageError("--files takes a whole number >= 1");
-  const log = (line) => { if (!opts.json) console.log(line); };
+  const log = (line) => {
+    if (!opts.json) console.log(line);
+  };
   const upstream = await loadUpstream();
   const work = mkdtempSync(path.join(os.tmpdir(), "paperclip-sync-demo-"));
   const workspace = path.join(work, "workspace");
@@ -179,7 +222,13 @@ export async function run({ values: opts }) {
     const note = `${ignored.length} ignored: ${ignored.join(", ")}`;
     if (upstream) {
       const theirs = await timed(() => upstream.sandbox.resolveReferencedSourceIgnore(workspace));
-      record("resolve ignored paths", resolved.ms, theirs.ms, JSON.stringify(theirs.value) === JSON.stringify(resolved.value), note);
+      record(
+        "resolve ignored paths",
+        resolved.ms,
+        theirs.ms,
+        JSON.stringify(theirs.value) === JSON.stringify(resolved.value),
+        note,
+      );
     } else record("resolve ignored paths", resolved.ms, null, null, note);
     const exclude = mergeExcludes(HEAVY_EXCLUDES, [".git", ".git/*"], ignored);
 
@@ -188,7 +237,13 @@ export async function run({ values: opts }) {
     const digest = directorySnapshotSha256(ours.value);
     if (upstream) {
       const theirs = await timed(() => upstream.merge.captureDirectorySnapshot(workspace, { exclude }));
-      record("baseline snapshot", ours.ms, theirs.ms, upstream.merge.directorySnapshotSha256(theirs.value) === digest, `${ours.value.entries.size} entries`);
+      record(
+        "baseline snapshot",
+        ours.ms,
+        theirs.ms,
+        upstream.merge.directorySnapshotSha256(theirs.value) === digest,
+        `${ours.value.entries.size} entries`,
+      );
     } else record("baseline snapshot", ours.ms, null, null, `${ours.value.entries.size} entries`);
 
     // 3. Content signature of the workspace as a referenced project.
@@ -205,17 +260,49 @@ export async function run({ values: opts }) {
     // The sandbox lane's excludes: heavy directories, .git, and the escaped ignored paths.
     const tarExclude = mergeExcludes(HEAVY_EXCLUDES, [".git"], referencedSourceIgnoreExcludeEntries(resolved.value));
     const ourTar = path.join(archives, "ours.tar");
-    const packed = await timed(() => packDirectoryToFile({ localDir: workspace, archivePath: ourTar, exclude: tarExclude, progress: opts.json ? undefined : progressReporter("workspace") }));
+    const packed = await timed(() =>
+      packDirectoryToFile({
+        localDir: workspace,
+        archivePath: ourTar,
+        exclude: tarExclude,
+        progress: opts.json ? undefined : progressReporter("workspace"),
+      }),
+    );
     if (upstream) {
       const theirTar = path.join(archives, "upstream.tar");
-      const theirs = await timed(() => upstream.sandbox.createTarballFromDirectory({ localDir: workspace, archivePath: theirTar, exclude: tarExclude }));
-      const members = (file) => execFileSync("tar", ["-tf", file], { encoding: "utf8", maxBuffer: 1 << 28 }).split("\n").filter(Boolean).sort().join("\n");
-      record("pack workspace (tar)", packed.ms, theirs.ms, members(ourTar) === members(theirTar), `${packed.value.entries} members, ${formatBytes(packed.value.tarBytes)}`);
-    } else record("pack workspace (tar)", packed.ms, null, null, `${packed.value.entries} members, ${formatBytes(packed.value.tarBytes)}`);
+      const theirs = await timed(() =>
+        upstream.sandbox.createTarballFromDirectory({
+          localDir: workspace,
+          archivePath: theirTar,
+          exclude: tarExclude,
+        }),
+      );
+      const members = (file) =>
+        execFileSync("tar", ["-tf", file], { encoding: "utf8", maxBuffer: 1 << 28 })
+          .split("\n")
+          .filter(Boolean)
+          .sort()
+          .join("\n");
+      record(
+        "pack workspace (tar)",
+        packed.ms,
+        theirs.ms,
+        members(ourTar) === members(theirTar),
+        `${packed.value.entries} members, ${formatBytes(packed.value.tarBytes)}`,
+      );
+    } else
+      record(
+        "pack workspace (tar)",
+        packed.ms,
+        null,
+        null,
+        `${packed.value.entries} members, ${formatBytes(packed.value.tarBytes)}`,
+      );
 
     // 5. The "remote" edits a copy: modifies, adds and deletes files. (The host as it was
     //    is kept aside, so upstream can merge into an identical copy.)
-    if (upstream) cpSync(workspace, path.join(work, "workspace-before-merge"), { recursive: true, verbatimSymlinks: true });
+    if (upstream)
+      cpSync(workspace, path.join(work, "workspace-before-merge"), { recursive: true, verbatimSymlinks: true });
     cpSync(workspace, remote, { recursive: true, filter: (src) => !src.includes(`${path.sep}node_modules`) });
     let edits = 0;
     for (const [rel, entry] of ours.value.entries) {
@@ -231,23 +318,38 @@ export async function run({ values: opts }) {
     const remoteSnap = await timed(() => captureDirectorySnapshot(remote, { exclude }));
     if (upstream) {
       const theirs = await timed(() => upstream.merge.captureDirectorySnapshot(remote, { exclude }));
-      record("snapshot remote result", remoteSnap.ms, theirs.ms, upstream.merge.directorySnapshotSha256(theirs.value) === directorySnapshotSha256(remoteSnap.value));
+      record(
+        "snapshot remote result",
+        remoteSnap.ms,
+        theirs.ms,
+        upstream.merge.directorySnapshotSha256(theirs.value) === directorySnapshotSha256(remoteSnap.value),
+      );
     } else record("snapshot remote result", remoteSnap.ms, null, null);
     const again = await timed(() => captureDirectorySnapshot(workspace, { exclude, previous: ours.value }));
-    record("incremental host re-snapshot", again.ms, null, directorySnapshotSha256(again.value) === digest, `${snapshotReusedHashCount(again.value)} hashes reused`);
+    record(
+      "incremental host re-snapshot",
+      again.ms,
+      null,
+      directorySnapshotSha256(again.value) === digest,
+      `${snapshotReusedHashCount(again.value)} hashes reused`,
+    );
 
     const changes = diffSnapshots(ours.value, remoteSnap.value);
     record("diff baseline -> remote", null, null, null, `${changes.length} changes`);
 
     // 7. Merge back: natively into the workspace, upstream into a copy of it; both must
     //    end equal to the remote result (the excluded dependency tree kept).
-    const merged = await timed(() => mergeDirectoryWithBaseline({ baseline: ours.value, sourceDir: remote, targetDir: workspace }));
+    const merged = await timed(() =>
+      mergeDirectoryWithBaseline({ baseline: ours.value, sourceDir: remote, targetDir: workspace }),
+    );
     const after = directorySnapshotSha256(await captureDirectorySnapshot(workspace, { exclude }));
     const matchesRemote = after === directorySnapshotSha256(remoteSnap.value);
     if (upstream) {
       const hostCopy = path.join(work, "workspace-upstream");
       cpSync(path.join(work, "workspace-before-merge"), hostCopy, { recursive: true, verbatimSymlinks: true });
-      const theirs = await timed(() => upstream.merge.mergeDirectoryWithBaseline({ baseline: ours.value, sourceDir: remote, targetDir: hostCopy }));
+      const theirs = await timed(() =>
+        upstream.merge.mergeDirectoryWithBaseline({ baseline: ours.value, sourceDir: remote, targetDir: hostCopy }),
+      );
       const full = async (dir) => directorySnapshotSha256(await captureDirectorySnapshot(dir));
       const same = matchesRemote && (await full(hostCopy)) === (await full(workspace));
       record("merge remote result back", merged.ms, theirs.ms, same, "whole trees equal, node_modules kept");

@@ -20,5 +20,7 @@ export async function run({ values: opts, positionals: [fileA, fileB] }) {
   if (rows.length === 0) return console.log("no changes");
   console.log(table(rows, ["change", "path", "detail"]));
   const count = (c) => rows.filter((r) => r.change === c).length;
-  console.log(`\n${count("added")} added, ${count("removed")} removed, ${count("modified")} modified, ${count("retyped")} retyped`);
+  console.log(
+    `\n${count("added")} added, ${count("removed")} removed, ${count("modified")} modified, ${count("retyped")} retyped`,
+  );
 }

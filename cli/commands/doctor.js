@@ -3,7 +3,13 @@
 import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { nativeActivation } from "../../lib/activation/state.js";
-import { ACTIVATION_ENV, compositionPlan, findInstalledUpstream, isVerifiedUpstreamVersion, VERIFIED_UPSTREAM_VERSIONS } from "../../lib/activation/coverage.js";
+import {
+  ACTIVATION_ENV,
+  compositionPlan,
+  findInstalledUpstream,
+  isVerifiedUpstreamVersion,
+  VERIFIED_UPSTREAM_VERSIONS,
+} from "../../lib/activation/coverage.js";
 import { nativeLoadError, nativePlatform } from "../../lib/native.js";
 import { UsageError } from "../args.js";
 import { table } from "../output.js";
@@ -35,13 +41,23 @@ export const options = { json: { type: "boolean" }, "node-options": { type: "boo
 /** What /proc tells of a running process: how it was started and whether the binary is mapped. */
 function inspectProcess(pid) {
   const read = (name) => readFileSync(`/proc/${pid}/${name}`, "utf8");
-  const environ = Object.fromEntries(read("environ").split("\0").filter(Boolean).map((pair) => {
-    const at = pair.indexOf("=");
-    return [pair.slice(0, at), pair.slice(at + 1)];
-  }));
+  const environ = Object.fromEntries(
+    read("environ")
+      .split("\0")
+      .filter(Boolean)
+      .map((pair) => {
+        const at = pair.indexOf("=");
+        return [pair.slice(0, at), pair.slice(at + 1)];
+      }),
+  );
   const argv = read("cmdline").split("\0").filter(Boolean);
-  const binary = read("maps").split("\n").map((line) => /(\S*adapter-utils-native\.[\w-]+\.node)$/.exec(line)?.[1]).find(Boolean) ?? null;
-  const names = (value) => /adapter-utils-native[\\/](?:register|lib[\\/]activation[\\/]register\.js)/.test(value ?? "");
+  const binary =
+    read("maps")
+      .split("\n")
+      .map((line) => /(\S*adapter-utils-native\.[\w-]+\.node)$/.exec(line)?.[1])
+      .find(Boolean) ?? null;
+  const names = (value) =>
+    /adapter-utils-native[\\/](?:register|lib[\\/]activation[\\/]register\.js)/.test(value ?? "");
   return {
     pid: Number(pid),
     command: argv.join(" "),
@@ -57,17 +73,28 @@ function runPid(pid, json) {
   try {
     found = inspectProcess(pid);
   } catch (error) {
-    const why = error.code === "ENOENT" ? "no such process (or no /proc here)" : error.code === "EACCES" ? "not permitted: run as the process's user or root" : error.message;
-    throw Object.assign(new Error(`cannot inspect process ${pid}: ${why}`), { code: error.code === "ENOENT" ? "ESRCH" : error.code });
+    const why =
+      error.code === "ENOENT"
+        ? "no such process (or no /proc here)"
+        : error.code === "EACCES"
+          ? "not permitted: run as the process's user or root"
+          : error.message;
+    throw Object.assign(new Error(`cannot inspect process ${pid}: ${why}`), {
+      code: error.code === "ENOENT" ? "ESRCH" : error.code,
+    });
   }
   if (json) {
     console.log(JSON.stringify(found));
     return found.binary ? 0 : 1;
   }
   console.log(`process             ${found.pid}: ${found.command}`);
-  console.log(`started with hook   ${found.startedWithHook ? "yes" : "no"}${found.nodeOptions ? ` (NODE_OPTIONS=${found.nodeOptions})` : ""}`);
+  console.log(
+    `started with hook   ${found.startedWithHook ? "yes" : "no"}${found.nodeOptions ? ` (NODE_OPTIONS=${found.nodeOptions})` : ""}`,
+  );
   if (found.turnedOff) console.log(`${ACTIVATION_ENV}  0: turned off there`);
-  console.log(`native binary       ${found.binary ? `mapped (${found.binary}): upstream is served natively there` : "not mapped: nothing has been served natively there yet"}`);
+  console.log(
+    `native binary       ${found.binary ? `mapped (${found.binary}): upstream is served natively there` : "not mapped: nothing has been served natively there yet"}`,
+  );
   return found.binary ? 0 : 1;
 }
 
@@ -92,7 +119,11 @@ export async function run({ values: opts }) {
   let child = null;
   let childStderr = "";
   try {
-    const probeRun = spawnSync(process.execPath, ["--import", register, "--input-type=module", "-e", probe], { encoding: "utf8", cwd: process.cwd(), timeout: 60_000 });
+    const probeRun = spawnSync(process.execPath, ["--import", register, "--input-type=module", "-e", probe], {
+      encoding: "utf8",
+      cwd: process.cwd(),
+      timeout: 60_000,
+    });
     childStderr = probeRun.stderr.trim();
     child = JSON.parse(probeRun.stdout.trim().split("\n").pop());
   } catch {
@@ -102,12 +133,23 @@ export async function run({ values: opts }) {
     platform: nativePlatform(),
     node: process.versions.node,
     nativeBinary: nativeLoadError ? `unavailable: ${nativeLoadError.message}` : "loads",
-    upstream: installed ? { root: installed.root, version: installed.version, verified: isVerifiedUpstreamVersion(installed.version) } : null,
+    upstream: installed
+      ? { root: installed.root, version: installed.version, verified: isVerifiedUpstreamVersion(installed.version) }
+      : null,
     verifiedVersions: VERIFIED_UPSTREAM_VERSIONS,
     turnedOff: process.env[ACTIVATION_ENV] === "0",
     covered: plan,
     thisProcess: nativeActivation(),
-    withRegister: child ? { active: child.active, reason: child.reason, stderr: childStderr || null, modules: Object.fromEntries(child.upstream.flatMap((u) => Object.entries(u.modules).map(([m, names]) => [m, names.length]))) } : null,
+    withRegister: child
+      ? {
+          active: child.active,
+          reason: child.reason,
+          stderr: childStderr || null,
+          modules: Object.fromEntries(
+            child.upstream.flatMap((u) => Object.entries(u.modules).map(([m, names]) => [m, names.length])),
+          ),
+        }
+      : null,
   };
   const on = Boolean(report.withRegister?.active && Object.keys(report.withRegister.modules).length > 0);
   if (opts.json) {
@@ -116,11 +158,26 @@ export async function run({ values: opts }) {
   }
   console.log(`platform            ${report.platform} (Node ${report.node})`);
   console.log(`native binary       ${report.nativeBinary}`);
-  console.log(`upstream            ${installed ? `${installed.version} at ${installed.root} (${report.upstream.verified ? "verified" : `not verified; verified: ${VERIFIED_UPSTREAM_VERSIONS.join(", ")}`})` : "not found from this directory"}`);
+  console.log(
+    `upstream            ${installed ? `${installed.version} at ${installed.root} (${report.upstream.verified ? "verified" : `not verified; verified: ${VERIFIED_UPSTREAM_VERSIONS.join(", ")}`})` : "not found from this directory"}`,
+  );
   console.log(`${ACTIVATION_ENV}  ${process.env[ACTIVATION_ENV] ?? "(unset)"}`);
-  console.log(`with the hook       ${on ? "active" : `off${report.withRegister?.stderr ? `: ${report.withRegister.stderr}` : report.withRegister?.reason ? `: ${report.withRegister.reason}` : ""}`}`);
+  console.log(
+    `with the hook       ${on ? "active" : `off${report.withRegister?.stderr ? `: ${report.withRegister.stderr}` : report.withRegister?.reason ? `: ${report.withRegister.reason}` : ""}`}`,
+  );
   if (plan.length) {
-    console.log(`\n${table(plan.map(({ module, names }) => ({ "upstream module": module, "served natively": report.withRegister?.modules?.[module] ? `${names.length} ${names.length === 1 ? "name" : "names"}` : "no", names: names.join(", ") })), ["upstream module", "served natively", "names"])}`);
+    console.log(
+      `\n${table(
+        plan.map(({ module, names }) => ({
+          "upstream module": module,
+          "served natively": report.withRegister?.modules?.[module]
+            ? `${names.length} ${names.length === 1 ? "name" : "names"}`
+            : "no",
+          names: names.join(", "),
+        })),
+        ["upstream module", "served natively", "names"],
+      )}`,
+    );
   }
   console.log(`\nEnable: NODE_OPTIONS="--import=${register}"; turn off: ${ACTIVATION_ENV}=0`);
   return on ? 0 : 1;

@@ -25,7 +25,9 @@ export async function run({ values: opts, positionals: [dir] }) {
   } else if (resolution.kind === "git") {
     process.stdout.write(resolution.ignoredPaths.map((p) => p + (opts.z ? "\0" : "\n")).join(""));
   } else if (resolution.kind === "other") {
-    console.error(`${PROGRAM}: ${dir} is not in a Git work tree (kind: other): nothing is ignored beyond the fixed excludes`);
+    console.error(
+      `${PROGRAM}: ${dir} is not in a Git work tree (kind: other): nothing is ignored beyond the fixed excludes`,
+    );
   }
   if (resolution.kind === "failed") {
     if (!opts.json) console.error(`${PROGRAM}: ${resolution.reason}`);

@@ -28,21 +28,32 @@ export const options = {
 
 /** Runs the command on its parsed arguments. */
 export async function run({ values: opts }) {
-  if (!opts.baseline || !opts.source || !opts.target) throw new UsageError("--baseline, --source and --target are required");
+  if (!opts.baseline || !opts.source || !opts.target)
+    throw new UsageError("--baseline, --source and --target are required");
   const policy = opts["conflict-policy"] ?? "overwrite";
   if (policy !== "overwrite" && policy !== "reject") throw new UsageError("--conflict-policy is overwrite or reject");
   const baseline = loadSnapshot(opts.baseline);
   requireDir(opts.target);
   const before = await captureDirectorySnapshot(opts.target, { exclude: baseline.exclude });
   try {
-    const { ms } = await timed(() => mergeDirectoryWithBaseline({
-      baseline, sourceDir: opts.source, targetDir: opts.target, conflictPolicy: policy, refuseEmptySource: opts["refuse-empty-source"],
-    }));
+    const { ms } = await timed(() =>
+      mergeDirectoryWithBaseline({
+        baseline,
+        sourceDir: opts.source,
+        targetDir: opts.target,
+        conflictPolicy: policy,
+        refuseEmptySource: opts["refuse-empty-source"],
+      }),
+    );
     const after = await captureDirectorySnapshot(opts.target, { exclude: baseline.exclude });
     const changes = diffSnapshots(before, after);
-    if (opts.json) return console.log(JSON.stringify({ target: path.resolve(opts.target), ms: Math.round(ms), changes }));
+    if (opts.json)
+      return console.log(JSON.stringify({ target: path.resolve(opts.target), ms: Math.round(ms), changes }));
     if (changes.length === 0) console.log("merged: the workspace already matched");
-    else console.log(`${table(changes, ["change", "path", "detail"])}\n\nmerged in ${Math.round(ms)} ms: ${changes.length} paths changed in the workspace`);
+    else
+      console.log(
+        `${table(changes, ["change", "path", "detail"])}\n\nmerged in ${Math.round(ms)} ms: ${changes.length} paths changed in the workspace`,
+      );
   } catch (error) {
     if (error?.code === "DIRECTORY_MERGE_CONFLICT" && Array.isArray(error.paths)) {
       error.message = `${error.message}: ${error.paths.join(", ")}`;

@@ -53,6 +53,9 @@ export async function run({ values: opts, positionals: [dir] }) {
     summary = await packDirectoryToFile({ ...common, archivePath: opts.out, precomputeSize: true });
   }
   const ms = Number(process.hrtime.bigint() - start) / 1e6;
-  if (opts.json) console.error(JSON.stringify({ dir: path.resolve(dir), out: opts.out, gzip: gzip ?? null, ...summary, ms: Math.round(ms) }));
+  if (opts.json)
+    console.error(
+      JSON.stringify({ dir: path.resolve(dir), out: opts.out, gzip: gzip ?? null, ...summary, ms: Math.round(ms) }),
+    );
   return 0;
 }

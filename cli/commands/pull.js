@@ -22,9 +22,22 @@ export async function run({ values: opts, positionals: [dir] }) {
   if (!dir) throw new UsageError("a local directory is required");
   const spec = sshSpec(opts);
   mkdirSync(dir, { recursive: true });
-  const { ms } = await timed(() => syncDirectoryFromSsh({
-    spec, remoteDir: opts["remote-dir"], localDir: dir, exclude: opts.exclude, preserveLocalEntries: opts.preserve,
-    onProgress: (line) => { process.stderr.write(line); }, progressLabel: "workspace", signal: interruptSignal(),
-  }));
-  if (opts.json) console.log(JSON.stringify({ dir: path.resolve(dir), remoteDir: opts["remote-dir"], host: spec.host, ms: Math.round(ms) }));
+  const { ms } = await timed(() =>
+    syncDirectoryFromSsh({
+      spec,
+      remoteDir: opts["remote-dir"],
+      localDir: dir,
+      exclude: opts.exclude,
+      preserveLocalEntries: opts.preserve,
+      onProgress: (line) => {
+        process.stderr.write(line);
+      },
+      progressLabel: "workspace",
+      signal: interruptSignal(),
+    }),
+  );
+  if (opts.json)
+    console.log(
+      JSON.stringify({ dir: path.resolve(dir), remoteDir: opts["remote-dir"], host: spec.host, ms: Math.round(ms) }),
+    );
 }

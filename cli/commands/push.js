@@ -19,9 +19,22 @@ export const options = { ...SSH_OPTIONS, "follow-symlinks": { type: "boolean" } 
 export async function run({ values: opts, positionals: [dir] }) {
   requireDir(dir);
   const spec = sshSpec(opts);
-  const { ms } = await timed(() => syncDirectoryToSsh({
-    spec, localDir: dir, remoteDir: opts["remote-dir"], exclude: opts.exclude, followSymlinks: opts["follow-symlinks"],
-    onProgress: (line) => { process.stderr.write(line); }, progressLabel: "workspace", signal: interruptSignal(),
-  }));
-  if (opts.json) console.log(JSON.stringify({ dir: path.resolve(dir), remoteDir: opts["remote-dir"], host: spec.host, ms: Math.round(ms) }));
+  const { ms } = await timed(() =>
+    syncDirectoryToSsh({
+      spec,
+      localDir: dir,
+      remoteDir: opts["remote-dir"],
+      exclude: opts.exclude,
+      followSymlinks: opts["follow-symlinks"],
+      onProgress: (line) => {
+        process.stderr.write(line);
+      },
+      progressLabel: "workspace",
+      signal: interruptSignal(),
+    }),
+  );
+  if (opts.json)
+    console.log(
+      JSON.stringify({ dir: path.resolve(dir), remoteDir: opts["remote-dir"], host: spec.host, ms: Math.round(ms) }),
+    );
 }

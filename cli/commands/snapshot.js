@@ -14,7 +14,11 @@ Captures <dir> like captureDirectorySnapshot and prints a summary.
   --json             print the summary as JSON`;
 
 /** The command's options (node:util.parseArgs). */
-export const options = { exclude: { type: "string", multiple: true }, out: { type: "string" }, json: { type: "boolean" } };
+export const options = {
+  exclude: { type: "string", multiple: true },
+  out: { type: "string" },
+  json: { type: "boolean" },
+};
 
 /** Runs the command on its parsed arguments. */
 export async function run({ values: opts, positionals: [dir] }) {
@@ -22,17 +26,28 @@ export async function run({ values: opts, positionals: [dir] }) {
   const { value: snapshot, ms } = await timed(() => captureDirectorySnapshot(dir, { exclude: opts.exclude }));
   const digest = directorySnapshotSha256(snapshot);
   if (opts.out) writeFileSync(opts.out, `${JSON.stringify(serializeDirectorySnapshot(snapshot))}\n`);
-  const summary = { dir: path.resolve(dir), ...summarize(snapshot, dir), ms: Math.round(ms), digest, out: opts.out ?? null };
+  const summary = {
+    dir: path.resolve(dir),
+    ...summarize(snapshot, dir),
+    ms: Math.round(ms),
+    digest,
+    out: opts.out ?? null,
+  };
   if (opts.json) return console.log(JSON.stringify(summary));
-  console.log(table([
-    { field: "directory", value: summary.dir },
-    { field: "entries", value: summary.entries },
-    { field: "files", value: summary.files },
-    { field: "directories", value: summary.dirs },
-    { field: "symlinks", value: summary.symlinks },
-    { field: "bytes", value: formatBytes(summary.bytes) },
-    { field: "time", value: `${summary.ms} ms` },
-    { field: "digest (sha256)", value: digest },
-    ...(opts.out ? [{ field: "written to", value: opts.out }] : []),
-  ], ["field", "value"]));
+  console.log(
+    table(
+      [
+        { field: "directory", value: summary.dir },
+        { field: "entries", value: summary.entries },
+        { field: "files", value: summary.files },
+        { field: "directories", value: summary.dirs },
+        { field: "symlinks", value: summary.symlinks },
+        { field: "bytes", value: formatBytes(summary.bytes) },
+        { field: "time", value: `${summary.ms} ms` },
+        { field: "digest (sha256)", value: digest },
+        ...(opts.out ? [{ field: "written to", value: opts.out }] : []),
+      ],
+      ["field", "value"],
+    ),
+  );
 }

@@ -5,6 +5,10 @@ import type { ReferencedSourceIgnoreResolution } from "../sandbox-managed-runtim
  * `unreadable:<reason>` for a failed resolution (no file is read), `unreadable:<error>` when
  * the walk fails. `options.signal` (our addition) aborts the walk with an `AbortError`.
  */
-export declare function referencedSourceContentSignature(localPath: string, ignoreResolution: ReferencedSourceIgnoreResolution, options?: {
+export declare function referencedSourceContentSignature(
+  localPath: string,
+  ignoreResolution: ReferencedSourceIgnoreResolution,
+  options?: {
     signal?: AbortSignal;
-}): Promise<string>;
+  },
+): Promise<string>;

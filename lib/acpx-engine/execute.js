@@ -8,7 +8,8 @@ export async function referencedSourceContentSignature(localPath, ignoreResoluti
   const ignored = ignoreResolution.kind === "git" ? ignoreResolution.ignoredPaths : [];
   try {
     return await runCancellable(options.signal, (cancelId) =>
-      native.contentSignature(path.normalize(localPath), ignored, cancelId));
+      native.contentSignature(path.normalize(localPath), ignored, cancelId),
+    );
   } catch (error) {
     if (error?.name === "AbortError") throw error;
     return `unreadable:${String(error)}`;

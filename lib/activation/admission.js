@@ -25,17 +25,27 @@ export const WORKSPACE_OPT_IN = "workspace";
 export function exportedShapes(source) {
   const shapes = new Map();
   const text = source.replace(/\/\*[\s\S]*?\*\//g, "").replace(/^\s*\/\/.*$/gm, "");
-  for (const match of text.matchAll(/^export\s+(?:declare\s+)?(?:default\s+)?(async\s+)?function\s*\*?\s*([A-Za-z_$][\w$]*)/gm)) {
+  for (const match of text.matchAll(
+    /^export\s+(?:declare\s+)?(?:default\s+)?(async\s+)?function\s*\*?\s*([A-Za-z_$][\w$]*)/gm,
+  )) {
     shapes.set(match[2], "function");
   }
-  for (const match of text.matchAll(/^export\s+(?:declare\s+)?(?:abstract\s+)?class\s+([A-Za-z_$][\w$]*)/gm)) shapes.set(match[1], "class");
-  for (const match of text.matchAll(/^export\s+(?:declare\s+)?(?:const|let|var)\s+([A-Za-z_$][\w$]*)\s*(?::[^=\n]+)?=\s*([^\n]*)/gm)) {
+  for (const match of text.matchAll(/^export\s+(?:declare\s+)?(?:abstract\s+)?class\s+([A-Za-z_$][\w$]*)/gm))
+    shapes.set(match[1], "class");
+  for (const match of text.matchAll(
+    /^export\s+(?:declare\s+)?(?:const|let|var)\s+([A-Za-z_$][\w$]*)\s*(?::[^=\n]+)?=\s*([^\n]*)/gm,
+  )) {
     const callable = /^(?:async\s+)?(?:function\b|[A-Za-z_$][\w$]*\s*=>|\([^)]*\)\s*(?::[^=]+)?=>)/.test(match[2]);
     shapes.set(match[1], callable ? "function" : "value");
   }
   for (const match of text.matchAll(/^export\s*\{([^}]*)\}/gm)) {
     for (const part of match[1].split(",")) {
-      const name = part.trim().replace(/^type\s+/, "").split(/\s+as\s+/).pop()?.trim();
+      const name = part
+        .trim()
+        .replace(/^type\s+/, "")
+        .split(/\s+as\s+/)
+        .pop()
+        ?.trim();
       if (name && !part.trim().startsWith("type ") && !shapes.has(name)) shapes.set(name, "unknown");
     }
   }
@@ -51,7 +61,10 @@ function compatible(ours, theirs) {
 
 /** The source file of upstream `module` under `root`, of the same kind as the file being loaded. */
 function moduleSource(root, module, kind) {
-  const candidates = kind === "src" ? [`src/${module}.ts`, `src/${module}.mts`, `src/${module}.js`] : [`dist/${module}.js`, `dist/${module}.mjs`];
+  const candidates =
+    kind === "src"
+      ? [`src/${module}.ts`, `src/${module}.mts`, `src/${module}.js`]
+      : [`dist/${module}.js`, `dist/${module}.mjs`];
   for (const relative of candidates) {
     const file = path.join(root, relative);
     if (existsSync(file)) return readFileSync(file, "utf8");
@@ -85,7 +98,11 @@ export function admit({ root, version, kind, plan, optIn }) {
       ? `; to compose a workspace package anyway, opt in with ${UPSTREAM_OPT_IN_ENV}=${WORKSPACE_OPT_IN} (or adapterUtilsNative({ upstream: "${WORKSPACE_OPT_IN}" }))`
       : "";
     const reason = `${UPSTREAM_PACKAGE} ${version} is not a verified version`;
-    return { modules: new Map(), line: `${reason} (${VERIFIED_UPSTREAM_VERSIONS.join(", ")}); left unchanged${hint}`, reason };
+    return {
+      modules: new Map(),
+      line: `${reason} (${VERIFIED_UPSTREAM_VERSIONS.join(", ")}); left unchanged${hint}`,
+      reason,
+    };
   }
   const modules = new Map();
   const differing = [];
@@ -101,7 +118,8 @@ export function admit({ root, version, kind, plan, optIn }) {
     else differing.push(`${module} (${mismatched.slice(0, 3).join(", ")}${mismatched.length > 3 ? ", …" : ""})`);
   }
   const served = [...modules.keys()];
-  const line = `${UPSTREAM_PACKAGE} ${version} at ${root} is an unverified workspace version, composed by opt-in: serving ${served.length ? served.join(", ") : "nothing"}`
-    + (differing.length ? `; left upstream's where the exports differ: ${differing.join(", ")}` : "");
+  const line =
+    `${UPSTREAM_PACKAGE} ${version} at ${root} is an unverified workspace version, composed by opt-in: serving ${served.length ? served.join(", ") : "nothing"}` +
+    (differing.length ? `; left upstream's where the exports differ: ${differing.join(", ")}` : "");
   return { modules, line, reason: served.length ? null : `${UPSTREAM_PACKAGE} ${version}: no module's exports match` };
 }

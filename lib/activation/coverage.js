@@ -38,7 +38,9 @@ export function isVerifiedUpstreamVersion(version) {
 export function coveredModules() {
   const pkg = JSON.parse(readFileSync(path.join(packageRoot, "package.json"), "utf8"));
   return Object.entries(pkg.exports)
-    .filter(([key, value]) => key.startsWith("./") && key !== "./package.json" && typeof value === "object" && value?.default)
+    .filter(
+      ([key, value]) => key.startsWith("./") && key !== "./package.json" && typeof value === "object" && value?.default,
+    )
     .filter(([, value]) => value.default.startsWith("./lib/") && !value.default.startsWith("./lib/activation/"))
     .map(([key, value]) => ({ module: key.slice(2), file: path.join(packageRoot, value.default) }));
 }

@@ -10,7 +10,16 @@
 // are loaded (and with them the binary). A process that never imports upstream pays only for
 // this file and the checks of the URLs it loads.
 import { admit } from "./admission.js";
-import { BOUND_QUERY, ORIGINAL_QUERY, boundSource, compositionPlanSync, coveredModules, isBoundModule, shimSource, upstreamModuleOf } from "./coverage.js";
+import {
+  BOUND_QUERY,
+  ORIGINAL_QUERY,
+  boundSource,
+  compositionPlanSync,
+  coveredModules,
+  isBoundModule,
+  shimSource,
+  upstreamModuleOf,
+} from "./coverage.js";
 import { recordDisabled, recordSkipped } from "./state.js";
 
 // Built-ins through process.getBuiltinModule, as in coverage.js (this module loads in every

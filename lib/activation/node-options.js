@@ -37,7 +37,10 @@ export function splitNodeOptions(value) {
 
 /** Joins arguments back into a `NODE_OPTIONS` value Node splits into the same arguments (an empty one cannot be written). */
 export function joinNodeOptions(args) {
-  return args.filter((arg) => arg !== "").map((arg) => (/[ "\\]/.test(arg) ? `"${arg.replace(/["\\]/g, "\\$&")}"` : arg)).join(" ");
+  return args
+    .filter((arg) => arg !== "")
+    .map((arg) => (/[ "\\]/.test(arg) ? `"${arg.replace(/["\\]/g, "\\$&")}"` : arg))
+    .join(" ");
 }
 
 function realFile(file) {

@@ -42,8 +42,14 @@ export async function activate({ mechanism = "node-hooks" } = {}) {
     try {
       if (process.env[ACTIVATION_ENV] === "0") {
         // Said once: this process's children are not given the hook, so they do not repeat it.
-        setNodeOptions(rewriteNodeOptions(process.env.NODE_OPTIONS, { registerUrl: REGISTER_URL, cwd: process.cwd(), remove: true }));
-        return off(`${ACTIVATION_ENV}=0`, `${ACTIVATION_ENV}=0: native paths off, @paperclipai/adapter-utils unchanged`, { atStart: true });
+        setNodeOptions(
+          rewriteNodeOptions(process.env.NODE_OPTIONS, { registerUrl: REGISTER_URL, cwd: process.cwd(), remove: true }),
+        );
+        return off(
+          `${ACTIVATION_ENV}=0`,
+          `${ACTIVATION_ENV}=0: native paths off, @paperclipai/adapter-utils unchanged`,
+          { atStart: true },
+        );
       }
       if (typeof module.registerHooks !== "function") {
         return off(

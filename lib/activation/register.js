@@ -16,6 +16,8 @@ if (typeof process.getBuiltinModule === "function") {
 } else {
   const { isMainThread } = await import("node:worker_threads");
   if (mayNotifyAtStart(isMainThread)) {
-    process.stderr.write(`@paperclipai/adapter-utils-native: Node ${process.versions.node} has no module.registerHooks (supported: Node >= 24.11); @paperclipai/adapter-utils unchanged\n`);
+    process.stderr.write(
+      `@paperclipai/adapter-utils-native: Node ${process.versions.node} has no module.registerHooks (supported: Node >= 24.11); @paperclipai/adapter-utils unchanged\n`,
+    );
   }
 }

@@ -1,24 +1,24 @@
 /** What the activation serves for one installed upstream package. */
 export interface NativeActivationUpstream {
-    /** The package's directory. */
-    root: string;
-    version: string;
-    /** Upstream module → the names served natively (modules appear once loaded). */
-    modules: Record<string, string[]>;
+  /** The package's directory. */
+  root: string;
+  version: string;
+  /** Upstream module → the names served natively (modules appear once loaded). */
+  modules: Record<string, string[]>;
 }
 /** What {@link nativeActivation} reports. */
 export interface NativeActivation {
-    /** A mechanism is installed and nothing turned the activation off. */
-    active: boolean;
-    /** `"node-hooks"` (`--import …/register`), `"vitest-plugin"`, both joined by `+`, or null. */
-    mechanism: string | null;
-    /** Why the activation is off, when it is. */
-    reason: string | null;
-    /** The upstream versions the drop-ins were verified against. */
-    verifiedVersions: string[];
-    upstream: NativeActivationUpstream[];
-    /** Upstream packages left untouched, with the reason. */
-    skipped: { root: string; version: string | null; reason: string }[];
+  /** A mechanism is installed and nothing turned the activation off. */
+  active: boolean;
+  /** `"node-hooks"` (`--import …/register`), `"vitest-plugin"`, both joined by `+`, or null. */
+  mechanism: string | null;
+  /** Why the activation is off, when it is. */
+  reason: string | null;
+  /** The upstream versions the drop-ins were verified against. */
+  verifiedVersions: string[];
+  upstream: NativeActivationUpstream[];
+  /** Upstream packages left untouched, with the reason. */
+  skipped: { root: string; version: string | null; reason: string }[];
 }
 /**
  * Whether the activation (`node --import @paperclipai/adapter-utils-native/register` or the

@@ -60,7 +60,7 @@ export function nativeActivation() {
   return {
     active,
     mechanism: store.mechanism,
-    reason: active ? null : store.reason ?? notServingReason(store, skipped),
+    reason: active ? null : (store.reason ?? notServingReason(store, skipped)),
     verifiedVersions: [...VERIFIED_UPSTREAM_VERSIONS],
     upstream: [...byRoot.values()],
     skipped,
@@ -69,7 +69,8 @@ export function nativeActivation() {
 
 /** Why nothing is served although nothing turned the activation off. */
 function notServingReason(store, skipped) {
-  if (!store.mechanism) return "not installed in this process (start Node with --import @paperclipai/adapter-utils-native/register, or use the vitest plugin)";
+  if (!store.mechanism)
+    return "not installed in this process (start Node with --import @paperclipai/adapter-utils-native/register, or use the vitest plugin)";
   if (skipped.length > 0) return skipped.map((entry) => entry.reason).join("; ");
   const installed = findInstalledUpstream();
   if (installed && !isVerifiedUpstreamVersion(installed.version)) {

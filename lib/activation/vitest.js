@@ -10,7 +10,16 @@
 import { writeSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { admit, UPSTREAM_OPT_IN_ENV, WORKSPACE_OPT_IN } from "./admission.js";
-import { ACTIVATION_ENV, BOUND_QUERY, ORIGINAL_QUERY, boundSource, compositionPlan, isBoundModule, shimSource, upstreamModuleOf } from "./coverage.js";
+import {
+  ACTIVATION_ENV,
+  BOUND_QUERY,
+  ORIGINAL_QUERY,
+  boundSource,
+  compositionPlan,
+  isBoundModule,
+  shimSource,
+  upstreamModuleOf,
+} from "./coverage.js";
 
 const PREFIX = "@paperclipai/adapter-utils-native";
 const statePath = fileURLToPath(new URL("./state.js", import.meta.url));

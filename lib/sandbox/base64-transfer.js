@@ -126,7 +126,10 @@ export function uploadStagingPath(remotePath) {
  * stream, `(end, total)` after every slice and `(total, total)` after the rename.
  * `removeStaged(path)` is called (best effort) whatever happens.
  */
-export async function writeBase64(runShell, { remotePath, slices, total, singleStream, onProgress, removeStaged, link }) {
+export async function writeBase64(
+  runShell,
+  { remotePath, slices, total, singleStream, onProgress, removeStaged, link },
+) {
   const staged = uploadStagingPath(remotePath);
   const dir = path.posix.dirname(remotePath);
   /** Runs one timed write of `text` (the link learns from it). */
@@ -164,11 +167,14 @@ export async function writeBase64(runShell, { remotePath, slices, total, singleS
         const written = await timed(
           `if ! command -v gzip >/dev/null 2>&1; then exit ${NO_GZIP}; fi; base64 -d | gzip -dc >> ${shellQuote(staged)}`,
           gzipSync(slice, { level: 1 }).toString("base64"),
-        ).then(() => true, (error) => {
-          if (error?.exitCode !== NO_GZIP && !String(error?.message).includes(`exit code ${NO_GZIP}`)) throw error;
-          link.noGzip = true;
-          return false;
-        });
+        ).then(
+          () => true,
+          (error) => {
+            if (error?.exitCode !== NO_GZIP && !String(error?.message).includes(`exit code ${NO_GZIP}`)) throw error;
+            link.noGzip = true;
+            return false;
+          },
+        );
         if (!written) await timed(`base64 -d >> ${shellQuote(staged)}`, slice.toString("base64"));
       } else {
         await timed(`base64 -d >> ${shellQuote(staged)}`, slice.toString("base64"));
@@ -198,8 +204,9 @@ export async function* readBase64(runShell, remotePath, onProgress) {
     probe = await runShell(`wc -c < ${quoted}`);
   } catch (error) {
     const parent = shellQuote(path.posix.dirname(remotePath));
-    const missing = await runShell(`if [ -d ${parent} ] && [ -x ${parent} ] && [ ! -e ${quoted} ]; then printf 'missing'; fi`)
-      .catch(() => null);
+    const missing = await runShell(
+      `if [ -d ${parent} ] && [ -x ${parent} ] && [ ! -e ${quoted} ]; then printf 'missing'; fi`,
+    ).catch(() => null);
     if (missing?.stdout === "missing") {
       throw Object.assign(new Error(`No such file: ${remotePath}`), { code: "ENOENT", path: remotePath });
     }

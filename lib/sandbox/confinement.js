@@ -15,7 +15,9 @@ function isWithin(candidate, root) {
 
 /** A normalised path that still climbs (`..` as a whole segment). */
 function climbs(normalized) {
-  return normalized === ".." || normalized.startsWith("../") || normalized.includes("/../") || normalized.endsWith("/..");
+  return (
+    normalized === ".." || normalized.startsWith("../") || normalized.includes("/../") || normalized.endsWith("/..")
+  );
 }
 
 /**

@@ -37,7 +37,9 @@ function duplexWriteScript(remotePath, staged, total) {
  */
 export async function writeThroughDuplexChannel(runner, { shell, remotePath, source, total, timeoutMs, onProgress }) {
   const staged = uploadStagingPath(remotePath);
-  const channel = await runner.openDuplexChannel({ command: [shell, "-c", duplexWriteScript(remotePath, staged, total)] });
+  const channel = await runner.openDuplexChannel({
+    command: [shell, "-c", duplexWriteScript(remotePath, staged, total)],
+  });
   let acked = 0;
   let exit = null;
   let wake = null;
@@ -55,46 +57,48 @@ export async function writeThroughDuplexChannel(runner, { shell, remotePath, sou
     notify();
   });
   const failure = () => {
-    if (exit.transportClosed) return new Error(`upload to ${remotePath} failed: the channel closed before the command exited`);
+    if (exit.transportClosed)
+      return new Error(`upload to ${remotePath} failed: the channel closed before the command exited`);
     return new Error(`upload to ${remotePath} failed with exit code ${exit.exitCode ?? "null"}`);
   };
   /**
    * Resolves once `condition()` holds; rejects when the command exits first, or when
    * nothing arrives from the channel for `timeoutMs` (an inactivity deadline).
    */
-  const waitUntil = (condition) => new Promise((resolve, reject) => {
-    let timer = null;
-    const settled = () => {
-      if (condition()) {
-        clearTimeout(timer);
-        resolve();
-        return true;
-      }
-      if (exit) {
-        clearTimeout(timer);
-        reject(failure());
-        return true;
-      }
-      return false;
-    };
-    if (settled()) return;
-    const arm = () => {
-      clearTimeout(timer);
-      if (timeoutMs > 0) {
-        timer = setTimeout(() => {
-          wake = null;
-          reject(new Error(`upload to ${remotePath} timed out after ${timeoutMs} ms without progress`));
-        }, timeoutMs);
-      }
-    };
-    const onWake = () => {
+  const waitUntil = (condition) =>
+    new Promise((resolve, reject) => {
+      let timer = null;
+      const settled = () => {
+        if (condition()) {
+          clearTimeout(timer);
+          resolve();
+          return true;
+        }
+        if (exit) {
+          clearTimeout(timer);
+          reject(failure());
+          return true;
+        }
+        return false;
+      };
       if (settled()) return;
+      const arm = () => {
+        clearTimeout(timer);
+        if (timeoutMs > 0) {
+          timer = setTimeout(() => {
+            wake = null;
+            reject(new Error(`upload to ${remotePath} timed out after ${timeoutMs} ms without progress`));
+          }, timeoutMs);
+        }
+      };
+      const onWake = () => {
+        if (settled()) return;
+        arm();
+        wake = onWake;
+      };
       arm();
       wake = onWake;
-    };
-    arm();
-    wake = onWake;
-  });
+    });
   let sent = 0;
   let blocks = 0;
   try {
@@ -156,21 +160,26 @@ export async function* readThroughDuplexChannel(runner, { shell, remotePath, tim
     exit = info ?? { exitCode: null };
     notify();
   });
-  const failure = () => (exit?.transportClosed
-    ? new Error(`read of ${remotePath} failed: the channel closed before the command exited`)
-    : new Error(`read of ${remotePath} failed with exit code ${exit?.exitCode ?? "null"}`));
+  const failure = () =>
+    exit?.transportClosed
+      ? new Error(`read of ${remotePath} failed: the channel closed before the command exited`)
+      : new Error(`read of ${remotePath} failed with exit code ${exit?.exitCode ?? "null"}`);
   /** Waits for data that arrives after this call (or the exit); rejects after `timeoutMs` of silence. */
-  const more = () => new Promise((resolve, reject) => {
-    if (exit) return resolve();
-    const timer = timeoutMs > 0 ? setTimeout(() => {
-      wake = null;
-      reject(new Error(`read of ${remotePath} timed out after ${timeoutMs} ms without data`));
-    }, timeoutMs) : null;
-    wake = () => {
-      clearTimeout(timer);
-      resolve();
-    };
-  });
+  const more = () =>
+    new Promise((resolve, reject) => {
+      if (exit) return resolve();
+      const timer =
+        timeoutMs > 0
+          ? setTimeout(() => {
+              wake = null;
+              reject(new Error(`read of ${remotePath} timed out after ${timeoutMs} ms without data`));
+            }, timeoutMs)
+          : null;
+      wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
   /** Takes exactly `n` bytes from what arrived (the caller checked there are enough). */
   const take = (n) => {
     const out = Buffer.allocUnsafe(n);

@@ -33,7 +33,9 @@ function gitStage(dir, args, stdin, stdout) {
   if (typeof stdin === "object") stdin.destroy();
   let stderr = "";
   child.stderr.setEncoding("utf8");
-  child.stderr.on("data", (d) => { stderr = (stderr + d).slice(-16 * 1024); });
+  child.stderr.on("data", (d) => {
+    stderr = (stderr + d).slice(-16 * 1024);
+  });
   // Settled once the process has exited and its stderr is read to the end.
   const exited = new Promise((resolve, reject) => {
     child.on("error", reject);
@@ -41,7 +43,12 @@ function gitStage(dir, args, stdin, stdout) {
   });
   const drained = new Promise((resolve) => child.stderr.on("close", resolve));
   const done = Promise.all([exited, drained]).then(([{ code, signal }]) => {
-    if (code !== 0) throw Object.assign(new Error(`Command failed: git -C ${dir} ${args.join(" ")}\n${stderr}`), { code, signal, stderr });
+    if (code !== 0)
+      throw Object.assign(new Error(`Command failed: git -C ${dir} ${args.join(" ")}\n${stderr}`), {
+        code,
+        signal,
+        stderr,
+      });
   });
   return { child, done };
 }
@@ -57,9 +64,16 @@ function gitStage(dir, args, stdin, stdout) {
  */
 async function copyCommitObjects(localDir, cloneDir, commit) {
   const list = gitStage(localDir, ["rev-list", "--objects", "--no-walk", commit], "ignore", "pipe");
-  const pack = gitStage(localDir, ["pack-objects", "--window=0", "--depth=0", "--stdout", "-q"], list.child.stdout, "pipe");
+  const pack = gitStage(
+    localDir,
+    ["pack-objects", "--window=0", "--depth=0", "--stdout", "-q"],
+    list.child.stdout,
+    "pipe",
+  );
   const index = gitStage(cloneDir, ["index-pack", "--stdin"], pack.child.stdout, "ignore");
-  const timer = setTimeout(() => { for (const { child } of [list, pack, index]) child.kill("SIGTERM"); }, SLOW.timeout);
+  const timer = setTimeout(() => {
+    for (const { child } of [list, pack, index]) child.kill("SIGTERM");
+  }, SLOW.timeout);
   try {
     await Promise.all([list.done, pack.done, index.done]);
   } catch (error) {
@@ -130,7 +144,9 @@ export async function deleteRef(localDir, ref) {
     // Innermost first (git itself may have removed some already); stops at the first
     // directory that is not empty.
     for (let depth = parts.length; depth >= 2; depth -= 1) {
-      await fs.rmdir(path.join(gitDir, ...parts.slice(0, depth))).catch((error) => { if (error?.code !== "ENOENT") throw error; });
+      await fs.rmdir(path.join(gitDir, ...parts.slice(0, depth))).catch((error) => {
+        if (error?.code !== "ENOENT") throw error;
+      });
     }
   } catch {
     // best effort, as the delete itself
@@ -148,7 +164,11 @@ export async function fetchBundle(localDir, bundlePath, exportRef, importedRef, 
   return (await runLocalGit(localDir, ["rev-parse", importedRef], QUICK)).stdout.trim();
 }
 
-const MISSING_PREREQUISITE = ["did not send all necessary objects", "lacks these prerequisite commits", "revision walk setup failed"];
+const MISSING_PREREQUISITE = [
+  "did not send all necessary objects",
+  "lacks these prerequisite commits",
+  "revision walk setup failed",
+];
 
 /** The bundle import failed because this repository lacks the bundle's boundary commit. */
 export function isMissingPrerequisite(error) {
@@ -166,11 +186,7 @@ export function deltaBundleScript({ remoteDir, baseSha, exportRef, bundlePath, s
   const git = `git -C ${shellQuote(remoteDir)}`;
   const bundle = shellQuote(bundlePath);
   const ref = shellQuote(exportRef);
-  const lines = [
-    "set -e",
-    `mkdir -p ${shellQuote(path.posix.dirname(bundlePath))}`,
-    `rm -f ${bundle}`,
-  ];
+  const lines = ["set -e", `mkdir -p ${shellQuote(path.posix.dirname(bundlePath))}`, `rm -f ${bundle}`];
   if (full) lines.push(`bundle_base=""`);
   else {
     lines.push(
@@ -200,13 +216,15 @@ export function deltaBundleScript({ remoteDir, baseSha, exportRef, bundlePath, s
   );
   if (statusPath) {
     const status = shellQuote(statusPath);
-    lines.push([
-      `if [ -z "$(${git} status --porcelain=v1 --untracked-files=normal)" ]; then`,
-      `  printf clean > ${status}`,
-      "else",
-      `  printf dirty > ${status}`,
-      "fi",
-    ].join("\n"));
+    lines.push(
+      [
+        `if [ -z "$(${git} status --porcelain=v1 --untracked-files=normal)" ]; then`,
+        `  printf clean > ${status}`,
+        "else",
+        `  printf dirty > ${status}`,
+        "fi",
+      ].join("\n"),
+    );
   }
   return lines.join("\n");
 }
@@ -220,7 +238,9 @@ export function deltaBundleScript({ remoteDir, baseSha, exportRef, bundlePath, s
 async function readHead(localDir) {
   let lines;
   try {
-    lines = (await runLocalGit(localDir, ["rev-parse", "--show-toplevel", "HEAD", "--abbrev-ref", "HEAD"], QUICK)).stdout.split("\n");
+    lines = (
+      await runLocalGit(localDir, ["rev-parse", "--show-toplevel", "HEAD", "--abbrev-ref", "HEAD"], QUICK)
+    ).stdout.split("\n");
   } catch {
     return readGitWorkspaceSnapshot(localDir);
   }
@@ -248,12 +268,22 @@ export async function resetIndexToHead(localDir, checkClean) {
   try {
     await runLocalGit(localDir, ["reset", "--quiet", "HEAD", "--", "."], SLOW);
   } catch (error) {
-    const detail = [error?.message, error?.stderr, error?.stdout].filter((v) => typeof v === "string" && v.trim() !== "").join("\n");
+    const detail = [error?.message, error?.stderr, error?.stdout]
+      .filter((v) => typeof v === "string" && v.trim() !== "")
+      .join("\n");
     throw new Error(`Failed to reset local git index to HEAD after workspace restore: ${detail}`);
   }
-  const staged = await runLocalGit(localDir, ["diff", "--cached", "--name-status", "HEAD", "--"], { timeout: 10_000, maxBuffer: 1024 * 1024 });
-  if (staged.stdout.trim() !== "") throw new Error(`Workspace restore left staged git index changes after reset:\n${staged.stdout.trim()}`);
+  const staged = await runLocalGit(localDir, ["diff", "--cached", "--name-status", "HEAD", "--"], {
+    timeout: 10_000,
+    maxBuffer: 1024 * 1024,
+  });
+  if (staged.stdout.trim() !== "")
+    throw new Error(`Workspace restore left staged git index changes after reset:\n${staged.stdout.trim()}`);
   if (!checkClean) return;
-  const worktree = await runLocalGit(localDir, ["diff", "--name-status", "HEAD", "--"], { timeout: 10_000, maxBuffer: 1024 * 1024 });
-  if (worktree.stdout.trim() !== "") console.warn("[paperclip] Workspace restore preserved local working tree changes after clean sandbox restore.");
+  const worktree = await runLocalGit(localDir, ["diff", "--name-status", "HEAD", "--"], {
+    timeout: 10_000,
+    maxBuffer: 1024 * 1024,
+  });
+  if (worktree.stdout.trim() !== "")
+    console.warn("[paperclip] Workspace restore preserved local working tree changes after clean sandbox restore.");
 }

@@ -80,16 +80,28 @@ function transferProgress(sink, phase, direction, label, status) {
     label,
   });
   return {
-    options: { onProgress: async (done, total) => { await reporter.report(done, total); } },
-    finish: async (done, total) => { await reporter.complete(done, total); },
+    options: {
+      onProgress: async (done, total) => {
+        await reporter.report(done, total);
+      },
+    },
+    finish: async (done, total) => {
+      await reporter.complete(done, total);
+    },
     /** The `failed at …` line (our addition: upstream prints nothing when a transfer fails). */
-    fail: async (done, total) => { await reporter.fail(done, total); },
+    fail: async (done, total) => {
+      await reporter.fail(done, total);
+    },
   };
 }
 
 /** The sum of a sync result's finite positive byte counts. */
 function syncedBytes(result) {
-  return result.operations.reduce((sum, { bytesTransferred }) => (Number.isFinite(bytesTransferred) && bytesTransferred > 0 ? sum + bytesTransferred : sum), 0);
+  return result.operations.reduce(
+    (sum, { bytesTransferred }) =>
+      Number.isFinite(bytesTransferred) && bytesTransferred > 0 ? sum + bytesTransferred : sum,
+    0,
+  );
 }
 
 /** `find -name` terms that spare each name. */
@@ -104,7 +116,9 @@ function spareNames(names) {
  */
 function workspaceExtractCommand(remoteDir, remoteTar, wipeExcept) {
   const dir = shellQuote(remoteDir);
-  const wipe = wipeExcept ? ` && find ${dir} -mindepth 1 -maxdepth 1 ${spareNames([...wipeExcept, ".paperclip-upload-*"])} -exec rm -rf -- {} +` : "";
+  const wipe = wipeExcept
+    ? ` && find ${dir} -mindepth 1 -maxdepth 1 ${spareNames([...wipeExcept, ".paperclip-upload-*"])} -exec rm -rf -- {} +`
+    : "";
   return `mkdir -p ${dir}${wipe} && tar -xf ${shellQuote(remoteTar)} -C ${dir} && rm -f ${shellQuote(remoteTar)}`;
 }
 
@@ -127,7 +141,9 @@ function remoteArchiveCommand(remoteDir, archivePath, exclude, gzip = false) {
     `if [ "$#" -eq 0 ]; then dd if=/dev/zero of=${shellQuote(archivePath)} bs=1024 count=1; ` +
       `else tar -cf ${shellQuote(archivePath)} ${excludes} -- "$@"; fi`,
     ...(gzip
-      ? [`if command -v gzip >/dev/null 2>&1; then gzip -1 -n -f -c ${shellQuote(archivePath)} > ${shellQuote(`${archivePath}.gz`)} && mv -f ${shellQuote(`${archivePath}.gz`)} ${shellQuote(archivePath)}; fi`]
+      ? [
+          `if command -v gzip >/dev/null 2>&1; then gzip -1 -n -f -c ${shellQuote(archivePath)} > ${shellQuote(`${archivePath}.gz`)} && mv -f ${shellQuote(`${archivePath}.gz`)} ${shellQuote(archivePath)}; fi`,
+        ]
       : []),
   ].join(" && ");
 }
@@ -193,7 +209,12 @@ async function copyOverlay(sourceDir, targetDir, relativePaths, exclude) {
  * passes them in, so this one does not import it back).
  */
 export async function prepareSandbox(input, sources) {
-  const { createTarballFromDirectory, mergeExcludes, referencedSourceIgnoreExcludeEntries, resolveReferencedSourceIgnore } = sources;
+  const {
+    createTarballFromDirectory,
+    mergeExcludes,
+    referencedSourceIgnoreExcludeEntries,
+    resolveReferencedSourceIgnore,
+  } = sources;
   // Our addition: `signal` stops the work between steps and inside every pack and extraction
   // (a remote command already running is left to its own timeout).
   const signal = checkSignal(input.signal);
@@ -206,11 +227,15 @@ export async function prepareSandbox(input, sources) {
   stopIfAborted();
   const workspaceRemoteDir = input.workspaceRemoteDir ?? input.spec.remoteCwd;
   const runtimeRootDir = path.posix.join(workspaceRemoteDir, ".paperclip-runtime", input.adapterKey);
-  const syncWorkspace = input.syncWorkspace !== false &&
-    (await fs.access(input.workspaceLocalDir).then(() => true, (error) => {
-      if (error.code === "ENOENT") return false;
-      throw error;
-    }));
+  const syncWorkspace =
+    input.syncWorkspace !== false &&
+    (await fs.access(input.workspaceLocalDir).then(
+      () => true,
+      (error) => {
+        if (error.code === "ENOENT") return false;
+        throw error;
+      },
+    ));
   const mode = input.workspaceInboundMode ?? "host_current";
   const stageWorkspace = syncWorkspace && mode !== "adopt_remote";
   const seedOnly = syncWorkspace && mode === "adopt_remote" && input.workspaceDurableSeed !== undefined;
@@ -223,21 +248,38 @@ export async function prepareSandbox(input, sources) {
       ? input.workspaceGitSnapshot
       : await span("snapshot.git", () => readGitWorkspaceSnapshot(input.workspaceLocalDir))
     : null;
-  const directoryIgnore = syncWorkspace && !gitSnapshot ? await resolveReferencedSourceIgnore(input.workspaceLocalDir) : null;
+  const directoryIgnore =
+    syncWorkspace && !gitSnapshot ? await resolveReferencedSourceIgnore(input.workspaceLocalDir) : null;
   if (directoryIgnore?.kind === "failed") throw new Error(`Workspace ignore scan failed: ${directoryIgnore.reason}`);
-  const ignored = gitSnapshot?.ignoredPaths ?? (directoryIgnore?.kind === "git" ? directoryIgnore.ignoredPaths : undefined);
+  const ignored =
+    gitSnapshot?.ignoredPaths ?? (directoryIgnore?.kind === "git" ? directoryIgnore.ignoredPaths : undefined);
   const archiveExclude = mergeExcludes(HEAVY_EXCLUDES, [...GIT_ARCHIVE_EXCLUDES], input.workspaceExclude, ignored);
-  const restoreExclude = mergeExcludes(HEAVY_EXCLUDES, [...GIT_ARCHIVE_EXCLUDES], [".paperclip-runtime"], input.preserveAbsentOnRestore, input.workspaceExclude, ignored);
+  const restoreExclude = mergeExcludes(
+    HEAVY_EXCLUDES,
+    [...GIT_ARCHIVE_EXCLUDES],
+    [".paperclip-runtime"],
+    input.preserveAbsentOnRestore,
+    input.workspaceExclude,
+    ignored,
+  );
   const repositories = gitSnapshot?.repositories ?? [];
-  const workspaceRestoreExclude = mergeExcludes(restoreExclude, repositories.map((repository) => repository.path));
+  const workspaceRestoreExclude = mergeExcludes(
+    restoreExclude,
+    repositories.map((repository) => repository.path),
+  );
   const baseline = syncWorkspace
-    ? input.workspaceBaseline ?? (await span("snapshot.baseline", () => captureDirectorySnapshot(input.workspaceLocalDir, { exclude: restoreExclude })))
+    ? (input.workspaceBaseline ??
+      (await span("snapshot.baseline", () =>
+        captureDirectorySnapshot(input.workspaceLocalDir, { exclude: restoreExclude }),
+      )))
     : null;
 
   const syncIn = input.client.syncIn;
   if (typeof syncIn !== "function") {
-    throw new Error("prepareSandboxManagedRuntime requires a client that exposes syncIn " +
-      "(createCommandManagedRuntimeClient provides a native-or-fallback implementation).");
+    throw new Error(
+      "prepareSandboxManagedRuntime requires a client that exposes syncIn " +
+        "(createCommandManagedRuntimeClient provides a native-or-fallback implementation).",
+    );
   }
   const nativeSyncOut = typeof input.client.syncOut === "function";
   let operationSeq = 0;
@@ -245,27 +287,42 @@ export async function prepareSandbox(input, sources) {
   const additionalSourceDirs = {};
   const additionalSourceFailures = [];
   const projectBaseExclude = mergeExcludes(HEAVY_EXCLUDES, [".git"]);
-  const withRunTimeout = (commands) => commands.map((command) => ({ ...command, timeoutMs: command.timeoutMs ?? input.spec.timeoutMs }));
+  const withRunTimeout = (commands) =>
+    commands.map((command) => ({ ...command, timeoutMs: command.timeoutMs ?? input.spec.timeoutMs }));
   const concurrent = input.client.allowConcurrentSyncOperations === true;
 
   await withTempDir("paperclip-sandbox-sync-", async (tempDir) => {
-    const preserved = new Set([".paperclip-runtime", ...(gitSnapshot ? [".git"] : []), ...(input.preserveAbsentOnRestore ?? [])]);
+    const preserved = new Set([
+      ".paperclip-runtime",
+      ...(gitSnapshot ? [".git"] : []),
+      ...(input.preserveAbsentOnRestore ?? []),
+    ]);
     /** One confined `syncIn` operation and its closing progress line. */
     const stage = async ({ files, postUploadCommands, sourceRoots, targetRoots, label, phase, bytes }) => {
-      const operations = [{
-        operationId: nextOperationId(),
-        files,
-        ...(postUploadCommands ? { postUploadCommands: withRunTimeout(postUploadCommands) } : {}),
-      }];
+      const operations = [
+        {
+          operationId: nextOperationId(),
+          files,
+          ...(postUploadCommands ? { postUploadCommands: withRunTimeout(postUploadCommands) } : {}),
+        },
+      ];
       assertSyncOperationsConfined(operations, { sourceRoots, targetRoots });
       stopIfAborted();
-      const progress = transferProgress(input.onProgress, "Syncing", "to", label, { sink: input.onRuntimeProgress, phase });
+      const progress = transferProgress(input.onProgress, "Syncing", "to", label, {
+        sink: input.onRuntimeProgress,
+        phase,
+      });
       let sentSoFar = 0;
       let knownTotal = bytes > 0 ? bytes : null;
       let result;
       try {
         result = input.client[OUR_CLIENT]
-          ? await syncIn(operations, { onBytes: (done, total) => { sentSoFar = done; if (!(bytes > 0)) knownTotal = total; } })
+          ? await syncIn(operations, {
+              onBytes: (done, total) => {
+                sentSoFar = done;
+                if (!(bytes > 0)) knownTotal = total;
+              },
+            })
           : await syncIn(operations);
       } catch (error) {
         await progress.fail(sentSoFar, knownTotal);
@@ -292,136 +349,213 @@ export async function prepareSandbox(input, sources) {
 
     if (stageWorkspace || seedOnly) {
       required.push(true);
-      tasks.push(() => span("stage.workspace", async () => {
-        const files = [];
-        const commands = [];
-        let bytes = 0;
-        const seeded = mode === "durable_seed";
-        const persist = Boolean(input.workspaceDurableSeed);
-        /** Everything from the git-history archive on; `cloneDir` when the clone is still there. */
-        const packAndStage = async (cloneDir) => {
-          await span("pack", async () => {
-            if (gitSnapshot) {
-              await emitStatus(input.onRuntimeProgress, "git_sync", "Syncing git history to environment");
-              const gitTar = path.join(tempDir, "git-workspace.tar");
-              const remoteGitTar = path.posix.join(runtimeRootDir, "git-workspace-upload.tar");
+      tasks.push(() =>
+        span("stage.workspace", async () => {
+          const files = [];
+          const commands = [];
+          let bytes = 0;
+          const seeded = mode === "durable_seed";
+          const persist = Boolean(input.workspaceDurableSeed);
+          /** Everything from the git-history archive on; `cloneDir` when the clone is still there. */
+          const packAndStage = async (cloneDir) => {
+            await span("pack", async () => {
+              if (gitSnapshot) {
+                await emitStatus(input.onRuntimeProgress, "git_sync", "Syncing git history to environment");
+                const gitTar = path.join(tempDir, "git-workspace.tar");
+                const remoteGitTar = path.posix.join(runtimeRootDir, "git-workspace-upload.tar");
+                let extras = {};
+                if (seeded) {
+                  const seedArchive = input.workspaceDurableSeed?.gitArchivePath;
+                  if (!seedArchive) throw new Error("workspace_durable_seed_git_missing");
+                  await copySeed(seedArchive, gitTar, input.workspaceDurableSeed?.gitArchiveSha256);
+                  bytes += (await fs.stat(gitTar)).size;
+                } else if (cloneDir) {
+                  ({ extras } = await packTo(gitTar, { localDir: cloneDir, exclude: [".paperclip-runtime"] }, false));
+                } else {
+                  await withShallowHeadClone(input.workspaceLocalDir, gitSnapshot, (clone) =>
+                    createTarballFromDirectory({
+                      localDir: clone,
+                      archivePath: gitTar,
+                      exclude: [".paperclip-runtime"],
+                      signal,
+                    }),
+                  );
+                  if (input.workspaceDurableSeed?.gitArchivePath)
+                    await persistSeed(gitTar, input.workspaceDurableSeed.gitArchivePath);
+                  bytes += (await fs.stat(gitTar)).size;
+                }
+                files.push(
+                  withMapping(
+                    {
+                      sourcePath: gitTar,
+                      targetPath: remoteGitTar,
+                      kind: "file",
+                      access: "rw",
+                      writablePath: workspaceRemoteDir,
+                    },
+                    extras,
+                  ),
+                );
+                commands.push({
+                  command: workspaceExtractCommand(workspaceRemoteDir, remoteGitTar, [".paperclip-runtime"]),
+                });
+              }
+              await emitStatus(input.onRuntimeProgress, "config_sync", "Syncing workspace to environment");
+              const workspaceTar = path.join(tempDir, "workspace.tar");
               let extras = {};
               if (seeded) {
-                const seedArchive = input.workspaceDurableSeed?.gitArchivePath;
-                if (!seedArchive) throw new Error("workspace_durable_seed_git_missing");
-                await copySeed(seedArchive, gitTar, input.workspaceDurableSeed?.gitArchiveSha256);
-                bytes += (await fs.stat(gitTar)).size;
-              } else if (cloneDir) {
-                ({ extras } = await packTo(gitTar, { localDir: cloneDir, exclude: [".paperclip-runtime"] }, false));
+                await copySeed(
+                  input.workspaceDurableSeed.workspaceArchivePath,
+                  workspaceTar,
+                  input.workspaceDurableSeed.workspaceArchiveSha256,
+                );
+                bytes += (await fs.stat(workspaceTar)).size;
               } else {
-                await withShallowHeadClone(input.workspaceLocalDir, gitSnapshot, (clone) =>
-                  createTarballFromDirectory({ localDir: clone, archivePath: gitTar, exclude: [".paperclip-runtime"], signal }));
-                if (input.workspaceDurableSeed?.gitArchivePath) await persistSeed(gitTar, input.workspaceDurableSeed.gitArchivePath);
-                bytes += (await fs.stat(gitTar)).size;
+                const archiveDir = gitSnapshot ? path.join(tempDir, "workspace-overlay") : input.workspaceLocalDir;
+                if (gitSnapshot)
+                  await copyOverlay(input.workspaceLocalDir, archiveDir, gitSnapshot.overlayPaths, archiveExclude);
+                const packed = await packTo(
+                  workspaceTar,
+                  { localDir: archiveDir, exclude: gitSnapshot ? undefined : archiveExclude },
+                  persist,
+                );
+                extras = packed.extras;
+                bytes += packed.size;
+                if (persist) await persistSeed(workspaceTar, input.workspaceDurableSeed.workspaceArchivePath);
               }
-              files.push(withMapping({ sourcePath: gitTar, targetPath: remoteGitTar, kind: "file", access: "rw", writablePath: workspaceRemoteDir }, extras));
-              commands.push({ command: workspaceExtractCommand(workspaceRemoteDir, remoteGitTar, [".paperclip-runtime"]) });
-            }
-            await emitStatus(input.onRuntimeProgress, "config_sync", "Syncing workspace to environment");
-            const workspaceTar = path.join(tempDir, "workspace.tar");
-            let extras = {};
-            if (seeded) {
-              await copySeed(input.workspaceDurableSeed.workspaceArchivePath, workspaceTar, input.workspaceDurableSeed.workspaceArchiveSha256);
-              bytes += (await fs.stat(workspaceTar)).size;
-            } else {
-              const archiveDir = gitSnapshot ? path.join(tempDir, "workspace-overlay") : input.workspaceLocalDir;
-              if (gitSnapshot) await copyOverlay(input.workspaceLocalDir, archiveDir, gitSnapshot.overlayPaths, archiveExclude);
-              const packed = await packTo(workspaceTar, { localDir: archiveDir, exclude: gitSnapshot ? undefined : archiveExclude }, persist);
-              extras = packed.extras;
-              bytes += packed.size;
-              if (persist) await persistSeed(workspaceTar, input.workspaceDurableSeed.workspaceArchivePath);
-            }
-            const remoteTar = path.posix.join(runtimeRootDir, "workspace-upload.tar");
-            files.push(withMapping({ sourcePath: workspaceTar, targetPath: remoteTar, kind: "file", access: "rw", writablePath: workspaceRemoteDir }, extras));
-            commands.push({ command: workspaceExtractCommand(workspaceRemoteDir, remoteTar, gitSnapshot ? null : [...preserved]) });
-            if (gitSnapshot && gitSnapshot.deletedPaths.length > 0) {
-              commands.push({ command: `cd ${shellQuote(workspaceRemoteDir)} && rm -rf -- ${gitSnapshot.deletedPaths.map(shellQuote).join(" ")}` });
-            }
-          });
-          if (!stageWorkspace) return;
-          await stage({
-            files,
-            postUploadCommands: commands,
-            sourceRoots: [tempDir],
-            targetRoots: [runtimeRootDir],
-            label: "workspace",
-            phase: "config_sync",
-            bytes,
-          });
-        };
-        // Streaming the git-history archive needs the clone until the upload is done.
-        const keepClone = gitSnapshot && !seeded && streamPacks && stageWorkspace && !input.workspaceDurableSeed?.gitArchivePath;
-        if (keepClone) await withShallowHeadClone(input.workspaceLocalDir, gitSnapshot, (cloneDir) => packAndStage(cloneDir));
-        else await packAndStage(null);
-      }));
+              const remoteTar = path.posix.join(runtimeRootDir, "workspace-upload.tar");
+              files.push(
+                withMapping(
+                  {
+                    sourcePath: workspaceTar,
+                    targetPath: remoteTar,
+                    kind: "file",
+                    access: "rw",
+                    writablePath: workspaceRemoteDir,
+                  },
+                  extras,
+                ),
+              );
+              commands.push({
+                command: workspaceExtractCommand(workspaceRemoteDir, remoteTar, gitSnapshot ? null : [...preserved]),
+              });
+              if (gitSnapshot && gitSnapshot.deletedPaths.length > 0) {
+                commands.push({
+                  command: `cd ${shellQuote(workspaceRemoteDir)} && rm -rf -- ${gitSnapshot.deletedPaths.map(shellQuote).join(" ")}`,
+                });
+              }
+            });
+            if (!stageWorkspace) return;
+            await stage({
+              files,
+              postUploadCommands: commands,
+              sourceRoots: [tempDir],
+              targetRoots: [runtimeRootDir],
+              label: "workspace",
+              phase: "config_sync",
+              bytes,
+            });
+          };
+          // Streaming the git-history archive needs the clone until the upload is done.
+          const keepClone =
+            gitSnapshot && !seeded && streamPacks && stageWorkspace && !input.workspaceDurableSeed?.gitArchivePath;
+          if (keepClone)
+            await withShallowHeadClone(input.workspaceLocalDir, gitSnapshot, (cloneDir) => packAndStage(cloneDir));
+          else await packAndStage(null);
+        }),
+      );
     }
 
     for (const asset of input.assets ?? []) {
       required.push(true);
-      tasks.push(() => span(`stage.asset.${asset.key}`, async () => {
-        await emitStatus(input.onRuntimeProgress, "config_sync", "Syncing runtime assets to environment");
-        const assetDir = path.posix.join(runtimeRootDir, asset.key);
-        const remoteTar = path.posix.join(runtimeRootDir, `${asset.key}-upload.tar`);
-        const assetTar = path.join(tempDir, `${asset.key}.tar`);
-        const packed = await packTo(assetTar, { localDir: asset.localDir, followSymlinks: asset.followSymlinks, exclude: asset.exclude }, false);
-        const files = [withMapping({ sourcePath: assetTar, targetPath: remoteTar, kind: "file", access: "rw", writablePath: assetDir }, packed.extras)];
-        for (const stageFile of asset.provision?.stageFiles ?? []) {
-          const name = stageFile.name;
-          if (/[\\/]|\.\.(\.|$)/.test(name) || name === "..") {
-            throw new Error(`provision stageFile.name must be a simple basename, got: ${name}`);
+      tasks.push(() =>
+        span(`stage.asset.${asset.key}`, async () => {
+          await emitStatus(input.onRuntimeProgress, "config_sync", "Syncing runtime assets to environment");
+          const assetDir = path.posix.join(runtimeRootDir, asset.key);
+          const remoteTar = path.posix.join(runtimeRootDir, `${asset.key}-upload.tar`);
+          const assetTar = path.join(tempDir, `${asset.key}.tar`);
+          const packed = await packTo(
+            assetTar,
+            { localDir: asset.localDir, followSymlinks: asset.followSymlinks, exclude: asset.exclude },
+            false,
+          );
+          const files = [
+            withMapping(
+              { sourcePath: assetTar, targetPath: remoteTar, kind: "file", access: "rw", writablePath: assetDir },
+              packed.extras,
+            ),
+          ];
+          for (const stageFile of asset.provision?.stageFiles ?? []) {
+            const name = stageFile.name;
+            if (/[\\/]|\.\.(\.|$)/.test(name) || name === "..") {
+              throw new Error(`provision stageFile.name must be a simple basename, got: ${name}`);
+            }
+            const hostPath = path.join(tempDir, `${asset.key}.stage.${name}`);
+            await fs.writeFile(
+              hostPath,
+              typeof stageFile.contents === "string" ? Buffer.from(stageFile.contents) : stageFile.contents,
+            );
+            files.push({
+              sourcePath: hostPath,
+              targetPath: path.posix.join(runtimeRootDir, name),
+              kind: "file",
+              access: "ro",
+            });
           }
-          const hostPath = path.join(tempDir, `${asset.key}.stage.${name}`);
-          await fs.writeFile(hostPath, typeof stageFile.contents === "string" ? Buffer.from(stageFile.contents) : stageFile.contents);
-          files.push({ sourcePath: hostPath, targetPath: path.posix.join(runtimeRootDir, name), kind: "file", access: "ro" });
-        }
-        const command = asset.provision?.postUploadCommand?.({ assetTarPath: remoteTar, assetDir, runtimeRootDir }) ??
-          assetExtractCommand(assetDir, remoteTar);
-        await stage({
-          files,
-          postUploadCommands: [{ command }],
-          sourceRoots: [tempDir],
-          targetRoots: [runtimeRootDir],
-          label: asset.key,
-          phase: "config_sync",
-          bytes: packed.size,
-        });
-      }));
+          const command =
+            asset.provision?.postUploadCommand?.({ assetTarPath: remoteTar, assetDir, runtimeRootDir }) ??
+            assetExtractCommand(assetDir, remoteTar);
+          await stage({
+            files,
+            postUploadCommands: [{ command }],
+            sourceRoots: [tempDir],
+            targetRoots: [runtimeRootDir],
+            label: asset.key,
+            phase: "config_sync",
+            bytes: packed.size,
+          });
+        }),
+      );
     }
 
     const sources = input.additionalSources ?? [];
     const failureSlots = sources.map(() => null);
     sources.forEach((source, index) => {
       required.push(false);
-      tasks.push(() => span(`stage.project.${source.projectId}`, async () => {
-        const { localPath, projectId, ignoreResolution } = source;
-        const label = `project-${projectId}`;
-        try {
-          if (!path.posix.isAbsolute(localPath)) throw new Error(`additional source localPath is not an absolute path: ${localPath}`);
-          if (projectId.length === 0 || projectId.includes("/") || projectId.includes("\\") || projectId.includes("..")) {
-            throw new Error(`additional source projectId is not a simple path segment: ${projectId}`);
+      tasks.push(() =>
+        span(`stage.project.${source.projectId}`, async () => {
+          const { localPath, projectId, ignoreResolution } = source;
+          const label = `project-${projectId}`;
+          try {
+            if (!path.posix.isAbsolute(localPath))
+              throw new Error(`additional source localPath is not an absolute path: ${localPath}`);
+            if (
+              projectId.length === 0 ||
+              projectId.includes("/") ||
+              projectId.includes("\\") ||
+              projectId.includes("..")
+            ) {
+              throw new Error(`additional source projectId is not a simple path segment: ${projectId}`);
+            }
+            if (ignoreResolution.kind === "failed")
+              throw new Error(`referenced project ignore resolution failed: ${ignoreResolution.reason}`);
+            const remoteDir = path.posix.join(runtimeRootDir, label);
+            const exclude = mergeExcludes(projectBaseExclude, referencedSourceIgnoreExcludeEntries(ignoreResolution));
+            await emitStatus(input.onRuntimeProgress, "config_sync", "Syncing referenced project to environment");
+            await stage({
+              files: [{ sourcePath: localPath, targetPath: remoteDir, kind: "directory", exclude, access: "ro" }],
+              sourceRoots: [localPath],
+              targetRoots: [remoteDir],
+              label,
+              phase: "config_sync",
+              bytes: 0,
+            });
+            additionalSourceDirs[projectId] = remoteDir;
+          } catch (error) {
+            failureSlots[index] = { projectId, error: error instanceof Error ? error.message : String(error) };
           }
-          if (ignoreResolution.kind === "failed") throw new Error(`referenced project ignore resolution failed: ${ignoreResolution.reason}`);
-          const remoteDir = path.posix.join(runtimeRootDir, label);
-          const exclude = mergeExcludes(projectBaseExclude, referencedSourceIgnoreExcludeEntries(ignoreResolution));
-          await emitStatus(input.onRuntimeProgress, "config_sync", "Syncing referenced project to environment");
-          await stage({
-            files: [{ sourcePath: localPath, targetPath: remoteDir, kind: "directory", exclude, access: "ro" }],
-            sourceRoots: [localPath],
-            targetRoots: [remoteDir],
-            label,
-            phase: "config_sync",
-            bytes: 0,
-          });
-          additionalSourceDirs[projectId] = remoteDir;
-        } catch (error) {
-          failureSlots[index] = { projectId, error: error instanceof Error ? error.message : String(error) };
-        }
-      }));
+        }),
+      );
     });
 
     const settled = await scheduleSyncOperations(tasks, concurrent, SYNC_CONCURRENCY);
@@ -431,7 +565,9 @@ export async function prepareSandbox(input, sources) {
     }
   });
 
-  const assetDirs = Object.fromEntries((input.assets ?? []).map((asset) => [asset.key, path.posix.join(runtimeRootDir, asset.key)]));
+  const assetDirs = Object.fromEntries(
+    (input.assets ?? []).map((asset) => [asset.key, path.posix.join(runtimeRootDir, asset.key)]),
+  );
 
   /** Brings the sandbox workspace (history, then tree) back and merges it. */
   const restoreWorkspaceTask = async (sink) => {
@@ -439,27 +575,38 @@ export async function prepareSandbox(input, sources) {
     for (const repository of repositories) {
       const prefix = `${repository.path}/`;
       const localDir = path.join(input.workspaceLocalDir, repository.path);
-      if (await fs.realpath(localDir) !== path.join(await fs.realpath(input.workspaceLocalDir), repository.path)) {
+      if ((await fs.realpath(localDir)) !== path.join(await fs.realpath(input.workspaceLocalDir), repository.path)) {
         throw new Error("Project repository escaped its workspace");
       }
-      const nestedExclude = mergeExcludes(repository.snapshot.ignoredPaths, baseline.exclude.flatMap((entry) =>
-        entry.startsWith(prefix) ? [entry.slice(prefix.length)] : entry.startsWith("*/") ? [entry] : []));
-      const nested = await prepareSandbox({
-        spec: { ...input.spec, remoteCwd: path.posix.join(workspaceRemoteDir, repository.path) },
-        client: input.client,
-        adapterKey: input.adapterKey,
-        workspaceLocalDir: localDir,
-        workspaceInboundMode: "adopt_remote",
-        workspaceGitSnapshot: repository.snapshot,
-        workspaceExclude: nestedExclude,
-        workspaceBaseline: {
-          exclude: mergeExcludes(HEAVY_EXCLUDES, [...GIT_ARCHIVE_EXCLUDES], [".paperclip-runtime"], nestedExclude),
-          entries: new Map([...baseline.entries].filter(([entry]) => entry.startsWith(prefix)).map(([entry, value]) => [entry.slice(prefix.length), value])),
+      const nestedExclude = mergeExcludes(
+        repository.snapshot.ignoredPaths,
+        baseline.exclude.flatMap((entry) =>
+          entry.startsWith(prefix) ? [entry.slice(prefix.length)] : entry.startsWith("*/") ? [entry] : [],
+        ),
+      );
+      const nested = await prepareSandbox(
+        {
+          spec: { ...input.spec, remoteCwd: path.posix.join(workspaceRemoteDir, repository.path) },
+          client: input.client,
+          adapterKey: input.adapterKey,
+          workspaceLocalDir: localDir,
+          workspaceInboundMode: "adopt_remote",
+          workspaceGitSnapshot: repository.snapshot,
+          workspaceExclude: nestedExclude,
+          workspaceBaseline: {
+            exclude: mergeExcludes(HEAVY_EXCLUDES, [...GIT_ARCHIVE_EXCLUDES], [".paperclip-runtime"], nestedExclude),
+            entries: new Map(
+              [...baseline.entries]
+                .filter(([entry]) => entry.startsWith(prefix))
+                .map(([entry, value]) => [entry.slice(prefix.length), value]),
+            ),
+          },
+          onRuntimeProgress: input.onRuntimeProgress,
+          signal,
+          limits,
         },
-        onRuntimeProgress: input.onRuntimeProgress,
-        signal,
-        limits,
-      }, sources);
+        sources,
+      );
       await nested.restoreWorkspace(sink);
     }
     await withTempDir("paperclip-sandbox-restore-", async (tempDir) => {
@@ -485,17 +632,27 @@ export async function prepareSandbox(input, sources) {
               full,
             });
             await input.client.run(`sh -c ${shellQuote(script)}`, { timeoutMs: input.spec.timeoutMs });
-            const progress = transferProgress(sink, "Exporting git history", "from", undefined, { sink: input.onRuntimeProgress, phase: "export" });
+            const progress = transferProgress(sink, "Exporting git history", "from", undefined, {
+              sink: input.onRuntimeProgress,
+              phase: "export",
+            });
             if (nativeSyncOut) {
-              const operations = [{ operationId: nextOperationId(), files: [{ sourcePath: remoteBundle, targetPath: localBundle, kind: "file" }] }];
+              const operations = [
+                {
+                  operationId: nextOperationId(),
+                  files: [{ sourcePath: remoteBundle, targetPath: localBundle, kind: "file" }],
+                },
+              ];
               assertSyncOperationsConfined(operations, { sourceRoots: [runtimeRootDir], targetRoots: [tempDir] });
               const sent = syncedBytes(await input.client.syncOut(operations));
               await progress.finish(sent, sent);
             } else {
-              const bytes = await readRemoteToFile(input.client, remoteBundle, localBundle, progress.options).catch(async (error) => {
-                await progress.fail();
-                throw error;
-              });
+              const bytes = await readRemoteToFile(input.client, remoteBundle, localBundle, progress.options).catch(
+                async (error) => {
+                  await progress.fail();
+                  throw error;
+                },
+              );
               await progress.finish(bytes, bytes);
             }
             await input.client.remove(remoteBundle).catch(() => undefined);
@@ -527,25 +684,60 @@ export async function prepareSandbox(input, sources) {
           // the next operation on the workspace removes it if this process is killed.
           stagingName = native.stagingName("restore");
           const inside = path.join(input.workspaceLocalDir, stagingName);
-          if (await fs.mkdir(inside, { mode: 0o700 }).then(() => true, () => false)) extractedDir = inside;
+          if (
+            await fs.mkdir(inside, { mode: 0o700 }).then(
+              () => true,
+              () => false,
+            )
+          )
+            extractedDir = inside;
           else stagingName = null;
         }
         if (nativeSyncOut) {
-          const operations = [{ operationId: nextOperationId(), files: [{ sourcePath: workspaceRemoteDir, targetPath: extractedDir, kind: "directory", exclude: workspaceRestoreExclude }] }];
+          const operations = [
+            {
+              operationId: nextOperationId(),
+              files: [
+                {
+                  sourcePath: workspaceRemoteDir,
+                  targetPath: extractedDir,
+                  kind: "directory",
+                  exclude: workspaceRestoreExclude,
+                },
+              ],
+            },
+          ];
           assertSyncOperationsConfined(operations, { sourceRoots: [workspaceRemoteDir], targetRoots: [extractedDir] });
           await fs.mkdir(extractedDir, { recursive: true });
-          const progress = transferProgress(sink, "Restoring", "from", "workspace", { sink: input.onRuntimeProgress, phase: "restore" });
+          const progress = transferProgress(sink, "Restoring", "from", "workspace", {
+            sink: input.onRuntimeProgress,
+            phase: "restore",
+          });
           const sent = syncedBytes(await input.client.syncOut(operations));
           await progress.finish(sent, sent);
         } else {
           const remoteTar = path.posix.join(runtimeRootDir, "workspace-download.tar");
           const gzip = input.client[OUR_CLIENT]?.compressDownloads?.() === true;
-          await input.client.run(`sh -c ${shellQuote(remoteArchiveCommand(workspaceRemoteDir, remoteTar, workspaceRestoreExclude, gzip))}`, { timeoutMs: input.spec.timeoutMs });
-          const progress = transferProgress(sink, "Restoring", "from", "workspace", { sink: input.onRuntimeProgress, phase: "restore" });
+          await input.client.run(
+            `sh -c ${shellQuote(remoteArchiveCommand(workspaceRemoteDir, remoteTar, workspaceRestoreExclude, gzip))}`,
+            { timeoutMs: input.spec.timeoutMs },
+          );
+          const progress = transferProgress(sink, "Restoring", "from", "workspace", {
+            sink: input.onRuntimeProgress,
+            phase: "restore",
+          });
           await fs.mkdir(extractedDir, { recursive: true });
           let bytes;
           try {
-            bytes = await readRemoteIntoDirectory(input.client, remoteTar, extractedDir, progress.options, signal, limits, input.workspaceLocalDir);
+            bytes = await readRemoteIntoDirectory(
+              input.client,
+              remoteTar,
+              extractedDir,
+              progress.options,
+              signal,
+              limits,
+              input.workspaceLocalDir,
+            );
           } catch (error) {
             await progress.fail();
             await input.client.remove(remoteTar).catch(() => undefined);
@@ -556,21 +748,42 @@ export async function prepareSandbox(input, sources) {
         }
         stopIfAborted();
         const head = importedHead;
-        const mergeBaseline = repositories.length === 0 ? baseline : {
-          exclude: workspaceRestoreExclude,
-          entries: new Map([...baseline.entries].filter(([entry]) => !repositories.some((repository) => entry === repository.path || entry.startsWith(`${repository.path}/`)))),
-        };
+        const mergeBaseline =
+          repositories.length === 0
+            ? baseline
+            : {
+                exclude: workspaceRestoreExclude,
+                entries: new Map(
+                  [...baseline.entries].filter(
+                    ([entry]) =>
+                      !repositories.some(
+                        (repository) => entry === repository.path || entry.startsWith(`${repository.path}/`),
+                      ),
+                  ),
+                ),
+              };
         await mergeDirectoryWithBaseline({
           baseline: mergeBaseline,
           sourceDir: extractedDir,
           targetDir: input.workspaceLocalDir,
-          beforeApply: head ? async () => { await integrateImportedHead(input.workspaceLocalDir, head); } : undefined,
-          afterApply: gitSnapshot ? async () => { await resetIndexToHead(input.workspaceLocalDir, remoteStatus === "clean"); } : undefined,
+          beforeApply: head
+            ? async () => {
+                await integrateImportedHead(input.workspaceLocalDir, head);
+              }
+            : undefined,
+          afterApply: gitSnapshot
+            ? async () => {
+                await resetIndexToHead(input.workspaceLocalDir, remoteStatus === "clean");
+              }
+            : undefined,
         });
       } finally {
         await emitStatus(input.onRuntimeProgress, "finalize", "Finalizing workspace");
         if (importedRef) await deleteRef(input.workspaceLocalDir, importedRef);
-        if (stagingName) await fs.rm(path.join(input.workspaceLocalDir, stagingName), { recursive: true, force: true }).catch(() => undefined);
+        if (stagingName)
+          await fs
+            .rm(path.join(input.workspaceLocalDir, stagingName), { recursive: true, force: true })
+            .catch(() => undefined);
       }
     });
   };
@@ -592,11 +805,17 @@ export async function prepareSandbox(input, sources) {
         if (!asset.restore) continue;
         const restore = asset.restore;
         const key = asset.key;
-        tasks.push(() => span(`restore.asset.${key}`, () => withTempDir("paperclip-sandbox-restore-", (tempDir) => restore({
-          assetDir: path.posix.join(runtimeRootDir, key),
-          readFile: async (remotePath) => asBuffer(await input.client.readFile(remotePath)),
-          tempDir,
-        }))));
+        tasks.push(() =>
+          span(`restore.asset.${key}`, () =>
+            withTempDir("paperclip-sandbox-restore-", (tempDir) =>
+              restore({
+                assetDir: path.posix.join(runtimeRootDir, key),
+                readFile: async (remotePath) => asBuffer(await input.client.readFile(remotePath)),
+                tempDir,
+              }),
+            ),
+          ),
+        );
       }
       const settled = await scheduleSyncOperations(tasks, concurrent, SYNC_CONCURRENCY);
       for (const result of settled) if (result.status === "rejected") throw result.reason;
@@ -643,6 +862,12 @@ async function readRemoteIntoDirectory(client, remotePath, localDir, options, si
       yield slice;
     }
   })();
-  await extractTarballToDirectory({ source: counted, localDir, signal, knownLinks, ...(limits !== undefined ? { limits } : {}) });
+  await extractTarballToDirectory({
+    source: counted,
+    localDir,
+    signal,
+    knownLinks,
+    ...(limits !== undefined ? { limits } : {}),
+  });
   return size;
 }
