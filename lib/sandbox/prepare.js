@@ -5,39 +5,25 @@
 // orchestration, remote commands, progress lines and statuses; what changes is the work on
 // this host: archives are packed in-process (no `tar` child), the restore archive is read
 // slice by slice straight into the safe extractor (hostile members refused, nothing
-// applied before the merge), and nothing is buffered whole when the client streams.
+// applied before the merge), and nothing is buffered whole when the client streams. The
+// restore is restore.js; what both use, steps.js.
 import { createHash, randomUUID } from "node:crypto";
 import { createReadStream, promises as fs } from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { archiveLimits, checkSignal } from "../arguments.js";
 import { shouldExcludePath } from "../exclude-patterns.js";
 import { GIT_ARCHIVE_EXCLUDES, readGitWorkspaceSnapshot } from "../git-workspace-sync.js";
-import { createRuntimeProgressReporter } from "../runtime-progress.js";
-import { abortError, native } from "../native.js";
-import { extractTarballToDirectory } from "../tar-stream.js";
-import { captureDirectorySnapshot, mergeDirectoryWithBaseline } from "../workspace-restore-merge.js";
+import { abortError } from "../native.js";
+import { captureDirectorySnapshot } from "../workspace-restore-merge.js";
 import { asBuffer } from "./base64-transfer.js";
 import { OUR_CLIENT, PACKED_SOURCE } from "./client-features.js";
 import { assertSyncOperationsConfined } from "./confinement.js";
-import {
-  deleteRef,
-  deltaBundleScript,
-  fetchBundle,
-  integrateImportedHead,
-  isMissingPrerequisite,
-  newExportRef,
-  newImportedRef,
-  resetIndexToHead,
-  withShallowHeadClone,
-} from "./git-history.js";
+import { withShallowHeadClone } from "./git-history.js";
+import { restoreSandboxWorkspace } from "./restore.js";
 import { scheduleSyncOperations, SYNC_CONCURRENCY } from "./schedule.js";
 import { shellQuote } from "./shell.js";
+import { emitStatus, HEAVY_EXCLUDES, syncedBytes, transferProgress, withTempDir } from "./steps.js";
 
-const HEAVY_DIRS = ["node_modules", "vendor", "dist", "build", "out", "coverage", ".next", ".turbo", ".cache"];
-/** Each heavy directory name as upstream's four tar patterns. */
-const HEAVY_EXCLUDES = HEAVY_DIRS.flatMap((name) => [name, `${name}/*`, `*/${name}`, `*/${name}/*`]);
-/** Name prefix of a restore's staging directory inside the workspace. */
 /** Asset keys that would share a remote archive path with the workspace's archives. */
 const RESERVED_ASSET_KEYS = new Set(["workspace", "git-workspace"]);
 
@@ -48,60 +34,6 @@ function assertAssetKey(key) {
   if (RESERVED_ASSET_KEYS.has(key)) {
     throw new Error(`sandbox runtime asset key collides with a reserved runtime archive name: ${key}`);
   }
-}
-
-async function withTempDir(prefix, fn) {
-  const dir = await fs.mkdtemp(path.join(os.tmpdir(), prefix));
-  try {
-    return await fn(dir);
-  } finally {
-    await fs.rm(dir, { recursive: true, force: true }).catch(() => undefined);
-  }
-}
-
-async function emitStatus(sink, phase, message) {
-  if (!sink) return;
-  await Promise.resolve()
-    .then(() => sink({ phase, message }))
-    .catch(() => undefined);
-}
-
-/** A byte transfer's progress lines (and their mirror on the status sink). */
-function transferProgress(sink, phase, direction, label, status) {
-  if (!sink && !status?.sink) return { options: undefined, finish: async () => {}, fail: async () => {} };
-  const reporter = createRuntimeProgressReporter({
-    sink: async (line) => {
-      await sink?.(line);
-      if (status?.sink) await emitStatus(status.sink, status.phase, line.replace(/^\[paperclip\]\s*/, "").trim());
-    },
-    phase,
-    direction,
-    target: "sandbox",
-    label,
-  });
-  return {
-    options: {
-      onProgress: async (done, total) => {
-        await reporter.report(done, total);
-      },
-    },
-    finish: async (done, total) => {
-      await reporter.complete(done, total);
-    },
-    /** The `failed at …` line (our addition: upstream prints nothing when a transfer fails). */
-    fail: async (done, total) => {
-      await reporter.fail(done, total);
-    },
-  };
-}
-
-/** The sum of a sync result's finite positive byte counts. */
-function syncedBytes(result) {
-  return result.operations.reduce(
-    (sum, { bytesTransferred }) =>
-      Number.isFinite(bytesTransferred) && bytesTransferred > 0 ? sum + bytesTransferred : sum,
-    0,
-  );
 }
 
 /** `find -name` terms that spare each name. */
@@ -124,28 +56,6 @@ function workspaceExtractCommand(remoteDir, remoteTar, wipeExcept) {
 
 function assetExtractCommand(assetDir, assetTar) {
   return `rm -rf ${shellQuote(assetDir)} && mkdir -p ${shellQuote(assetDir)} && tar -xf ${shellQuote(assetTar)} -C ${shellQuote(assetDir)} && rm -f ${shellQuote(assetTar)}`;
-}
-
-/**
- * The remote script that archives the sandbox workspace (top-level names, no `.` entry);
- * with `gzip` (a link measured slower than gzip), the archive is then gzip'd in place.
- */
-function remoteArchiveCommand(remoteDir, archivePath, exclude, gzip = false) {
-  const excludes = ["._*", ...exclude].map((entry) => `--exclude ${shellQuote(entry)}`).join(" ");
-  return [
-    `mkdir -p ${shellQuote(path.posix.dirname(archivePath))}`,
-    `cd ${shellQuote(remoteDir)}`,
-    "set -- *",
-    `if [ "$#" -eq 1 ] && [ "$1" = "*" ] && [ ! -e "$1" ] && [ ! -L "$1" ]; then set --; fi`,
-    `for entry in .[!.]* ..?*; do [ -e "$entry" ] || [ -L "$entry" ] || continue; set -- "$@" "$entry"; done`,
-    `if [ "$#" -eq 0 ]; then dd if=/dev/zero of=${shellQuote(archivePath)} bs=1024 count=1; ` +
-      `else tar -cf ${shellQuote(archivePath)} ${excludes} -- "$@"; fi`,
-    ...(gzip
-      ? [
-          `if command -v gzip >/dev/null 2>&1; then gzip -1 -n -f -c ${shellQuote(archivePath)} > ${shellQuote(`${archivePath}.gz`)} && mv -f ${shellQuote(`${archivePath}.gz`)} ${shellQuote(archivePath)}; fi`,
-        ]
-      : []),
-  ].join(" && ");
 }
 
 async function sha256File(file) {
@@ -569,224 +479,27 @@ export async function prepareSandbox(input, sources) {
     (input.assets ?? []).map((asset) => [asset.key, path.posix.join(runtimeRootDir, asset.key)]),
   );
 
-  /** Brings the sandbox workspace (history, then tree) back and merges it. */
-  const restoreWorkspaceTask = async (sink) => {
-    stopIfAborted();
-    for (const repository of repositories) {
-      const prefix = `${repository.path}/`;
-      const localDir = path.join(input.workspaceLocalDir, repository.path);
-      if ((await fs.realpath(localDir)) !== path.join(await fs.realpath(input.workspaceLocalDir), repository.path)) {
-        throw new Error("Project repository escaped its workspace");
-      }
-      const nestedExclude = mergeExcludes(
-        repository.snapshot.ignoredPaths,
-        baseline.exclude.flatMap((entry) =>
-          entry.startsWith(prefix) ? [entry.slice(prefix.length)] : entry.startsWith("*/") ? [entry] : [],
-        ),
-      );
-      const nested = await prepareSandbox(
-        {
-          spec: { ...input.spec, remoteCwd: path.posix.join(workspaceRemoteDir, repository.path) },
-          client: input.client,
-          adapterKey: input.adapterKey,
-          workspaceLocalDir: localDir,
-          workspaceInboundMode: "adopt_remote",
-          workspaceGitSnapshot: repository.snapshot,
-          workspaceExclude: nestedExclude,
-          workspaceBaseline: {
-            exclude: mergeExcludes(HEAVY_EXCLUDES, [...GIT_ARCHIVE_EXCLUDES], [".paperclip-runtime"], nestedExclude),
-            entries: new Map(
-              [...baseline.entries]
-                .filter(([entry]) => entry.startsWith(prefix))
-                .map(([entry, value]) => [entry.slice(prefix.length), value]),
-            ),
-          },
-          onRuntimeProgress: input.onRuntimeProgress,
-          signal,
-          limits,
-        },
-        sources,
-      );
-      await nested.restoreWorkspace(sink);
-    }
-    await withTempDir("paperclip-sandbox-restore-", async (tempDir) => {
-      let importedRef = null;
-      let importedHead = null;
-      let stagingName = null;
-      let remoteStatus = "dirty";
-      try {
-        if (gitSnapshot) {
-          await emitStatus(input.onRuntimeProgress, "export", "Exporting git changes from environment");
-          importedRef = newImportedRef();
-          const remoteBundle = path.posix.join(runtimeRootDir, "git-delta.bundle");
-          const remoteStatusPath = path.posix.join(runtimeRootDir, "workspace-status.txt");
-          const exportRef = newExportRef();
-          const localBundle = path.join(tempDir, "git-delta.bundle");
-          const exportAndImport = async (full) => {
-            const script = deltaBundleScript({
-              remoteDir: workspaceRemoteDir,
-              baseSha: gitSnapshot.headCommit,
-              exportRef,
-              bundlePath: remoteBundle,
-              statusPath: full ? undefined : remoteStatusPath,
-              full,
-            });
-            await input.client.run(`sh -c ${shellQuote(script)}`, { timeoutMs: input.spec.timeoutMs });
-            const progress = transferProgress(sink, "Exporting git history", "from", undefined, {
-              sink: input.onRuntimeProgress,
-              phase: "export",
-            });
-            if (nativeSyncOut) {
-              const operations = [
-                {
-                  operationId: nextOperationId(),
-                  files: [{ sourcePath: remoteBundle, targetPath: localBundle, kind: "file" }],
-                },
-              ];
-              assertSyncOperationsConfined(operations, { sourceRoots: [runtimeRootDir], targetRoots: [tempDir] });
-              const sent = syncedBytes(await input.client.syncOut(operations));
-              await progress.finish(sent, sent);
-            } else {
-              const bytes = await readRemoteToFile(input.client, remoteBundle, localBundle, progress.options).catch(
-                async (error) => {
-                  await progress.fail();
-                  throw error;
-                },
-              );
-              await progress.finish(bytes, bytes);
-            }
-            await input.client.remove(remoteBundle).catch(() => undefined);
-            if (!full) {
-              remoteStatus = await Promise.resolve()
-                .then(() => input.client.readFile(remoteStatusPath))
-                .then((bytes) => asBuffer(bytes).toString("utf8").trim())
-                .catch(() => "dirty");
-              remoteStatus = remoteStatus === "clean" ? "clean" : "dirty";
-              await input.client.remove(remoteStatusPath).catch(() => undefined);
-            }
-            return fetchBundle(input.workspaceLocalDir, localBundle, exportRef, importedRef, gitSnapshot.headCommit);
-          };
-          try {
-            importedHead = await exportAndImport(false);
-          } catch (error) {
-            if (!isMissingPrerequisite(error)) throw error;
-            importedHead = await exportAndImport(true);
-          }
-        }
-        stopIfAborted();
-        await emitStatus(input.onRuntimeProgress, "restore", "Restoring workspace from environment");
-        let extractedDir = path.join(tempDir, "workspace");
-        if (!nativeSyncOut) {
-          // Our extraction stages on the workspace's own file system (a hidden directory in
-          // it, removed afterwards): the temp dir is often a disk while the workspace is not,
-          // and creating then removing every file of the tree there is most of a restore's
-          // time. The name is one of our owner-tagged staging names, so no walk lists it and
-          // the next operation on the workspace removes it if this process is killed.
-          stagingName = native.stagingName("restore");
-          const inside = path.join(input.workspaceLocalDir, stagingName);
-          if (
-            await fs.mkdir(inside, { mode: 0o700 }).then(
-              () => true,
-              () => false,
-            )
-          )
-            extractedDir = inside;
-          else stagingName = null;
-        }
-        if (nativeSyncOut) {
-          const operations = [
-            {
-              operationId: nextOperationId(),
-              files: [
-                {
-                  sourcePath: workspaceRemoteDir,
-                  targetPath: extractedDir,
-                  kind: "directory",
-                  exclude: workspaceRestoreExclude,
-                },
-              ],
-            },
-          ];
-          assertSyncOperationsConfined(operations, { sourceRoots: [workspaceRemoteDir], targetRoots: [extractedDir] });
-          await fs.mkdir(extractedDir, { recursive: true });
-          const progress = transferProgress(sink, "Restoring", "from", "workspace", {
-            sink: input.onRuntimeProgress,
-            phase: "restore",
-          });
-          const sent = syncedBytes(await input.client.syncOut(operations));
-          await progress.finish(sent, sent);
-        } else {
-          const remoteTar = path.posix.join(runtimeRootDir, "workspace-download.tar");
-          const gzip = input.client[OUR_CLIENT]?.compressDownloads?.() === true;
-          await input.client.run(
-            `sh -c ${shellQuote(remoteArchiveCommand(workspaceRemoteDir, remoteTar, workspaceRestoreExclude, gzip))}`,
-            { timeoutMs: input.spec.timeoutMs },
-          );
-          const progress = transferProgress(sink, "Restoring", "from", "workspace", {
-            sink: input.onRuntimeProgress,
-            phase: "restore",
-          });
-          await fs.mkdir(extractedDir, { recursive: true });
-          let bytes;
-          try {
-            bytes = await readRemoteIntoDirectory(
-              input.client,
-              remoteTar,
-              extractedDir,
-              progress.options,
-              signal,
-              limits,
-              input.workspaceLocalDir,
-            );
-          } catch (error) {
-            await progress.fail();
-            await input.client.remove(remoteTar).catch(() => undefined);
-            throw error;
-          }
-          await progress.finish(bytes, bytes);
-          await input.client.remove(remoteTar).catch(() => undefined);
-        }
-        stopIfAborted();
-        const head = importedHead;
-        const mergeBaseline =
-          repositories.length === 0
-            ? baseline
-            : {
-                exclude: workspaceRestoreExclude,
-                entries: new Map(
-                  [...baseline.entries].filter(
-                    ([entry]) =>
-                      !repositories.some(
-                        (repository) => entry === repository.path || entry.startsWith(`${repository.path}/`),
-                      ),
-                  ),
-                ),
-              };
-        await mergeDirectoryWithBaseline({
-          baseline: mergeBaseline,
-          sourceDir: extractedDir,
-          targetDir: input.workspaceLocalDir,
-          beforeApply: head
-            ? async () => {
-                await integrateImportedHead(input.workspaceLocalDir, head);
-              }
-            : undefined,
-          afterApply: gitSnapshot
-            ? async () => {
-                await resetIndexToHead(input.workspaceLocalDir, remoteStatus === "clean");
-              }
-            : undefined,
-        });
-      } finally {
-        await emitStatus(input.onRuntimeProgress, "finalize", "Finalizing workspace");
-        if (importedRef) await deleteRef(input.workspaceLocalDir, importedRef);
-        if (stagingName)
-          await fs
-            .rm(path.join(input.workspaceLocalDir, stagingName), { recursive: true, force: true })
-            .catch(() => undefined);
-      }
-    });
-  };
+  /** Brings the sandbox workspace (history, then tree) back and merges it (restore.js). */
+  const restoreWorkspaceTask = (sink) =>
+    restoreSandboxWorkspace(
+      {
+        input,
+        signal,
+        limits,
+        stopIfAborted,
+        repositories,
+        baseline,
+        gitSnapshot,
+        workspaceRemoteDir,
+        runtimeRootDir,
+        workspaceRestoreExclude,
+        nativeSyncOut,
+        nextOperationId,
+        mergeExcludes,
+        prepareNested: (nested) => prepareSandbox(nested, sources),
+      },
+      sink,
+    );
 
   return {
     spec: input.spec,
@@ -821,53 +534,4 @@ export async function prepareSandbox(input, sources) {
       for (const result of settled) if (result.status === "rejected") throw result.reason;
     },
   };
-}
-
-/** The remote file's bytes as slices: the client's `readStream` when it has one, else one `readFile`. */
-async function* remoteSlices(client, remotePath, options) {
-  if (typeof client.readStream === "function") {
-    yield* client.readStream(remotePath, options);
-    return;
-  }
-  const bytes = asBuffer(await client.readFile(remotePath, options));
-  if (bytes.length > 0) yield bytes;
-}
-
-/** Reads a remote file into `localPath`, slice by slice; returns its size. */
-async function readRemoteToFile(client, remotePath, localPath, options) {
-  const handle = await fs.open(localPath, "w");
-  let size = 0;
-  try {
-    for await (const slice of remoteSlices(client, remotePath, options)) {
-      await handle.write(slice);
-      size += slice.length;
-    }
-  } finally {
-    await handle.close();
-  }
-  return size;
-}
-
-/**
- * Reads a remote tar archive slice by slice straight into the safe extractor (every member
- * that would land or point outside `localDir` is refused and nothing is left half-written,
- * but for the symbolic links `knownLinks`, the workspace, holds unchanged at the same path);
- * returns the archive's size.
- */
-async function readRemoteIntoDirectory(client, remotePath, localDir, options, signal, limits, knownLinks) {
-  let size = 0;
-  const counted = (async function* count() {
-    for await (const slice of remoteSlices(client, remotePath, options)) {
-      size += slice.length;
-      yield slice;
-    }
-  })();
-  await extractTarballToDirectory({
-    source: counted,
-    localDir,
-    signal,
-    knownLinks,
-    ...(limits !== undefined ? { limits } : {}),
-  });
-  return size;
 }

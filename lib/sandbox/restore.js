@@ -1,0 +1,321 @@
+// `restoreWorkspace()` of a prepared sandbox runtime (prepare.js): each project repository's
+// nested restore, then the git delta bundle exported from the sandbox and fetched here, the
+// sandbox tree read slice by slice into the safe extractor (staged inside the workspace, the
+// workspace's own links vouching for theirs), and the three-way merge against the baseline,
+// with the imported history moved in inside the merge lock. Upstream's steps, commands and
+// progress lines.
+import { promises as fs } from "node:fs";
+import path from "node:path";
+import { GIT_ARCHIVE_EXCLUDES } from "../git-workspace-sync.js";
+import { native } from "../native.js";
+import { extractTarballToDirectory } from "../tar-stream.js";
+import { mergeDirectoryWithBaseline } from "../workspace-restore-merge.js";
+import { asBuffer } from "./base64-transfer.js";
+import { OUR_CLIENT } from "./client-features.js";
+import { assertSyncOperationsConfined } from "./confinement.js";
+import {
+  deleteRef,
+  deltaBundleScript,
+  fetchBundle,
+  integrateImportedHead,
+  isMissingPrerequisite,
+  newExportRef,
+  newImportedRef,
+  resetIndexToHead,
+} from "./git-history.js";
+import { shellQuote } from "./shell.js";
+import {
+  emitStatus,
+  HEAVY_EXCLUDES,
+  remoteArchiveCommand,
+  syncedBytes,
+  transferProgress,
+  withTempDir,
+} from "./steps.js";
+
+/**
+ * Brings the sandbox workspace (history, then tree) back and merges it. `run` is what the
+ * prepare settled: `{ input, signal, limits, stopIfAborted, repositories, baseline,
+ * gitSnapshot, workspaceRemoteDir, runtimeRootDir, workspaceRestoreExclude, nativeSyncOut,
+ * nextOperationId, mergeExcludes, prepareNested }` (`prepareNested` prepares a project
+ * repository's own runtime, whose restore runs first).
+ */
+export async function restoreSandboxWorkspace(run, sink) {
+  const {
+    input,
+    signal,
+    limits,
+    stopIfAborted,
+    repositories,
+    baseline,
+    gitSnapshot,
+    workspaceRemoteDir,
+    runtimeRootDir,
+    workspaceRestoreExclude,
+    nativeSyncOut,
+    nextOperationId,
+    mergeExcludes,
+    prepareNested,
+  } = run;
+  stopIfAborted();
+  for (const repository of repositories) {
+    const prefix = `${repository.path}/`;
+    const localDir = path.join(input.workspaceLocalDir, repository.path);
+    if ((await fs.realpath(localDir)) !== path.join(await fs.realpath(input.workspaceLocalDir), repository.path)) {
+      throw new Error("Project repository escaped its workspace");
+    }
+    const nestedExclude = mergeExcludes(
+      repository.snapshot.ignoredPaths,
+      baseline.exclude.flatMap((entry) =>
+        entry.startsWith(prefix) ? [entry.slice(prefix.length)] : entry.startsWith("*/") ? [entry] : [],
+      ),
+    );
+    const nested = await prepareNested({
+      spec: { ...input.spec, remoteCwd: path.posix.join(workspaceRemoteDir, repository.path) },
+      client: input.client,
+      adapterKey: input.adapterKey,
+      workspaceLocalDir: localDir,
+      workspaceInboundMode: "adopt_remote",
+      workspaceGitSnapshot: repository.snapshot,
+      workspaceExclude: nestedExclude,
+      workspaceBaseline: {
+        exclude: mergeExcludes(HEAVY_EXCLUDES, [...GIT_ARCHIVE_EXCLUDES], [".paperclip-runtime"], nestedExclude),
+        entries: new Map(
+          [...baseline.entries]
+            .filter(([entry]) => entry.startsWith(prefix))
+            .map(([entry, value]) => [entry.slice(prefix.length), value]),
+        ),
+      },
+      onRuntimeProgress: input.onRuntimeProgress,
+      signal,
+      limits,
+    });
+    await nested.restoreWorkspace(sink);
+  }
+  await withTempDir("paperclip-sandbox-restore-", async (tempDir) => {
+    let importedRef = null;
+    let importedHead = null;
+    let stagingName = null;
+    let remoteStatus = "dirty";
+    try {
+      if (gitSnapshot) {
+        await emitStatus(input.onRuntimeProgress, "export", "Exporting git changes from environment");
+        importedRef = newImportedRef();
+        const remoteBundle = path.posix.join(runtimeRootDir, "git-delta.bundle");
+        const remoteStatusPath = path.posix.join(runtimeRootDir, "workspace-status.txt");
+        const exportRef = newExportRef();
+        const localBundle = path.join(tempDir, "git-delta.bundle");
+        const exportAndImport = async (full) => {
+          const script = deltaBundleScript({
+            remoteDir: workspaceRemoteDir,
+            baseSha: gitSnapshot.headCommit,
+            exportRef,
+            bundlePath: remoteBundle,
+            statusPath: full ? undefined : remoteStatusPath,
+            full,
+          });
+          await input.client.run(`sh -c ${shellQuote(script)}`, { timeoutMs: input.spec.timeoutMs });
+          const progress = transferProgress(sink, "Exporting git history", "from", undefined, {
+            sink: input.onRuntimeProgress,
+            phase: "export",
+          });
+          if (nativeSyncOut) {
+            const operations = [
+              {
+                operationId: nextOperationId(),
+                files: [{ sourcePath: remoteBundle, targetPath: localBundle, kind: "file" }],
+              },
+            ];
+            assertSyncOperationsConfined(operations, { sourceRoots: [runtimeRootDir], targetRoots: [tempDir] });
+            const sent = syncedBytes(await input.client.syncOut(operations));
+            await progress.finish(sent, sent);
+          } else {
+            const bytes = await readRemoteToFile(input.client, remoteBundle, localBundle, progress.options).catch(
+              async (error) => {
+                await progress.fail();
+                throw error;
+              },
+            );
+            await progress.finish(bytes, bytes);
+          }
+          await input.client.remove(remoteBundle).catch(() => undefined);
+          if (!full) {
+            remoteStatus = await Promise.resolve()
+              .then(() => input.client.readFile(remoteStatusPath))
+              .then((bytes) => asBuffer(bytes).toString("utf8").trim())
+              .catch(() => "dirty");
+            remoteStatus = remoteStatus === "clean" ? "clean" : "dirty";
+            await input.client.remove(remoteStatusPath).catch(() => undefined);
+          }
+          return fetchBundle(input.workspaceLocalDir, localBundle, exportRef, importedRef, gitSnapshot.headCommit);
+        };
+        try {
+          importedHead = await exportAndImport(false);
+        } catch (error) {
+          if (!isMissingPrerequisite(error)) throw error;
+          importedHead = await exportAndImport(true);
+        }
+      }
+      stopIfAborted();
+      await emitStatus(input.onRuntimeProgress, "restore", "Restoring workspace from environment");
+      let extractedDir = path.join(tempDir, "workspace");
+      if (!nativeSyncOut) {
+        // Our extraction stages on the workspace's own file system (a hidden directory in
+        // it, removed afterwards): the temp dir is often a disk while the workspace is not,
+        // and creating then removing every file of the tree there is most of a restore's
+        // time. The name is one of our owner-tagged staging names, so no walk lists it and
+        // the next operation on the workspace removes it if this process is killed.
+        stagingName = native.stagingName("restore");
+        const inside = path.join(input.workspaceLocalDir, stagingName);
+        if (
+          await fs.mkdir(inside, { mode: 0o700 }).then(
+            () => true,
+            () => false,
+          )
+        )
+          extractedDir = inside;
+        else stagingName = null;
+      }
+      if (nativeSyncOut) {
+        const operations = [
+          {
+            operationId: nextOperationId(),
+            files: [
+              {
+                sourcePath: workspaceRemoteDir,
+                targetPath: extractedDir,
+                kind: "directory",
+                exclude: workspaceRestoreExclude,
+              },
+            ],
+          },
+        ];
+        assertSyncOperationsConfined(operations, { sourceRoots: [workspaceRemoteDir], targetRoots: [extractedDir] });
+        await fs.mkdir(extractedDir, { recursive: true });
+        const progress = transferProgress(sink, "Restoring", "from", "workspace", {
+          sink: input.onRuntimeProgress,
+          phase: "restore",
+        });
+        const sent = syncedBytes(await input.client.syncOut(operations));
+        await progress.finish(sent, sent);
+      } else {
+        const remoteTar = path.posix.join(runtimeRootDir, "workspace-download.tar");
+        const gzip = input.client[OUR_CLIENT]?.compressDownloads?.() === true;
+        await input.client.run(
+          `sh -c ${shellQuote(remoteArchiveCommand(workspaceRemoteDir, remoteTar, workspaceRestoreExclude, gzip))}`,
+          { timeoutMs: input.spec.timeoutMs },
+        );
+        const progress = transferProgress(sink, "Restoring", "from", "workspace", {
+          sink: input.onRuntimeProgress,
+          phase: "restore",
+        });
+        await fs.mkdir(extractedDir, { recursive: true });
+        let bytes;
+        try {
+          bytes = await readRemoteIntoDirectory(
+            input.client,
+            remoteTar,
+            extractedDir,
+            progress.options,
+            signal,
+            limits,
+            input.workspaceLocalDir,
+          );
+        } catch (error) {
+          await progress.fail();
+          await input.client.remove(remoteTar).catch(() => undefined);
+          throw error;
+        }
+        await progress.finish(bytes, bytes);
+        await input.client.remove(remoteTar).catch(() => undefined);
+      }
+      stopIfAborted();
+      const head = importedHead;
+      const mergeBaseline =
+        repositories.length === 0
+          ? baseline
+          : {
+              exclude: workspaceRestoreExclude,
+              entries: new Map(
+                [...baseline.entries].filter(
+                  ([entry]) =>
+                    !repositories.some(
+                      (repository) => entry === repository.path || entry.startsWith(`${repository.path}/`),
+                    ),
+                ),
+              ),
+            };
+      await mergeDirectoryWithBaseline({
+        baseline: mergeBaseline,
+        sourceDir: extractedDir,
+        targetDir: input.workspaceLocalDir,
+        beforeApply: head
+          ? async () => {
+              await integrateImportedHead(input.workspaceLocalDir, head);
+            }
+          : undefined,
+        afterApply: gitSnapshot
+          ? async () => {
+              await resetIndexToHead(input.workspaceLocalDir, remoteStatus === "clean");
+            }
+          : undefined,
+      });
+    } finally {
+      await emitStatus(input.onRuntimeProgress, "finalize", "Finalizing workspace");
+      if (importedRef) await deleteRef(input.workspaceLocalDir, importedRef);
+      if (stagingName)
+        await fs
+          .rm(path.join(input.workspaceLocalDir, stagingName), { recursive: true, force: true })
+          .catch(() => undefined);
+    }
+  });
+}
+
+/** The remote file's bytes as slices: the client's `readStream` when it has one, else one `readFile`. */
+async function* remoteSlices(client, remotePath, options) {
+  if (typeof client.readStream === "function") {
+    yield* client.readStream(remotePath, options);
+    return;
+  }
+  const bytes = asBuffer(await client.readFile(remotePath, options));
+  if (bytes.length > 0) yield bytes;
+}
+
+/** Reads a remote file into `localPath`, slice by slice; returns its size. */
+async function readRemoteToFile(client, remotePath, localPath, options) {
+  const handle = await fs.open(localPath, "w");
+  let size = 0;
+  try {
+    for await (const slice of remoteSlices(client, remotePath, options)) {
+      await handle.write(slice);
+      size += slice.length;
+    }
+  } finally {
+    await handle.close();
+  }
+  return size;
+}
+
+/**
+ * Reads a remote tar archive slice by slice straight into the safe extractor (every member
+ * that would land or point outside `localDir` is refused and nothing is left half-written,
+ * but for the symbolic links `knownLinks`, the workspace, holds unchanged at the same path);
+ * returns the archive's size.
+ */
+async function readRemoteIntoDirectory(client, remotePath, localDir, options, signal, limits, knownLinks) {
+  let size = 0;
+  const counted = (async function* count() {
+    for await (const slice of remoteSlices(client, remotePath, options)) {
+      size += slice.length;
+      yield slice;
+    }
+  })();
+  await extractTarballToDirectory({
+    source: counted,
+    localDir,
+    signal,
+    knownLinks,
+    ...(limits !== undefined ? { limits } : {}),
+  });
+  return size;
+}
