@@ -1,4 +1,4 @@
-// SSH session reuse (README "SSH", session reuse) against a real OpenSSH sshd on 127.0.0.1:
+// SSH session reuse (docs/ssh.md, session reuse) against a real OpenSSH sshd on 127.0.0.1:
 // a git workspace lifecycle (prepare, an agent's commit and edits, restore with the baseline
 // and history) opens one or two sessions instead of one per step, counted both by the pool's
 // own counters and by the server's log of accepted logins; the same lifecycle with

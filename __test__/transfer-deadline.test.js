@@ -1,4 +1,4 @@
-// The archive transfer deadline rule (README "Tar archives, streaming and safe extraction"): 1 s per MiB + 60 s, capped at 30 minutes;
+// The archive transfer deadline rule (docs/tar.md): 1 s per MiB + 60 s, capped at 30 minutes;
 // a small archive keeps the provider timeout while that figure is at most five minutes.
 import { describe, expect, it } from "vitest";
 import {

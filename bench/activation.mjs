@@ -11,7 +11,7 @@
 // SSH logins each lifecycle cost (the
 // server's log of accepted logins: with activation, the sessions the pool opened; without,
 // upstream's `ssh` processes). `PAPERCLIP_NATIVE_SSH_REUSE=0` in the environment runs the
-// activated side without session reuse and overlap (README "SSH"). Needs a Node with
+// activated side without session reuse and overlap (docs/ssh.md). Needs a Node with
 // `module.registerHooks` (>= 24.11, upstream's engine; scripts/node-versions.sh installs one).
 // Usage: node bench/activation.mjs [a|c] [--runs N] [--no-git]   (BENCH_SCRATCH: where the copies go; /dev/shm by default)
 import { execFileSync, spawnSync } from "node:child_process";

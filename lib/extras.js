@@ -41,7 +41,7 @@ export function archiveTransferTimeoutMs(input) {
 }
 
 /**
- * The counters of this process's SSH session pool (README "SSH", session reuse): sessions
+ * The counters of this process's SSH session pool (docs/ssh.md, session reuse): sessions
  * `opened`, calls served by a pooled session (`reused`), sessions put back after a clean
  * call (`returned`), disconnected after an error, cancellation or timeout (`dropped`),
  * closed after a clean call without being kept (`closed`: reuse off, pool full), closed

@@ -1,5 +1,5 @@
 // Drop-in for the ignore-resolution part of `@paperclipai/adapter-utils/git-workspace-sync`
-// (README "Ignore resolution: the trust model"): the referenced-project ignore scan, the host's git executor seam, and the anchor
+// (docs/ignore.md, the trust model): the referenced-project ignore scan, the host's git executor seam, and the anchor
 // workspace's git snapshot.
 //
 // Where upstream spawns git for a referenced project's ignore scan, we scan in-process

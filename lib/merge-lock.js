@@ -1,5 +1,4 @@
-// Internal: the directory-merge lock, with upstream's exact on-disk protocol (README "Restore
-// merge and the merge lock") so a holder in this package and a holder in
+// Internal: the directory-merge lock, with upstream's exact on-disk protocol (docs/merge.md) so a holder in this package and a holder in
 // `@paperclipai/adapter-utils` exclude each other, in one process or across processes:
 //
 //   <instance root>/locks/directory-merge/            mode 0700, must be a plain directory

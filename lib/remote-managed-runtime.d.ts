@@ -46,7 +46,7 @@ export declare function buildRemoteExecutionSessionIdentity(spec: SshRemoteExecu
 export declare function remoteExecutionSessionMatches(saved: unknown, current: SshRemoteExecutionSpec | null): boolean;
 /**
  * Stages a run on an SSH host (workspace under `.paperclip-runtime/runs/<runId>/workspace`,
- * assets, referenced projects) with our in-process SSH drop-ins; see the README.
+ * assets, referenced projects) with our in-process SSH drop-ins; see docs/ssh.md.
  */
 export declare function prepareRemoteManagedRuntime(input: {
   spec: SshRemoteExecutionSpec;

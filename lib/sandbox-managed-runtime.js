@@ -159,8 +159,7 @@ async function mirrorEntry(sourceDir, targetDir, relative, hasChildren) {
   const stats = await fs.lstat(sourcePath);
   if (stats.isDirectory()) {
     // `mkdir -p` accepts a symlink to a directory and the children would then be written
-    // through it, outside the target: refuse that one case (README "Restore merge and the
-    // merge lock", "Always on").
+    // through it, outside the target: refuse that one case (docs/merge.md, "Always on").
     if (hasChildren) {
       const existing = await fs.lstat(targetPath).catch(() => null);
       if (existing?.isSymbolicLink() && (await fs.stat(targetPath).catch(() => null))?.isDirectory()) {

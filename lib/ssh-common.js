@@ -18,8 +18,7 @@ export function shellQuote(value) {
 
 /**
  * True unless `PAPERCLIP_NATIVE_SSH_REUSE=0`: calls lease their session from the native
- * pool and leave it there for the next call to the same host as the same user (README
- * "SSH"). Read at every call.
+ * pool and leave it there for the next call to the same host as the same user (docs/ssh.md). Read at every call.
  */
 export function sshSessionReuse() {
   return process.env.PAPERCLIP_NATIVE_SSH_REUSE !== "0";

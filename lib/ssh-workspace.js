@@ -1,4 +1,4 @@
-// Drop-ins for upstream's SSH workspace lifecycle (README "SSH"): `prepareWorkspaceForSshExecution`
+// Drop-ins for upstream's SSH workspace lifecycle (docs/ssh.md): `prepareWorkspaceForSshExecution`
 // stages a local workspace on the SSH host before a run, `restoreWorkspaceFromSshExecution`
 // brings the run's work back. A git workspace travels as a git bundle of its HEAD (history)
 // plus the working tree (the tar transfer); anything else as the tree alone.

@@ -1,4 +1,4 @@
-// Drop-in for the transport part of `@paperclipai/adapter-utils/ssh` (README "SSH"):
+// Drop-in for the transport part of `@paperclipai/adapter-utils/ssh` (docs/ssh.md):
 // `runSshCommand`, `syncDirectoryToSsh` and `syncDirectoryFromSsh`, each on one in-process SSH
 // session leased from the native pool (libssh2, src/ssh.rs; reused across calls unless
 // `PAPERCLIP_NATIVE_SSH_REUSE=0`). The host spawns nothing: no `ssh`, no `tar`. The

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A bounded fuzz run of the test command (README, "Fuzzing the extractor"): installs
+# A bounded fuzz run of the test command (docs/fuzzing.md): installs
 # cargo-fuzz when it is missing, builds a cargo-fuzz target (fuzz/) with AddressSanitizer
 # and runs it. Targets: `extract` (the default; seeded with the corpus the core crate's
 # `tar::fuzz_seeds` test writes) for $FUZZ_SECONDS (default 60), and `pack` (random trees

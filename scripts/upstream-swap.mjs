@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The upstream-swap runner (README "How we prove parity").
+// The upstream-swap runner (CONTRIBUTING.md, "How parity is proven").
 //
 // Copies the installed upstream package (@paperclipai/adapter-utils) twice under `.swap/`:
 // `plain` as published, and `swapped`, where each upstream module we cover is replaced by

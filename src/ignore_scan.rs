@@ -1,5 +1,5 @@
-//! The in-process ignore scan behind `readReferencedSourceGitIgnoredPaths` (README,
-//! "Ignore resolution: the trust model").
+//! The in-process ignore scan behind `readReferencedSourceGitIgnoredPaths` (docs/ignore.md,
+//! the trust model).
 //!
 //! Two calls mirror upstream's two git invocations, so the JS layer can give each its own
 //! deadline (15 s for the toplevel probe, 60 s for the listing) exactly as upstream does:

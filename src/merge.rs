@@ -1,5 +1,4 @@
-//! The restore merge and the listing under `mirrorDirectory` (README, "Restore merge and the
-//! merge lock").
+//! The restore merge and the listing under `mirrorDirectory` (docs/merge.md).
 //!
 //! `lib/workspace-restore-merge.js` drives the merge: it captures the source here (outside
 //! the lock) and decodes the baseline meanwhile, keeps both native ([`MergeSource`],

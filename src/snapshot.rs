@@ -1,4 +1,4 @@
-//! Snapshot capture, entry reads and the content signature (README, "Snapshots").
+//! Snapshot capture, entry reads and the content signature (docs/snapshots.md).
 //!
 //! A capture crosses into JS as a compact transfer (typed arrays and a few joined strings)
 //! instead of one JS object per entry; `lib/workspace-restore-merge.js` builds upstream's

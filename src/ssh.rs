@@ -1,4 +1,4 @@
-//! The SSH lane (README, "SSH"): remote commands and streamed transfers over in-process SSH
+//! The SSH lane (docs/ssh.md): remote commands and streamed transfers over in-process SSH
 //! sessions, each call on a session of its own leased from the process-wide pool (the
 //! logic is `paperclip_sync_core::ssh`; this is conversion and scheduling only).
 //!

@@ -1,5 +1,4 @@
-//! Tar archives written and read in-process (README, "Tar archives, streaming and safe
-//! extraction"; the logic is `paperclip_sync_core::tar`; this is scheduling and conversion
+//! Tar archives written and read in-process (docs/tar.md; the logic is `paperclip_sync_core::tar`; this is scheduling and conversion
 //! only).
 //!
 //! Three shapes of call:

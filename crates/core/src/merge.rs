@@ -1,5 +1,4 @@
-//! The three-way restore merge (upstream `mergeDirectoryWithBaseline`; README
-//! "Restore merge and the merge lock").
+//! The three-way restore merge (upstream `mergeDirectoryWithBaseline`; docs/merge.md).
 //!
 //! Given the host's `baseline` snapshot (taken before the remote run), the remote result
 //! `source` and the host tree as it is now (`current`, captured here, inside the caller's

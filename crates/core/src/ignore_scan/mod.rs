@@ -1,5 +1,5 @@
 //! Ignore resolution (upstream's `readReferencedSourceGitIgnoredPaths` and
-//! `resolveReferencedSourceIgnore`; README "Ignore resolution: the trust model"): the
+//! `resolveReferencedSourceIgnore`; docs/ignore.md, the trust model): the
 //! ignored paths of a referenced project's directory, computed in-process instead of by spawning
 //! `git ls-files --others --ignored --exclude-standard --directory --full-name -z`.
 //!

@@ -743,7 +743,7 @@ fn a_work_tree_deeper_than_path_max_fails_the_scan_instead_of_listing_less() {
 }
 
 /// The patterns `ignore::gitignore::Gitignore` (ignore 0.4.35) reads differently from git,
-/// the reason this module keeps git's own `wildmatch` (README "Dependencies"): an escaped `]`
+/// the reason this module keeps git's own `wildmatch` (docs/dependencies.md): an escaped `]`
 /// in a bracket, an escaped `-` in a bracket (a literal, not a range), an unterminated `[`,
 /// an empty range and trailing backslashes. Each, alone and together, against the git CLI.
 #[test]

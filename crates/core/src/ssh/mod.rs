@@ -1,4 +1,4 @@
-//! The SSH lane (README, "SSH"): remote commands and streamed transfers over in-process SSH
+//! The SSH lane (docs/ssh.md): remote commands and streamed transfers over in-process SSH
 //! sessions (libssh2 through the `ssh2` crate, kept in a pool between calls), with no `ssh`
 //! or `tar` child process.
 //!
