@@ -232,8 +232,8 @@ async function main() {
     );
     // A timing-sensitive test can pass in one run and fail in the next on a loaded machine
     // (codex-local's lock tests give a callback 20 ms to enter): the suite files where a
-    // baseline and its activated mode differ run again in every mode, one run at a time, up
-    // to RERUNS more times while a difference remains, and a test counts as passing in a mode
+    // baseline and its activated mode differ run again in those two modes, one run at a time,
+    // up to RERUNS more times while a difference remains, and a test counts as passing in a mode
     // if any attempt passed it (the same rule for the baselines and the activated modes). A
     // real regression fails every attempt. When several runs share the machine
     // (ACTIVATION_SUITES_BARRIER), the re-runs wait until every run's first pass is done, so
@@ -241,21 +241,29 @@ async function main() {
     await barrier.arrive();
     const RERUNS = Number(process.env.ACTIVATION_SUITES_RERUNS ?? 3);
     for (let attempt = 1; attempt <= RERUNS; attempt += 1) {
-      const differing = new Set();
+      // The suite files where an activated mode and its baseline differ, and the two modes
+      // of each difference: only those run again.
+      const differing = new Map();
       for (const mode of args.modes.filter((m) => BASELINE[m])) {
         const base = results[BASELINE[mode]].tests;
         const act = results[mode].tests;
         for (const name of new Set([...base.keys(), ...act.keys()])) {
-          if ((base.get(name) === "passed") !== (act.get(name) === "passed")) differing.add(name.split(" › ")[0]);
+          if ((base.get(name) === "passed") !== (act.get(name) === "passed")) {
+            const file = name.split(" › ")[0];
+            if (!differing.has(file)) differing.set(file, new Set());
+            differing.get(file).add(mode).add(BASELINE[mode]);
+          }
         }
       }
       if (differing.size === 0) break;
-      const files = [...differing].sort();
+      const files = [...differing.keys()].sort();
       console.log(
-        `activation-suites: re-running (attempt ${attempt + 1}) ${files.length} suite file(s) with differences, in every mode: ${files.join(", ")}`,
+        `activation-suites: re-running (attempt ${attempt + 1}) ${files.length} suite file(s) with differences, in the modes that differ: ${files.map((f) => `${f} (${[...differing.get(f)].join(", ")})`).join("; ")}`,
       );
       for (const mode of args.modes) {
-        const again = await runMode(pkgDir, files, mode, scratch, args.native);
+        const mine = files.filter((file) => differing.get(file).has(mode));
+        if (mine.length === 0) continue;
+        const again = await runMode(pkgDir, mine, mode, scratch, args.native);
         for (const [name, status] of again.tests) if (status === "passed") results[mode].tests.set(name, "passed");
         results[mode].served = [...new Set([...results[mode].served, ...again.served])].sort();
         results[mode].skips.push(...again.skips);

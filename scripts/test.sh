@@ -98,9 +98,18 @@ step "fuzz (tar packer, ${FUZZ_PACK_SECONDS:-30} s)"
 bounded 900 bash scripts/fuzz.sh "$results/fuzz-pack.json" pack || fuzz_status=$?
 
 # The activation suite runs (scripts/activation-suites.mjs): every compiled suite of upstream
-# and of two real consumers, without activation and through the --import hook and the vitest
-# plugin (each against the unactivated run with the same module loading).
-activation_modes=${ACTIVATION_MODES:-hook,plugin-external,plugin-inline}
+# and of two real consumers, without activation and through the vitest plugin, externalized
+# (a config holding only the plugin; its setup file installs the Node hook in each worker)
+# and inlined, each against the unactivated run with the same module loading; upstream's own
+# suites also through NODE_OPTIONS=--import …/register (the operator's recipe, inherited by
+# every worker and child process). A consumer's suites reach upstream only through its own
+# imports, which the plugin's externalized mode composes with the same Node hook.
+activation_modes() {
+  if [ -n "${ACTIVATION_MODES:-}" ]; then echo "$ACTIVATION_MODES"
+  elif [ "$1" = adapter-utils ]; then echo hook,plugin-external,plugin-inline
+  else echo plugin-external,plugin-inline
+  fi
+}
 
 # 5. Our vitest suites, then the upstream suites with our exports swapped in.
 step "vitest"
@@ -142,7 +151,7 @@ if $as_root; then
   for pkg in adapter-utils adapter-claude-local adapter-codex-local; do
     (cd "$copy" && ACTIVATION_SUITES_BARRIER="$copy/.activation-barrier:3" bounded 2400 "${as_user[@]}" \
         node scripts/activation-suites.mjs --package "@paperclipai/$pkg" --native "$copy/.release/project/node_modules/@paperclipai/adapter-utils-native" \
-        --modes "$activation_modes" --json "$copy/activation-$pkg.json") > "$results/activation-$pkg.log" 2>&1 &
+        --modes "$(activation_modes "$pkg")" --json "$copy/activation-$pkg.json") > "$results/activation-$pkg.log" 2>&1 &
     pids+=($!)
   done
   for pid in "${pids[@]}"; do wait "$pid" || activation_status=1; done
@@ -167,7 +176,7 @@ else
   pids=()
   for pkg in adapter-utils adapter-claude-local adapter-codex-local; do
     ACTIVATION_SUITES_BARRIER="$results/activation-barrier:3" bounded 2400 node scripts/activation-suites.mjs \
-        --package "@paperclipai/$pkg" --native "$results/release/project/node_modules/@paperclipai/adapter-utils-native" --modes "$activation_modes" \
+        --package "@paperclipai/$pkg" --native "$results/release/project/node_modules/@paperclipai/adapter-utils-native" --modes "$(activation_modes "$pkg")" \
         --json "$results/activation-$pkg.json" > "$results/activation-$pkg.log" 2>&1 &
     pids+=($!)
   done
