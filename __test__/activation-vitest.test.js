@@ -71,6 +71,24 @@ it("reports", async () => {
 });
 `;
 
+/** Runs vitest in `root` (the project's own config); its output and the test's REPORT line. */
+function runVitest(root) {
+  const result = spawnSync(
+    process.execPath,
+    [path.join(repo, "node_modules/vitest/vitest.mjs"), "run", "--root", root],
+    {
+      cwd: root,
+      env: { ...process.env, NODE_OPTIONS: "" },
+      encoding: "utf8",
+      timeout: 120_000,
+    },
+  );
+  const output = `${result.stdout}\n${result.stderr}`;
+  const line = output.split("\n").find((l) => l.includes("REPORT {"));
+  if (!line) throw new Error(`no report (status ${result.status}):\n${output}`);
+  return { result, output, line };
+}
+
 function monorepo(name, withPlugin) {
   const root = path.join(work, name);
   const pkg = path.join(root, "packages/adapter-utils");
@@ -101,18 +119,7 @@ function monorepo(name, withPlugin) {
       `export default { plugins: [${withPlugin ? "adapterUtilsNative()" : ""}], cacheDir: ${JSON.stringify(path.join(root, ".vite"))}, test: { include: ["test/**/*.test.ts"] } };`,
     ].join("\n"),
   );
-  const result = spawnSync(
-    process.execPath,
-    [path.join(repo, "node_modules/vitest/vitest.mjs"), "run", "--root", root],
-    {
-      cwd: root,
-      env: { ...process.env, NODE_OPTIONS: "" },
-      encoding: "utf8",
-      timeout: 120_000,
-    },
-  );
-  const line = `${result.stdout}\n${result.stderr}`.split("\n").find((l) => l.includes("REPORT {"));
-  if (!line) throw new Error(`no report (status ${result.status}):\n${result.stdout}\n${result.stderr}`);
+  const { result, line } = runVitest(root);
   return { status: result.status, report: JSON.parse(line.slice(line.indexOf("REPORT ") + 7)) };
 }
 
@@ -184,19 +191,7 @@ function workspaceRun(name, pluginOptions) {
       `export default { plugins: [adapterUtilsNative(${JSON.stringify(pluginOptions)})], cacheDir: ${JSON.stringify(path.join(root, ".vite"))}, test: { include: ["test/**/*.test.mjs"] } };`,
     ].join("\n"),
   );
-  const result = spawnSync(
-    process.execPath,
-    [path.join(repo, "node_modules/vitest/vitest.mjs"), "run", "--root", root],
-    {
-      cwd: root,
-      env: { ...process.env, NODE_OPTIONS: "" },
-      encoding: "utf8",
-      timeout: 120_000,
-    },
-  );
-  const output = `${result.stdout}\n${result.stderr}`;
-  const line = output.split("\n").find((l) => l.includes("REPORT {"));
-  if (!line) throw new Error(`no report (status ${result.status}):\n${output}`);
+  const { result, output, line } = runVitest(root);
   const ours = output.split("\n").filter((l) => l.startsWith("@paperclipai/adapter-utils-native: "));
   return { status: result.status, lines: ours, report: JSON.parse(line.slice(line.indexOf("REPORT ") + 7)) };
 }
