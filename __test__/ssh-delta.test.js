@@ -8,16 +8,12 @@
 // remote that cannot answer, delta off) and the managed runtime's run directory started
 // from the previous restored run's. Run as an unprivileged user (scripts/test.sh).
 import { execFileSync } from "node:child_process";
-import { createHash } from "node:crypto";
 import {
   chmodSync,
   existsSync,
-  lstatSync,
   mkdirSync,
   mkdtempSync,
-  readdirSync,
   readFileSync,
-  readlinkSync,
   rmSync,
   statSync,
   utimesSync,
@@ -32,7 +28,7 @@ import { sshDeltaStats } from "../lib/ssh-delta.js";
 import { prepareWorkspaceForSshExecution } from "../lib/ssh.js";
 import { HOST_OPS, inventory, mutate, REMOTE_OPS } from "./helpers/merge-triples.js";
 import { createRandom, runSeed } from "./helpers/random.js";
-import { scratchPlaces, startSshd } from "./helpers/sshd.js";
+import { remoteState, scratchPlaces, startSshd } from "./helpers/sshd.js";
 import { writeRandomTree } from "./helpers/trees.js";
 
 const seed = runSeed();
@@ -62,30 +58,6 @@ afterAll(async () => {
     rmSync(work, { recursive: true, force: true });
   }
 });
-
-/** Every entry below `root` but the top-level `.paperclip-runtime`: kind, mode, content, link target, mtime (s). */
-function remoteState(root) {
-  const out = {};
-  const walk = (rel) => {
-    for (const name of readdirSync(rel ? path.join(root, rel) : root).sort()) {
-      if (!rel && name === ".paperclip-runtime") continue;
-      const key = rel ? `${rel}/${name}` : name;
-      const full = path.join(root, key);
-      const st = lstatSync(full);
-      const mtime = Math.floor(st.mtimeMs / 1000);
-      if (st.isSymbolicLink()) out[key] = `link ${readlinkSync(full)}`;
-      else if (st.isDirectory()) {
-        out[key] = `dir ${(st.mode & 0o7777).toString(8)} ${mtime}`;
-        walk(key);
-      } else if (st.isFile())
-        out[key] =
-          `file ${(st.mode & 0o7777).toString(8)} ${mtime} ${createHash("sha256").update(readFileSync(full)).digest("hex")}`;
-      else out[key] = `other ${st.mode.toString(8)}`;
-    }
-  };
-  walk("");
-  return out;
-}
 
 /** What upstream's prepare leaves for `local` in a fresh remote directory. */
 async function upstreamResult(local) {

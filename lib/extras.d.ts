@@ -62,10 +62,20 @@ export interface SshDeltaStats {
   full: number;
   /** Managed run directories started from the previous restored run's. */
   seeded: number;
-  /** Full uploads by reason: `no-manifest`, `remote-absent`, `remote-cannot-answer`, `off`. */
+  /** Full uploads by reason: `no-manifest`, `remote-absent`, `remote-cannot-answer`, `nested-git`, `off`. */
   fallbacks: Record<string, number>;
   /** The same for baseline restores (reasons: `no-manifest`, `excludes`, `remote-cannot-answer`, `too-many-changes`). */
   restore: { delta: number; full: number; fallbacks: Record<string, number> };
+  /**
+   * Git history moved by the prepare (`import`) and the restore (`export`): bundles of only
+   * the commits the other side lacked (`delta`; for an export, what was asked of the remote),
+   * of the whole history (`full`), and deltas refused (the remote lacked a commit, or this
+   * host a bundle's prerequisite), then moved whole (`fallback`).
+   */
+  history: {
+    import: { delta: number; full: number; fallback: number };
+    export: { delta: number; full: number; fallback: number };
+  };
 }
 /** What the SSH lane's delta uploads and restores did in this process. */
 export declare function sshDeltaStats(): SshDeltaStats;

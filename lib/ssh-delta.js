@@ -1,6 +1,6 @@
 // Delta uploads of a workspace tree to an SSH host that keeps it between runs (docs: "SSH",
-// delta uploads). Internal: used by ./ssh-workspace.js for the plain (not git-backed)
-// prepare.
+// delta uploads). Internal: used by ./ssh-workspace.js for both prepares (a git workspace's
+// tree with `.git` excluded, after its history import).
 //
 // A manifest on this host records, for every regular file last sent to a remote directory,
 // the file's `stat` as the packer saw it before reading it and the remote copy's `stat`
@@ -41,6 +41,17 @@ const LISTING_FORMAT = "%y %s %T@ %C@ %i %m %P\\0%l\\0";
 
 const stats = { delta: 0, full: 0, seeded: 0, fallbacks: {} };
 const pulls = { delta: 0, full: 0, fallbacks: {} };
+const histories = { import: { delta: 0, full: 0, fallback: 0 }, export: { delta: 0, full: 0, fallback: 0 } };
+
+/** Counts a git history import of the SSH prepare: `delta`, `full`, or `fallback` (a delta the remote refused, then full). */
+export function countHistoryImport(kind) {
+  histories.import[kind] += 1;
+}
+
+/** Counts a git history export of the SSH restore: `delta`, `full`, or `fallback` (a thin bundle this host could not take, then full). */
+export function countHistoryExport(kind) {
+  histories.export[kind] += 1;
+}
 
 /**
  * What the delta uploads did in this process: uploads done as deltas, full uploads, run
@@ -53,6 +64,7 @@ export function sshDeltaStats() {
     seeded: stats.seeded,
     fallbacks: { ...stats.fallbacks },
     restore: { delta: pulls.delta, full: pulls.full, fallbacks: { ...pulls.fallbacks } },
+    history: { import: { ...histories.import }, export: { ...histories.export } },
   };
 }
 
@@ -193,17 +205,20 @@ async function writeManifest(file, manifest) {
 }
 
 /** Marks the manifest of a run directory restored (its work is back on this host). */
-export async function markRestored(spec, remoteDir, localDir) {
+export async function markRestored(spec, remoteDir, localDir, importedHead = null) {
   if (!sshDeltaEnabled()) return;
   const { file } = await manifestPath(spec, remoteDir, localDir);
   const manifest = await readManifest(file);
   if (!manifest || manifest.remoteDir !== remoteDir || manifest.restored) return;
-  await writeManifest(file, { ...manifest, restored: true }).catch(() => undefined);
+  // The remote's HEAD brought back: history both sides now hold (a git import's base).
+  const git = importedHead && manifest.git ? { ...manifest.git, importedHead } : manifest.git;
+  await writeManifest(file, { ...manifest, restored: true, ...(git ? { git } : {}) }).catch(() => undefined);
 }
 
 /** The listing pipeline: every entry below `.` but the top-level `.paperclip-runtime`, NUL-separated, then an end record with find's status. */
-function listingPipeline(filter = "") {
-  return `{ find . -mindepth 1 -path ./${RUNTIME_DIR} -prune -o ${filter}-printf '${LISTING_FORMAT}'; printf 'pcdelta-end %s\\0' "$?"; } | $Z`;
+function listingPipeline(filter = "", prune = [RUNTIME_DIR]) {
+  const pruned = prune.map((name) => `-path ./${name} -prune -o `).join("");
+  return `{ find . -mindepth 1 ${pruned}${filter}-printf '${LISTING_FORMAT}'; printf 'pcdelta-end %s\\0' "$?"; } | $Z`;
 }
 
 /**
@@ -339,9 +354,11 @@ function unchanged(row, local, remote) {
 
 /**
  * What to send and remove so the remote tree equals the local members: `send` (members to
- * pack), `remove` (remote paths to delete first, outermost only).
+ * pack), `remove` (remote paths to delete first, outermost only). Remote entries named in
+ * `keep` are left for the caller to remove (the git prepare's own `rm` of deleted tracked
+ * files, which stamps their directories as upstream's does).
  */
-export function planDelta(locals, remote, manifest, header) {
+export function planDelta(locals, remote, manifest, header, keep = new Set()) {
   const send = new Set();
   const remove = new Set();
   const localByName = new Map(locals.map((entry) => [entry.member, entry]));
@@ -374,7 +391,7 @@ export function planDelta(locals, remote, manifest, header) {
   // A directory removed because the host has another kind there takes its children along.
   const removedDirs = [...remove].filter((member) => remote.get(member)?.kind === "d");
   for (const member of [...remote.keys()].sort()) {
-    if (localByName.has(member)) continue;
+    if (localByName.has(member) || keep.has(member)) continue;
     if (removedDirs.some((dir) => member.startsWith(`${dir}/`))) continue;
     remove.add(member);
     if (remote.get(member).kind === "d") removedDirs.push(member);
@@ -395,12 +412,61 @@ function headerOf(fields) {
 }
 
 /**
- * Stages `localDir` (minus `exclude`) into `remoteDir` as the plain prepare does: the
- * remote directory ends holding exactly the local tree and its own `.paperclip-runtime`.
- * `fullUpload({ record })` is the upstream path (clear + full upload; resolves the packer's
- * member records when `record`). Resolves `{ mode: "delta" | "full", reason? }`.
+ * Where a delta to `remoteDir` starts, by the manifest: `null` for `remoteDir` itself, the
+ * previous run's directory for a managed run's new one (once that run was restored), or
+ * `undefined` when there is nothing to start from (the full upload).
  */
-export async function stageTree({ spec, connection, localDir, remoteDir, exclude, fullUpload, uploadDelta }) {
+function seedOf(manifest, local, remoteDir) {
+  if (!manifest || manifest.localDir !== local) return undefined;
+  if (manifest.remoteDir === remoteDir) return null;
+  if (!manifest.restored || familyOf(manifest.remoteDir) !== familyOf(remoteDir) || !RUN_DIR.test(remoteDir))
+    return undefined;
+  return manifest.remoteDir;
+}
+
+/** A remote member inside a nested `.git` or `.paperclip-runtime` (below the top level). */
+function nestedExcluded(member) {
+  const parts = member.split("/");
+  return parts.slice(1).some((part) => part === ".git" || part === RUNTIME_DIR);
+}
+
+/**
+ * Whether the next {@link stageTree} of `localDir` to `remoteDir` will try a delta, and from
+ * what: `null` (the full upload), else `{ seed, git }`: the previous run's directory to start
+ * from (or `null`), and what the manifest recorded of the git history sent (`{ head,
+ * importedHead }`, or `null`). A hint for the git import (ssh-workspace.js), which verifies
+ * it on the remote before relying on it.
+ */
+export async function deltaCandidate({ spec, remoteDir, localDir }) {
+  if (!sshDeltaEnabled()) return null;
+  const { file, local } = await manifestPath(spec, remoteDir, localDir);
+  const manifest = await readManifest(file);
+  const seed = seedOf(manifest, local, remoteDir);
+  if (seed === undefined) return null;
+  const git = manifest.git && typeof manifest.git === "object" ? manifest.git : null;
+  return { seed, git };
+}
+
+/**
+ * Stages `localDir` (minus `exclude`) into `remoteDir` as the prepare does: the remote
+ * directory ends holding exactly the local tree and its own `.paperclip-runtime` (and, with
+ * `.git` excluded, its repository, neither listed nor touched). `fullUpload({ record, gzip })`
+ * is the upstream path (clear or clean, then the full upload; resolves the packer's member
+ * records when `record`). `manifestExtra` is kept in the manifest (the git history sent);
+ * remote entries in `keep` are not removed (the caller does). Resolves `{ mode: "delta" |
+ * "full", reason? }`.
+ */
+export async function stageTree({
+  spec,
+  connection,
+  localDir,
+  remoteDir,
+  exclude,
+  fullUpload,
+  uploadDelta,
+  manifestExtra = {},
+  keep = [],
+}) {
   if (!sshDeltaEnabled()) {
     countFull("off");
     await fullUpload({ record: false, gzip: false });
@@ -413,22 +479,20 @@ export async function stageTree({ spec, connection, localDir, remoteDir, exclude
   const manifest = await readManifest(file);
   trace("manifest read", started);
   const pack = { root: localDir, exclude, followSymlinks: false, dotMembers: true };
+  // A git workspace's tree (`.git` excluded): the remote's `.git` is not listed either.
+  const gitTree = exclude.includes(".git");
+  const prune = gitTree ? [RUNTIME_DIR, ".git"] : [RUNTIME_DIR];
   const full = async (reason) => {
     countFull(reason);
     await fs.rm(file, { force: true }).catch(() => undefined);
     const estimate = await runCancellable(signal, (id) => native.sshUploadEstimate(localDir, exclude, false, id));
     const gzip = await wireCompression({ spec, connection, bytes: estimate });
     const { members } = await fullUpload({ record: true, gzip });
-    await recordFull({ target, signal, file, local, remoteDir, members }).catch(() => undefined);
+    await recordFull({ target, signal, file, local, remoteDir, members, prune, manifestExtra }).catch(() => undefined);
     return { mode: "full", reason };
   };
-  if (!manifest || manifest.localDir !== local) return await full("no-manifest");
-  let seed = null;
-  if (manifest.remoteDir !== remoteDir) {
-    if (!manifest.restored || familyOf(manifest.remoteDir) !== familyOf(remoteDir) || !RUN_DIR.test(remoteDir))
-      return await full("no-manifest");
-    seed = manifest.remoteDir;
-  }
+  const seed = seedOf(manifest, local, remoteDir);
+  if (seed === undefined) return await full("no-manifest");
   // The local walk runs while the remote lists its tree.
   const walking = runCancellable(signal, (id) => native.tarListMembers(pack, id));
   walking.catch(() => undefined);
@@ -443,7 +507,7 @@ export async function stageTree({ spec, connection, localDir, remoteDir, exclude
     `if [ ! -d ${q} ]; then echo 'pcdelta absent'; exit 0; fi`,
     `cd ${q}`,
     ...HEADER,
-    listingPipeline(),
+    listingPipeline("", prune),
   ].join("\n");
   let listing;
   try {
@@ -458,11 +522,17 @@ export async function stageTree({ spec, connection, localDir, remoteDir, exclude
     return await full(listing.header[1] === "absent" ? "remote-absent" : "remote-cannot-answer");
   }
   trace("remote listed", started);
+  // Upstream's `git clean -fdx -e .paperclip-runtime` spares nested repositories and nested
+  // runtime directories, and its tar never sends them: the full path reproduces that.
+  if (gitTree && [...listing.entries.keys()].some(nestedExcluded)) {
+    await walking.catch(() => undefined);
+    return await full("nested-git");
+  }
   const locals = parseMembers(await walking);
   trace("local walked", started);
   if (seed) stats.seeded += 1;
   const header = headerOf(listing.header);
-  const plan = planDelta(locals, listing.entries, manifest, header);
+  const plan = planDelta(locals, listing.entries, manifest, header, new Set(keep));
   const removals = [...plan.remove].map((member) => shellQuote(member)).join(" ");
   const inline = removals.length <= INLINE_REMOVALS_MAX;
   if (!inline) {
@@ -482,7 +552,7 @@ export async function stageTree({ spec, connection, localDir, remoteDir, exclude
     // Nothing to send: the removals and the listing alone (no walk to pack nothing).
     plan.send.size === 0 ? ":" : gzip ? "gzip -dc | tar -xf -" : "tar -xf -",
     ...lightHeader(header.compressor),
-    listingPipeline(`-newerct @${header.now - 2} `),
+    listingPipeline(`-newerct @${header.now - 2} `, prune),
   ].join("\n");
   const { stdout, members } =
     plan.send.size > 0
@@ -515,15 +585,18 @@ export async function stageTree({ spec, connection, localDir, remoteDir, exclude
     listedAt,
     compressor: header.compressor,
     files,
+    ...manifestExtra,
   }).catch(() => undefined);
   trace("manifest written", started);
   return { mode: "delta", sent: plan.send.size, removed: plan.remove.size };
 }
 
 /** After a full upload: lists the remote tree and records every file whose remote copy matches what was packed. */
-async function recordFull({ target, signal, file, local, remoteDir, members }) {
+async function recordFull({ target, signal, file, local, remoteDir, members, prune, manifestExtra }) {
   const q = shellQuote(remoteDir);
-  const listing = parseListing(await exec(target, [`cd ${q}`, ...HEADER, listingPipeline()].join("\n"), signal));
+  const listing = parseListing(
+    await exec(target, [`cd ${q}`, ...HEADER, listingPipeline("", prune)].join("\n"), signal),
+  );
   if (!listing.entries) return;
   const files = {};
   for (const record of members) {
@@ -541,6 +614,7 @@ async function recordFull({ target, signal, file, local, remoteDir, members }) {
     listedAt: now,
     compressor,
     files,
+    ...manifestExtra,
   });
 }
 

@@ -17,7 +17,14 @@ import { runLocalGit } from "./local-git.js";
 import { abortError, native } from "./native.js";
 import { runTransfer, shellQuote, sshSessionReuse, sshTarget, transferProgress, transferTarget } from "./ssh-common.js";
 import { archiveLimits, checkSignal, invalidArgument } from "./arguments.js";
-import { markRestored, planRestore, stageTree } from "./ssh-delta.js";
+import {
+  countHistoryExport,
+  countHistoryImport,
+  deltaCandidate,
+  markRestored,
+  planRestore,
+  stageTree,
+} from "./ssh-delta.js";
 import { mergeDirectoryWithBaseline } from "./workspace-restore-merge.js";
 
 /** The remote directory Paperclip keeps for itself: never synced, never cleared. */
@@ -130,48 +137,143 @@ async function withBundleFile(fn) {
   }
 }
 
+/** The message a delta import's remote script fails with when only a full import will do. */
+const NEED_FULL_IMPORT = "pcgit-need-full";
+
+/** The commits of `candidates` the local repository holds. */
+async function localCommits(localDir, candidates) {
+  const held = [];
+  for (const commit of new Set(candidates)) {
+    if (typeof commit !== "string" || !/^[0-9a-f]{40,64}$/.test(commit)) continue;
+    const found = await runLocalGit(localDir, ["cat-file", "-e", `${commit}^{commit}`], QUICK).then(
+      () => true,
+      () => false,
+    );
+    if (found) held.push(commit);
+  }
+  return held;
+}
+
 /**
  * Imports the local HEAD into the remote repository (created when missing): a bundle of
  * HEAD streams into the remote script, which fetches it, checks the branch (or a detached
  * HEAD) out, resets and cleans the tree (sparing `.paperclip-runtime`) and carries the
  * credential-free `origin` over. Progress: `Importing git history to ssh`, exact percent.
+ *
+ * With `delta` (the tree's delta upload will follow, ssh-delta.js `deltaCandidate`), to a
+ * remote that kept the previous import: the bundle holds only the commits the remote lacks
+ * (`HEAD --not` the heads recorded as sent or brought back), a managed run's new directory
+ * starts as the previous run's (its refs then cut to what a fresh import leaves), and the
+ * remote tree is not cleaned (the delta removes what the host does not have). The remote
+ * checks everything the delta assumes (the repository, the commits, the bundle's
+ * prerequisites, no shallow history) before changing anything; any doubt and the full
+ * import runs instead. Resolves `{ cleaned }`: whether the remote tree was cleaned.
  */
-async function pushGitHistory({ spec, localDir, remoteDir, state, onProgress, connection }) {
+async function pushGitHistory({ spec, localDir, remoteDir, state, onProgress, connection, delta = null }) {
   const ref = `refs/paperclip/ssh-sync/import/${randomUUID()}`;
   const q = shellQuote;
   const git = `git -C ${q(remoteDir)}`;
-  await withBundleFile(async (bundle) => {
+  const target = transferTarget(spec, connection);
+  const basis = delta ? await localCommits(localDir, [delta.git?.head, delta.git?.importedHead]) : [];
+  return await withBundleFile(async (bundle) => {
     try {
       await runLocalGit(localDir, ["update-ref", ref, state.headCommit], QUICK);
-      await runLocalGit(localDir, ["bundle", "create", bundle, ref], SLOW);
       const origin = await readOriginUrl(localDir);
       const checkout = state.branchName
         ? `${git} checkout --force -B ${q(state.branchName)} ${q(state.headCommit)} >/dev/null`
         : `${git} -c advice.detachedHead=false checkout --force --detach ${q(state.headCommit)} >/dev/null`;
-      const script = [
-        "set -e",
-        `mkdir -p ${q(path.posix.join(remoteDir, RUNTIME_DIR))}`,
-        `tmp_bundle=$(mktemp ${q(path.posix.join(remoteDir, RUNTIME_DIR, "import-XXXXXX.bundle"))})`,
-        `trap 'rm -f "$tmp_bundle"' EXIT`,
-        `cat > "$tmp_bundle"`,
-        `if [ ! -d ${q(path.posix.join(remoteDir, ".git"))} ]; then git init ${q(remoteDir)} >/dev/null; fi`,
-        ...(origin
-          ? [
-              `{ ${git} remote set-url origin ${q(origin)} >/dev/null 2>&1 || ${git} remote add origin ${q(origin)} >/dev/null 2>&1; } || true`,
-            ]
-          : []),
-        `${git} fetch --force "$tmp_bundle" '${ref}:${ref}' >/dev/null`,
-        checkout,
-        `${git} reset --hard ${q(state.headCommit)} >/dev/null`,
-        `${git} clean -fdx -e ${RUNTIME_DIR} >/dev/null`,
-        `${git} update-ref -d ${q(ref)} >/dev/null 2>&1 || true`,
-      ].join("\n");
-      const { size } = await fs.stat(bundle);
-      const target = transferTarget(spec, connection);
-      const progress = transferProgress({ onProgress, phase: "Importing git history", direction: "to", total: size });
-      await runTransfer(progress, connection.signal, (id, onBytes) =>
-        native.sshUploadFile(target, `sh -c ${q(script)}`, bundle, id, onBytes),
+      const remoteOrigin = origin
+        ? [
+            `{ ${git} remote set-url origin ${q(origin)} >/dev/null 2>&1 || ${git} remote add origin ${q(origin)} >/dev/null 2>&1; } || true`,
+          ]
+        : [];
+      const send = async (script) => {
+        const { size } = await fs.stat(bundle);
+        const progress = transferProgress({ onProgress, phase: "Importing git history", direction: "to", total: size });
+        await runTransfer(progress, connection.signal, (id, onBytes) =>
+          native.sshUploadFile(target, `sh -c ${q(script)}`, bundle, id, onBytes),
+        );
+      };
+      if (delta) {
+        // Nothing to bundle when the remote's recorded heads already hold HEAD.
+        const missing =
+          basis.length === 0
+            ? null
+            : (
+                await runLocalGit(localDir, ["rev-list", "--count", state.headCommit, "--not", ...basis], QUICK)
+              ).stdout.trim();
+        if (missing === "0") await fs.writeFile(bundle, "");
+        else
+          await runLocalGit(
+            localDir,
+            ["bundle", "create", bundle, ref, ...(basis.length > 0 ? ["--not", ...basis] : [])],
+            SLOW,
+          );
+        const seed = delta.seed;
+        const keep = state.branchName ? `refs/heads/${state.branchName}` : null;
+        const script = [
+          "set -e",
+          "seeded=",
+          ...(seed
+            ? [
+                `if [ ! -e ${q(remoteDir)} ] && [ -d ${q(seed)} ]; then mkdir -p ${q(path.posix.dirname(remoteDir))} && mv ${q(seed)} ${q(remoteDir)} && rm -rf ${q(path.posix.join(remoteDir, RUNTIME_DIR))}; seeded=1; fi`,
+              ]
+            : []),
+          `need_full() { if [ -n "$seeded" ]; then rm -rf ${q(remoteDir)}; fi; echo ${NEED_FULL_IMPORT} >&2; exit 86; }`,
+          `mkdir -p ${q(path.posix.join(remoteDir, RUNTIME_DIR))}`,
+          `tmp_bundle=$(mktemp ${q(path.posix.join(remoteDir, RUNTIME_DIR, "import-XXXXXX.bundle"))})`,
+          `trap 'rm -f "$tmp_bundle"' EXIT`,
+          `cat > "$tmp_bundle"`,
+          ...(basis.length > 0
+            ? [
+                `[ -d ${q(path.posix.join(remoteDir, ".git"))} ] || need_full`,
+                `[ ! -e "$(${git} rev-parse --git-path shallow)" ] || need_full`,
+                ...basis.map((commit) => `${git} cat-file -e ${q(`${commit}^{commit}`)} 2>/dev/null || need_full`),
+              ]
+            : [`if [ ! -d ${q(path.posix.join(remoteDir, ".git"))} ]; then git init ${q(remoteDir)} >/dev/null; fi`]),
+          ...remoteOrigin,
+          missing === "0"
+            ? `${git} cat-file -e ${q(`${state.headCommit}^{commit}`)} 2>/dev/null || need_full`
+            : `${git} fetch --force "$tmp_bundle" '${ref}:${ref}' >/dev/null 2>&1 || need_full`,
+          checkout,
+          `${git} reset --hard ${q(state.headCommit)} >/dev/null`,
+          `${git} update-ref -d ${q(ref)} >/dev/null 2>&1 || true`,
+          // A fresh import's repository holds one ref: the branch checked out (none detached).
+          ...(seed
+            ? [
+                `if [ -n "$seeded" ]; then ${git} for-each-ref --format='%(refname)' | while IFS= read -r name; do` +
+                  ` if [ "$name" != ${q(keep ?? "")} ]; then ${git} update-ref -d "$name"; fi; done; fi`,
+              ]
+            : []),
+        ].join("\n");
+        try {
+          await send(script);
+          countHistoryImport("delta");
+          return { cleaned: false };
+        } catch (error) {
+          if (error?.name === "AbortError" || error?.message !== NEED_FULL_IMPORT) throw error;
+          countHistoryImport("fallback");
+        }
+      }
+      await runLocalGit(localDir, ["bundle", "create", bundle, ref], SLOW);
+      await send(
+        [
+          "set -e",
+          `mkdir -p ${q(path.posix.join(remoteDir, RUNTIME_DIR))}`,
+          `tmp_bundle=$(mktemp ${q(path.posix.join(remoteDir, RUNTIME_DIR, "import-XXXXXX.bundle"))})`,
+          `trap 'rm -f "$tmp_bundle"' EXIT`,
+          `cat > "$tmp_bundle"`,
+          `if [ ! -d ${q(path.posix.join(remoteDir, ".git"))} ]; then git init ${q(remoteDir)} >/dev/null; fi`,
+          ...remoteOrigin,
+          `${git} fetch --force "$tmp_bundle" '${ref}:${ref}' >/dev/null`,
+          checkout,
+          `${git} reset --hard ${q(state.headCommit)} >/dev/null`,
+          `${git} clean -fdx -e ${RUNTIME_DIR} >/dev/null`,
+          `${git} update-ref -d ${q(ref)} >/dev/null 2>&1 || true`,
+        ].join("\n"),
       );
+      countHistoryImport("full");
+      return { cleaned: true };
     } finally {
       await runLocalGit(localDir, ["update-ref", "-d", ref], QUICK).catch(() => undefined);
     }
@@ -182,31 +284,66 @@ async function pushGitHistory({ spec, localDir, remoteDir, state, onProgress, co
  * Exports the remote HEAD as a bundle into the local repository under `ref` and returns the
  * imported commit; with `reset`, the local work tree is reset to it and the ref dropped.
  * Progress: `Exporting git history from ssh`, bytes received (the size is unknown up front).
+ *
+ * With `base` (a commit this host holds that the prepare sent, ssh-delta.js), the remote
+ * bundles only what it has beyond `base`, or nothing when its HEAD is still `base`; it falls
+ * back to the whole history by itself when it does not hold `base` (or is shallow), and a
+ * thin bundle this host cannot take is fetched again whole.
  */
-async function pullGitHistory({ spec, localDir, remoteDir, ref, reset, onProgress, connection }) {
+async function pullGitHistory({ spec, localDir, remoteDir, ref, reset, onProgress, connection, base = null }) {
   const q = shellQuote;
   const git = `git -C ${q(remoteDir)}`;
-  const script = [
-    "set -e",
-    `${git} update-ref ${EXPORT_REF} HEAD`,
-    `mkdir -p ${q(path.posix.join(remoteDir, RUNTIME_DIR))}`,
-    `tmp_bundle=$(mktemp ${q(path.posix.join(remoteDir, RUNTIME_DIR, "export-XXXXXX.bundle"))})`,
-    `cleanup() { rm -f "$tmp_bundle"; ${git} update-ref -d ${EXPORT_REF} >/dev/null 2>&1 || true; }`,
-    "trap cleanup EXIT",
-    `${git} bundle create "$tmp_bundle" ${EXPORT_REF} >/dev/null`,
-    'cat "$tmp_bundle"',
-  ].join("\n");
-  try {
-    return await withBundleFile(async (bundle) => {
+  const script = (thin) =>
+    [
+      "set -e",
+      `${git} update-ref ${EXPORT_REF} HEAD`,
+      `mkdir -p ${q(path.posix.join(remoteDir, RUNTIME_DIR))}`,
+      `tmp_bundle=$(mktemp ${q(path.posix.join(remoteDir, RUNTIME_DIR, "export-XXXXXX.bundle"))})`,
+      `cleanup() { rm -f "$tmp_bundle"; ${git} update-ref -d ${EXPORT_REF} >/dev/null 2>&1 || true; }`,
+      "trap cleanup EXIT",
+      ...(thin
+        ? [
+            "base=",
+            `if ${git} cat-file -e ${q(`${base}^{commit}`)} 2>/dev/null && [ ! -e "$(${git} rev-parse --git-path shallow)" ]; then base=${q(base)}; fi`,
+            `if [ -n "$base" ] && [ "$(${git} rev-parse ${EXPORT_REF})" = "$base" ]; then : > "$tmp_bundle"`,
+            `elif [ -n "$base" ] && [ "$(${git} rev-list --count ${EXPORT_REF} --not "$base")" != 0 ]; then ${git} bundle create "$tmp_bundle" ${EXPORT_REF} --not "$base" >/dev/null`,
+            `else ${git} bundle create "$tmp_bundle" ${EXPORT_REF} >/dev/null; fi`,
+          ]
+        : [`${git} bundle create "$tmp_bundle" ${EXPORT_REF} >/dev/null`]),
+      'cat "$tmp_bundle"',
+    ].join("\n");
+  // Resolves false when a thin bundle arrived that this host cannot take.
+  const fetchInto = async (thin) =>
+    await withBundleFile(async (bundle) => {
       const target = transferTarget(spec, connection);
       const progress = transferProgress({ onProgress, phase: "Exporting git history", direction: "from", total: null });
       await runTransfer(progress, connection.signal, (id, onBytes) =>
-        native.sshDownloadFile(target, `sh -c ${q(script)}`, bundle, id, onBytes),
+        native.sshDownloadFile(target, `sh -c ${q(script(thin))}`, bundle, id, onBytes),
       );
-      await runLocalGit(localDir, ["fetch", "--force", bundle, `${EXPORT_REF}:${ref}`], SLOW);
-      if (reset) await runLocalGit(localDir, ["reset", "--hard", ref], SLOW);
-      return (await runLocalGit(localDir, ["rev-parse", ref], QUICK)).stdout.trim();
+      // An empty bundle: the remote HEAD is still `base`.
+      if (thin && (await fs.stat(bundle)).size === 0) {
+        await runLocalGit(localDir, ["update-ref", ref, base], QUICK);
+        return true;
+      }
+      const fetched = runLocalGit(localDir, ["fetch", "--force", bundle, `${EXPORT_REF}:${ref}`], SLOW);
+      if (!thin) await fetched;
+      return await fetched.then(
+        () => true,
+        () => false,
+      );
     });
+  try {
+    const thin = base != null && (await localCommits(localDir, [base])).length === 1;
+    countHistoryExport(thin ? "delta" : "full");
+    if (!(await fetchInto(thin))) {
+      // A thin bundle whose prerequisites this host lacks (a shallow or pruned history):
+      // the whole history.
+      countHistoryExport("fallback");
+      throwIfAborted(connection.signal);
+      await fetchInto(false);
+    }
+    if (reset) await runLocalGit(localDir, ["reset", "--hard", ref], SLOW);
+    return (await runLocalGit(localDir, ["rev-parse", ref], QUICK)).stdout.trim();
   } finally {
     if (reset) await runLocalGit(localDir, ["update-ref", "-d", ref], QUICK).catch(() => undefined);
   }
@@ -311,28 +448,54 @@ function integrateImportedHead(localDir, imported) {
  * (excluding `.git` and `.paperclip-runtime`) and the locally deleted tracked files are
  * removed remotely; resolves `{ gitBacked: true }`. Otherwise the remote directory is
  * cleared (sparing `.paperclip-runtime`) and the tree pushed; `{ gitBacked: false }`.
- * `transfers` holds ssh.js's `runSshCommand`, `syncDirectoryToSsh` and `syncDirectoryFromSsh`
+ * To a host that kept what the last prepare sent (ssh-delta.js), either kind sends only what
+ * changed: the commits the remote lacks and the files that differ; the remote ends as
+ * upstream's full import and upload leave it.
+ * `transfers` holds ssh.js's `runSshCommand`, `uploadTree`, `syncDirectoryFromSsh` and `pullTree`
  * (ssh.js passes them in, so this module does not import it back). The steps run one after
  * the other (unlike the restore's export and pull): the import checks out, resets and cleans
  * the remote tree the push writes into, and the removal of deleted paths follows both.
  */
 export async function prepareWorkspaceOverSsh(input, transfers) {
-  const { runSshCommand, syncDirectoryToSsh, uploadTree } = transfers;
+  const { runSshCommand, uploadTree } = transfers;
   const { remoteDir, signal, connection } = lifecycleInput(input);
   const { spec, localDir, onProgress } = input;
   const state = await readLocalGitState(localDir);
   throwIfAborted(signal);
   if (state) {
-    await pushGitHistory({ spec, localDir, remoteDir, state, onProgress, connection });
+    // To a host that kept the previous import: only the history it lacks, and no clean (the
+    // tree's delta removes what the host does not have); else upstream's import.
+    const delta = await deltaCandidate({ spec, remoteDir, localDir });
+    const { cleaned } = await pushGitHistory({ spec, localDir, remoteDir, state, onProgress, connection, delta });
     throwIfAborted(signal);
-    await syncDirectoryToSsh({
-      ...connection,
+    const exclude = [".git", RUNTIME_DIR];
+    const tree = { ...connection, spec, localDir, remoteDir, exclude, onProgress, progressLabel: "workspace" };
+    await stageTree({
       spec,
+      connection,
       localDir,
       remoteDir,
-      exclude: [".git", RUNTIME_DIR],
-      onProgress,
-      progressLabel: "workspace",
+      exclude,
+      manifestExtra: { git: { head: state.headCommit } },
+      // Upstream removes the locally deleted tracked files after its upload (below).
+      keep: state.deletedPaths,
+      // Upstream's upload (`syncDirectoryToSsh`'s command line, or `gzip -dc |` before the
+      // remote tar when the link asks for compression), after upstream's clean when the
+      // import skipped it.
+      fullUpload: async ({ record, gzip }) => {
+        if (!cleaned) {
+          await runSshCommand(spec, `git -C ${shellQuote(remoteDir)} clean -fdx -e ${RUNTIME_DIR} >/dev/null`, {
+            ...connection,
+            ...REMOTE_SCRIPT,
+          });
+          throwIfAborted(signal);
+        }
+        const q = shellQuote(remoteDir);
+        const extract = gzip ? `gzip -dc | tar -xf - -C ${q}` : `tar -xf - -C ${q}`;
+        return await uploadTree(tree, { command: `sh -c ${shellQuote(`mkdir -p ${q} && ${extract}`)}`, record, gzip });
+      },
+      uploadDelta: ({ command, only, gzip }) =>
+        uploadTree(tree, { command, only, record: true, collectStdout: 256 * 1024 * 1024, gzip }),
     });
     if (state.deletedPaths.length > 0) {
       throwIfAborted(signal);
@@ -402,6 +565,8 @@ export async function restoreWorkspaceOverSsh(input, transfers) {
     const stagingDir = await restoreStaging(localDir);
     const ref = input.restoreGitHistory ? `refs/paperclip/ssh-sync/imported/${randomUUID()}` : null;
     try {
+      // The history the prepare sent: the remote's export leaves it out.
+      const base = ref ? ((await deltaCandidate({ spec, remoteDir, localDir }))?.git?.head ?? null) : null;
       // Without history to bring back, and to a host that kept what was sent: only what
       // the run changed comes back (ssh-delta.js), merged against the baseline cut to it.
       const delta = ref
@@ -425,7 +590,7 @@ export async function restoreWorkspaceOverSsh(input, transfers) {
         return delta.members.length > 0 ? transfers.pullTree(tree, { members: delta.members }) : undefined;
       };
       const exportHistory = () =>
-        pullGitHistory({ spec, localDir, remoteDir, ref, reset: false, onProgress, connection });
+        pullGitHistory({ spec, localDir, remoteDir, ref, reset: false, onProgress, connection, base });
       let imported = null;
       if (ref && pullMayOverlapExport(baselineSnapshot.exclude)) {
         // Both only read the remote tree and write different local places (the repository's
@@ -447,7 +612,7 @@ export async function restoreWorkspaceOverSsh(input, transfers) {
         beforeApply: imported ? () => integrateImportedHead(localDir, imported) : undefined,
       });
       // The run's work is back on this host: its remote directory may start the next run's.
-      await markRestored(spec, remoteDir, localDir).catch(() => undefined);
+      await markRestored(spec, remoteDir, localDir, imported).catch(() => undefined);
     } finally {
       if (ref) await runLocalGit(localDir, ["update-ref", "-d", ref], QUICK).catch(() => undefined);
       await fs.rm(stagingDir, { recursive: true, force: true }).catch(() => undefined);
@@ -458,7 +623,8 @@ export async function restoreWorkspaceOverSsh(input, transfers) {
   throwIfAborted(signal);
   if (state) {
     const ref = `refs/paperclip/ssh-sync/imported/${randomUUID()}`;
-    await pullGitHistory({ spec, localDir, remoteDir, ref, reset: true, onProgress, connection });
+    const base = (await deltaCandidate({ spec, remoteDir, localDir }))?.git?.head ?? null;
+    await pullGitHistory({ spec, localDir, remoteDir, ref, reset: true, onProgress, connection, base });
     throwIfAborted(signal);
     await syncDirectoryFromSsh({
       ...connection,

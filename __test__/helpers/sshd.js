@@ -5,7 +5,8 @@
 // and in CI the suites run as an unprivileged user (scripts/test.sh); here a root run is
 // allowed too (`PermitRootLogin prohibit-password`) so a developer can run them directly.
 import { execFileSync, spawn } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
@@ -189,4 +190,32 @@ export function scratchPlaces(root, workspace) {
       return path.join(workspace(), `${name}-${(counter += 1)}`);
     },
   };
+}
+
+/**
+ * Every entry below `root` but the top-level names in `skip` (default the runtime's own
+ * `.paperclip-runtime`): kind, mode, content digest, link target and mtime (whole seconds),
+ * as the SSH suites compare a remote tree with upstream's.
+ */
+export function remoteState(root, skip = [".paperclip-runtime"]) {
+  const out = {};
+  const walk = (rel) => {
+    for (const name of readdirSync(rel ? path.join(root, rel) : root).sort()) {
+      if (!rel && skip.includes(name)) continue;
+      const key = rel ? `${rel}/${name}` : name;
+      const full = path.join(root, key);
+      const st = lstatSync(full);
+      const mtime = Math.floor(st.mtimeMs / 1000);
+      if (st.isSymbolicLink()) out[key] = `link ${readlinkSync(full)}`;
+      else if (st.isDirectory()) {
+        out[key] = `dir ${(st.mode & 0o7777).toString(8)} ${mtime}`;
+        walk(key);
+      } else if (st.isFile())
+        out[key] =
+          `file ${(st.mode & 0o7777).toString(8)} ${mtime} ${createHash("sha256").update(readFileSync(full)).digest("hex")}`;
+      else out[key] = `other ${st.mode.toString(8)}`;
+    }
+  };
+  walk("");
+  return out;
 }
