@@ -13,6 +13,7 @@ import {
   existsSync,
   mkdirSync,
   mkdtempSync,
+  readdirSync,
   readFileSync,
   rmSync,
   statSync,
@@ -323,5 +324,52 @@ describe(`SSH delta restores (seed ${seed})`, () => {
         Object.fromEntries(Object.entries(state).map(([k, v]) => [k, v.replace(/^(file \d+|dir \d+) \d+/, "$1")]));
       expect(timeless(remoteState(local)), context).toEqual(timeless(remoteState(theirsLocal)));
     }
+  });
+
+  it("treat AppleDouble files (`._*`, which the pull never brings) as the full pull does", async () => {
+    const { restoreWorkspaceFromSshExecution } = await import("../lib/ssh.js");
+    const { captureDirectorySnapshot } = await import("../lib/workspace-restore-merge.js");
+    const local = places.local("appledouble");
+    mkdirSync(path.join(local, "d"));
+    for (const [rel, text] of [
+      ["a.txt", "a\n"],
+      ["._a.txt", "resource fork\n"],
+      ["d/._b", "resource fork\n"],
+      ["d/b", "b\n"],
+    ])
+      writeFileSync(path.join(local, rel), text);
+    const remoteDir = places.remote("appledouble");
+    await prepareWorkspaceForSshExecution({ spec: server.spec, localDir: local, remoteDir });
+    const baseline = await captureDirectorySnapshot(local, { exclude: [".paperclip-runtime"] });
+    writeFileSync(path.join(remoteDir, "a.txt"), "agent\n");
+    // The upload left them out; the remote has them all the same (a checkout, the agent).
+    writeFileSync(path.join(remoteDir, "._a.txt"), "resource fork\n");
+    writeFileSync(path.join(remoteDir, "d", "._b"), "resource fork\n");
+    const theirsLocal = places.local("appledouble-theirs");
+    const theirsRemote = places.remote("appledouble-theirs");
+    execFileSync("cp", ["-a", `${local}/.`, theirsLocal]);
+    execFileSync("cp", ["-a", `${remoteDir}/.`, theirsRemote]);
+    const before = sshDeltaStats().restore.delta;
+    await restoreWorkspaceFromSshExecution({
+      spec: server.spec,
+      localDir: local,
+      remoteDir,
+      baselineSnapshot: baseline,
+    });
+    expect(sshDeltaStats().restore.delta).toBe(before + 1);
+    process.env.PAPERCLIP_NATIVE_SSH_DELTA = "0";
+    try {
+      await restoreWorkspaceFromSshExecution({
+        spec: server.spec,
+        localDir: theirsLocal,
+        remoteDir: theirsRemote,
+        baselineSnapshot: baseline,
+      });
+    } finally {
+      delete process.env.PAPERCLIP_NATIVE_SSH_DELTA;
+    }
+    expect(readdirSync(local).sort()).toEqual(readdirSync(theirsLocal).sort());
+    expect(readdirSync(path.join(local, "d")).sort()).toEqual(readdirSync(path.join(theirsLocal, "d")).sort());
+    expect(readFileSync(path.join(local, "a.txt"), "utf8")).toBe("agent\n");
   });
 });

@@ -236,6 +236,8 @@ describe(`SSH git workspaces: history and tree deltas (seed ${seed})`, () => {
     const lines = await prepare(local, remoteDir);
     expect(history().fallback).toBe(before.fallback + 1);
     expect(bundleMegabytes(lines)).toBeGreaterThanOrEqual(2);
+    // The refused delta shows no `failed` line: only the full import's lines.
+    expect(lines.filter((line) => /fail/i.test(line))).toEqual([]);
     expect(remoteWorkspace(remoteDir, local)).toEqual(await upstreamResult(local));
     // The remote's history rewritten behind our back: the recorded head is gone there.
     run(remoteDir, "checkout", "-q", "--orphan", "other");
@@ -252,17 +254,32 @@ describe(`SSH git workspaces: history and tree deltas (seed ${seed})`, () => {
     mkdirSync(path.join(remoteDir, "vendor", "lib"), { recursive: true });
     run(path.join(remoteDir, "vendor", "lib"), "init", "-q");
     writeFileSync(path.join(remoteDir, "vendor", "lib", "kept.txt"), "nested\n");
+    /** Upstream's prepare over a copy of the remote as it is now (before ours). */
+    const upstreamTwin = (name) => {
+      const twin = places.remote(name);
+      execFileSync("cp", ["-a", remoteDir, twin]);
+      return async () => {
+        await upstream.prepareWorkspaceForSshExecution({ spec: server.spec, localDir: local, remoteDir: twin });
+        return remoteWorkspace(twin, local);
+      };
+    };
+    let twin = upstreamTwin("upstream-nested");
     const nested = sshDeltaStats().fallbacks["nested-git"] ?? 0;
     await prepare(local, remoteDir);
     expect(sshDeltaStats().fallbacks["nested-git"]).toBe(nested + 1);
-    const theirs = await upstreamResult(local);
-    const upstreamTwin = places.remote("upstream-nested");
     // Upstream over the same remote state keeps the nested repository as well.
-    execFileSync("cp", ["-a", remoteDir, upstreamTwin]);
-    await upstream.prepareWorkspaceForSshExecution({ spec: server.spec, localDir: local, remoteDir: upstreamTwin });
-    expect(remoteWorkspace(remoteDir, local)).toEqual(remoteWorkspace(upstreamTwin, local));
+    expect(remoteWorkspace(remoteDir, local)).toEqual(await twin());
     expect(existsSync(path.join(remoteDir, "vendor", "lib", "kept.txt"))).toBe(true);
-    expect(remoteWorkspace(remoteDir).head).toBe(theirs.head);
+    // A shallow remote repository (its boundary at the head's parent): the full import.
+    rmSync(path.join(remoteDir, "vendor"), { recursive: true, force: true });
+    writeFileSync(path.join(remoteDir, ".git", "shallow"), `${run(remoteDir, "rev-parse", "HEAD~1")}\n`);
+    writeFileSync(path.join(local, "src", "m1.ts"), "after shallow\n");
+    run(local, "commit", "-qam", "after shallow");
+    twin = upstreamTwin("upstream-shallow");
+    before = history();
+    await prepare(local, remoteDir);
+    expect(history().fallback).toBe(before.fallback + 1);
+    expect(remoteWorkspace(remoteDir, local)).toEqual(await twin());
   });
 
   it("restores bring back only the remote's new commits, and leave what upstream's restore leaves", async () => {
@@ -325,7 +342,12 @@ describe(`SSH git workspaces: history and tree deltas (seed ${seed})`, () => {
     const first = await runtime("run-1");
     // The agent's branch and commit in the first run's repository.
     run(first.workspaceRemoteDir, "branch", "agent-branch");
+    writeFileSync(path.join(first.workspaceRemoteDir, "src", "m4.ts"), "agent edit\n");
+    const pulls = sshDeltaStats().restore.delta;
     await first.restoreWorkspace();
+    // Only what the run changed came back (the tree's delta restore), merged into the host.
+    expect(sshDeltaStats().restore.delta).toBe(pulls + 1);
+    expect(readFileSync(path.join(local, "src", "m4.ts"), "utf8")).toBe("agent edit\n");
     run(local, "checkout", "-q", "-B", "next");
     writeFileSync(path.join(local, "src", "m5.ts"), "next\n");
     run(local, "commit", "-qam", "next");

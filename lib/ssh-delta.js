@@ -640,10 +640,15 @@ export async function planRestore({ spec, connection, remoteDir, localDir, basel
   const manifest = await readManifest(file);
   if (!manifest || manifest.remoteDir !== remoteDir || manifest.localDir !== local || manifest.restored)
     return countPull("no-manifest");
-  if (!exclude.every((name) => PLAIN_NAME.test(name))) return countPull("excludes");
+  // `name/*` adds nothing to `name` (a git workspace's `.git`, `.git/*`).
+  const plain = exclude.filter((name) => !(name.endsWith("/*") && exclude.includes(name.slice(0, -2))));
+  if (!plain.every((name) => PLAIN_NAME.test(name))) return countPull("excludes");
   const target = transferTarget(spec, connection);
   const signal = connection.signal;
-  const excluded = (member) => member.split("/").some((part) => part.startsWith("._") || exclude.includes(part));
+  const named = (member) => member.split("/").some((part) => plain.includes(part));
+  // AppleDouble names (`._*`) never come back with the pull: to the merge they are gone.
+  const appleDouble = (member) => member.split("/").some((part) => part.startsWith("._"));
+  const excluded = (member) => named(member) || appleDouble(member);
   const q = shellQuote(remoteDir);
   const pack = { root: localDir, exclude, followSymlinks: false, dotMembers: true };
   const walking = runCancellable(signal, (id) => native.tarListMembers(pack, id));
@@ -652,17 +657,20 @@ export async function planRestore({ spec, connection, remoteDir, localDir, basel
   // coarse clock of file times), and every child of a directory that changed (what is
   // gone); the whole tree when the manifest has no time.
   const since = Number.isFinite(manifest.listedAt) ? manifest.listedAt - 2 : null;
+  // A git workspace's repository is excluded: not walked on the remote either.
+  const prune = plain.includes(".git") ? [RUNTIME_DIR, ".git"] : [RUNTIME_DIR];
+  const pruned = prune.map((name) => `-path ./${name} -prune -o `).join("");
   const script =
     since == null
-      ? ["set -e", `cd ${q}`, ...HEADER, listingPipeline()]
+      ? ["set -e", `cd ${q}`, ...HEADER, listingPipeline("", prune)]
       : [
           "set -e",
           `cd ${q}`,
           // Probed at the prepare (GNU tar and find, gzip): only the time is asked.
           ...(manifest.compressor ? lightHeader(manifest.compressor) : HEADER),
           `F='${LISTING_FORMAT.replace("%P", "%p")}'`,
-          `{ find . -mindepth 1 -path ./${RUNTIME_DIR} -prune -o -newerct @${since} -printf '${LISTING_FORMAT.replace("%P", "./%P")}'; ` +
-            `find . -path ./${RUNTIME_DIR} -prune -o -type d -newerct @${since} -print0 | ` +
+          `{ find . -mindepth 1 ${pruned}-newerct @${since} -printf '${LISTING_FORMAT.replace("%P", "./%P")}'; ` +
+            `find . ${pruned}-type d -newerct @${since} -print0 | ` +
             `xargs -0 -r sh -c 'for d; do printf "pcdelta-dir %s\\0\\0" "$d"; done; find "$@" -mindepth 1 -maxdepth 1 -printf "$0"' "$F"; ` +
             `printf 'pcdelta-end %s\\0' "$?"; } | $Z`,
         ];
@@ -727,7 +735,7 @@ export async function planRestore({ spec, connection, remoteDir, localDir, basel
     }
   }
   const keep = new Set(changed);
-  for (const member of entries.keys()) if (isGone(member)) keep.add(member);
+  for (const member of entries.keys()) if (isGone(member) || (appleDouble(member) && !named(member))) keep.add(member);
   for (const member of changed) {
     for (let at = member.lastIndexOf("/"); at > 0; at = member.lastIndexOf("/", at - 1)) keep.add(member.slice(0, at));
   }

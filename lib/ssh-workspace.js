@@ -187,12 +187,20 @@ async function pushGitHistory({ spec, localDir, remoteDir, state, onProgress, co
             `{ ${git} remote set-url origin ${q(origin)} >/dev/null 2>&1 || ${git} remote add origin ${q(origin)} >/dev/null 2>&1; } || true`,
           ]
         : [];
-      const send = async (script) => {
+      // `quiet`: no `failed` line for a delta the remote refused (the full import follows);
+      // any other failure still shows it.
+      const send = async (script, { quiet = false } = {}) => {
         const { size } = await fs.stat(bundle);
         const progress = transferProgress({ onProgress, phase: "Importing git history", direction: "to", total: size });
-        await runTransfer(progress, connection.signal, (id, onBytes) =>
-          native.sshUploadFile(target, `sh -c ${q(script)}`, bundle, id, onBytes),
-        );
+        const shown = quiet && progress ? { ...progress, fail: async () => undefined } : progress;
+        try {
+          await runTransfer(shown, connection.signal, (id, onBytes) =>
+            native.sshUploadFile(target, `sh -c ${q(script)}`, bundle, id, onBytes),
+          );
+        } catch (error) {
+          if (shown !== progress && error?.message !== NEED_FULL_IMPORT) await progress.fail();
+          throw error;
+        }
       };
       if (delta) {
         // Nothing to bundle when the remote's recorded heads already hold HEAD.
@@ -227,7 +235,7 @@ async function pushGitHistory({ spec, localDir, remoteDir, state, onProgress, co
           ...(basis.length > 0
             ? [
                 `[ -d ${q(path.posix.join(remoteDir, ".git"))} ] || need_full`,
-                `[ ! -e "$(${git} rev-parse --git-path shallow)" ] || need_full`,
+                `[ "$(${git} rev-parse --is-shallow-repository)" = false ] || need_full`,
                 ...basis.map((commit) => `${git} cat-file -e ${q(`${commit}^{commit}`)} 2>/dev/null || need_full`),
               ]
             : [`if [ ! -d ${q(path.posix.join(remoteDir, ".git"))} ]; then git init ${q(remoteDir)} >/dev/null; fi`]),
@@ -247,7 +255,7 @@ async function pushGitHistory({ spec, localDir, remoteDir, state, onProgress, co
             : []),
         ].join("\n");
         try {
-          await send(script);
+          await send(script, { quiet: true });
           countHistoryImport("delta");
           return { cleaned: false };
         } catch (error) {
@@ -304,7 +312,7 @@ async function pullGitHistory({ spec, localDir, remoteDir, ref, reset, onProgres
       ...(thin
         ? [
             "base=",
-            `if ${git} cat-file -e ${q(`${base}^{commit}`)} 2>/dev/null && [ ! -e "$(${git} rev-parse --git-path shallow)" ]; then base=${q(base)}; fi`,
+            `if ${git} cat-file -e ${q(`${base}^{commit}`)} 2>/dev/null && [ "$(${git} rev-parse --is-shallow-repository)" = false ]; then base=${q(base)}; fi`,
             `if [ -n "$base" ] && [ "$(${git} rev-parse ${EXPORT_REF})" = "$base" ]; then : > "$tmp_bundle"`,
             `elif [ -n "$base" ] && [ "$(${git} rev-list --count ${EXPORT_REF} --not "$base")" != 0 ]; then ${git} bundle create "$tmp_bundle" ${EXPORT_REF} --not "$base" >/dev/null`,
             `else ${git} bundle create "$tmp_bundle" ${EXPORT_REF} >/dev/null; fi`,
@@ -567,11 +575,10 @@ export async function restoreWorkspaceOverSsh(input, transfers) {
     try {
       // The history the prepare sent: the remote's export leaves it out.
       const base = ref ? ((await deltaCandidate({ spec, remoteDir, localDir }))?.git?.head ?? null) : null;
-      // Without history to bring back, and to a host that kept what was sent: only what
-      // the run changed comes back (ssh-delta.js), merged against the baseline cut to it.
-      const delta = ref
-        ? null
-        : await planRestore({ spec, connection, remoteDir, localDir, baseline: baselineSnapshot });
+      // To a host that kept what was sent: only what the run changed comes back
+      // (ssh-delta.js), merged against the baseline cut to it (the history's integration
+      // moves refs only, never the working tree).
+      const delta = await planRestore({ spec, connection, remoteDir, localDir, baseline: baselineSnapshot });
       const pullTree = (over) => {
         // The workspace's own links out of the tree come back as they went (knownLinks).
         const tree = {
