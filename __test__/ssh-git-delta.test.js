@@ -128,6 +128,8 @@ function writeRepo(name) {
   mkdirSync(path.join(local, "src", "deep"), { recursive: true });
   for (let i = 0; i < 12; i += 1) writeFileSync(path.join(local, "src", `m${i}.ts`), `export const m${i} = ${i};\n`);
   writeFileSync(path.join(local, "src", "deep", "d.ts"), "deep\n");
+  mkdirSync(path.join(local, "lib"));
+  for (let i = 0; i < 60; i += 1) writeFileSync(path.join(local, "lib", `l${i}.js`), `export default ${i};\n`);
   run(local, "add", "-A");
   run(local, "commit", "-qm", "sources");
   mkdirSync(path.join(local, "node_modules", "pkg"), { recursive: true });
@@ -213,10 +215,13 @@ describe(`SSH git workspaces: history and tree deltas (seed ${seed})`, () => {
       if (rng.chance(0.5)) applied.push(remoteChange(rng, remoteDir, round));
       const context = `round ${round}: ${applied.join(", ")}`;
       before = history();
-      const deltas = sshDeltaStats().delta;
+      const { delta: deltas, sent } = sshDeltaStats();
       const lines = await prepare(local, remoteDir);
       expect(history().delta, context).toBe(before.delta + 1);
       expect(sshDeltaStats().delta, context).toBe(deltas + 1);
+      // What changed, not the ~90 entries of the tree (the checkout of a repository whose
+      // files the last upload replaced rewrites only what differs from HEAD).
+      expect(sshDeltaStats().sent - sent, context).toBeLessThan(20);
       // The 2 MB of old history stayed where it was.
       expect(bundleMegabytes(lines), context).toBeLessThan(0.5);
       expect(remoteWorkspace(remoteDir, local), context).toEqual(await upstreamResult(local));
@@ -352,9 +357,11 @@ describe(`SSH git workspaces: history and tree deltas (seed ${seed})`, () => {
     writeFileSync(path.join(local, "src", "m5.ts"), "next\n");
     run(local, "commit", "-qam", "next");
     const before = history();
-    const seeded = sshDeltaStats().seeded;
+    const { seeded, sent } = sshDeltaStats();
     const second = await runtime("run-2");
     expect(sshDeltaStats().seeded).toBe(seeded + 1);
+    // The commit's file, the agent's reverted edit and their directory: not the whole tree.
+    expect(sshDeltaStats().sent - sent).toBeLessThan(10);
     expect(history().delta).toBe(before.delta + 1);
     expect(existsSync(first.workspaceRemoteDir)).toBe(false);
     const fresh = places.remote("managed-upstream");

@@ -62,6 +62,10 @@ export interface SshDeltaStats {
   full: number;
   /** Managed run directories started from the previous restored run's. */
   seeded: number;
+  /** Entries the delta uploads sent (files, links, and directories for their mode and mtime). */
+  sent: number;
+  /** Remote entries the delta uploads removed (outermost only). */
+  removed: number;
   /** Full uploads by reason: `no-manifest`, `remote-absent`, `remote-cannot-answer`, `nested-git`, `off`. */
   fallbacks: Record<string, number>;
   /** The same for baseline restores (reasons: `no-manifest`, `excludes`, `remote-cannot-answer`, `too-many-changes`). */

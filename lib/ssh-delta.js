@@ -39,7 +39,7 @@ const RUN_DIR = /^(.*)\/\.paperclip-runtime\/runs\/[^/]+\/workspace$/;
 /** What every remote listing prints per entry: kind, size, mtime, ctime, inode, mode, path, link target. */
 const LISTING_FORMAT = "%y %s %T@ %C@ %i %m %P\\0%l\\0";
 
-const stats = { delta: 0, full: 0, seeded: 0, fallbacks: {} };
+const stats = { delta: 0, full: 0, seeded: 0, sent: 0, removed: 0, fallbacks: {} };
 const pulls = { delta: 0, full: 0, fallbacks: {} };
 const histories = { import: { delta: 0, full: 0, fallback: 0 }, export: { delta: 0, full: 0, fallback: 0 } };
 
@@ -62,6 +62,8 @@ export function sshDeltaStats() {
     delta: stats.delta,
     full: stats.full,
     seeded: stats.seeded,
+    sent: stats.sent,
+    removed: stats.removed,
     fallbacks: { ...stats.fallbacks },
     restore: { delta: pulls.delta, full: pulls.full, fallbacks: { ...pulls.fallbacks } },
     history: { import: { ...histories.import }, export: { ...histories.export } },
@@ -558,7 +560,9 @@ export async function stageTree({
     plan.send.size > 0
       ? await uploadDelta({ command: `sh -c ${shellQuote(apply)}`, only: [...plan.send], gzip })
       : { stdout: await exec(target, apply, signal), members: [] };
-  trace("delta applied", started);
+  stats.sent += plan.send.size;
+  stats.removed += plan.remove.size;
+  trace(`delta applied (${plan.send.size} sent, ${plan.remove.size} removed)`, started);
   const post = parseListing(stdout);
   stats.delta += 1;
   const files = {};

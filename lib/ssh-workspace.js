@@ -243,6 +243,10 @@ async function pushGitHistory({ spec, localDir, remoteDir, state, onProgress, co
           missing === "0"
             ? `${git} cat-file -e ${q(`${state.headCommit}^{commit}`)} 2>/dev/null || need_full`
             : `${git} fetch --force "$tmp_bundle" '${ref}:${ref}' >/dev/null 2>&1 || need_full`,
+          // The previous upload replaced files under the index's cached stat: refreshed, the
+          // checkout and reset rewrite only what differs from HEAD (else every file, and the
+          // tree's delta would send them all again).
+          `${git} update-index -q --refresh >/dev/null 2>&1 || true`,
           checkout,
           `${git} reset --hard ${q(state.headCommit)} >/dev/null`,
           `${git} update-ref -d ${q(ref)} >/dev/null 2>&1 || true`,
