@@ -12,7 +12,6 @@ import {
   chmodSync,
   existsSync,
   mkdirSync,
-  mkdtempSync,
   readdirSync,
   readFileSync,
   rmSync,
@@ -20,50 +19,25 @@ import {
   utimesSync,
   writeFileSync,
 } from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import * as upstream from "@paperclipai/adapter-utils/ssh";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { prepareRemoteManagedRuntime } from "../lib/remote-managed-runtime.js";
 import { sshDeltaStats } from "../lib/ssh-delta.js";
 import { prepareWorkspaceForSshExecution } from "../lib/ssh.js";
 import { HOST_OPS, inventory, mutate, REMOTE_OPS } from "./helpers/merge-triples.js";
 import { createRandom, runSeed } from "./helpers/random.js";
-import { remoteState, scratchPlaces, startSshd } from "./helpers/sshd.js";
+import { remoteState, sshdSuite } from "./helpers/sshd.js";
 import { writeRandomTree } from "./helpers/trees.js";
 
 const seed = runSeed();
-let server;
-let work;
-const places = scratchPlaces(
-  () => work,
-  () => server.workspace,
-);
-const savedHome = process.env.PAPERCLIP_HOME;
-
-beforeAll(async () => {
-  if (process.getuid?.() === 0)
-    throw new Error("run the SSH suites as an unprivileged user (see scripts/test.sh), not as root");
-  work = mkdtempSync(path.join(os.tmpdir(), "pc-ssh-delta-"));
-  // The manifests live under the Paperclip home: a private one for this suite.
-  process.env.PAPERCLIP_HOME = path.join(work, "home");
-  server = await startSshd(path.join(work, "sshd"));
-}, 30_000);
-
-afterAll(async () => {
-  await server?.stop();
-  if (savedHome === undefined) delete process.env.PAPERCLIP_HOME;
-  else process.env.PAPERCLIP_HOME = savedHome;
-  if (work) {
-    execFileSync("chmod", ["-R", "u+rwx", work]);
-    rmSync(work, { recursive: true, force: true });
-  }
-});
+const suite = sshdSuite("pc-ssh-delta-");
+const places = suite.places;
 
 /** What upstream's prepare leaves for `local` in a fresh remote directory. */
 async function upstreamResult(local) {
   const dir = places.remote("upstream");
-  await upstream.prepareWorkspaceForSshExecution({ spec: server.spec, localDir: local, remoteDir: dir });
+  await upstream.prepareWorkspaceForSshExecution({ spec: suite.server.spec, localDir: local, remoteDir: dir });
   return remoteState(dir);
 }
 
@@ -93,7 +67,7 @@ describe(`SSH delta uploads (seed ${seed})`, () => {
       // Writable and searchable by the owner, so the seeded edits below can reach every entry.
       execFileSync("chmod", ["-R", "u+rwX", local]);
       const remoteDir = places.remote("ours");
-      await prepareWorkspaceForSshExecution({ spec: server.spec, localDir: local, remoteDir });
+      await prepareWorkspaceForSshExecution({ spec: suite.server.spec, localDir: local, remoteDir });
       mkdirSync(path.join(remoteDir, ".paperclip-runtime"), { recursive: true });
       writeFileSync(path.join(remoteDir, ".paperclip-runtime", "kept"), "runtime state");
       expect(remoteState(remoteDir)).toEqual(await upstreamResult(local));
@@ -107,7 +81,7 @@ describe(`SSH delta uploads (seed ${seed})`, () => {
         }
         if (side !== "host") {
           // The agent's changes: anywhere but the runtime's own directory.
-          const aside = path.join(work, `runtime-aside-${workspace}`);
+          const aside = path.join(suite.work, `runtime-aside-${workspace}`);
           execFileSync("mv", [path.join(remoteDir, ".paperclip-runtime"), aside]);
           execFileSync("chmod", ["-R", "u+rwX", remoteDir]);
           applied.push(
@@ -122,7 +96,7 @@ describe(`SSH delta uploads (seed ${seed})`, () => {
           execFileSync("mv", [aside, path.join(remoteDir, ".paperclip-runtime")]);
         }
         const before = delta();
-        await prepareWorkspaceForSshExecution({ spec: server.spec, localDir: local, remoteDir });
+        await prepareWorkspaceForSshExecution({ spec: suite.server.spec, localDir: local, remoteDir });
         const context = `workspace ${workspace}, round ${round} (${side}: ${applied.join(", ")})`;
         expect(delta(), context).toBe(before + 1);
         expect(remoteState(remoteDir), context).toEqual(await upstreamResult(local));
@@ -137,11 +111,11 @@ describe(`SSH delta uploads (seed ${seed})`, () => {
     writeFileSync(path.join(local, "src", "a.ts"), "export const a = 1;\n");
     writeFileSync(path.join(local, "src", "b.ts"), "export const b = 2;\n");
     const remoteDir = places.remote("ctime");
-    await prepareWorkspaceForSshExecution({ spec: server.spec, localDir: local, remoteDir });
+    await prepareWorkspaceForSshExecution({ spec: suite.server.spec, localDir: local, remoteDir });
     sameSizeSameMtime(remoteDir, "src/a.ts");
     expect(readFileSync(path.join(remoteDir, "src", "a.ts"), "utf8")).not.toBe("export const a = 1;\n");
     const before = delta();
-    await prepareWorkspaceForSshExecution({ spec: server.spec, localDir: local, remoteDir });
+    await prepareWorkspaceForSshExecution({ spec: suite.server.spec, localDir: local, remoteDir });
     expect(delta()).toBe(before + 1);
     expect(readFileSync(path.join(remoteDir, "src", "a.ts"), "utf8")).toBe("export const a = 1;\n");
   });
@@ -154,12 +128,12 @@ describe(`SSH delta uploads (seed ${seed})`, () => {
     const remoteDir = places.remote("fallback");
     // No manifest: the first upload.
     let before = fallbacks("no-manifest");
-    await prepareWorkspaceForSshExecution({ spec: server.spec, localDir: local, remoteDir });
+    await prepareWorkspaceForSshExecution({ spec: suite.server.spec, localDir: local, remoteDir });
     expect(fallbacks("no-manifest")).toBe(before + 1);
     // The remote directory went away: the full upload again (upstream's clear creates it).
     rmSync(remoteDir, { recursive: true, force: true });
     before = fallbacks("remote-absent");
-    await prepareWorkspaceForSshExecution({ spec: server.spec, localDir: local, remoteDir });
+    await prepareWorkspaceForSshExecution({ spec: suite.server.spec, localDir: local, remoteDir });
     expect(fallbacks("remote-absent")).toBe(before + 1);
     expect(remoteState(remoteDir)).toEqual(await upstreamResult(local));
     // A directory the remote `find` cannot read: its listing fails, so the full upload runs
@@ -168,7 +142,7 @@ describe(`SSH delta uploads (seed ${seed})`, () => {
     mkdirSync(locked);
     chmodSync(locked, 0o300);
     before = fallbacks("remote-cannot-answer");
-    await prepareWorkspaceForSshExecution({ spec: server.spec, localDir: local, remoteDir });
+    await prepareWorkspaceForSshExecution({ spec: suite.server.spec, localDir: local, remoteDir });
     expect(fallbacks("remote-cannot-answer")).toBe(before + 1);
     expect(existsSync(locked)).toBe(false);
     expect(remoteState(remoteDir)).toEqual(await upstreamResult(local));
@@ -176,14 +150,14 @@ describe(`SSH delta uploads (seed ${seed})`, () => {
     const other = places.local("fallback-other");
     writeFileSync(path.join(other, "c.txt"), "c\n");
     before = fallbacks("no-manifest");
-    await prepareWorkspaceForSshExecution({ spec: server.spec, localDir: other, remoteDir });
+    await prepareWorkspaceForSshExecution({ spec: suite.server.spec, localDir: other, remoteDir });
     expect(fallbacks("no-manifest")).toBe(before + 1);
     expect(remoteState(remoteDir)).toEqual(await upstreamResult(other));
     // Off: PAPERCLIP_NATIVE_SSH_DELTA=0 always sends everything.
     process.env.PAPERCLIP_NATIVE_SSH_DELTA = "0";
     try {
       before = fallbacks("off");
-      await prepareWorkspaceForSshExecution({ spec: server.spec, localDir: other, remoteDir });
+      await prepareWorkspaceForSshExecution({ spec: suite.server.spec, localDir: other, remoteDir });
       expect(fallbacks("off")).toBe(before + 1);
     } finally {
       delete process.env.PAPERCLIP_NATIVE_SSH_DELTA;
@@ -198,11 +172,11 @@ describe(`SSH delta uploads (seed ${seed})`, () => {
     const remoteDir = places.remote("gzip");
     process.env.PAPERCLIP_NATIVE_SSH_COMPRESS = "gzip";
     try {
-      await prepareWorkspaceForSshExecution({ spec: server.spec, localDir: local, remoteDir });
+      await prepareWorkspaceForSshExecution({ spec: suite.server.spec, localDir: local, remoteDir });
       expect(remoteState(remoteDir)).toEqual(await upstreamResult(local));
       mutate(rng, local, HOST_OPS, 4, { avoid: ["dirToLink"] });
       const before = delta();
-      await prepareWorkspaceForSshExecution({ spec: server.spec, localDir: local, remoteDir });
+      await prepareWorkspaceForSshExecution({ spec: suite.server.spec, localDir: local, remoteDir });
       expect(delta()).toBe(before + 1);
       expect(remoteState(remoteDir)).toEqual(await upstreamResult(local));
     } finally {
@@ -214,7 +188,7 @@ describe(`SSH delta uploads (seed ${seed})`, () => {
     const local = places.local("forged");
     for (let i = 0; i < 5; i += 1) writeFileSync(path.join(local, `f${i}.txt`), `file ${i}\n`);
     const remoteDir = places.remote("forged");
-    await prepareWorkspaceForSshExecution({ spec: server.spec, localDir: local, remoteDir });
+    await prepareWorkspaceForSshExecution({ spec: suite.server.spec, localDir: local, remoteDir });
     // Every remote file replaced behind the manifest's back (new inodes, same sizes and mtimes).
     for (let i = 0; i < 5; i += 1) {
       const full = path.join(remoteDir, `f${i}.txt`);
@@ -223,7 +197,7 @@ describe(`SSH delta uploads (seed ${seed})`, () => {
       writeFileSync(full, `FILE ${i}\n`);
       utimesSync(full, st.atime, st.mtime);
     }
-    await prepareWorkspaceForSshExecution({ spec: server.spec, localDir: local, remoteDir });
+    await prepareWorkspaceForSshExecution({ spec: suite.server.spec, localDir: local, remoteDir });
     expect(remoteState(remoteDir)).toEqual(await upstreamResult(local));
   });
 
@@ -232,7 +206,7 @@ describe(`SSH delta uploads (seed ${seed})`, () => {
     mkdirSync(path.join(local, "src"));
     for (let i = 0; i < 20; i += 1)
       writeFileSync(path.join(local, "src", `m${i}.ts`), `export const m${i} = ${i};\n`.repeat(20));
-    const spec = { ...server.spec, remoteCwd: places.remote("managed-base") };
+    const spec = { ...suite.server.spec, remoteCwd: places.remote("managed-base") };
     const run = (runId) => prepareRemoteManagedRuntime({ spec, runId, adapterKey: "test", workspaceLocalDir: local });
     const first = await run("run-1");
     // Not restored yet: the next run gets a full upload of its own.
@@ -249,7 +223,7 @@ describe(`SSH delta uploads (seed ${seed})`, () => {
     expect(existsSync(second.workspaceRemoteDir)).toBe(false);
     expect(existsSync(first.workspaceRemoteDir)).toBe(true);
     const fresh = places.remote("managed-upstream");
-    await upstream.prepareWorkspaceForSshExecution({ spec: server.spec, localDir: local, remoteDir: fresh });
+    await upstream.prepareWorkspaceForSshExecution({ spec: suite.server.spec, localDir: local, remoteDir: fresh });
     const theirs = remoteState(fresh);
     const ours = remoteState(third.workspaceRemoteDir);
     expect(ours).toEqual(theirs);
@@ -274,7 +248,7 @@ describe(`SSH delta restores (seed ${seed})`, () => {
       await writeRandomTree(rng, local, { maxDepth: 3, maxEntries: 7, special: false });
       execFileSync("chmod", ["-R", "u+rwX", local]);
       const remoteDir = places.remote("restore-ours");
-      await prepareWorkspaceForSshExecution({ spec: server.spec, localDir: local, remoteDir });
+      await prepareWorkspaceForSshExecution({ spec: suite.server.spec, localDir: local, remoteDir });
       const baseline = await captureDirectorySnapshot(local, { exclude: [".paperclip-runtime"] });
       // The same start for upstream: a copy of the local tree and of the remote tree.
       const theirsLocal = places.local("restore-theirs");
@@ -294,7 +268,7 @@ describe(`SSH delta restores (seed ${seed})`, () => {
       execFileSync("cp", ["-a", `${remoteDir}/.`, theirsRemote]);
       const before = sshDeltaStats().restore.delta;
       const ours = await restoreWorkspaceFromSshExecution({
-        spec: server.spec,
+        spec: suite.server.spec,
         localDir: local,
         remoteDir,
         baselineSnapshot: baseline,
@@ -304,7 +278,7 @@ describe(`SSH delta restores (seed ${seed})`, () => {
       let theirs;
       try {
         theirs = await restoreWorkspaceFromSshExecution({
-          spec: server.spec,
+          spec: suite.server.spec,
           localDir: theirsLocal,
           remoteDir: theirsRemote,
           baselineSnapshot: baseline,
@@ -339,7 +313,7 @@ describe(`SSH delta restores (seed ${seed})`, () => {
     ])
       writeFileSync(path.join(local, rel), text);
     const remoteDir = places.remote("appledouble");
-    await prepareWorkspaceForSshExecution({ spec: server.spec, localDir: local, remoteDir });
+    await prepareWorkspaceForSshExecution({ spec: suite.server.spec, localDir: local, remoteDir });
     const baseline = await captureDirectorySnapshot(local, { exclude: [".paperclip-runtime"] });
     writeFileSync(path.join(remoteDir, "a.txt"), "agent\n");
     // The upload left them out; the remote has them all the same (a checkout, the agent).
@@ -351,7 +325,7 @@ describe(`SSH delta restores (seed ${seed})`, () => {
     execFileSync("cp", ["-a", `${remoteDir}/.`, theirsRemote]);
     const before = sshDeltaStats().restore.delta;
     await restoreWorkspaceFromSshExecution({
-      spec: server.spec,
+      spec: suite.server.spec,
       localDir: local,
       remoteDir,
       baselineSnapshot: baseline,
@@ -360,7 +334,7 @@ describe(`SSH delta restores (seed ${seed})`, () => {
     process.env.PAPERCLIP_NATIVE_SSH_DELTA = "0";
     try {
       await restoreWorkspaceFromSshExecution({
-        spec: server.spec,
+        spec: suite.server.spec,
         localDir: theirsLocal,
         remoteDir: theirsRemote,
         baselineSnapshot: baseline,

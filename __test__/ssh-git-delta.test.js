@@ -11,48 +11,25 @@
 // history), and a managed run's directory started from the previous run's. Run as an unprivileged user (scripts/test.sh).
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import os from "node:os";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import * as upstream from "@paperclipai/adapter-utils/ssh";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { prepareRemoteManagedRuntime } from "../lib/remote-managed-runtime.js";
 import { sshDeltaStats } from "../lib/ssh-delta.js";
 import { prepareWorkspaceForSshExecution, restoreWorkspaceFromSshExecution } from "../lib/ssh.js";
 import { repositoryState } from "./helpers/git-state.js";
 import { createRandom, runSeed } from "./helpers/random.js";
 import { git, setupGitEnv } from "./helpers/repos.js";
-import { remoteState, scratchPlaces, startSshd } from "./helpers/sshd.js";
+import { remoteState, sshdSuite } from "./helpers/sshd.js";
 
 const seed = runSeed();
-let server;
-let work;
+const suite = sshdSuite("pc-ssh-git-delta-");
+const places = suite.places;
 let env;
-const places = scratchPlaces(
-  () => work,
-  () => server.workspace,
-);
-const savedHome = process.env.PAPERCLIP_HOME;
-
-beforeAll(async () => {
-  if (process.getuid?.() === 0)
-    throw new Error("run the SSH suites as an unprivileged user (see scripts/test.sh), not as root");
-  work = mkdtempSync(path.join(os.tmpdir(), "pc-ssh-git-delta-"));
-  // The manifests live under the Paperclip home: a private one for this suite.
-  process.env.PAPERCLIP_HOME = path.join(work, "home");
-  mkdirSync(path.join(work, "git-home"));
-  env = setupGitEnv(path.join(work, "git-home"));
-  server = await startSshd(path.join(work, "sshd"));
-}, 30_000);
-
-afterAll(async () => {
-  await server?.stop();
-  if (savedHome === undefined) delete process.env.PAPERCLIP_HOME;
-  else process.env.PAPERCLIP_HOME = savedHome;
-  if (work) {
-    execFileSync("chmod", ["-R", "u+rwx", work]);
-    rmSync(work, { recursive: true, force: true });
-  }
+beforeAll(() => {
+  mkdirSync(path.join(suite.work, "git-home"));
+  env = setupGitEnv(path.join(suite.work, "git-home"));
 });
 
 const history = () => sshDeltaStats().history.import;
@@ -66,17 +43,23 @@ function bundleMegabytes(lines) {
   return match ? Number(match[1]) : 0;
 }
 
-/** Our prepare of `local` to `remoteDir`, with its progress lines. */
-async function prepare(local, remoteDir) {
+/** Replaces `dir`'s history by one orphan commit on `branch`; every other commit is pruned. */
+function rewriteHistory(dir, branch) {
+  run(dir, "checkout", "-q", "--orphan", branch);
+  run(dir, "commit", "-qm", branch);
+  for (const name of run(dir, "for-each-ref", "--format=%(refname)").split("\n"))
+    if (name !== `refs/heads/${branch}`) run(dir, "update-ref", "-d", name);
+  run(dir, "reflog", "expire", "--expire=now", "--all");
+  run(dir, "gc", "-q", "--prune=now");
+}
+
+/** Our `step` (prepare or restore) between `local` and `remoteDir`; its progress lines. */
+async function ours(step, local, remoteDir) {
   const lines = [];
-  await prepareWorkspaceForSshExecution({
-    spec: server.spec,
-    localDir: local,
-    remoteDir,
-    onProgress: (line) => lines.push(String(line)),
-  });
+  await step({ spec: suite.server.spec, localDir: local, remoteDir, onProgress: (line) => lines.push(String(line)) });
   return lines;
 }
+const prepare = (local, remoteDir) => ours(prepareWorkspaceForSshExecution, local, remoteDir);
 
 /**
  * What the comparison covers: the tree (without `.git` and `.paperclip-runtime`) and the
@@ -111,7 +94,7 @@ function remoteWorkspace(dir, local) {
 /** What upstream's prepare leaves for `local` in a fresh remote directory. */
 async function upstreamResult(local) {
   const dir = places.remote("upstream");
-  await upstream.prepareWorkspaceForSshExecution({ spec: server.spec, localDir: local, remoteDir: dir });
+  await upstream.prepareWorkspaceForSshExecution({ spec: suite.server.spec, localDir: local, remoteDir: dir });
   return remoteWorkspace(dir, local);
 }
 
@@ -245,12 +228,7 @@ describe(`SSH git workspaces: history and tree deltas (seed ${seed})`, () => {
     expect(lines.filter((line) => /fail/i.test(line))).toEqual([]);
     expect(remoteWorkspace(remoteDir, local)).toEqual(await upstreamResult(local));
     // The remote's history rewritten behind our back: the recorded head is gone there.
-    run(remoteDir, "checkout", "-q", "--orphan", "other");
-    run(remoteDir, "commit", "-qm", "orphan");
-    for (const name of run(remoteDir, "for-each-ref", "--format=%(refname)").split("\n"))
-      if (name !== "refs/heads/other") run(remoteDir, "update-ref", "-d", name);
-    run(remoteDir, "reflog", "expire", "--expire=now", "--all");
-    run(remoteDir, "gc", "-q", "--prune=now");
+    rewriteHistory(remoteDir, "other");
     before = history();
     await prepare(local, remoteDir);
     expect(history().fallback).toBe(before.fallback + 1);
@@ -264,7 +242,7 @@ describe(`SSH git workspaces: history and tree deltas (seed ${seed})`, () => {
       const twin = places.remote(name);
       execFileSync("cp", ["-a", remoteDir, twin]);
       return async () => {
-        await upstream.prepareWorkspaceForSshExecution({ spec: server.spec, localDir: local, remoteDir: twin });
+        await upstream.prepareWorkspaceForSshExecution({ spec: suite.server.spec, localDir: local, remoteDir: twin });
         return remoteWorkspace(twin, local);
       };
     };
@@ -297,15 +275,9 @@ describe(`SSH git workspaces: history and tree deltas (seed ${seed})`, () => {
       const twinRemote = places.remote("restore-twin");
       execFileSync("cp", ["-a", `${local}/.`, twinLocal]);
       execFileSync("cp", ["-a", remoteDir, twinRemote]);
-      const lines = [];
-      await restoreWorkspaceFromSshExecution({
-        spec: server.spec,
-        localDir: local,
-        remoteDir,
-        onProgress: (line) => lines.push(String(line)),
-      });
+      const lines = await ours(restoreWorkspaceFromSshExecution, local, remoteDir);
       await upstream.restoreWorkspaceFromSshExecution({
-        spec: server.spec,
+        spec: suite.server.spec,
         localDir: twinLocal,
         remoteDir: twinRemote,
       });
@@ -329,19 +301,14 @@ describe(`SSH git workspaces: history and tree deltas (seed ${seed})`, () => {
     expect(await restoreBoth()).toBe(0);
     expect(exports().delta).toBe(before.delta + 1);
     // The remote no longer holds the commit the prepare sent: it sends its whole history.
-    run(remoteDir, "checkout", "-q", "--orphan", "rewritten");
-    run(remoteDir, "commit", "-qm", "rewritten");
-    for (const name of run(remoteDir, "for-each-ref", "--format=%(refname)").split("\n"))
-      if (name !== "refs/heads/rewritten") run(remoteDir, "update-ref", "-d", name);
-    run(remoteDir, "reflog", "expire", "--expire=now", "--all");
-    run(remoteDir, "gc", "-q", "--prune=now");
+    rewriteHistory(remoteDir, "rewritten");
     await restoreBoth();
     expect(run(local, "log", "-1", "--format=%s")).toBe("rewritten");
   });
 
   it("starts a managed run's directory from the previous run's repository, its refs cut to a fresh import's", async () => {
     const local = writeRepo("managed");
-    const spec = { ...server.spec, remoteCwd: places.remote("managed-base") };
+    const spec = { ...suite.server.spec, remoteCwd: places.remote("managed-base") };
     const runtime = (runId) =>
       prepareRemoteManagedRuntime({ spec, runId, adapterKey: "test", workspaceLocalDir: local });
     const first = await runtime("run-1");
@@ -365,7 +332,7 @@ describe(`SSH git workspaces: history and tree deltas (seed ${seed})`, () => {
     expect(history().delta).toBe(before.delta + 1);
     expect(existsSync(first.workspaceRemoteDir)).toBe(false);
     const fresh = places.remote("managed-upstream");
-    await upstream.prepareWorkspaceForSshExecution({ spec: server.spec, localDir: local, remoteDir: fresh });
+    await upstream.prepareWorkspaceForSshExecution({ spec: suite.server.spec, localDir: local, remoteDir: fresh });
     expect(remoteWorkspace(second.workspaceRemoteDir, local)).toEqual(remoteWorkspace(fresh, local));
     const refs = (dir) => run(dir, "for-each-ref", "--format=%(refname) %(objectname)");
     expect(refs(second.workspaceRemoteDir)).toBe(refs(fresh));

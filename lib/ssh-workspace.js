@@ -469,7 +469,7 @@ function integrateImportedHead(localDir, imported) {
  * the remote tree the push writes into, and the removal of deleted paths follows both.
  */
 export async function prepareWorkspaceOverSsh(input, transfers) {
-  const { runSshCommand, uploadTree } = transfers;
+  const { runSshCommand } = transfers;
   const { remoteDir, signal, connection } = lifecycleInput(input);
   const { spec, localDir, onProgress } = input;
   const state = await readLocalGitState(localDir);
@@ -480,34 +480,13 @@ export async function prepareWorkspaceOverSsh(input, transfers) {
     const delta = await deltaCandidate({ spec, remoteDir, localDir });
     const { cleaned } = await pushGitHistory({ spec, localDir, remoteDir, state, onProgress, connection, delta });
     throwIfAborted(signal);
-    const exclude = [".git", RUNTIME_DIR];
-    const tree = { ...connection, spec, localDir, remoteDir, exclude, onProgress, progressLabel: "workspace" };
-    await stageTree({
-      spec,
-      connection,
-      localDir,
-      remoteDir,
-      exclude,
+    await stageWorkspaceTree(input, transfers, connection, remoteDir, {
+      exclude: [".git", RUNTIME_DIR],
       manifestExtra: { git: { head: state.headCommit } },
       // Upstream removes the locally deleted tracked files after its upload (below).
       keep: state.deletedPaths,
-      // Upstream's upload (`syncDirectoryToSsh`'s command line, or `gzip -dc |` before the
-      // remote tar when the link asks for compression), after upstream's clean when the
-      // import skipped it.
-      fullUpload: async ({ record, gzip }) => {
-        if (!cleaned) {
-          await runSshCommand(spec, `git -C ${shellQuote(remoteDir)} clean -fdx -e ${RUNTIME_DIR} >/dev/null`, {
-            ...connection,
-            ...REMOTE_SCRIPT,
-          });
-          throwIfAborted(signal);
-        }
-        const q = shellQuote(remoteDir);
-        const extract = gzip ? `gzip -dc | tar -xf - -C ${q}` : `tar -xf - -C ${q}`;
-        return await uploadTree(tree, { command: `sh -c ${shellQuote(`mkdir -p ${q} && ${extract}`)}`, record, gzip });
-      },
-      uploadDelta: ({ command, only, gzip }) =>
-        uploadTree(tree, { command, only, record: true, collectStdout: 256 * 1024 * 1024, gzip }),
+      // Upstream's clean, when the import skipped it.
+      beforeFullUpload: cleaned ? null : `git -C ${shellQuote(remoteDir)} clean -fdx -e ${RUNTIME_DIR} >/dev/null`,
     });
     if (state.deletedPaths.length > 0) {
       throwIfAborted(signal);
@@ -519,32 +498,42 @@ export async function prepareWorkspaceOverSsh(input, transfers) {
     }
     return { gitBacked: true };
   }
-  const clear = [
-    "set -e",
-    `mkdir -p ${shellQuote(remoteDir)}`,
-    `find ${shellQuote(remoteDir)} -mindepth 1 -maxdepth 1 ! -name ${shellQuote(RUNTIME_DIR)} -exec rm -rf -- {} +`,
-  ].join("\n");
-  const tree = {
-    ...connection,
-    spec,
-    localDir,
-    remoteDir,
-    exclude: [RUNTIME_DIR],
-    onProgress,
-    progressLabel: "workspace",
-  };
   // Upstream's clear and full upload, or (to a host that kept the tree) only what changed.
+  await stageWorkspaceTree(input, transfers, connection, remoteDir, {
+    exclude: [RUNTIME_DIR],
+    beforeFullUpload: [
+      "set -e",
+      `mkdir -p ${shellQuote(remoteDir)}`,
+      `find ${shellQuote(remoteDir)} -mindepth 1 -maxdepth 1 ! -name ${shellQuote(RUNTIME_DIR)} -exec rm -rf -- {} +`,
+    ].join("\n"),
+  });
+  return { gitBacked: false };
+}
+
+/**
+ * Pushes the workspace tree (minus `exclude`) by ssh-delta.js `stageTree`: only what changed
+ * to a host that kept it, else upstream's full upload: `beforeFullUpload` (upstream's clear or
+ * clean, when there is one to run) then its tar command line (`gzip -dc |` before the remote
+ * tar when the link asks for compression, ssh-delta.js `wireCompression`).
+ */
+async function stageWorkspaceTree(input, transfers, connection, remoteDir, options) {
+  const { runSshCommand, uploadTree } = transfers;
+  const { spec, localDir, onProgress } = input;
+  const { exclude, manifestExtra, keep, beforeFullUpload } = options;
+  const tree = { ...connection, spec, localDir, remoteDir, exclude, onProgress, progressLabel: "workspace" };
   await stageTree({
     spec,
     connection,
     localDir,
     remoteDir,
-    exclude: [RUNTIME_DIR],
-    // Upstream's command lines, but for `gzip -dc |` before the remote tar when the link
-    // asks for compression (ssh-delta.js `wireCompression`).
+    exclude,
+    manifestExtra,
+    keep,
     fullUpload: async ({ record, gzip }) => {
-      await runSshCommand(spec, clear, { ...connection, ...REMOTE_SCRIPT });
-      throwIfAborted(signal);
+      if (beforeFullUpload) {
+        await runSshCommand(spec, beforeFullUpload, { ...connection, ...REMOTE_SCRIPT });
+        throwIfAborted(connection.signal);
+      }
       const q = shellQuote(remoteDir);
       const extract = gzip ? `gzip -dc | tar -xf - -C ${q}` : `tar -xf - -C ${q}`;
       return await uploadTree(tree, { command: `sh -c ${shellQuote(`mkdir -p ${q} && ${extract}`)}`, record, gzip });
@@ -552,7 +541,6 @@ export async function prepareWorkspaceOverSsh(input, transfers) {
     uploadDelta: ({ command, only, gzip }) =>
       uploadTree(tree, { command, only, record: true, collectStdout: 256 * 1024 * 1024, gzip }),
   });
-  return { gitBacked: false };
 }
 
 /**
