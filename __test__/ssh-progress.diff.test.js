@@ -5,7 +5,8 @@
 // `syncDirectoryToSsh` (host tar + ssh) and by ours to a real sshd: every line equal, for
 // every tree whose tar streams are under 0.05 MB, where upstream's lines are a function of the
 // tree (its first line is the MB of its first pipe read, which is as long as its `tar` had
-// written by then, so a longer stream can show 0.0 or 0.1 MB from one run to the next). A
+// written by then, so a longer stream can show 0.0 or 0.1 MB from one run to the next), but
+// for a `99%` line, which upstream writes when its size walk ends before its pipe does. A
 // stream longer than one 64 KiB pipe chunk shows upstream's 10% lines only once its
 // concurrent size walk has finished, which depends on timing too; there the total of every
 // line and the terminal line are compared, and the first line is one upstream can write.
@@ -100,8 +101,11 @@ describe(`SSH upload progress against upstream's (seed ${seed})`, () => {
         0.05 * 1024 * 1024
       );
       const label = round % 2 === 0 ? "workspace" : undefined;
-      const theirs = await linesOf(upstream, dir, label);
-      const ours = await linesOf({ syncDirectoryToSsh }, dir, label);
+      // A `99%` line is upstream's when its size walk ends before its pipe does, which
+      // depends on timing even for a short stream (seen under load): left out on both sides.
+      const steady = (lines) => lines.filter((line) => !/: 99% \(/.test(line));
+      const theirs = steady(await linesOf(upstream, dir, label));
+      const ours = steady(await linesOf({ syncDirectoryToSsh }, dir, label));
       expect(ours, `round ${round}`).toEqual(theirs);
     }
   });
