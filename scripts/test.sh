@@ -98,15 +98,18 @@ step "fuzz (tar packer, ${FUZZ_PACK_SECONDS:-30} s)"
 bounded 900 bash scripts/fuzz.sh "$results/fuzz-pack.json" pack || fuzz_status=$?
 
 # The activation suite runs (scripts/activation-suites.mjs): every compiled suite of upstream
-# and of two real consumers, without activation and through the vitest plugin, externalized
-# (a config holding only the plugin; its setup file installs the Node hook in each worker)
-# and inlined, each against the unactivated run with the same module loading; upstream's own
-# suites also through NODE_OPTIONS=--import …/register (the operator's recipe, inherited by
-# every worker and child process). A consumer's suites reach upstream only through its own
-# imports, which the plugin's externalized mode composes with the same Node hook.
+# and of two real consumers, without activation and activated, each against the unactivated
+# run with the same module loading. Each mechanism runs where it is tested best, so the whole
+# command stays under 45 minutes on 2 cores: upstream's own suites through NODE_OPTIONS=
+# --import …/register (the operator's recipe, inherited by every worker and child process)
+# and through the vitest plugin inlined (its `node:fs` mocks reach our drop-ins);
+# claude-local's through the plugin externalized (a config holding only the plugin; its setup
+# file installs the Node hook in each worker: a consumer reaches upstream only through its own
+# imports) and inlined; codex-local's (the slowest externalized) inlined.
 activation_modes() {
   if [ -n "${ACTIVATION_MODES:-}" ]; then echo "$ACTIVATION_MODES"
-  elif [ "$1" = adapter-utils ]; then echo hook,plugin-external,plugin-inline
+  elif [ "$1" = adapter-utils ]; then echo hook,plugin-inline
+  elif [ "$1" = adapter-codex-local ]; then echo plugin-inline
   else echo plugin-external,plugin-inline
   fi
 }
