@@ -27,7 +27,8 @@ import { sshDeltaStats } from "../lib/ssh-delta.js";
 import { prepareWorkspaceForSshExecution } from "../lib/ssh.js";
 import { HOST_OPS, inventory, mutate, REMOTE_OPS } from "./helpers/merge-triples.js";
 import { createRandom, runSeed } from "./helpers/random.js";
-import { remoteState, sshdSuite } from "./helpers/sshd.js";
+import { remoteState } from "./helpers/sshd.js";
+import { sshdSuite } from "./helpers/sshd-suite.js";
 import { writeRandomTree } from "./helpers/trees.js";
 
 const seed = runSeed();

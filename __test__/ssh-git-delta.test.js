@@ -21,7 +21,8 @@ import { prepareWorkspaceForSshExecution, restoreWorkspaceFromSshExecution } fro
 import { repositoryState } from "./helpers/git-state.js";
 import { createRandom, runSeed } from "./helpers/random.js";
 import { git, setupGitEnv } from "./helpers/repos.js";
-import { remoteState, sshdSuite } from "./helpers/sshd.js";
+import { remoteState } from "./helpers/sshd.js";
+import { sshdSuite } from "./helpers/sshd-suite.js";
 
 const seed = runSeed();
 const suite = sshdSuite("pc-ssh-git-delta-");

@@ -6,21 +6,10 @@
 // allowed too (`PermitRootLogin prohibit-password`) so a developer can run them directly.
 import { execFileSync, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
-import {
-  existsSync,
-  lstatSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  readlinkSync,
-  rmSync,
-  writeFileSync,
-} from "node:fs";
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
-import { afterAll, beforeAll } from "vitest";
 
 const SSHD_CANDIDATES = ["/usr/sbin/sshd", "/usr/local/sbin/sshd", "/usr/bin/sshd"];
 
@@ -229,37 +218,4 @@ export function remoteState(root, skip = [".paperclip-runtime"]) {
   };
   walk("");
   return out;
-}
-
-/**
- * An SSH suite's setup: before its tests, a scratch directory (named from `prefix`, holding a
- * private Paperclip home, where the delta manifests live) and an sshd; after them, both
- * removed and the home variable restored. Refuses to run as root (scripts/test.sh runs the
- * SSH suites as an unprivileged user). Returns `{ work, server, places }`, the first two set
- * in `beforeAll`.
- */
-export function sshdSuite(prefix) {
-  const suite = { work: null, server: null };
-  suite.places = scratchPlaces(
-    () => suite.work,
-    () => suite.server.workspace,
-  );
-  const savedHome = process.env.PAPERCLIP_HOME;
-  beforeAll(async () => {
-    if (process.getuid?.() === 0)
-      throw new Error("run the SSH suites as an unprivileged user (see scripts/test.sh), not as root");
-    suite.work = mkdtempSync(path.join(os.tmpdir(), prefix));
-    process.env.PAPERCLIP_HOME = path.join(suite.work, "home");
-    suite.server = await startSshd(path.join(suite.work, "sshd"));
-  }, 30_000);
-  afterAll(async () => {
-    await suite.server?.stop();
-    if (savedHome === undefined) delete process.env.PAPERCLIP_HOME;
-    else process.env.PAPERCLIP_HOME = savedHome;
-    if (suite.work) {
-      execFileSync("chmod", ["-R", "u+rwx", suite.work]);
-      rmSync(suite.work, { recursive: true, force: true });
-    }
-  });
-  return suite;
 }
