@@ -206,7 +206,14 @@ impl Sandbox {
     fn root_state(&self) -> BTreeMap<String, Entry> {
         let mut out = BTreeMap::new();
         walk(&self.root(), "", &mut |rel, path, meta| {
-            out.insert(rel.to_owned(), Entry::new(path, meta));
+            let mut entry = Entry::new(path, meta);
+            if rel == "hl" {
+                // The planted hard link's ctime moves when an archive's hard link to it is
+                // staged and then rolled back (a link made and removed): its content, mode,
+                // inode and link count are what must not change.
+                entry.ctime = (0, 0);
+            }
+            out.insert(rel.to_owned(), entry);
             true
         });
         out
