@@ -177,6 +177,16 @@ async function manifestPath(spec, remoteDir, localDir) {
   return { file: path.join(resolveInstanceRoot(process.env), "cache", "ssh-delta", `${key}.json`), local };
 }
 
+/**
+ * The manifest of (host, family, local workspace) as read now: `{ file, local, manifest }`
+ * (`manifest` null when there is none). A caller that read it already passes it on
+ * (`loaded`), so one prepare or restore parses it once.
+ */
+async function loadManifest(spec, remoteDir, localDir) {
+  const { file, local } = await manifestPath(spec, remoteDir, localDir);
+  return { file, local, manifest: await readManifest(file) };
+}
+
 async function readManifest(file) {
   try {
     const parsed = JSON.parse(await fs.readFile(file, "utf8"));
@@ -441,12 +451,12 @@ function nestedExcluded(member) {
  */
 export async function deltaCandidate({ spec, remoteDir, localDir }) {
   if (!sshDeltaEnabled()) return null;
-  const { file, local } = await manifestPath(spec, remoteDir, localDir);
-  const manifest = await readManifest(file);
+  const loaded = await loadManifest(spec, remoteDir, localDir);
+  const { manifest, local } = loaded;
   const seed = seedOf(manifest, local, remoteDir);
   if (seed === undefined) return null;
   const git = manifest.git && typeof manifest.git === "object" ? manifest.git : null;
-  return { seed, git };
+  return { seed, git, loaded };
 }
 
 /**
@@ -456,7 +466,7 @@ export async function deltaCandidate({ spec, remoteDir, localDir }) {
  * is the upstream path (clear or clean, then the full upload; resolves the packer's member
  * records when `record`). `manifestExtra` is kept in the manifest (the git history sent);
  * remote entries in `keep` are not removed (the caller does). Resolves `{ mode: "delta" |
- * "full", reason? }`.
+ * "full", reason? }`. `loaded`: the manifest as {@link deltaCandidate} read it.
  */
 export async function stageTree({
   spec,
@@ -468,6 +478,7 @@ export async function stageTree({
   uploadDelta,
   manifestExtra = {},
   keep = [],
+  loaded = null,
 }) {
   if (!sshDeltaEnabled()) {
     countFull("off");
@@ -475,10 +486,9 @@ export async function stageTree({
     return { mode: "full", reason: "off" };
   }
   const started = performance.now();
-  const { file, local } = await manifestPath(spec, remoteDir, localDir);
+  const { file, local, manifest } = loaded ?? (await loadManifest(spec, remoteDir, localDir));
   const target = transferTarget(spec, connection);
   const signal = connection.signal;
-  const manifest = await readManifest(file);
   trace("manifest read", started);
   const pack = { root: localDir, exclude, followSymlinks: false, dotMembers: true };
   // A git workspace's tree (`.git` excluded): the remote's `.git` is not listed either.
@@ -634,14 +644,14 @@ const PLAIN_NAME = /^[^/*?[\\]+$/;
  * deleted. Pulling only those and merging them against the baseline cut to them (and
  * their ancestors) gives what the full pull and merge give: every other entry is, on the
  * remote, the baseline's version, which the merge leaves alone. Resolves
- * `{ members, baseline }`: the members to pull and the baseline to merge against.
+ * `{ members, baseline }`: the members to pull and the baseline to merge against. `loaded`:
+ * the manifest as {@link deltaCandidate} read it.
  */
-export async function planRestore({ spec, connection, remoteDir, localDir, baseline }) {
+export async function planRestore({ spec, connection, remoteDir, localDir, baseline, loaded = null }) {
   if (!sshDeltaEnabled()) return null;
   const started = performance.now();
   const exclude = [...new Set(baseline.exclude ?? [])];
-  const { file, local } = await manifestPath(spec, remoteDir, localDir);
-  const manifest = await readManifest(file);
+  const { local, manifest } = loaded ?? (await loadManifest(spec, remoteDir, localDir));
   if (!manifest || manifest.remoteDir !== remoteDir || manifest.localDir !== local || manifest.restored)
     return countPull("no-manifest");
   // `name/*` adds nothing to `name` (a git workspace's `.git`, `.git/*`).

@@ -182,6 +182,13 @@ async function pushGitHistory({ spec, localDir, remoteDir, state, onProgress, co
       const checkout = state.branchName
         ? `${git} checkout --force -B ${q(state.branchName)} ${q(state.headCommit)} >/dev/null`
         : `${git} -c advice.detachedHead=false checkout --force --detach ${q(state.headCommit)} >/dev/null`;
+      // Both scripts first take the bundle into a private file under `.paperclip-runtime`.
+      const receiveBundle = [
+        `mkdir -p ${q(path.posix.join(remoteDir, RUNTIME_DIR))}`,
+        `tmp_bundle=$(mktemp ${q(path.posix.join(remoteDir, RUNTIME_DIR, "import-XXXXXX.bundle"))})`,
+        `trap 'rm -f "$tmp_bundle"' EXIT`,
+        `cat > "$tmp_bundle"`,
+      ];
       const remoteOrigin = origin
         ? [
             `{ ${git} remote set-url origin ${q(origin)} >/dev/null 2>&1 || ${git} remote add origin ${q(origin)} >/dev/null 2>&1; } || true`,
@@ -228,10 +235,7 @@ async function pushGitHistory({ spec, localDir, remoteDir, state, onProgress, co
               ]
             : []),
           `need_full() { if [ -n "$seeded" ]; then rm -rf ${q(remoteDir)}; fi; echo ${NEED_FULL_IMPORT} >&2; exit 86; }`,
-          `mkdir -p ${q(path.posix.join(remoteDir, RUNTIME_DIR))}`,
-          `tmp_bundle=$(mktemp ${q(path.posix.join(remoteDir, RUNTIME_DIR, "import-XXXXXX.bundle"))})`,
-          `trap 'rm -f "$tmp_bundle"' EXIT`,
-          `cat > "$tmp_bundle"`,
+          ...receiveBundle,
           ...(basis.length > 0
             ? [
                 `[ -d ${q(path.posix.join(remoteDir, ".git"))} ] || need_full`,
@@ -271,10 +275,7 @@ async function pushGitHistory({ spec, localDir, remoteDir, state, onProgress, co
       await send(
         [
           "set -e",
-          `mkdir -p ${q(path.posix.join(remoteDir, RUNTIME_DIR))}`,
-          `tmp_bundle=$(mktemp ${q(path.posix.join(remoteDir, RUNTIME_DIR, "import-XXXXXX.bundle"))})`,
-          `trap 'rm -f "$tmp_bundle"' EXIT`,
-          `cat > "$tmp_bundle"`,
+          ...receiveBundle,
           `if [ ! -d ${q(path.posix.join(remoteDir, ".git"))} ]; then git init ${q(remoteDir)} >/dev/null; fi`,
           ...remoteOrigin,
           `${git} fetch --force "$tmp_bundle" '${ref}:${ref}' >/dev/null`,
@@ -483,6 +484,7 @@ export async function prepareWorkspaceOverSsh(input, transfers) {
     await stageWorkspaceTree(input, transfers, connection, remoteDir, {
       exclude: [".git", RUNTIME_DIR],
       manifestExtra: { git: { head: state.headCommit } },
+      loaded: delta?.loaded,
       // Upstream removes the locally deleted tracked files after its upload (below).
       keep: state.deletedPaths,
       // Upstream's clean, when the import skipped it.
@@ -519,7 +521,7 @@ export async function prepareWorkspaceOverSsh(input, transfers) {
 async function stageWorkspaceTree(input, transfers, connection, remoteDir, options) {
   const { runSshCommand, uploadTree } = transfers;
   const { spec, localDir, onProgress } = input;
-  const { exclude, manifestExtra, keep, beforeFullUpload } = options;
+  const { exclude, manifestExtra, keep, beforeFullUpload, loaded } = options;
   const tree = { ...connection, spec, localDir, remoteDir, exclude, onProgress, progressLabel: "workspace" };
   await stageTree({
     spec,
@@ -529,6 +531,7 @@ async function stageWorkspaceTree(input, transfers, connection, remoteDir, optio
     exclude,
     manifestExtra,
     keep,
+    loaded,
     fullUpload: async ({ record, gzip }) => {
       if (beforeFullUpload) {
         await runSshCommand(spec, beforeFullUpload, { ...connection, ...REMOTE_SCRIPT });
@@ -565,12 +568,21 @@ export async function restoreWorkspaceOverSsh(input, transfers) {
     const stagingDir = await restoreStaging(localDir);
     const ref = input.restoreGitHistory ? `refs/paperclip/ssh-sync/imported/${randomUUID()}` : null;
     try {
-      // The history the prepare sent: the remote's export leaves it out.
-      const base = ref ? ((await deltaCandidate({ spec, remoteDir, localDir }))?.git?.head ?? null) : null;
+      // What the prepare recorded: the history it sent (the remote's export leaves it out)
+      // and the tree.
+      const candidate = await deltaCandidate({ spec, remoteDir, localDir });
+      const base = ref ? (candidate?.git?.head ?? null) : null;
       // To a host that kept what was sent: only what the run changed comes back
       // (ssh-delta.js), merged against the baseline cut to it (the history's integration
       // moves refs only, never the working tree).
-      const delta = await planRestore({ spec, connection, remoteDir, localDir, baseline: baselineSnapshot });
+      const delta = await planRestore({
+        spec,
+        connection,
+        remoteDir,
+        localDir,
+        baseline: baselineSnapshot,
+        loaded: candidate?.loaded,
+      });
       const pullTree = (over) => {
         // The workspace's own links out of the tree come back as they went (knownLinks).
         const tree = {
