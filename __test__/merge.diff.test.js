@@ -41,6 +41,21 @@ async function settle(promise) {
   }
 }
 
+/** Makes `relative` (and each directory above it) a real directory below `root`, removing
+ * any file or link in the way. */
+function realDirs(root, relative) {
+  let at = root;
+  for (const part of relative === "." ? [] : relative.split("/")) {
+    at = path.join(at, part);
+    let st = null;
+    try {
+      st = lstatSync(at);
+    } catch {}
+    if (st && !st.isDirectory()) rmSync(at, { force: true });
+    if (!st || !st.isDirectory()) mkdirSync(at);
+  }
+}
+
 /** Changes made to one path on both sides (the cases random picks rarely hit together). */
 const PAIRED = {
   hostEditsRemoteDeleted(rng, remote, host, file) {
@@ -64,13 +79,20 @@ describe(`merge differential (DIFF_SEED=${SEED})`, () => {
     const remoteNames = Object.keys(REMOTE_OPS);
     const hostNames = Object.keys(HOST_OPS);
     const pairedNames = Object.keys(PAIRED);
-    const stats = { compared: 0, sameError: 0, refused: 0 };
+    const stats = { compared: 0, sameError: 0, refused: 0, escapedUpstream: 0 };
     for (let round = 0; round < ROUNDS; round += 1) {
       const dir = path.join(work, `round-${round}`);
       const base = path.join(dir, "base");
       const tree = await writeRandomTree(rng, base, { special: false, maxFileBytes: 4096 });
       await tree.close();
-      const exclude = randomExcludes(rng);
+      // Every eighth round is a symlinked-ancestor attack (below); every sixteenth is one no
+      // exclusion can hide and no random tree can lack a directory for.
+      const pinned = round % 16 === 3;
+      if (pinned) {
+        mkdirSync(path.join(base, "guarded dir"));
+        writeFileSync(path.join(base, "guarded dir", "kept"), "kept");
+      }
+      const exclude = pinned ? [] : randomExcludes(rng);
       const baseline = await upstream.captureDirectorySnapshot(base, { exclude });
       const remote = path.join(dir, "remote");
       const host = path.join(dir, "host");
@@ -82,15 +104,8 @@ describe(`merge differential (DIFF_SEED=${SEED})`, () => {
       const files = inventory(base).files;
       const paired = round % 4 === 1 && files.length > 0 ? pairedNames[(round >> 2) % pairedNames.length] : null;
       if (paired) PAIRED[paired](rng, remote, host, rng.pick(files));
-      // Every eighth round: the symlinked-ancestor attack (the host replaced a directory by
-      // a link leading outside the target; the remote writes below that directory).
       const dirs = inventory(base).dirs;
-      const attack = round % 8 === 3 && dirs.length > 0 ? rng.pick(dirs) : null;
-      if (attack) {
-        rmSync(path.join(host, attack), { recursive: true, force: true });
-        symlinkSync(outside, path.join(host, attack));
-        writeFileSync(path.join(remote, attack, "planted"), "payload");
-      }
+      const attack = round % 8 === 3 && dirs.length > 0 ? (pinned ? "guarded dir" : rng.pick(dirs)) : null;
       const remoteOps = mutate(rng, remote, REMOTE_OPS, rng.int(5), {
         forced: remoteNames[round % remoteNames.length],
         extra: exclude,
@@ -100,6 +115,15 @@ describe(`merge differential (DIFF_SEED=${SEED})`, () => {
         extra: outside,
         avoid: round % 3 === 0 ? [] : ["dirToLink"],
       });
+      if (attack) {
+        // The host replaced a directory by a link leading outside the target; the remote
+        // writes below that directory. Planted after the random edits, which could undo it.
+        realDirs(host, path.dirname(attack));
+        rmSync(path.join(host, attack), { recursive: true, force: true });
+        symlinkSync(outside, path.join(host, attack));
+        realDirs(remote, attack);
+        writeFileSync(path.join(remote, attack, "planted"), "payload");
+      }
       const where = `DIFF_SEED=${SEED} round=${round} paired=${paired} attack=${attack} remote=${remoteOps} host=${hostOps} exclude=${JSON.stringify(exclude)}`;
 
       const oursTarget = path.join(dir, "ours", "t");
@@ -115,6 +139,11 @@ describe(`merge differential (DIFF_SEED=${SEED})`, () => {
         upstream.mergeDirectoryWithBaseline({ baseline, sourceDir: remote, targetDir: theirsTarget }),
       );
 
+      // Where upstream wrote through the host's link, ours must have refused.
+      if (describeTree(outside).length > 0) {
+        stats.escapedUpstream += 1;
+        expect(mine.label, where).toBe("ERR_PAPERCLIP_NATIVE_SYMLINKED_ANCESTOR");
+      }
       if (mine.label === "ERR_PAPERCLIP_NATIVE_SYMLINKED_ANCESTOR") {
         // Upstream writes through a host symlink here; ours refuses before any change.
         stats.refused += 1;
@@ -134,7 +163,8 @@ describe(`merge differential (DIFF_SEED=${SEED})`, () => {
     }
     console.log(`merge differential DIFF_SEED=${SEED}: ${JSON.stringify(stats)}`);
     expect(stats.compared, `DIFF_SEED=${SEED}`).toBeGreaterThanOrEqual(40);
-    expect(stats.refused, `DIFF_SEED=${SEED}`).toBeGreaterThan(0);
+    // The pinned attack rounds cannot miss.
+    expect(stats.refused, `DIFF_SEED=${SEED}`).toBeGreaterThanOrEqual(ROUNDS / 16);
   }, 180_000);
 
   it("matches upstream on the upstream suite's sequential stale-baseline restores", async () => {
