@@ -81,6 +81,26 @@ for (const file of process.argv.slice(2)) {
     console.log(
       `${name}: ${report.numPassedTests} passed, ${report.numFailedTests} failed, ${report.numPendingTests} skipped`,
     );
+    // Each failure by name, with its message's first line: the closing lines are often all
+    // of a run's output that is kept.
+    for (const file of report.testResults ?? []) {
+      const failures = (file.assertionResults ?? []).filter((test) => test.status === "failed");
+      if (file.status === "failed" && failures.length === 0) {
+        console.log(`  failed: ${path.relative(process.cwd(), file.name)}: ${firstLine(file.message)}`);
+      }
+      for (const test of failures) {
+        console.log(
+          `  failed: ${path.relative(process.cwd(), file.name)} > ${test.fullName}: ${firstLine(test.failureMessages?.[0])}`,
+        );
+      }
+    }
   }
 }
+/** The first non-empty line of a failure message, shortened, without colour codes. */
+function firstLine(message) {
+  // eslint-disable-next-line no-control-regex
+  const line = (message ?? "").replace(/\u001b\[[0-9;]*m/g, "").split("\n").find((l) => l.trim()) ?? "";
+  return line.length > 300 ? `${line.slice(0, 300)}…` : line;
+}
+
 console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ""}`);
