@@ -99,7 +99,11 @@ for (const file of process.argv.slice(2)) {
 /** The first non-empty line of a failure message, shortened, without colour codes. */
 function firstLine(message) {
   // eslint-disable-next-line no-control-regex
-  const line = (message ?? "").replace(/\u001b\[[0-9;]*m/g, "").split("\n").find((l) => l.trim()) ?? "";
+  const line =
+    (message ?? "")
+      .replace(/\u001b\[[0-9;]*m/g, "")
+      .split("\n")
+      .find((l) => l.trim()) ?? "";
   return line.length > 300 ? `${line.slice(0, 300)}…` : line;
 }
 
