@@ -140,7 +140,12 @@ const remote = isGit
 
 if (withAgent) {
   // The agent's run: edit, add, delete; in a git workspace commit one change and leave one uncommitted.
-  const files = isGit ? git(remoteDir, "ls-files").split("\n").filter(Boolean) : firstFiles(remoteDir, 3);
+  // Tracked files the remote has (a file deleted locally and uncommitted is tracked but absent).
+  const files = isGit
+    ? git(remoteDir, "ls-files")
+        .split("\n")
+        .filter((file) => file && existsSync(path.join(remoteDir, file)))
+    : firstFiles(remoteDir, 3);
   writeFileSync(path.join(remoteDir, files[0]), "edited by the agent\n");
   writeFileSync(path.join(remoteDir, "AGENT_NOTES.md"), "# notes\n");
   rmSync(path.join(remoteDir, files[files.length - 1]));
