@@ -72,7 +72,7 @@ function throwIfAborted(signal) {
  * is not a git work tree with a commit (any git failure counts as "not git", as upstream).
  * Deleted paths are kept byte-exact (upstream trims them, which can name another file).
  */
-async function readLocalGitState(localDir) {
+export async function readLocalGitState(localDir) {
   try {
     const inside = await runLocalGit(localDir, ["rev-parse", "--is-inside-work-tree"], QUICK);
     if (inside.stdout.trim() !== "true") return null;
