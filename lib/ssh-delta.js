@@ -683,9 +683,12 @@ export async function planRestore({ spec, connection, remoteDir, localDir, basel
           // Probed at the prepare (GNU tar and find, gzip): only the time is asked.
           ...(manifest.compressor ? lightHeader(manifest.compressor) : HEADER),
           `F='${LISTING_FORMAT.replace("%P", "%p")}'`,
-          `{ find . -mindepth 1 ${pruned}-newerct @${since} -printf '${LISTING_FORMAT.replace("%P", "./%P")}'; ` +
-            `find . ${pruned}-type d -newerct @${since} -print0 | ` +
-            `xargs -0 -r sh -c 'for d; do printf "pcdelta-dir %s\\0\\0" "$d"; done; find "$@" -mindepth 1 -maxdepth 1 -printf "$0"' "$F"; ` +
+          // One walk: the changed entries on stdout, the changed directories (`.` too) in a
+          // file, whose children are then listed.
+          `D=$(mktemp)`,
+          `trap 'rm -f "$D"' EXIT`,
+          `{ find . ${pruned}-newerct @${since} \\( -type d -fprint0 "$D" -o -true \\) ! -path . -printf '${LISTING_FORMAT.replace("%P", "./%P")}'; ` +
+            `xargs -0 -r sh -c 'for d; do printf "pcdelta-dir %s\\0\\0" "$d"; done; find "$@" -mindepth 1 -maxdepth 1 -printf "$0"' "$F" < "$D"; ` +
             `printf 'pcdelta-end %s\\0' "$?"; } | $Z`,
         ];
   let listing;
