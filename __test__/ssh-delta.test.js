@@ -248,6 +248,12 @@ describe(`SSH delta restores (seed ${seed})`, () => {
       const local = places.local("restore-local");
       await writeRandomTree(rng, local, { maxDepth: 3, maxEntries: 7, special: false });
       execFileSync("chmod", ["-R", "u+rwX", local]);
+      // AppleDouble names (`._*`), which the pull never brings back: sent, or made by the run.
+      const appleDouble = (root) => {
+        const at = rng.pick(["", ...inventory(root).dirs]);
+        writeFileSync(path.join(root, at, `._${rng.pick(["a", "notes.md", "x"])}`), "fork");
+      };
+      if (rng.chance(0.3)) appleDouble(local);
       const remoteDir = places.remote("restore-ours");
       await prepareWorkspaceForSshExecution({ spec: suite.server.spec, localDir: local, remoteDir });
       const baseline = await captureDirectorySnapshot(local, { exclude: [".paperclip-runtime"] });
@@ -260,6 +266,10 @@ describe(`SSH delta restores (seed ${seed})`, () => {
       const applied = mutate(rng, remoteDir, REMOTE_OPS, 1 + rng.int(5), { avoid: ["excluded"] });
       const files = inventory(remoteDir).files;
       if (files.length > 0 && sameSizeSameMtime(remoteDir, rng.pick(files))) applied.push("same-size-and-mtime");
+      if (rng.chance(0.3)) {
+        appleDouble(remoteDir);
+        applied.push("apple-double");
+      }
       if (rng.chance(0.5)) {
         const hostOps = mutate(rng, local, HOST_OPS, 1 + rng.int(2), { avoid: ["dirToLink", "dirToFile"] });
         rmSync(theirsLocal, { recursive: true, force: true });
