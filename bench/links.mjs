@@ -18,8 +18,9 @@
 // removed and every process it held is ended by pid afterwards.
 // Usage: node bench/links.mjs [--quick] [--links 1000,100,20] [--lanes ssh,sandbox]
 //          [--workspaces source,random,git] [--runs N] [--doc]
+//   --workspaces: `kind@1000+100` runs that workspace on those links only.
 //   --doc:   also writes the table into docs/benchmarks.md (between the links-table markers),
-//            with the command that made it and the machine's load.
+//            with the command that made it (the load goes to the console).
 //   --quick: the 100 Mbit/s link, the source-like tree, both lanes, one round; ends with
 //            `links: repeat-ssh <t>x time <b>x bytes, first-ssh <t>x, first-sandbox <t>x`.
 // Needs root (ip netns, tc). Workspaces and remote directories live on /dev/shm.
@@ -86,7 +87,16 @@ const links = option("--links", quick ? "100" : "1000,100,20")
   .split(",")
   .map(Number);
 const lanes = option("--lanes", "ssh,sandbox").split(",");
-const workspaces = option("--workspaces", quick ? "source" : "source,random,git").split(",");
+// `kind@1000+100`: that workspace on those links only.
+const workspaceLinks = new Map(
+  option("--workspaces", quick ? "source" : "source,random,git")
+    .split(",")
+    .map((entry) => {
+      const [kind, on] = entry.split("@");
+      return [kind, on ? on.split("+").map(Number) : null];
+    }),
+);
+const workspaces = [...workspaceLinks.keys()];
 const rounds = Number(option("--runs", quick ? "1" : "3"));
 const register = pathToFileURL(path.join(repo, "lib/activation/register.js")).href;
 const PINNED = { GIT_AUTHOR_DATE: "2026-01-02T03:04:05Z", GIT_COMMITTER_DATE: "2026-01-02T03:04:05Z" };
@@ -257,6 +267,7 @@ for (const mbit of links) {
   shape(mbit);
   for (const lane of lanes) {
     for (const kind of workspaces) {
+      if (workspaceLinks.get(kind) && !workspaceLinks.get(kind).includes(mbit)) continue;
       const samples = { upstream: [], ours: [] };
       for (let round = 0; round < rounds; round += 1) {
         for (const mode of round % 2 === 0 ? ["upstream", "ours"] : ["ours", "upstream"]) {
@@ -331,12 +342,7 @@ function writeDocTable(table) {
     start,
     `<!-- written by \`${command} --doc\`: do not edit by hand -->`,
     "",
-    `\`${command}\` on linux x64, ${os.cpus().length} cores (${os.cpus()[0]?.model ?? "unknown CPU"}), workspaces and remote on tmpfs, ${rounds} round(s), medians; load average ${os
-      .loadavg()
-      .map((l) => l.toFixed(1))
-      .join(
-        " ",
-      )} at the end (a shared machine). Round trips: SSH logins/channel opens/remote commands, sandbox runner commands, upstream → ours.`,
+    `\`${command}\` on linux x64, ${os.cpus().length} cores (${os.cpus()[0]?.model ?? "unknown CPU"}), workspaces and remote on tmpfs, ${rounds} round(s), medians. Round trips: SSH logins/channel opens/remote commands, sandbox runner commands, upstream → ours.`,
     "",
     `| ${columns.join(" | ")} |`,
     `|${columns.map(() => "---").join("|")}|`,
