@@ -8,6 +8,7 @@
 // is missing (its run did not finish) counts as one failure.
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
+import { stripVTControlCharacters } from "node:util";
 
 let passed = 0;
 let failed = 0;
@@ -98,10 +99,8 @@ for (const file of process.argv.slice(2)) {
 }
 /** The first non-empty line of a failure message, shortened, without colour codes. */
 function firstLine(message) {
-  // eslint-disable-next-line no-control-regex
   const line =
-    (message ?? "")
-      .replace(/\u001b\[[0-9;]*m/g, "")
+    stripVTControlCharacters(message ?? "")
       .split("\n")
       .find((l) => l.trim()) ?? "";
   return line.length > 300 ? `${line.slice(0, 300)}…` : line;
