@@ -11,7 +11,7 @@ import {
   syncDirectoryToSsh,
 } from "./ssh.js";
 import { shellQuote } from "./ssh-common.js";
-import { readLocalGitState } from "./ssh-workspace.js";
+import { LOCAL_GIT_STATE, readLocalGitState } from "./ssh-workspace.js";
 import { captureDirectorySnapshot } from "./workspace-restore-merge.js";
 
 // Heavy directories a referenced project never stages, at any depth (upstream's list).
@@ -97,23 +97,22 @@ export async function prepareRemoteManagedRuntime(input) {
   let prepared = null;
   let baselineSnapshot = null;
   if (syncWorkspace) {
-    const capture = (gitBacked) =>
-      captureDirectorySnapshot(input.workspaceLocalDir, {
-        exclude: gitBacked ? [...GIT_ARCHIVE_EXCLUDES, RUNTIME_DIR] : [RUNTIME_DIR],
-      });
     // The baseline is the host tree the prepare sends: captured while it is sent (upstream
     // captures it after; both read the same host files), with the exclusions of the kind the
-    // prepare finds (captured again in the rare case that the kind changed meanwhile).
-    const gitBacked = (await readLocalGitState(input.workspaceLocalDir)) !== null;
-    const capturing = capture(gitBacked);
+    // prepare finds from the same git state (read once, handed on).
+    const gitState = await readLocalGitState(input.workspaceLocalDir);
+    const capturing = captureDirectorySnapshot(input.workspaceLocalDir, {
+      exclude: gitState ? [...GIT_ARCHIVE_EXCLUDES, RUNTIME_DIR] : [RUNTIME_DIR],
+    });
     capturing.catch(() => undefined);
     prepared = await prepareWorkspaceForSshExecution({
       spec,
       localDir: input.workspaceLocalDir,
       remoteDir: workspaceRemoteDir,
       onProgress,
+      [LOCAL_GIT_STATE]: gitState,
     });
-    baselineSnapshot = prepared.gitBacked === gitBacked ? await capturing : await capture(prepared.gitBacked);
+    baselineSnapshot = await capturing;
   }
   const restoreStagedWorkspace = async (progress) => {
     if (!prepared || !baselineSnapshot) return;

@@ -68,6 +68,13 @@ function throwIfAborted(signal) {
 }
 
 /**
+ * Where a caller that read {@link readLocalGitState} already (the managed runtime, for its
+ * baseline's exclusions) hands it to {@link prepareWorkspaceOverSsh} on the input, so one
+ * prepare reads it once (a symbol: no upstream input field can collide with it).
+ */
+export const LOCAL_GIT_STATE = Symbol("paperclip-native.localGitState");
+
+/**
  * The local workspace's git state (HEAD, branch, deleted tracked files), or `null` when it
  * is not a git work tree with a commit (any git failure counts as "not git", as upstream).
  * Deleted paths are kept byte-exact (upstream trims them, which can name another file).
@@ -473,7 +480,7 @@ export async function prepareWorkspaceOverSsh(input, transfers) {
   const { runSshCommand } = transfers;
   const { remoteDir, signal, connection } = lifecycleInput(input);
   const { spec, localDir, onProgress } = input;
-  const state = await readLocalGitState(localDir);
+  const state = LOCAL_GIT_STATE in input ? input[LOCAL_GIT_STATE] : await readLocalGitState(localDir);
   throwIfAborted(signal);
   if (state) {
     // To a host that kept the previous import: only the history it lacks, and no clean (the
