@@ -77,8 +77,8 @@ function checkReferencedSource(localPath, projectId, ignoreResolution) {
  * Prepares a run on an SSH host (upstream's `prepareRemoteManagedRuntime`). With
  * `syncWorkspace` (default true) the workspace goes to
  * `<workspaceRemoteDir ?? spec.remoteCwd>/.paperclip-runtime/runs/<runId>/workspace`
- * (`prepareWorkspaceForSshExecution`) and its baseline snapshot is captured after the
- * upload; each asset is uploaded to `<runtimeRootDir>/<key>` (a failed upload restores the
+ * (`prepareWorkspaceForSshExecution`) and its baseline snapshot of the same host tree is
+ * captured while it is sent (upstream captures it after the upload); each asset is uploaded to `<runtimeRootDir>/<key>` (a failed upload restores the
  * workspace and rethrows); each referenced project to `<runtimeRootDir>/project-<id>`
  * without its heavy directories and ignored paths (a failure warns and skips that project).
  * `restoreWorkspace(onProgress)` merges the remote workspace back and runs each asset's

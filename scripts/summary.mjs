@@ -6,6 +6,9 @@
 // Usage: node scripts/summary.mjs <report>… — each report is a cargo test log (`.log`), a scripts/lint.sh report, a vitest JSON report, an
 // upstream-swap summary, a scripts/activation-suites.mjs summary or a scripts/fuzz.sh report (told apart by content); a report that
 // is missing (its run did not finish) counts as one failure.
+// A report may have its step's exit status beside it (`<name>.status`, written by
+// scripts/test.sh): a status other than 0 whose report shows no failure (vitest's unhandled
+// errors, a runner that died after writing) counts as one failure, named with the status.
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { stripVTControlCharacters } from "node:util";
@@ -15,10 +18,30 @@ let failed = 0;
 let skipped = 0;
 for (const file of process.argv.slice(2)) {
   const name = path.basename(file, ".json");
+  const failedBefore = failed;
+  count(file, name);
+  const statusFile = file.replace(/\.(json|log)$/, ".status");
+  const status = existsSync(statusFile) ? readFileSync(statusFile, "utf8").trim() : "0";
+  if (status !== "0" && failed === failedBefore) {
+    failed += 1;
+    console.log(`  failed: ${name} exited with status ${status} and no failed check in its report`);
+    // The step's own error lines (vitest's unhandled errors are in no report), when kept.
+    const out = file.replace(/\.(json|log)$/, ".out");
+    if (existsSync(out)) {
+      const lines = stripVTControlCharacters(readFileSync(out, "utf8"))
+        .split("\n")
+        .filter((line) => /unhandled|error|timeout|killed/i.test(line) && !/^\s*✓/.test(line));
+      for (const line of lines.slice(0, 8)) console.log(`    ${line.trim().slice(0, 300)}`);
+    }
+  }
+}
+
+/** Adds one report's checks to the totals and prints its line. */
+function count(file, name) {
   if (!existsSync(file)) {
     failed += 1;
     console.log(`${name}: no report (the run did not finish)`);
-    continue;
+    return;
   }
   if (file.endsWith(".log")) {
     // A cargo test log: its `test result:` lines, and the exit status written beside it
@@ -32,11 +55,11 @@ for (const file of process.argv.slice(2)) {
     }
     const statusFile = file.replace(/\.log$/, ".status");
     const status = existsSync(statusFile) ? readFileSync(statusFile, "utf8").trim() : "missing";
-    if (status !== "0" && bad === 0) bad = 1;
+    if (status === "missing" && bad === 0) bad = 1;
     passed += ok;
     failed += bad;
     console.log(`${name}: ${ok} passed, ${bad} failed (exit status ${status})`);
-    continue;
+    return;
   }
   const report = JSON.parse(readFileSync(file, "utf8"));
   if (report.lint) {

@@ -17,6 +17,12 @@ started=$(date +%s)
 rm -rf "$results" && mkdir -p "$results"
 
 step() { printf '\n==> %s\n' "$*"; }
+# `record <report> <status>`: a step's exit status, written beside its report
+# ($results/<report>.status). scripts/summary.mjs counts a status other than 0 whose report
+# shows no failure as one failure, named (with the error lines of the step's output, kept as
+# $results/<report>.out for the vitest runs), so the closing line agrees with this script's
+# own exit status, which is 1 when any recorded status is not 0.
+record() { echo "$2" > "$results/$1.status"; }
 
 # 1. System tools the suites use (tar flavours for differential tests, a C++ compiler for
 #    the fuzz run's libFuzzer). Installed with apt when missing and we are root; otherwise
@@ -79,23 +85,27 @@ bounded() {
 step "cargo test"
 set +e
 bounded 1200 cargo test --workspace --target "$host" 2>&1 | tee "$results/cargo-test.log"
-echo "${PIPESTATUS[0]}" > "$results/cargo-test.status"
+record cargo-test "${PIPESTATUS[0]}"
 set -e
 
 # 4a. The lints (scripts/lint.sh: rustfmt, clippy, the JS linter), one check each.
 step "lint"
-lint_status=0
-bounded 900 bash scripts/lint.sh "$results/lint.json" || lint_status=$?
+status=0
+bounded 900 bash scripts/lint.sh "$results/lint.json" || status=$?
+record lint $status
 
 # 4b. The cargo-fuzz target `extract` for $FUZZ_SECONDS (60 s by default); cargo-fuzz is
 #     installed when missing. A crash fails the run but not this script yet: it is counted.
 step "fuzz (tar extractor, ${FUZZ_SECONDS:-60} s)"
-fuzz_status=0
-bounded 1200 bash scripts/fuzz.sh "$results/fuzz-extract.json" || fuzz_status=$?
+status=0
+bounded 1200 bash scripts/fuzz.sh "$results/fuzz-extract.json" || status=$?
+record fuzz-extract $status
 # 4c. The cargo-fuzz target `pack` (packed random trees against our extractor and GNU tar)
 #     for $FUZZ_PACK_SECONDS (30 s by default), counted as its own check.
 step "fuzz (tar packer, ${FUZZ_PACK_SECONDS:-30} s)"
-bounded 900 bash scripts/fuzz.sh "$results/fuzz-pack.json" pack || fuzz_status=$?
+status=0
+bounded 900 bash scripts/fuzz.sh "$results/fuzz-pack.json" pack || status=$?
+record fuzz-pack $status
 
 # The activation suite runs (scripts/activation-suites.mjs): every compiled suite of upstream
 # and of two real consumers, without activation and activated, each against the unactivated
@@ -118,11 +128,11 @@ activation_modes() {
 step "vitest"
 set +e
 if $as_root; then
-  bounded 1500 node node_modules/vitest/vitest.mjs run --exclude '__test__/ssh*.test.js' --reporter=default --reporter=json --outputFile.json="$results/vitest.json"
-  vitest_status=$?
+  bounded 1500 node node_modules/vitest/vitest.mjs run --exclude '__test__/ssh*.test.js' --reporter=default --reporter=json --outputFile.json="$results/vitest.json" 2>&1 | tee "$results/vitest.out"
+  record vitest "${PIPESTATUS[0]}"
   step "upstream-swap"
   bounded 1200 node scripts/upstream-swap.mjs --exclude-suites ssh-fixture --json "$results/upstream-swap.json"
-  swap_status=$?
+  record upstream-swap $?
 
   # 6. The SSH suites as $ssh_user, from a copy of the repository (without the build
   #    cache and git metadata) that the user owns: vitest and the swap runner write caches
@@ -140,16 +150,15 @@ if $as_root; then
   chmod 755 "$copy"
   as_user=(runuser -u "$ssh_user" -- env PATH="$copy/.node/bin:$PATH" HOME="$(getent passwd "$ssh_user" | cut -d: -f6)")
   (cd "$copy" && bounded 900 "${as_user[@]}" node node_modules/vitest/vitest.mjs run __test__/ssh \
-      --reporter=default --reporter=json --outputFile.json="$copy/ssh-vitest.json")
-  ssh_status=$?
+      --reporter=default --reporter=json --outputFile.json="$copy/ssh-vitest.json") 2>&1 | tee "$results/ssh-vitest.out"
+  record ssh-vitest "${PIPESTATUS[0]}"
   step "upstream-swap (ssh-fixture) as $ssh_user"
   (cd "$copy" && bounded 600 "${as_user[@]}" node scripts/upstream-swap.mjs --suites ssh-fixture --json "$copy/ssh-swap.json")
-  ssh_swap_status=$?
+  record upstream-swap-ssh $?
   step "activation suites as $ssh_user (upstream's and two consumers' compiled suites, with and without activation)"
   # The three packages at once (their suites mostly wait); each prints to its own log,
   # shown when all are done. Their re-runs of differing suite files wait until all three
   # first passes are done (ACTIVATION_SUITES_BARRIER), on a quieter machine.
-  activation_status=0
   pids=()
   for pkg in adapter-utils adapter-claude-local adapter-codex-local; do
     (cd "$copy" && ACTIVATION_SUITES_BARRIER="$copy/.activation-barrier:3" bounded 2400 "${as_user[@]}" \
@@ -157,8 +166,11 @@ if $as_root; then
         --modes "$(activation_modes "$pkg")" --json "$copy/activation-$pkg.json") > "$results/activation-$pkg.log" 2>&1 &
     pids+=($!)
   done
-  for pid in "${pids[@]}"; do wait "$pid" || activation_status=1; done
   for pkg in adapter-utils adapter-claude-local adapter-codex-local; do
+    status=0
+    wait "${pids[0]}" || status=$?
+    pids=("${pids[@]:1}")
+    record "activation-$pkg" $status
     cat "$results/activation-$pkg.log"
     cp "$copy/activation-$pkg.json" "$results/activation-$pkg.json" 2>/dev/null
   done
@@ -166,16 +178,13 @@ if $as_root; then
   cp "$copy/ssh-swap.json" "$results/upstream-swap-ssh.json" 2>/dev/null
   rm -rf "$copy"
 else
-  bounded 1500 node node_modules/vitest/vitest.mjs run --reporter=default --reporter=json --outputFile.json="$results/vitest.json"
-  vitest_status=$?
+  bounded 1500 node node_modules/vitest/vitest.mjs run --reporter=default --reporter=json --outputFile.json="$results/vitest.json" 2>&1 | tee "$results/vitest.out"
+  record vitest "${PIPESTATUS[0]}"
   step "upstream-swap"
   bounded 1200 node scripts/upstream-swap.mjs --json "$results/upstream-swap.json"
-  swap_status=$?
-  ssh_status=0
-  ssh_swap_status=0
+  record upstream-swap $?
   step "activation suites (upstream's and two consumers' compiled suites, with and without activation)"
   node scripts/install-release.mjs --dir "$results/release" --no-build >/dev/null
-  activation_status=0
   pids=()
   for pkg in adapter-utils adapter-claude-local adapter-codex-local; do
     ACTIVATION_SUITES_BARRIER="$results/activation-barrier:3" bounded 2400 node scripts/activation-suites.mjs \
@@ -183,19 +192,23 @@ else
         --json "$results/activation-$pkg.json" > "$results/activation-$pkg.log" 2>&1 &
     pids+=($!)
   done
-  for pid in "${pids[@]}"; do wait "$pid" || activation_status=1; done
-  for pkg in adapter-utils adapter-claude-local adapter-codex-local; do cat "$results/activation-$pkg.log"; done
+  for pkg in adapter-utils adapter-claude-local adapter-codex-local; do
+    status=0
+    wait "${pids[0]}" || status=$?
+    pids=("${pids[@]:1}")
+    record "activation-$pkg" $status
+    cat "$results/activation-$pkg.log"
+  done
 fi
 
 # 7. Node 26: the vitest files where the Node version matters (module hooks and require of ES
 #    modules in the activation, loading the binary, the release install, the CLI) and those
 #    every platform runs, under the other supported Node.
-node26_status=0
 if [ -n "${node26_bin:-}" ]; then
   step "vitest under Node $("$node26_bin/node" --version)"
   PATH="$node26_bin:$PATH" bounded 900 node node_modules/vitest/vitest.mjs run $NODE26_VITEST \
-      --reporter=default --reporter=json --outputFile.json="$results/vitest-node26.json"
-  node26_status=$?
+      --reporter=default --reporter=json --outputFile.json="$results/vitest-node26.json" 2>&1 | tee "$results/vitest-node26.out"
+  record vitest-node26 "${PIPESTATUS[0]}"
 fi
 set -e
 
@@ -205,5 +218,4 @@ $as_root && reports+=("$results/ssh-vitest.json" "$results/upstream-swap-ssh.jso
 reports+=("$results/activation-adapter-utils.json" "$results/activation-adapter-claude-local.json" "$results/activation-adapter-codex-local.json")
 reports+=("$results/fuzz-extract.json" "$results/fuzz-pack.json")
 node scripts/summary.mjs "${reports[@]}"
-[ "$(cat "$results/cargo-test.status")" = 0 ] && [ $lint_status -eq 0 ] && [ $vitest_status -eq 0 ] && [ $swap_status -eq 0 ] && [ $ssh_status -eq 0 ] && [ $ssh_swap_status -eq 0 ] \
-  && [ $fuzz_status -eq 0 ] && [ $activation_status -eq 0 ] && [ $node26_status -eq 0 ]
+! grep -qvx 0 "$results"/*.status
