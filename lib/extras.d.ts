@@ -46,6 +46,10 @@ export interface SshPoolStats {
   retried: number;
   /** Idle sessions held now. */
   idle: number;
+  /** Commands run on a warm channel: their remote shell started while the previous command ran (`PAPERCLIP_NATIVE_SSH_WARM=0` turns that off). */
+  warmUsed: number;
+  /** Warm channels dropped unused because the login printed something of its own or could not start one (the command ran on a channel of its own). */
+  warmDropped: number;
 }
 /**
  * The counters of this process's SSH session pool: every SSH call (`runSshCommand`, the

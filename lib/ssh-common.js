@@ -159,8 +159,20 @@ export function uploadProgress({ onProgress, label, estimate }) {
       if (total == null) total = await estimated.then((value) => (Number.isFinite(value) && value > 0 ? value : null));
       await reporter.complete(total ?? position, total).catch(() => undefined);
     },
-    /** The `failed at NN% (x/y MB)` (or `failed after x MB`) line. */
+    /**
+     * The `failed at NN% (x/y MB)` (or `failed after x MB`) line. Upstream's Node has read
+     * tar's first pipe chunk before its `ssh` can fail (tar writes it at once), so its line
+     * has that chunk and the estimate even when the remote failed before reading a byte.
+     */
     async fail() {
+      if (position === 0) {
+        const value = await estimated;
+        const stream =
+          Number.isFinite(value) && value > 0
+            ? Math.ceil((value + 2 * DOT_MEMBER) / TAR_RECORD) * TAR_RECORD
+            : TAR_RECORD;
+        advance(Math.min(PIPE_CHUNK, stream));
+      }
       await chain;
       await reporter.fail(position, total).catch(() => undefined);
     },

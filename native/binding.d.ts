@@ -398,6 +398,16 @@ export interface SshPoolStats {
   retried: number
   /** Idle sessions held now. */
   idle: number
+  /**
+   * Commands run on a warm channel (their remote shell started while the previous
+   * command ran; docs/ssh.md).
+   */
+  warmUsed: number
+  /**
+   * Warm channels dropped unused because their shell printed something of its own or
+   * could not start (the command then ran on a channel of its own).
+   */
+  warmDropped: number
 }
 
 /**

@@ -343,13 +343,22 @@ pub struct SshPoolStats {
     pub retried: f64,
     /// Idle sessions held now.
     pub idle: f64,
+    /// Commands run on a warm channel (their remote shell started while the previous
+    /// command ran; docs/ssh.md).
+    pub warm_used: f64,
+    /// Warm channels dropped unused because their shell printed something of its own or
+    /// could not start (the command then ran on a channel of its own).
+    pub warm_dropped: f64,
 }
 
 /// The counters of the process-wide SSH session pool (internal; see `sshPoolStats`).
 #[napi]
 pub fn ssh_pool_stats() -> SshPoolStats {
     let s = ssh::SessionPool::shared().stats();
+    let (warm_used, warm_dropped) = ssh::warm_stats();
     SshPoolStats {
+        warm_used: warm_used as f64,
+        warm_dropped: warm_dropped as f64,
         opened: s.opened as f64,
         reused: s.reused as f64,
         returned: s.returned as f64,

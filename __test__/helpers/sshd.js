@@ -62,9 +62,11 @@ export function generateKey(file) {
  * current user (`SshConnectionConfig` shape, strict host-key checking with the right key),
  * the remote workspace directory, the sshd pid and `stop()` / `killConnections()`.
  * `logLevel` (default `VERBOSE`: one line per accepted login) may be `DEBUG1`, which also
- * logs every channel open and every command (bench/links.mjs counts them).
+ * logs every channel open and every command (bench/links.mjs counts them). `forceCommand`:
+ * sshd's `ForceCommand` (run by the login shell in place of each command, which it finds in
+ * `$SSH_ORIGINAL_COMMAND`), to stand for a login that prints or is slow.
  */
-export async function startSshd(root, { logLevel = "VERBOSE" } = {}) {
+export async function startSshd(root, { logLevel = "VERBOSE", forceCommand = null } = {}) {
   const sshd = SSHD_CANDIDATES.find((candidate) => existsSync(candidate));
   if (!sshd) throw new Error("sshd is not installed (apt-get install openssh-server)");
   mkdirSync(root, { recursive: true });
@@ -97,6 +99,7 @@ export async function startSshd(root, { logLevel = "VERBOSE" } = {}) {
       `LogLevel ${logLevel}`,
       "PrintMotd no",
       "UseDNS no",
+      ...(forceCommand ? [`ForceCommand ${forceCommand}`] : []),
       "",
     ].join("\n"),
     { mode: 0o600 },

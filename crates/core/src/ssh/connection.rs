@@ -15,6 +15,7 @@ use super::known_hosts::{
     fingerprint, key_type_name, known_hosts_content, known_hosts_lines, known_key_types, revoked,
 };
 use super::tcp::{connect_tcp, io_failure};
+use super::warm::{Step, Warm};
 use super::{SshTarget, POLL_INTERVAL};
 use crate::error::{codes, Error, Result};
 
@@ -41,6 +42,10 @@ pub struct Connection {
     /// A channel opened at checkout of a reused session (see `open_first_channel`), taken by
     /// the next `exec`.
     pub(super) ready_channel: Option<Channel>,
+    /// The next command's channel, its remote shell started ahead (warm.rs).
+    pub(super) warm: Option<Warm>,
+    /// Whether commands keep a warm channel started (a session the pool keeps).
+    pub(super) keep_warm: bool,
 }
 
 /// The result of one attempt of a non-blocking libssh2 call.
@@ -69,6 +74,8 @@ impl Connection {
             deadline,
             last_activity: Instant::now(),
             ready_channel: None,
+            warm: None,
+            keep_warm: false,
         };
         conn.prefer_methods()?;
         // `handshake` wants `&mut Session`; a clone shares the same libssh2 session.
@@ -99,6 +106,7 @@ impl Connection {
     /// the server, so a session the server closed meanwhile fails here, before anything of
     /// the call was sent. Bounded by the connect timeout (a silent peer is a dead one).
     pub(super) fn open_first_channel(&mut self) -> Result<()> {
+        self.settle_warm(false)?;
         let deadline = self.deadline;
         let probe_limit = Instant::now() + self.target.connect_timeout;
         self.deadline = Some(deadline.map_or(probe_limit, |d| d.min(probe_limit)));
@@ -106,6 +114,53 @@ impl Connection {
         self.deadline = deadline;
         self.ready_channel = Some(channel?);
         Ok(())
+    }
+
+    /// Moves the warm channel on until it is ready (`until_ready`) or at least open and
+    /// started (nothing of it half done that another channel open would trip over); drops
+    /// it when it fails.
+    pub(super) fn settle_warm(&mut self, until_ready: bool) -> Result<()> {
+        while let Some(mut warm) = self.warm.take() {
+            let step = warm.step(self);
+            match step {
+                Step::Failed => break,
+                Step::Ready => {
+                    self.warm = Some(warm);
+                    break;
+                }
+                Step::Pending { .. } => {
+                    let settled = !until_ready && matches!(warm, Warm::Waiting { .. });
+                    self.warm = Some(warm);
+                    if settled {
+                        break;
+                    }
+                    self.wait()?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// One step of the warm channel without waiting; true when a packet of it is half
+    /// written (to be completed before anything else is sent).
+    pub(super) fn step_warm(&mut self) -> bool {
+        let Some(mut warm) = self.warm.take() else { return false };
+        match warm.step(self) {
+            Step::Failed => false,
+            Step::Ready => {
+                self.warm = Some(warm);
+                false
+            }
+            Step::Pending { outbound } => {
+                self.warm = Some(warm);
+                outbound
+            }
+        }
+    }
+
+    /// True when the warm channel said it is ready.
+    pub(super) fn warm_ready(&self) -> bool {
+        matches!(self.warm, Some(Warm::Ready(_)))
     }
 
     /// A new session channel.

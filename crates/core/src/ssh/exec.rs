@@ -8,6 +8,7 @@ use std::time::Instant;
 use ssh2::{BlockDirections, Channel, ErrorCode};
 
 use super::connection::{Connection, Stop};
+use super::warm::{self, Warm};
 use super::{CHUNK, POLL_INTERVAL};
 use crate::error::{codes, Error, Result};
 
@@ -98,7 +99,8 @@ impl ExecOutcome {
 
 impl Connection {
     /// Runs `command` on a new channel (the remote user's shell runs it, as with `ssh host
-    /// command`) and pumps its stdin, stdout and stderr until it exits.
+    /// command`; on a session kept warm, `sh -c '<script>'` runs as that script on the
+    /// channel warm.rs started ahead) and pumps its stdin, stdout and stderr until it exits.
     ///
     /// `on_bytes(sent, received)` is called after every movement. A connection failure, the
     /// cancellation, the deadline, inactivity and a broken pipeline end are errors; a
@@ -111,22 +113,53 @@ impl Connection {
         stderr_limit: StderrLimit,
         mut on_bytes: impl FnMut(u64, u64),
     ) -> Result<ExecOutcome> {
-        let mut channel = match self.ready_channel.take() {
-            Some(channel) => channel,
-            None => self.open_channel()?,
+        // A warm channel (warm.rs) takes the command as a script on its stdin, ahead of the
+        // command's own input; any other command gets a channel of its own.
+        let script = if self.keep_warm { warm::script_of(command) } else { None };
+        self.settle_warm(script.is_some())?;
+        let (mut channel, framing) = match script {
+            Some(script) if self.warm_ready() => {
+                let channel = self.warm.take().and_then(Warm::take_ready).expect("a ready warm channel");
+                (channel, warm::framing(&script))
+            }
+            _ => {
+                let mut channel = match self.ready_channel.take() {
+                    Some(channel) => channel,
+                    None => self.open_channel()?,
+                };
+                self.call(|_| channel.exec(command))
+                    .map_err(|e| self.ssh_error(e, "the server refused the command"))?;
+                (channel, Vec::new())
+            }
         };
-        self.call(|_| channel.exec(command)).map_err(|e| self.ssh_error(e, "the server refused the command"))?;
+        if self.keep_warm && self.warm.is_none() {
+            // The next command's, started while this one runs (on the channel opened at
+            // checkout when this one did not need it).
+            self.warm = Some(Warm::start(self.ready_channel.take()));
+        }
         let mut out = ExecOutcome::default();
         let mut buf = vec![0u8; 64 * 1024];
-        let mut pending: Vec<u8> = Vec::new();
+        // Input bytes written so far, the framing included (not counted as sent).
+        let framing_len = framing.len() as u64;
+        let mut written = 0u64;
+        let mut pending: Vec<u8> = framing;
         let mut offset = 0usize;
         let mut bytes_used = false; // `Input::Bytes` handed over
-        let mut input_open = !matches!(input, Input::Empty);
+        let mut input_open = !pending.is_empty() || !matches!(input, Input::Empty);
         if !input_open {
             self.call(|_| channel.send_eof()).map_err(|e| self.ssh_error(e, "cannot close the command's input"))?;
             out.input_complete = true;
         }
+        let mut warm_outbound = false; // a packet of the warm channel is half written
         loop {
+            if warm_outbound {
+                // Nothing else may be sent before it (see `drain`).
+                warm_outbound = self.step_warm();
+                if warm_outbound {
+                    self.wait()?;
+                    continue;
+                }
+            }
             let mut moved = false;
             let mut starved = false; // waiting on the local input, not on the socket
             let mut outbound_pending = false;
@@ -156,7 +189,8 @@ impl Connection {
                     match channel.write(&pending[offset..]) {
                         Ok(n) => {
                             offset += n;
-                            out.bytes_sent += n as u64;
+                            written += n as u64;
+                            out.bytes_sent = written.saturating_sub(framing_len);
                             moved = n > 0;
                         }
                         Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
@@ -180,6 +214,12 @@ impl Connection {
             // A data packet half written must be completed before anything else is sent
             // (reading may send window adjustments), so reads wait for it.
             if !outbound_pending {
+                if self.warm.is_some() && !self.warm_ready() {
+                    warm_outbound = self.step_warm();
+                    if warm_outbound {
+                        continue;
+                    }
+                }
                 moved |= self.drain(&mut channel, 0, &mut buf, &mut stdout, &mut out, stderr_limit)?;
                 moved |= self.drain(&mut channel, 1, &mut buf, &mut stdout, &mut out, stderr_limit)?;
                 if channel.eof() {

@@ -9,6 +9,7 @@
 //!   (bounded), a writer, a bounded channel of chunks, or nowhere.
 //! * [`SessionPool`] / [`Sessions`]: authenticated sessions kept for the next call to the
 //!   same peer as the same identity (reuse across a lifecycle's commands and transfers).
+//!   A kept session starts the remote shell of its next command ahead (warm.rs).
 //! * [`upload_tar`] / [`download_tar`]: a directory packed by [`crate::tar::pack`] on a
 //!   thread of its own straight into the remote command's stdin, or the remote command's
 //!   stdout extracted by [`crate::tar::extract`] on a thread of its own. Each side is its own
@@ -31,6 +32,7 @@ mod pool;
 mod tcp;
 mod transfer;
 mod upload_estimate;
+mod warm;
 
 use std::time::Duration;
 
@@ -43,6 +45,7 @@ pub use transfer::{
     download_file, download_tar, upload_file, upload_tar, TransferSummary, UploadTarOptions, UploadTarOutcome,
 };
 pub use upload_estimate::upload_estimate;
+pub use warm::stats as warm_stats;
 
 /// Longest single wait on the socket (or on the local side of a pipeline) before the stop
 /// conditions are checked again.

@@ -32,6 +32,7 @@ use std::time::{Duration, Instant};
 use sha2::{Digest, Sha256};
 
 use super::known_hosts::known_hosts_content;
+use super::warm;
 use super::{Connection, SshTarget};
 use crate::error::Result;
 
@@ -244,6 +245,7 @@ impl SessionPool {
             drop(expired);
             if let Some(mut conn) = found {
                 conn.rearm(target, Arc::clone(&cancel), deadline);
+                conn.keep_warm = warm::enabled();
                 match conn.open_first_channel() {
                     Ok(()) => {
                         self.lock().stats.reused += 1;
@@ -260,7 +262,9 @@ impl SessionPool {
                 }
             }
         }
-        let conn = Connection::open(target, cancel, deadline)?;
+        let mut conn = Connection::open(target, cancel, deadline)?;
+        // A session the pool may keep starts the next command's shell ahead (warm.rs).
+        conn.keep_warm = reuse && warm::enabled();
         self.lock().stats.opened += 1;
         Ok(Lease { pool: self, conn: Some(conn), key })
     }
