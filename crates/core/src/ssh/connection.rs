@@ -46,6 +46,8 @@ pub struct Connection {
     pub(super) warm: Option<Warm>,
     /// Whether commands keep a warm channel started (a session the pool keeps).
     pub(super) keep_warm: bool,
+    /// A warm channel of this session failed: none is started again on it.
+    pub(super) warm_failed: bool,
 }
 
 /// The result of one attempt of a non-blocking libssh2 call.
@@ -76,6 +78,7 @@ impl Connection {
             ready_channel: None,
             warm: None,
             keep_warm: false,
+            warm_failed: false,
         };
         conn.prefer_methods()?;
         // `handshake` wants `&mut Session`; a clone shares the same libssh2 session.
@@ -118,12 +121,16 @@ impl Connection {
 
     /// Moves the warm channel on until it is ready (`until_ready`) or at least open and
     /// started (nothing of it half done that another channel open would trip over); drops
-    /// it when it fails.
+    /// it when it fails (and starts none again on this session: its login prints, or the
+    /// server refuses a second channel).
     pub(super) fn settle_warm(&mut self, until_ready: bool) -> Result<()> {
         while let Some(mut warm) = self.warm.take() {
             let step = warm.step(self);
             match step {
-                Step::Failed => break,
+                Step::Failed => {
+                    self.warm_failed = true;
+                    break;
+                }
                 Step::Ready => {
                     self.warm = Some(warm);
                     break;
@@ -146,7 +153,10 @@ impl Connection {
     pub(super) fn step_warm(&mut self) -> bool {
         let Some(mut warm) = self.warm.take() else { return false };
         match warm.step(self) {
-            Step::Failed => false,
+            Step::Failed => {
+                self.warm_failed = true;
+                false
+            }
             Step::Ready => {
                 self.warm = Some(warm);
                 false

@@ -115,7 +115,8 @@ impl Connection {
     ) -> Result<ExecOutcome> {
         // A warm channel (warm.rs) takes the command as a script on its stdin, ahead of the
         // command's own input; any other command gets a channel of its own.
-        let script = if self.keep_warm { warm::script_of(command) } else { None };
+        let keep_warm = self.keep_warm && !self.warm_failed;
+        let script = if keep_warm { warm::script_of(command) } else { None };
         self.settle_warm(script.is_some())?;
         let (mut channel, framing) = match script {
             Some(script) if self.warm_ready() => {
@@ -132,7 +133,7 @@ impl Connection {
                 (channel, Vec::new())
             }
         };
-        if self.keep_warm && self.warm.is_none() {
+        if keep_warm && !self.warm_failed && self.warm.is_none() {
             // The next command's, started while this one runs (on the channel opened at
             // checkout when this one did not need it).
             self.warm = Some(Warm::start(self.ready_channel.take()));

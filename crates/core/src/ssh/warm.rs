@@ -14,7 +14,8 @@
 //!
 //! A warm channel is used only when it said exactly [`READY`] and nothing else (a startup
 //! file that prints, a forced command, a login shell that cannot run `sh -c`: those
-//! channels are dropped and the command runs on a channel of its own, as it always did).
+//! channels are dropped, the command runs on a channel of its own, as it always did, and
+//! that session starts no other).
 //! Scripts longer than [`MAX_SCRIPT`] (dash's `read` takes one byte per system call), or
 //! holding the line [`END`], are not sent this way. `PAPERCLIP_NATIVE_SSH_WARM=0` turns it
 //! off.
