@@ -153,7 +153,7 @@ export async function wireCompression({ spec, connection, bytes, hasGzip }) {
 }
 
 /** `PAPERCLIP_NATIVE_SSH_DELTA_TRACE=1`: each step's milliseconds on stderr (diagnostics). */
-function trace(label, started) {
+export function trace(label, started) {
   if (process.env.PAPERCLIP_NATIVE_SSH_DELTA_TRACE === "1")
     process.stderr.write(`[ssh-delta] ${label} ${(performance.now() - started).toFixed(0)} ms\n`);
 }
@@ -187,10 +187,36 @@ async function loadManifest(spec, remoteDir, localDir) {
   return { file, local, manifest: await readManifest(file) };
 }
 
+/**
+ * Manifests this process last wrote or read, by file, with the identity of the file they
+ * came from (inode, size, modification time: every write is a new file renamed into place):
+ * a read of an unchanged file reuses the parsed object (a run's restore reads what its
+ * prepare wrote). Frozen; the most recent few kept.
+ */
+const manifestCache = new Map();
+const MANIFEST_CACHE_SIZE = 16;
+const identity = (stat) => `${stat.ino}:${stat.size}:${stat.mtimeNs}`;
+
+function rememberManifest(file, stat, manifest) {
+  manifestCache.delete(file);
+  manifestCache.set(file, { id: identity(stat), manifest });
+  for (const key of manifestCache.keys()) {
+    if (manifestCache.size <= MANIFEST_CACHE_SIZE) break;
+    manifestCache.delete(key);
+  }
+}
+
 async function readManifest(file) {
   try {
+    const stat = await fs.stat(file, { bigint: true });
+    const cached = manifestCache.get(file);
+    if (cached?.id === identity(stat)) return cached.manifest;
     const parsed = JSON.parse(await fs.readFile(file, "utf8"));
-    return parsed?.version === MANIFEST_VERSION && parsed.files && typeof parsed.files === "object" ? parsed : null;
+    if (!(parsed?.version === MANIFEST_VERSION && parsed.files && typeof parsed.files === "object")) return null;
+    // Read after the stat: a file replaced in between is read again next time.
+    Object.freeze(parsed.files);
+    rememberManifest(file, stat, Object.freeze(parsed));
+    return parsed;
   } catch {
     return null;
   }
@@ -205,7 +231,12 @@ async function writeManifest(file, manifest) {
   await fs.mkdir(dir, { recursive: true, mode: 0o700 });
   const temporary = `${file}.${process.pid}.${Date.now()}.tmp`;
   await fs.writeFile(temporary, JSON.stringify(manifest), { mode: 0o600 });
+  const stat = await fs.stat(temporary, { bigint: true });
   await fs.rename(temporary, file);
+  if (manifest.files) {
+    Object.freeze(manifest.files);
+    rememberManifest(file, stat, Object.freeze(manifest));
+  }
   if (Math.random() < 0.05) {
     for (const name of await fs.readdir(dir).catch(() => [])) {
       const full = path.join(dir, name);
@@ -694,6 +725,7 @@ export async function planRestore({ spec, connection, remoteDir, localDir, basel
   let listing;
   try {
     listing = parseListing(await exec(target, script.join("\n"), signal), { dotted: since != null });
+    trace("restore: remote listed", started);
   } catch (error) {
     await walking.catch(() => undefined);
     if (error?.name === "AbortError") throw error;
@@ -704,7 +736,7 @@ export async function planRestore({ spec, connection, remoteDir, localDir, basel
     return countPull("remote-cannot-answer");
   }
   const locals = new Map(parseMembers(await walking).map((m) => [m.member, m]));
-  trace("restore: remote listed, local walked", started);
+  trace("restore: local walked", started);
   const entries = baseline.entries instanceof Map ? baseline.entries : new Map(Object.entries(baseline.entries ?? {}));
   const changed = [];
   for (const [member, theirs] of listing.entries) {

@@ -23,6 +23,7 @@ import {
   deltaCandidate,
   markRestored,
   planRestore,
+  trace,
   stageTree,
 } from "./ssh-delta.js";
 import { mergeDirectoryWithBaseline } from "./workspace-restore-merge.js";
@@ -572,6 +573,7 @@ export async function restoreWorkspaceOverSsh(input, transfers) {
   // Ours: the extraction's bounds, checked before any work and passed to every pull.
   const archive = { limits: archiveLimits(input.limits) };
   if (baselineSnapshot) {
+    const started = performance.now();
     const stagingDir = await restoreStaging(localDir);
     const ref = input.restoreGitHistory ? `refs/paperclip/ssh-sync/imported/${randomUUID()}` : null;
     try {
@@ -621,6 +623,7 @@ export async function restoreWorkspaceOverSsh(input, transfers) {
         await pullTree({});
       }
       throwIfAborted(signal);
+      trace("restore: pulled", started);
       await mergeDirectoryWithBaseline({
         baseline: delta?.baseline ?? baselineSnapshot,
         sourceDir: stagingDir,
@@ -629,8 +632,10 @@ export async function restoreWorkspaceOverSsh(input, transfers) {
         // so uncommitted remote edits win.
         beforeApply: imported ? () => integrateImportedHead(localDir, imported) : undefined,
       });
+      trace("restore: merged", started);
       // The run's work is back on this host: its remote directory may start the next run's.
       await markRestored(spec, remoteDir, localDir, imported).catch(() => undefined);
+      trace("restore: manifest marked", started);
     } finally {
       if (ref) await runLocalGit(localDir, ["update-ref", "-d", ref], QUICK).catch(() => undefined);
       await fs.rm(stagingDir, { recursive: true, force: true }).catch(() => undefined);

@@ -119,8 +119,8 @@ impl Connection {
         Ok(())
     }
 
-    /// Moves the warm channel on until it is ready (`until_ready`) or at least open and
-    /// started (nothing of it half done that another channel open would trip over); drops
+    /// Moves the warm channel on until it is ready (`until_ready`) or at least its exec
+    /// request sent (nothing of it half done that another channel open would trip over); drops
     /// it when it fails (and starts none again on this session: its login prints, or the
     /// server refuses a second channel).
     pub(super) fn settle_warm(&mut self, until_ready: bool) -> Result<()> {
@@ -136,7 +136,7 @@ impl Connection {
                     break;
                 }
                 Step::Pending { .. } => {
-                    let settled = !until_ready && matches!(warm, Warm::Waiting { .. });
+                    let settled = !until_ready && warm.launched();
                     self.warm = Some(warm);
                     if settled {
                         break;
@@ -146,6 +146,23 @@ impl Connection {
             }
         }
         Ok(())
+    }
+
+    /// Sends the warm channel's exec request if it is not out yet (waiting for the channel
+    /// open's reply if need be), so its remote shell starts while the session waits in the
+    /// pool. A stop here (cancellation, deadline) drops the warm channel, not the call.
+    pub(super) fn launch_warm(&mut self) {
+        while self.warm.as_ref().is_some_and(|warm| !warm.launched()) {
+            let outbound = self.step_warm();
+            if self.warm.as_ref().is_some_and(|warm| warm.launched()) && !outbound {
+                break;
+            }
+            if self.wait().is_err() {
+                self.warm = None;
+                self.warm_failed = true;
+                break;
+            }
+        }
     }
 
     /// One step of the warm channel without waiting; true when a packet of it is half

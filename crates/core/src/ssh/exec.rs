@@ -258,6 +258,7 @@ impl Connection {
             self.wait()?;
         }
         self.call(|_| channel.wait_close()).map_err(|e| self.ssh_error(e, "the connection failed"))?;
+        self.launch_warm();
         out.exit_status = channel.exit_status().unwrap_or(0);
         out.exit_signal = channel.exit_signal().ok().and_then(|s| s.exit_signal).filter(|s| !s.is_empty());
         // Dropping `stdout` (a pipeline's sender) tells its consumer the stream ended.

@@ -97,8 +97,8 @@ pub fn framing(script: &str) -> Vec<u8> {
 pub enum Warm {
     /// The channel open is under way.
     Opening,
-    /// The bootstrap's exec request is under way.
-    Starting(Channel),
+    /// The bootstrap's exec request is under way (`sent`: it went out; the reply is awaited).
+    Starting { channel: Channel, sent: bool },
     /// Started; `seen` is what its stdout said so far (a prefix of [`READY`]).
     Waiting { channel: Channel, seen: Vec<u8> },
     /// Said [`READY`]: waits for a script.
@@ -119,7 +119,13 @@ pub enum Step {
 impl Warm {
     /// A warm channel started on `channel` (already open), or on a new channel.
     pub fn start(channel: Option<Channel>) -> Warm {
-        channel.map_or(Warm::Opening, Warm::Starting)
+        channel.map_or(Warm::Opening, |channel| Warm::Starting { channel, sent: false })
+    }
+
+    /// True once the bootstrap's exec request went out: the remote shell starts whether or
+    /// not anyone waits for it.
+    pub fn launched(&self) -> bool {
+        !matches!(self, Warm::Opening | Warm::Starting { sent: false, .. })
     }
 
     /// Moves on as far as it can without waiting.
@@ -127,15 +133,22 @@ impl Warm {
         loop {
             let next = match self {
                 Warm::Opening => match conn.session.channel_session() {
-                    Ok(channel) => Warm::Starting(channel),
+                    Ok(channel) => Warm::Starting { channel, sent: false },
                     Err(e) => return pending_or_failed(conn, &e),
                 },
-                Warm::Starting(channel) => match channel.exec(BOOTSTRAP) {
+                Warm::Starting { channel, sent } => match channel.exec(BOOTSTRAP) {
                     Ok(()) => {
-                        let Warm::Starting(channel) = std::mem::replace(self, Warm::Opening) else { unreachable!() };
+                        let Warm::Starting { channel, .. } = std::mem::replace(self, Warm::Opening) else {
+                            unreachable!()
+                        };
                         Warm::Waiting { channel, seen: Vec::new() }
                     }
-                    Err(e) => return pending_or_failed(conn, &e),
+                    Err(e) => {
+                        let step = pending_or_failed(conn, &e);
+                        // Nothing half written: the request is out, its reply awaited.
+                        *sent = matches!(step, Step::Pending { outbound: false });
+                        return step;
+                    }
                 },
                 Warm::Waiting { channel, seen } => {
                     let mut buf = [0u8; 64];
