@@ -124,6 +124,19 @@ activation_modes() {
   fi
 }
 
+# Waits for the activation runs in `pids` (one per package, in this order), records each
+# one's exit status and prints its log.
+activation_wait() {
+  local pkg status
+  for pkg in adapter-utils adapter-claude-local adapter-codex-local; do
+    status=0
+    wait "${pids[0]}" || status=$?
+    pids=("${pids[@]:1}")
+    record "activation-$pkg" "$status"
+    cat "$results/activation-$pkg.log"
+  done
+}
+
 # 5. Our vitest suites, then the upstream suites with our exports swapped in.
 step "vitest"
 set +e
@@ -166,12 +179,8 @@ if $as_root; then
         --modes "$(activation_modes "$pkg")" --json "$copy/activation-$pkg.json") > "$results/activation-$pkg.log" 2>&1 &
     pids+=($!)
   done
+  activation_wait
   for pkg in adapter-utils adapter-claude-local adapter-codex-local; do
-    status=0
-    wait "${pids[0]}" || status=$?
-    pids=("${pids[@]:1}")
-    record "activation-$pkg" $status
-    cat "$results/activation-$pkg.log"
     cp "$copy/activation-$pkg.json" "$results/activation-$pkg.json" 2>/dev/null
   done
   cp "$copy/ssh-vitest.json" "$results/ssh-vitest.json" 2>/dev/null
@@ -192,13 +201,7 @@ else
         --json "$results/activation-$pkg.json" > "$results/activation-$pkg.log" 2>&1 &
     pids+=($!)
   done
-  for pkg in adapter-utils adapter-claude-local adapter-codex-local; do
-    status=0
-    wait "${pids[0]}" || status=$?
-    pids=("${pids[@]:1}")
-    record "activation-$pkg" $status
-    cat "$results/activation-$pkg.log"
-  done
+  activation_wait
 fi
 
 # 7. Node 26: the vitest files where the Node version matters (module hooks and require of ES
