@@ -10,7 +10,8 @@
 //! which is what the login shell would have run, in the same environment, with the
 //! command's stdin following on the same channel, its stdout, stderr, exit status and
 //! signal the channel's own. The channel open and exec round trips and the shell startup
-//! happen while the previous command runs.
+//! happen while the previous command runs and while the session waits in the pool (the
+//! exec request is sent before a command returns: `Connection::launch_warm`).
 //!
 //! A warm channel is used only when it said exactly [`READY`] and nothing else (a startup
 //! file that prints, a forced command, a login shell that cannot run `sh -c`: those
