@@ -153,8 +153,8 @@ impl Connection {
     /// pool. A stop here (cancellation, deadline) drops the warm channel, not the call.
     pub(super) fn launch_warm(&mut self) {
         while self.warm.as_ref().is_some_and(|warm| !warm.launched()) {
-            let outbound = self.step_warm();
-            if self.warm.as_ref().is_some_and(|warm| warm.launched()) && !outbound {
+            self.step_warm();
+            if self.warm.as_ref().is_none_or(|warm| warm.launched()) {
                 break;
             }
             if self.wait().is_err() {
