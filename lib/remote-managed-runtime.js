@@ -78,8 +78,9 @@ function checkReferencedSource(localPath, projectId, ignoreResolution) {
  * `syncWorkspace` (default true) the workspace goes to
  * `<workspaceRemoteDir ?? spec.remoteCwd>/.paperclip-runtime/runs/<runId>/workspace`
  * (`prepareWorkspaceForSshExecution`) and its baseline snapshot of the same host tree is
- * captured while it is sent (upstream captures it after the upload); each asset is uploaded to `<runtimeRootDir>/<key>` (a failed upload restores the
- * workspace and rethrows); each referenced project to `<runtimeRootDir>/project-<id>`
+ * captured while it is sent (upstream captures it after the upload); each asset is uploaded
+ * to `<runtimeRootDir>/<key>` (a failed upload restores the workspace and rethrows); each
+ * referenced project to `<runtimeRootDir>/project-<id>`
  * without its heavy directories and ignored paths (a failure warns and skips that project).
  * `restoreWorkspace(onProgress)` merges the remote workspace back and runs each asset's
  * `restore({ assetDir, readFile })` (`readFile` reads at most 1 MiB of base64 over SSH).

@@ -23,8 +23,8 @@ import {
   deltaCandidate,
   markRestored,
   planRestore,
-  trace,
   stageTree,
+  trace,
 } from "./ssh-delta.js";
 import { mergeDirectoryWithBaseline } from "./workspace-restore-merge.js";
 
