@@ -34,6 +34,8 @@ const LISTING_TIMEOUT_MS = 120_000;
 const LISTING_MAX_BUFFER = 256 * 1024 * 1024;
 /** Above this many bytes of removal arguments the removals go through `xargs` on stdin. */
 const INLINE_REMOVALS_MAX = 64 * 1024;
+/** The sent members listed by name after a delta upload (else a walk of the tree) up to this much script. */
+const SENT_LISTING_MAX = 8 * 1024;
 /** A managed run's workspace directory: `<base>/.paperclip-runtime/runs/<runId>/workspace`. */
 const RUN_DIR = /^(.*)\/\.paperclip-runtime\/runs\/[^/]+\/workspace$/;
 /** What every remote listing prints per entry: kind, size, mtime, ctime, inode, mode, path, link target. */
@@ -588,14 +590,24 @@ export async function stageTree({
   }
   const sendBytes = locals.reduce((sum, entry) => sum + (plan.send.has(entry.member) ? entry.size + 512 : 0), 0);
   const gzip = await wireCompression({ spec, connection, bytes: sendBytes, hasGzip: header.compressor === "gzip" });
+  // What was sent, listed again for the manifest: by name (no walk of the tree) when the
+  // names are short enough, else every entry that changed since the listing.
+  const sentNames = [...plan.send].map((member) => shellQuote(`./${member}`));
+  const byName = sentNames.reduce((sum, name) => sum + name.length + 1, 0) <= SENT_LISTING_MAX;
+  const relist =
+    plan.send.size === 0
+      ? `printf 'pcdelta-end 0\\0' | $Z`
+      : byName
+        ? `{ find ${sentNames.join(" ")} -maxdepth 0 -printf '${LISTING_FORMAT.replace("%P", "%p")}'; printf 'pcdelta-end %s\\0' "$?"; } | $Z`
+        : listingPipeline(`-newerct @${header.now - 2} `, prune);
   const apply = [
     "set -e",
     `cd ${q}`,
     ...(inline && plan.remove.size > 0 ? [`rm -rf -- ${removals}`] : []),
-    // Nothing to send: the removals and the listing alone (no walk to pack nothing).
+    // Nothing to send: the removals alone (no walk to pack nothing).
     plan.send.size === 0 ? ":" : gzip ? "gzip -dc | tar -xf -" : "tar -xf -",
     ...lightHeader(header.compressor),
-    listingPipeline(`-newerct @${header.now - 2} `, prune),
+    relist,
   ].join("\n");
   const { stdout, members } =
     plan.send.size > 0
@@ -604,7 +616,7 @@ export async function stageTree({
   stats.sent += plan.send.size;
   stats.removed += plan.remove.size;
   trace(`delta applied (${plan.send.size} sent, ${plan.remove.size} removed)`, started);
-  const post = parseListing(stdout);
+  const post = parseListing(stdout, { dotted: byName });
   stats.delta += 1;
   const files = {};
   const sent = new Map(members.map((record) => [record.member, record]));
@@ -615,13 +627,17 @@ export async function stageTree({
       const theirs = post.entries?.get(entry.member);
       if (theirs?.kind === "f" && theirs.size === record.size) files[entry.member] = manifestRow(record, theirs);
     } else {
+      // As listed before the upload; a change since then (after that listing's time) is
+      // what the next listing after `listedAt` shows. One the second listing saw: not kept.
       const theirs = listing.entries.get(entry.member);
       const after = post.entries?.get(entry.member);
-      if (!post.entries || (after && (after.ctime !== theirs.ctime || after.ino !== theirs.ino))) continue;
+      if (after && (after.ctime !== theirs.ctime || after.ino !== theirs.ino)) continue;
       files[entry.member] = manifestRow(entry, theirs);
     }
   }
-  const listedAt = post.entries ? headerOf(post.header).now : null;
+  // The first listing's time: whatever changed on the remote after it (this upload too) is
+  // listed again by the restore's and the next prepare's listings.
+  const listedAt = header.now;
   await writeManifest(file, {
     version: MANIFEST_VERSION,
     localDir: local,
@@ -690,9 +706,15 @@ export async function planRestore({ spec, connection, remoteDir, localDir, basel
   if (!plain.every((name) => PLAIN_NAME.test(name))) return countPull("excludes");
   const target = transferTarget(spec, connection);
   const signal = connection.signal;
-  const named = (member) => member.split("/").some((part) => plain.includes(part));
+  // A member one of whose components is `name` (tar's match of a plain exclude).
+  const holds = (member, name) =>
+    member === name ||
+    member.startsWith(`${name}/`) ||
+    member.endsWith(`/${name}`) ||
+    member.includes(`/${name}/`);
+  const named = (member) => plain.some((name) => holds(member, name));
   // AppleDouble names (`._*`) never come back with the pull: to the merge they are gone.
-  const appleDouble = (member) => member.split("/").some((part) => part.startsWith("._"));
+  const appleDouble = (member) => member.startsWith("._") || member.includes("/._");
   const excluded = (member) => named(member) || appleDouble(member);
   const q = shellQuote(remoteDir);
   const pack = { root: localDir, exclude, followSymlinks: false, dotMembers: true };
@@ -769,7 +791,7 @@ export async function planRestore({ spec, connection, remoteDir, localDir, basel
     // Unchanged on the remote since the listing: still pulled when the host's copy moved
     // since it was sent (the baseline may then not be what was sent) or was never recorded.
     for (const [member, base] of entries) {
-      if (base?.kind !== "file" || listing.entries.has(member) || excluded(member) || isGone(member)) continue;
+      if (base?.kind !== "file" || listing.entries.has(member)) continue;
       const row = manifest.files[member];
       const mine = locals.get(member);
       const sentAsIs =
@@ -780,7 +802,8 @@ export async function planRestore({ spec, connection, remoteDir, localDir, basel
         row[2] === mine.ctimeNs &&
         row[3] === mine.ino &&
         row[4] === mine.dev;
-      if (!sentAsIs) changed.push(member);
+      // The cheap test first: most of a tree was sent as it is.
+      if (!sentAsIs && !excluded(member) && !isGone(member)) changed.push(member);
     }
   }
   const keep = new Set(changed);

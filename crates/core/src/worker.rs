@@ -43,7 +43,8 @@ impl<T: Send + 'static> Worker<T> {
 
     /// Starts `work` on a new thread named `name`, handing it a flag that is set once
     /// `cancel` (the caller's cancellation) is or [`Worker::stop`] is called, whichever
-    /// comes first: a helper thread looks at both every [`LINK_POLL_INTERVAL`].
+    /// comes first: a helper thread looks at both every [`LINK_POLL_INTERVAL`], and is woken
+    /// when the work ends (the result is not held back by the helper's sleep).
     pub fn linked(
         name: &str,
         cancel: &Arc<AtomicBool>,
@@ -71,20 +72,27 @@ impl<T: Send + 'static> Worker<T> {
 
 /// Runs `work` with one flag that follows both `a` and `b`.
 fn either<T>(a: &AtomicBool, b: &AtomicBool, work: impl FnOnce(&AtomicBool) -> T) -> T {
+    either_every(a, b, LINK_POLL_INTERVAL, work)
+}
+
+/// [`either`], the helper looking at `a` and `b` every `interval`.
+fn either_every<T>(a: &AtomicBool, b: &AtomicBool, interval: Duration, work: impl FnOnce(&AtomicBool) -> T) -> T {
     let merged = AtomicBool::new(false);
     let done = AtomicBool::new(false);
     std::thread::scope(|scope| {
-        scope.spawn(|| {
-            while !done.load(Ordering::Relaxed) {
+        let helper = scope.spawn(|| {
+            while !done.load(Ordering::Acquire) {
                 if a.load(Ordering::Relaxed) || b.load(Ordering::Relaxed) {
                     merged.store(true, Ordering::Relaxed);
                     break;
                 }
-                std::thread::sleep(LINK_POLL_INTERVAL);
+                // Woken early by the end of the work (a spurious wake-up only looks again).
+                std::thread::park_timeout(interval);
             }
         });
         let result = work(&merged);
-        done.store(true, Ordering::Relaxed);
+        done.store(true, Ordering::Release);
+        helper.thread().unpark();
         result
     })
 }
@@ -132,6 +140,23 @@ mod tests {
             }
             assert!(worker.join().unwrap(), "by caller: {by_caller}");
         }
+    }
+
+    #[test]
+    fn a_linked_work_is_not_held_back_by_the_helpers_sleep() {
+        // With an hour between the helper's looks at the flags, the result still comes back
+        // when the work ends: the end wakes the helper.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let (a, b) = (AtomicBool::new(false), AtomicBool::new(false));
+            // The work outlasts the helper's first look, so the helper is asleep when it ends.
+            let work = |_: &AtomicBool| {
+                std::thread::sleep(Duration::from_millis(100));
+                7
+            };
+            let _ = tx.send(either_every(&a, &b, Duration::from_secs(3600), work));
+        });
+        assert_eq!(rx.recv_timeout(Duration::from_secs(30)), Ok(7), "the helper held the result back");
     }
 
     #[test]
