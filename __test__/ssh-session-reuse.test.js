@@ -3,7 +3,8 @@
 // and history) opens one or two sessions instead of one per step, counted both by the pool's
 // own counters and by the server's log of accepted logins; the same lifecycle with
 // `PAPERCLIP_NATIVE_SSH_REUSE=0` opens one per step and ends with the same remote tree,
-// restored workspace, commit ids and progress lines; concurrent callers get sessions of
+// restored workspace, commit ids and progress lines (the prepare's first command takes the
+// session opened ahead of it); concurrent callers get sessions of
 // their own; a failed call's session is dropped, a clean one is kept; sessions the server
 // closed meanwhile do not fail the next call; idle sessions close by themselves; the
 // overlapped export and pull of a restore fail as the sequential steps do. Run as an
@@ -210,6 +211,10 @@ describe("SSH session reuse", () => {
       expect(on.logins).toBe(on.delta.opened);
       expect(on.delta.dropped).toBe(0);
       expect(on.idle).toBeGreaterThan(0);
+      // The prepare's first command took the session opened ahead of it (one of `opened`);
+      // without reuse nothing is opened ahead.
+      expect(on.delta.openedAhead).toBe(1);
+      expect(off.delta.openedAhead).toBe(0);
     } catch (error) {
       error.message = `${error.message} (seed ${seed})`;
       throw error;

@@ -46,7 +46,9 @@ export function archiveTransferTimeoutMs(input) {
  * call (`returned`), disconnected after an error, cancellation or timeout (`dropped`),
  * closed after a clean call without being kept (`closed`: reuse off, pool full), closed
  * idle (`expired`), pooled sessions the server had closed, replaced at checkout
- * (`retried`), and the idle sessions held now (`idle`).
+ * (`retried`), calls served by a session opened ahead of them (`openedAhead`, counted in
+ * `opened`), the idle sessions held now (`idle`), and commands run on a warm channel
+ * (`warmUsed`) or run without the warm channel that was dropped (`warmDropped`).
  */
 export function sshPoolStats() {
   return { ...native.sshPoolStats() };

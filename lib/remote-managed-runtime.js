@@ -10,7 +10,7 @@ import {
   runSshCommand,
   syncDirectoryToSsh,
 } from "./ssh.js";
-import { shellQuote } from "./ssh-common.js";
+import { openSshSessionAhead, shellQuote } from "./ssh-common.js";
 import { LOCAL_GIT_STATE, readLocalGitState } from "./ssh-workspace.js";
 import { captureDirectorySnapshot } from "./workspace-restore-merge.js";
 
@@ -98,6 +98,8 @@ export async function prepareRemoteManagedRuntime(input) {
   let prepared = null;
   let baselineSnapshot = null;
   if (syncWorkspace) {
+    // The workspace's first remote command logs in while the git state is read.
+    openSshSessionAhead(spec, {});
     // The baseline is the host tree the prepare sends: captured while it is sent (upstream
     // captures it after; both read the same host files), with the exclusions of the kind the
     // prepare finds from the same git state (read once, handed on).

@@ -1,7 +1,7 @@
 // What the SSH modules share: upstream's shell quoting, the native connection target of an
 // upstream `SshConnectionConfig`, and upstream's transfer progress on top of the
 // shared reporter. Internal: not part of the package's exports.
-import { runCancellable } from "./native.js";
+import { native, runCancellable } from "./native.js";
 import { createRuntimeProgressReporter } from "./runtime-progress.js";
 import { invalidArgument } from "./arguments.js";
 import { progressBridge } from "./tar-common.js";
@@ -46,6 +46,19 @@ export function sshTarget(config, { connectTimeoutMs, inactivityTimeoutMs } = {}
     inactivityTimeoutMs: positive(inactivityTimeoutMs, "inactivityTimeoutMs"),
     reuse: sshSessionReuse(),
   };
+}
+
+/**
+ * Starts opening the pooled session a lifecycle's first remote command will take (the
+ * connection options as that command's, `transferTarget`), while the caller does its local
+ * work; nothing without session reuse. The login's failure is that command's error.
+ */
+export function openSshSessionAhead(config, connection) {
+  try {
+    native.sshOpenAhead(transferTarget(config, connection));
+  } catch {
+    // A config the call rejects: the call reports it.
+  }
 }
 
 /** An optional non-negative number of milliseconds (0 or absent: the default). */

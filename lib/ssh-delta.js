@@ -708,10 +708,7 @@ export async function planRestore({ spec, connection, remoteDir, localDir, basel
   const signal = connection.signal;
   // A member one of whose components is `name` (tar's match of a plain exclude).
   const holds = (member, name) =>
-    member === name ||
-    member.startsWith(`${name}/`) ||
-    member.endsWith(`/${name}`) ||
-    member.includes(`/${name}/`);
+    member === name || member.startsWith(`${name}/`) || member.endsWith(`/${name}`) || member.includes(`/${name}/`);
   const named = (member) => plain.some((name) => holds(member, name));
   // AppleDouble names (`._*`) never come back with the pull: to the merge they are gone.
   const appleDouble = (member) => member.startsWith("._") || member.includes("/._");

@@ -15,7 +15,15 @@ import path from "node:path";
 import { INTEGRATION_LABELS, integrateImportedHead as integrateInto } from "./git-integration.js";
 import { runLocalGit } from "./local-git.js";
 import { abortError, native } from "./native.js";
-import { runTransfer, shellQuote, sshSessionReuse, sshTarget, transferProgress, transferTarget } from "./ssh-common.js";
+import {
+  openSshSessionAhead,
+  runTransfer,
+  shellQuote,
+  sshSessionReuse,
+  sshTarget,
+  transferProgress,
+  transferTarget,
+} from "./ssh-common.js";
 import { archiveLimits, checkSignal, invalidArgument } from "./arguments.js";
 import {
   countHistoryExport,
@@ -481,6 +489,8 @@ export async function prepareWorkspaceOverSsh(input, transfers) {
   const { runSshCommand } = transfers;
   const { remoteDir, signal, connection } = lifecycleInput(input);
   const { spec, localDir, onProgress } = input;
+  // The first remote command's session logs in while the local work below runs.
+  if (!signal?.aborted) openSshSessionAhead(spec, connection);
   const state = LOCAL_GIT_STATE in input ? input[LOCAL_GIT_STATE] : await readLocalGitState(localDir);
   throwIfAborted(signal);
   if (state) {
@@ -570,6 +580,7 @@ export async function restoreWorkspaceOverSsh(input, transfers) {
   const { syncDirectoryFromSsh } = transfers;
   const { remoteDir, signal, connection } = lifecycleInput(input);
   const { spec, localDir, onProgress, baselineSnapshot } = input;
+  if (!signal?.aborted) openSshSessionAhead(spec, connection);
   // Ours: the extraction's bounds, checked before any work and passed to every pull.
   const archive = { limits: archiveLimits(input.limits) };
   if (baselineSnapshot) {

@@ -868,6 +868,7 @@ module.exports.snapshotWatchStats = nativeBinding.snapshotWatchStats
 module.exports.sshDownloadFile = nativeBinding.sshDownloadFile
 module.exports.sshDownloadTar = nativeBinding.sshDownloadTar
 module.exports.sshExec = nativeBinding.sshExec
+module.exports.sshOpenAhead = nativeBinding.sshOpenAhead
 module.exports.sshPoolClear = nativeBinding.sshPoolClear
 module.exports.sshPoolStats = nativeBinding.sshPoolStats
 module.exports.sshUploadEstimate = nativeBinding.sshUploadEstimate

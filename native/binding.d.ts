@@ -374,6 +374,15 @@ export interface SshExecResult {
   exitSignal?: string
 }
 
+/**
+ * Starts opening a pooled SSH session for `target` ahead of the calls that will use it, on
+ * a thread of its own (internal; see `openSshSessionAhead` in lib/ssh-common.js). Nothing
+ * happens without session reuse, or when a session of the same key is idle or already
+ * being opened. Returns at once; the next call for that key takes the session (a failure
+ * to open it is that call's error).
+ */
+export declare function sshOpenAhead(target: SshTargetInput): void
+
 /** Closes every idle pooled SSH session now (internal; see `closeIdleSshSessions`). */
 export declare function sshPoolClear(): void
 
@@ -396,6 +405,8 @@ export interface SshPoolStats {
   expired: number
   /** Pooled sessions found closed by the server at checkout and replaced by a new one. */
   retried: number
+  /** Calls served by a session opened ahead of them (counted in `opened`, not `reused`). */
+  openedAhead: number
   /** Idle sessions held now. */
   idle: number
   /**

@@ -341,6 +341,8 @@ pub struct SshPoolStats {
     pub expired: f64,
     /// Pooled sessions found closed by the server at checkout and replaced by a new one.
     pub retried: f64,
+    /// Calls served by a session opened ahead of them (counted in `opened`, not `reused`).
+    pub opened_ahead: f64,
     /// Idle sessions held now.
     pub idle: f64,
     /// Commands run on a warm channel (their remote shell started while the previous
@@ -366,8 +368,24 @@ pub fn ssh_pool_stats() -> SshPoolStats {
         closed: s.closed as f64,
         expired: s.expired as f64,
         retried: s.retried as f64,
+        opened_ahead: s.opened_ahead as f64,
         idle: s.idle as f64,
     }
+}
+
+/// Starts opening a pooled SSH session for `target` ahead of the calls that will use it, on
+/// a thread of its own (internal; see `openSshSessionAhead` in lib/ssh-common.js). Nothing
+/// happens without session reuse, or when a session of the same key is idle or already
+/// being opened. Returns at once; the next call for that key takes the session (a failure
+/// to open it is that call's error).
+#[napi]
+pub fn ssh_open_ahead(target: SshTargetInput) -> napi::Result<()> {
+    if !target.reuse.unwrap_or(true) {
+        return Ok(());
+    }
+    let target = SshTarget::try_from(target)?;
+    ssh::SessionPool::shared().open_ahead(&target);
+    Ok(())
 }
 
 /// Closes every idle pooled SSH session now (internal; see `closeIdleSshSessions`).

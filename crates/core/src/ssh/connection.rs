@@ -48,6 +48,8 @@ pub struct Connection {
     pub(super) keep_warm: bool,
     /// A warm channel of this session failed: none is started again on it.
     pub(super) warm_failed: bool,
+    /// Opened ahead of its first call (pool.rs), which has not come yet.
+    pub(super) ahead: bool,
 }
 
 /// The result of one attempt of a non-blocking libssh2 call.
@@ -79,6 +81,7 @@ impl Connection {
             warm: None,
             keep_warm: false,
             warm_failed: false,
+            ahead: false,
         };
         conn.prefer_methods()?;
         // `handshake` wants `&mut Session`; a clone shares the same libssh2 session.
@@ -162,6 +165,15 @@ impl Connection {
                 self.warm_failed = true;
                 break;
             }
+        }
+    }
+
+    /// Starts the first command's warm channel on a session opened ahead of its first call
+    /// (pool.rs), its exec request sent: the remote shell starts while nobody waits for it.
+    pub(super) fn start_warm(&mut self) {
+        if self.keep_warm && !self.warm_failed && self.warm.is_none() {
+            self.warm = Some(Warm::start(None));
+            self.launch_warm();
         }
     }
 

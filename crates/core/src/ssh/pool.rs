@@ -23,18 +23,22 @@
 //!   call goes on with a fresh connection instead (once).
 //! * Host keys are verified when a session is opened; a reused session was verified for the
 //!   same key (the `known_hosts` digest is part of it).
+//! * A session may be opened ahead ([`SessionPool::open_ahead`]: a lifecycle that knows it will
+//!   talk to a server opens the session while it does its local work). The next checkout for
+//!   its key takes it, waiting while it opens (cancellable, bounded by its deadline); its
+//!   failure is that checkout's failure. Nobody claiming it, it goes idle like any other.
 
 use std::collections::VecDeque;
-use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 
 use super::known_hosts::known_hosts_content;
 use super::warm;
-use super::{Connection, SshTarget};
-use crate::error::Result;
+use super::{Connection, SshTarget, POLL_INTERVAL};
+use crate::error::{codes, Error, Result};
 
 /// Idle sessions kept per [`PoolKey`] (a lifecycle runs at most two calls at once).
 pub const MAX_IDLE_PER_KEY: usize = 4;
@@ -128,6 +132,10 @@ pub struct PoolStats {
     pub expired: u64,
     /// Reused sessions found dead at checkout and replaced by a fresh connection.
     pub retried: u64,
+    /// Checkouts served by a session opened ahead ([`SessionPool::open_ahead`]) on its first
+    /// call, whether it was still opening or already idle (counted in `opened`, not in
+    /// `reused`).
+    pub opened_ahead: u64,
     /// Idle sessions held now.
     pub idle: u64,
 }
@@ -180,6 +188,8 @@ struct Shared {
 
 struct State {
     idle: IdleSet<PoolKey, Connection>,
+    /// Sessions being opened ahead, not claimed yet.
+    opening: Vec<(PoolKey, Arc<Opening>)>,
     stats: PoolStats,
     /// True while a reaper thread runs for this pool.
     reaper: bool,
@@ -190,7 +200,12 @@ impl SessionPool {
     pub fn new(limits: PoolLimits) -> SessionPool {
         SessionPool {
             shared: Arc::new(Shared {
-                state: Mutex::new(State { idle: IdleSet::new(limits), stats: PoolStats::default(), reaper: false }),
+                state: Mutex::new(State {
+                    idle: IdleSet::new(limits),
+                    opening: Vec::new(),
+                    stats: PoolStats::default(),
+                    reaper: false,
+                }),
             }),
         }
     }
@@ -224,9 +239,100 @@ impl SessionPool {
         self.shared.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    /// Opens a session for `target` on a thread of its own and starts its first command's
+    /// shell (warm.rs), for the next checkout of its key (see the module documentation).
+    /// Nothing happens when the pool already holds an idle session of that key or one is
+    /// being opened ahead. Bounded as a checkout's connection is (the connect and inactivity
+    /// timeouts of `target`).
+    pub fn open_ahead(&'static self, target: &SshTarget) {
+        let key = PoolKey::of(target);
+        let opening = {
+            let mut state = self.lock();
+            if state.idle.has(&key) || state.opening.iter().any(|(k, _)| *k == key) {
+                return;
+            }
+            let opening = Arc::new(Opening::default());
+            state.opening.push((key.clone(), Arc::clone(&opening)));
+            opening
+        };
+        let target = target.clone();
+        let ahead = Arc::clone(&opening);
+        let started = std::thread::Builder::new().name("paperclip-ssh-open-ahead".into()).spawn(move || {
+            let opened = Connection::open(&target, Arc::new(AtomicBool::new(false)), None).map(|mut conn| {
+                conn.keep_warm = warm::enabled();
+                conn.start_warm();
+                conn.ahead = true;
+                conn
+            });
+            self.deliver(&key, &ahead, opened);
+        });
+        if started.is_err() {
+            // No thread: nothing is opened ahead; the checkout opens its own.
+            self.lock().opening.retain(|(_, o)| !Arc::ptr_eq(o, &opening));
+        }
+    }
+
+    /// The end of an opening ahead: unclaimed, the session goes idle (a failure is
+    /// forgotten); claimed, it is handed to the claimer, or goes idle if the claimer gave up.
+    fn deliver(&self, key: &PoolKey, opening: &Arc<Opening>, opened: Result<Connection>) {
+        let unclaimed = {
+            let mut state = self.lock();
+            if opened.is_ok() {
+                state.stats.opened += 1;
+            }
+            let at = state.opening.iter().position(|(_, o)| Arc::ptr_eq(o, opening));
+            at.map(|at| state.opening.remove(at))
+        };
+        let idle = if unclaimed.is_some() {
+            opened.ok()
+        } else {
+            let mut slot = opening.slot.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            if slot.abandoned {
+                opened.ok()
+            } else {
+                slot.result = Some(opened);
+                opening.ready.notify_all();
+                None
+            }
+        };
+        if let Some(conn) = idle {
+            self.give_back(Some(key.clone()), conn);
+        }
+    }
+
+    /// Waits for a claimed opening ahead, as a checkout with `cancel` and `deadline` would
+    /// wait for its own connection.
+    fn claim(
+        &self,
+        target: &SshTarget,
+        opening: &Opening,
+        cancel: &AtomicBool,
+        deadline: Option<Instant>,
+    ) -> Result<Connection> {
+        let mut slot = opening.slot.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        loop {
+            if let Some(result) = slot.result.take() {
+                return result;
+            }
+            let stop = if cancel.load(Ordering::Relaxed) {
+                Some(Error::aborted())
+            } else if deadline.is_some_and(|d| Instant::now() >= d) {
+                Some(Error::new(codes::SSH_TIMEOUT, format!("ssh to {} timed out", target.display())))
+            } else {
+                None
+            };
+            if let Some(error) = stop {
+                // The session, once open, goes idle (deliver sees this).
+                slot.abandoned = true;
+                return Err(error);
+            }
+            slot = opening.ready.wait_timeout(slot, POLL_INTERVAL).unwrap_or_else(|poisoned| poisoned.into_inner()).0;
+        }
+    }
+
     /// Leases a session for `target`: with `reuse`, the newest idle one of its key (re-armed
     /// with `cancel` and `deadline`, its first channel opened; a dead one is replaced by a
-    /// fresh connection once), else a fresh connection.
+    /// fresh connection once) or the one being opened ahead for it, else a fresh connection.
     pub fn checkout(
         &self,
         target: &SshTarget,
@@ -236,19 +342,39 @@ impl SessionPool {
     ) -> Result<Lease<'_>> {
         let key = reuse.then(|| PoolKey::of(target));
         if let Some(key) = &key {
-            let (found, expired) = {
+            let (found, expired, ahead) = {
                 let mut state = self.lock();
                 let (found, expired) = state.idle.take(key, Instant::now());
                 state.stats.expired += expired.len() as u64;
-                (found, expired)
+                let ahead = match found {
+                    Some(_) => None,
+                    None => state.opening.iter().position(|(k, _)| k == key).map(|at| state.opening.remove(at).1),
+                };
+                (found, expired, ahead)
             };
             drop(expired);
+            if let Some(opening) = ahead {
+                let mut conn = self.claim(target, &opening, &cancel, deadline)?;
+                conn.ahead = false;
+                conn.rearm(target, cancel, deadline);
+                conn.keep_warm = warm::enabled();
+                self.lock().stats.opened_ahead += 1;
+                return Ok(Lease { pool: self, conn: Some(conn), key: Some(key.clone()) });
+            }
             if let Some(mut conn) = found {
                 conn.rearm(target, Arc::clone(&cancel), deadline);
                 conn.keep_warm = warm::enabled();
                 match conn.open_first_channel() {
                     Ok(()) => {
-                        self.lock().stats.reused += 1;
+                        // Opened ahead and gone idle before its first call came: that call's.
+                        let first = std::mem::take(&mut conn.ahead);
+                        let mut state = self.lock();
+                        if first {
+                            state.stats.opened_ahead += 1;
+                        } else {
+                            state.stats.reused += 1;
+                        }
+                        drop(state);
                         return Ok(Lease { pool: self, conn: Some(conn), key: Some(key.clone()) });
                     }
                     Err(e) => {
@@ -360,6 +486,21 @@ impl Drop for Lease<'_> {
     }
 }
 
+/// A session being opened ahead, once claimed: where its opener leaves it.
+#[derive(Default)]
+struct Opening {
+    slot: Mutex<OpeningSlot>,
+    ready: Condvar,
+}
+
+#[derive(Default)]
+struct OpeningSlot {
+    /// The opener's result, until the claimer takes it.
+    result: Option<Result<Connection>>,
+    /// The claimer stopped waiting (cancelled, past its deadline).
+    abandoned: bool,
+}
+
 /// The idle entries of a pool: bounded per key and in all, newest last, each with the time
 /// it went idle. Generic so its bookkeeping is tested without a server.
 struct IdleSet<K, C> {
@@ -374,6 +515,10 @@ impl<K: PartialEq, C> IdleSet<K, C> {
 
     fn len(&self) -> usize {
         self.entries.len()
+    }
+
+    fn has(&self, key: &K) -> bool {
+        self.entries.iter().any(|(k, _, _)| k == key)
     }
 
     /// The newest unexpired entry of `key`, and the expired entries removed on the way (to
@@ -528,6 +673,99 @@ mod tests {
         assert_eq!(set.expire(start + Duration::from_millis(99)), Vec::<i32>::new());
         assert_eq!(set.expire(start + Duration::from_millis(100)), vec![3]);
         assert_eq!(set.next_expiry(), None);
+    }
+
+    /// A TCP server that accepts and, with `hold`, keeps each connection silent (else closes
+    /// it after 200 ms, so an opening ahead is still under way when a checkout comes);
+    /// counts the connections.
+    fn counting_server(hold: bool) -> (u16, Arc<std::sync::atomic::AtomicUsize>) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let count = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = Arc::clone(&count);
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            for stream in listener.incoming().flatten() {
+                counted.fetch_add(1, Ordering::SeqCst);
+                if hold {
+                    held.push(stream);
+                } else {
+                    std::thread::spawn(move || {
+                        std::thread::sleep(Duration::from_millis(200));
+                        drop(stream);
+                    });
+                }
+            }
+        });
+        (port, count)
+    }
+
+    fn leaked_pool() -> &'static SessionPool {
+        Box::leak(Box::new(SessionPool::new(limits(4, 16, 10_000))))
+    }
+
+    fn wait_until(what: impl Fn() -> bool) {
+        for _ in 0..3000 {
+            if what() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        panic!("timed out");
+    }
+
+    #[test]
+    fn a_checkout_takes_the_session_opened_ahead_and_its_failure() {
+        // The server drops every connection: the opening ahead fails, and the checkout (come
+        // while it is under way) gets that failure without connecting again.
+        let (port, connections) = counting_server(false);
+        let pool = leaked_pool();
+        let t = SshTarget { port, known_hosts: Some(String::new()), ..target() };
+        pool.open_ahead(&t);
+        pool.open_ahead(&t); // one opening per key
+        let err = pool.checkout(&t, true, Arc::new(AtomicBool::new(false)), None).err().unwrap();
+        assert!(!err.message.contains("secret"), "{}", err.message);
+        assert_eq!(connections.load(Ordering::SeqCst), 1);
+        assert_eq!(pool.stats(), PoolStats::default());
+        assert!(pool.lock().opening.is_empty());
+        // Without reuse, nothing opened ahead is taken: the call connects itself.
+        pool.open_ahead(&t);
+        wait_until(|| pool.lock().opening.is_empty());
+        let before = connections.load(Ordering::SeqCst);
+        assert!(pool.checkout(&t, false, Arc::new(AtomicBool::new(false)), None).is_err());
+        assert_eq!(connections.load(Ordering::SeqCst), before + 1);
+    }
+
+    #[test]
+    fn a_checkout_waiting_for_a_session_opened_ahead_stops_on_cancel_and_deadline() {
+        // A server that never answers: the opening ahead waits out its inactivity limit.
+        let (port, connections) = counting_server(true);
+        let pool = leaked_pool();
+        let t = SshTarget {
+            port,
+            known_hosts: Some(String::new()),
+            inactivity_timeout: Some(Duration::from_millis(600)),
+            ..target()
+        };
+        pool.open_ahead(&t);
+        let cancel = Arc::new(AtomicBool::new(false));
+        let flag = Arc::clone(&cancel);
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(100));
+            flag.store(true, Ordering::Relaxed);
+        });
+        let err = pool.checkout(&t, true, cancel, None).err().unwrap();
+        assert_eq!(err.code, codes::ABORTED);
+        assert_eq!(connections.load(Ordering::SeqCst), 1, "the waiting checkout opened nothing of its own");
+        // The opening gave up by itself; nothing is left behind.
+        wait_until(|| pool.lock().opening.is_empty());
+        assert_eq!(pool.stats(), PoolStats::default());
+
+        pool.open_ahead(&t);
+        let deadline = Some(Instant::now() + Duration::from_millis(100));
+        let err = pool.checkout(&t, true, Arc::new(AtomicBool::new(false)), deadline).err().unwrap();
+        assert_eq!(err.code, codes::SSH_TIMEOUT);
+        assert_eq!(connections.load(Ordering::SeqCst), 2);
     }
 
     #[test]
