@@ -232,7 +232,12 @@ describe(`SSH delta uploads (seed ${seed})`, () => {
     expect(existsSync(path.join(third.workspaceRemoteDir, ".paperclip-runtime"))).toBe(
       existsSync(path.join(fresh, ".paperclip-runtime")),
     );
+    // run-3 is not restored: what marked run-2's manifest restored does not mark run-3's.
+    const fourth = await run("run-4");
+    expect(sshDeltaStats().seeded).toBe(seededBefore + 1);
+    expect(existsSync(third.workspaceRemoteDir)).toBe(true);
     await third.restoreWorkspace();
+    await fourth.restoreWorkspace();
   });
 });
 

@@ -44,6 +44,8 @@ export interface SshPoolStats {
   expired: number;
   /** Pooled sessions found closed by the server at checkout and replaced by a new connection. */
   retried: number;
+  /** Calls served by a session opened ahead of them (the SSH prepare and restore start their first command's login while they do their local work); counted in `opened`, not in `reused`. */
+  openedAhead: number;
   /** Idle sessions held now. */
   idle: number;
   /** Commands run on a warm channel: their remote shell started while the previous command ran (`PAPERCLIP_NATIVE_SSH_WARM=0` turns that off). */

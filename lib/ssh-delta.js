@@ -120,10 +120,7 @@ async function measureLink(target, spec, signal) {
     at: Date.now(),
   };
   links.set(key, measured);
-  await fs
-    .mkdir(path.dirname(key), { recursive: true, mode: 0o700 })
-    .then(() => writeManifest(key, measured))
-    .catch(() => undefined);
+  await writeAtomically(key, JSON.stringify(measured)).catch(() => undefined);
   return measured;
 }
 
@@ -209,55 +206,89 @@ function rememberManifest(file, stat, manifest) {
 }
 
 async function readManifest(file) {
+  let manifest;
   try {
     const stat = await fs.stat(file, { bigint: true });
     const cached = manifestCache.get(file);
-    if (cached?.id === identity(stat)) return cached.manifest;
-    const parsed = JSON.parse(await fs.readFile(file, "utf8"));
-    if (!(parsed?.version === MANIFEST_VERSION && parsed.files && typeof parsed.files === "object")) return null;
-    // Read after the stat: a file replaced in between is read again next time.
-    Object.freeze(parsed.files);
-    rememberManifest(file, stat, Object.freeze(parsed));
-    return parsed;
+    if (cached?.id === identity(stat)) manifest = cached.manifest;
+    else {
+      const parsed = JSON.parse(await fs.readFile(file, "utf8"));
+      if (!(parsed?.version === MANIFEST_VERSION && parsed.files && typeof parsed.files === "object")) return null;
+      // Read after the stat: a file replaced in between is read again next time.
+      Object.freeze(parsed.files);
+      rememberManifest(file, stat, Object.freeze(parsed));
+      manifest = parsed;
+    }
   } catch {
     return null;
   }
+  // Marked restored (markRestored): this very manifest's run came back to this host.
+  const marker = await fs
+    .readFile(restoredMarker(file), "utf8")
+    .then(JSON.parse)
+    .catch(() => null);
+  if (manifest.restored || typeof manifest.token !== "string" || marker?.token !== manifest.token) return manifest;
+  const importedHead = typeof marker.importedHead === "string" ? marker.importedHead : null;
+  const git = importedHead && manifest.git ? { ...manifest.git, importedHead } : manifest.git;
+  return Object.freeze({ ...manifest, restored: true, ...(git ? { git } : {}) });
 }
+
+/** The file that marks a manifest restored: `{ token, importedHead }`, the token the manifest's. */
+const restoredMarker = (file) => `${file}.restored`;
 
 /** Manifests (and link measurements) not written for this long are removed. */
 const MANIFEST_MAX_AGE_MS = 14 * 24 * 3600_000;
 
-/** Writes a manifest atomically (private directory, temporary name, rename); now and then removes stale ones. */
-async function writeManifest(file, manifest) {
+/**
+ * Writes `text` to `file` atomically (private directory, temporary name, rename): the file
+ * is whole or untouched. Resolves the written file's `stat` (bigint); now and then removes
+ * files of the directory not written for {@link MANIFEST_MAX_AGE_MS}.
+ */
+async function writeAtomically(file, text) {
   const dir = path.dirname(file);
   await fs.mkdir(dir, { recursive: true, mode: 0o700 });
   const temporary = `${file}.${process.pid}.${Date.now()}.tmp`;
-  await fs.writeFile(temporary, JSON.stringify(manifest), { mode: 0o600 });
-  const stat = await fs.stat(temporary, { bigint: true });
-  await fs.rename(temporary, file);
-  if (manifest.files) {
-    Object.freeze(manifest.files);
-    rememberManifest(file, stat, Object.freeze(manifest));
+  let stat;
+  try {
+    await fs.writeFile(temporary, text, { mode: 0o600 });
+    stat = await fs.stat(temporary, { bigint: true });
+    await fs.rename(temporary, file);
+  } catch (error) {
+    await fs.rm(temporary, { force: true }).catch(() => undefined);
+    throw error;
   }
   if (Math.random() < 0.05) {
     for (const name of await fs.readdir(dir).catch(() => [])) {
       const full = path.join(dir, name);
-      const stat = await fs.stat(full).catch(() => null);
-      if (stat && Date.now() - stat.mtimeMs > MANIFEST_MAX_AGE_MS)
+      const old = await fs.stat(full).catch(() => null);
+      if (old && Date.now() - old.mtimeMs > MANIFEST_MAX_AGE_MS)
         await fs.rm(full, { force: true }).catch(() => undefined);
     }
   }
+  return stat;
 }
 
-/** Marks the manifest of a run directory restored (its work is back on this host). */
+/** Writes a manifest (a token of its own: a restored marker names the write it marks) and keeps it for the next read. */
+async function writeManifest(file, manifest) {
+  const written = Object.freeze({ ...manifest, token: randomBytes(16).toString("hex") });
+  Object.freeze(written.files);
+  rememberManifest(file, await writeAtomically(file, JSON.stringify(written)), written);
+}
+
+/**
+ * Marks the manifest of a run directory restored (its work is back on this host), with the
+ * remote's HEAD brought back (history both sides now hold: a git import's base): a small
+ * marker file beside the manifest, naming the manifest's write by its token, written
+ * atomically (the manifest itself is not written again).
+ */
 export async function markRestored(spec, remoteDir, localDir, importedHead = null) {
   if (!sshDeltaEnabled()) return;
   const { file } = await manifestPath(spec, remoteDir, localDir);
   const manifest = await readManifest(file);
-  if (!manifest || manifest.remoteDir !== remoteDir || manifest.restored) return;
-  // The remote's HEAD brought back: history both sides now hold (a git import's base).
-  const git = importedHead && manifest.git ? { ...manifest.git, importedHead } : manifest.git;
-  await writeManifest(file, { ...manifest, restored: true, ...(git ? { git } : {}) }).catch(() => undefined);
+  if (!manifest || manifest.remoteDir !== remoteDir || manifest.restored || typeof manifest.token !== "string") return;
+  await writeAtomically(restoredMarker(file), JSON.stringify({ token: manifest.token, importedHead })).catch(
+    () => undefined,
+  );
 }
 
 /** The listing pipeline: every entry below `.` but the top-level `.paperclip-runtime`, NUL-separated, then an end record with find's status. */

@@ -233,23 +233,33 @@ pub async fn ssh_upload_tar(
 /// link|null], …]`, the nanosecond times, inode and device as decimal strings (they do not
 /// fit a double).
 pub(crate) fn members_json(members: &[MemberRecord]) -> String {
-    let rows: Vec<serde_json::Value> = members
-        .iter()
-        .map(|m| {
-            serde_json::json!([
-                m.member,
-                m.kind.to_string(),
-                m.size,
-                m.mode,
-                m.mtime_ns.to_string(),
-                m.ctime_ns.to_string(),
-                m.ino.to_string(),
-                m.dev.to_string(),
-                m.link.as_ref().map(|l| String::from_utf8_lossy(l).into_owned()),
-            ])
-        })
-        .collect();
-    serde_json::Value::Array(rows).to_string()
+    use std::fmt::Write;
+    // Written directly (a `serde_json::Value` per row cost more than the walk's own time on
+    // large trees); the strings go through serde_json for their escaping.
+    let quoted = |text: &str| serde_json::to_string(text).expect("a string serializes");
+    let mut out = String::with_capacity(members.len() * 96 + 2);
+    out.push('[');
+    for (i, m) in members.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        let link = m.link.as_ref().map_or_else(|| "null".to_string(), |l| quoted(&String::from_utf8_lossy(l)));
+        let _ = write!(
+            out,
+            "[{},\"{}\",{},{},\"{}\",\"{}\",\"{}\",\"{}\",{}]",
+            quoted(&m.member),
+            m.kind,
+            m.size,
+            m.mode,
+            m.mtime_ns,
+            m.ctime_ns,
+            m.ino,
+            m.dev,
+            link
+        );
+    }
+    out.push(']');
+    out
 }
 
 /// The member records of everything `pack` would archive now, as JSON (see
@@ -392,4 +402,48 @@ pub fn ssh_open_ahead(target: SshTargetInput) -> napi::Result<()> {
 #[napi]
 pub fn ssh_pool_clear() {
     ssh::SessionPool::shared().clear();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn members_json_is_the_json_of_the_rows() {
+        let record = |member: &str, kind: char, link: Option<&[u8]>| MemberRecord {
+            member: member.to_string(),
+            kind,
+            size: 42,
+            mode: 0o644,
+            mtime_ns: -1_500_000_000,
+            ctime_ns: 1_700_000_000_123_456_789,
+            ino: u64::MAX,
+            dev: 2049,
+            link: link.map(<[u8]>::to_vec),
+        };
+        let members = [
+            record("a \"quoted\"\\ name\nwith\ta newline", 'f', None),
+            record("dir/ünïcödé", 'd', None),
+            record("link", 'l', Some(b"../target \xff\"x\"")),
+        ];
+        let parsed: serde_json::Value = serde_json::from_str(&members_json(&members)).unwrap();
+        let expected: Vec<serde_json::Value> = members
+            .iter()
+            .map(|m| {
+                serde_json::json!([
+                    m.member,
+                    m.kind.to_string(),
+                    m.size,
+                    m.mode,
+                    m.mtime_ns.to_string(),
+                    m.ctime_ns.to_string(),
+                    m.ino.to_string(),
+                    m.dev.to_string(),
+                    m.link.as_ref().map(|l| String::from_utf8_lossy(l).into_owned()),
+                ])
+            })
+            .collect();
+        assert_eq!(parsed, serde_json::Value::Array(expected));
+        assert_eq!(members_json(&[]), "[]");
+    }
 }
