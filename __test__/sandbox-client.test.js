@@ -54,6 +54,9 @@ async function writeWorkspace(rng, root) {
   const big = Buffer.alloc(3 * 1024 * 1024 + 1 + rng.int(4096));
   for (let i = 0; i < big.length; i += 997) big[i] = rng.int(256);
   writeFileSync(path.join(root, "big-ünïcode.bin"), big);
+  // The random tree may hold a `node_modules` of its own (a file, a link): the excluded
+  // directory replaces it.
+  rmSync(path.join(root, "node_modules"), { recursive: true, force: true });
   mkdirSync(path.join(root, "node_modules", "dep"), { recursive: true });
   writeFileSync(path.join(root, "node_modules", "dep", "index.js"), "ignored");
 }
