@@ -171,10 +171,19 @@ impl Connection {
     /// Starts the first command's warm channel on a session opened ahead of its first call
     /// (pool.rs), its exec request sent: the remote shell starts while nobody waits for it.
     pub(super) fn start_warm(&mut self) {
-        if self.keep_warm && !self.warm_failed && self.warm.is_none() {
-            self.warm = Some(Warm::start(None));
+        if self.arm_warm(None) {
             self.launch_warm();
         }
+    }
+
+    /// Gives a session kept warm the next command's warm channel (warm.rs) when it has none,
+    /// on `channel` when one is at hand; false (and `channel` dropped) when it keeps none.
+    pub(super) fn arm_warm(&mut self, channel: Option<Channel>) -> bool {
+        if !self.keep_warm || self.warm_failed || self.warm.is_some() {
+            return false;
+        }
+        self.warm = Some(Warm::start(channel));
+        true
     }
 
     /// One step of the warm channel without waiting; true when a packet of it is half
@@ -366,7 +375,7 @@ impl Connection {
     pub(super) fn check(&self) -> Result<()> {
         check_stop(&self.cancel)?;
         if self.deadline.is_some_and(|d| Instant::now() >= d) {
-            return Err(Error::new(codes::SSH_TIMEOUT, format!("ssh to {} timed out", self.target.display())));
+            return Err(timed_out(&self.target));
         }
         if let Some(limit) = self.target.inactivity_timeout {
             if self.last_activity.elapsed() >= limit {
@@ -456,6 +465,11 @@ fn attempt<T>(result: std::result::Result<T, ssh2::Error>) -> Attempt<T> {
 /// True when libssh2 could not parse a key given in memory (it may read it from a file).
 fn key_unreadable(e: &ssh2::Error) -> bool {
     matches!(e.code(), ErrorCode::Session(-16 | -33 | -51))
+}
+
+/// A call past its deadline (`SSH_TIMEOUT`), for a session and for a wait for one alike.
+pub(super) fn timed_out(target: &SshTarget) -> Error {
+    Error::new(codes::SSH_TIMEOUT, format!("ssh to {} timed out", target.display()))
 }
 
 fn check_stop(cancel: &AtomicBool) -> Result<()> {

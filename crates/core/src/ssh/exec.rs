@@ -133,10 +133,11 @@ impl Connection {
                 (channel, Vec::new())
             }
         };
-        if keep_warm && !self.warm_failed && self.warm.is_none() {
-            // The next command's, started while this one runs (on the channel opened at
-            // checkout when this one did not need it).
-            self.warm = Some(Warm::start(self.ready_channel.take()));
+        // The next command's, started while this one runs (on the channel opened at
+        // checkout when this one did not need it).
+        if keep_warm && self.warm.is_none() {
+            let channel = self.ready_channel.take();
+            self.arm_warm(channel);
         }
         let mut out = ExecOutcome::default();
         let mut buf = vec![0u8; 64 * 1024];

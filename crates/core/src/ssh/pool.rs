@@ -35,10 +35,11 @@ use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 
+use super::connection::timed_out;
 use super::known_hosts::known_hosts_content;
 use super::warm;
 use super::{Connection, SshTarget, POLL_INTERVAL};
-use crate::error::{codes, Error, Result};
+use crate::error::{Error, Result};
 
 /// Idle sessions kept per [`PoolKey`] (a lifecycle runs at most two calls at once).
 pub const MAX_IDLE_PER_KEY: usize = 4;
@@ -296,7 +297,8 @@ impl SessionPool {
             }
         };
         if let Some(conn) = idle {
-            self.give_back(Some(key.clone()), conn);
+            // Nobody returned it: idle without counting in `returned`.
+            self.put_idle(key.clone(), conn);
         }
     }
 
@@ -317,7 +319,7 @@ impl SessionPool {
             let stop = if cancel.load(Ordering::Relaxed) {
                 Some(Error::aborted())
             } else if deadline.is_some_and(|d| Instant::now() >= d) {
-                Some(Error::new(codes::SSH_TIMEOUT, format!("ssh to {} timed out", target.display())))
+                Some(timed_out(target))
             } else {
                 None
             };
@@ -401,10 +403,15 @@ impl SessionPool {
             self.lock().stats.closed += 1;
             return drop(conn);
         };
+        self.lock().stats.returned += 1;
+        self.put_idle(key, conn);
+    }
+
+    /// Keeps `conn` idle under `key` (closing what that pushes out) and starts the reaper.
+    fn put_idle(&self, key: PoolKey, conn: Connection) {
         let (closed, start_reaper) = {
             let mut state = self.lock();
             let closed = state.idle.put(key, conn, Instant::now());
-            state.stats.returned += 1;
             state.stats.closed += closed.len() as u64;
             let start = !state.reaper && state.idle.len() > 0;
             if start {
@@ -576,6 +583,7 @@ impl<K: PartialEq, C> IdleSet<K, C> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::codes;
     use crate::ssh::DEFAULT_CONNECT_TIMEOUT;
 
     fn target() -> SshTarget {
