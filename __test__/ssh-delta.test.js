@@ -22,6 +22,7 @@ import {
 import path from "node:path";
 import * as upstream from "@paperclipai/adapter-utils/ssh";
 import { describe, expect, it } from "vitest";
+import { resolveInstanceRoot } from "../lib/merge-lock.js";
 import { prepareRemoteManagedRuntime } from "../lib/remote-managed-runtime.js";
 import { sshDeltaStats } from "../lib/ssh-delta.js";
 import { prepareWorkspaceForSshExecution } from "../lib/ssh.js";
@@ -162,6 +163,56 @@ describe(`SSH delta uploads (seed ${seed})`, () => {
       expect(fallbacks("off")).toBe(before + 1);
     } finally {
       delete process.env.PAPERCLIP_NATIVE_SSH_DELTA;
+    }
+  });
+
+  it("writes the manifest after the prepare returns: this process reads it at once, another from the disk", async () => {
+    const local = places.local("deferred");
+    for (let i = 0; i < 4; i += 1) writeFileSync(path.join(local, `f${i}.txt`), `file ${i}\n`);
+    const remoteDir = places.remote("deferred");
+    const saved = process.env.PAPERCLIP_HOME;
+    const home = path.join(suite.work, "home-deferred");
+    process.env.PAPERCLIP_HOME = home;
+    try {
+      await prepareWorkspaceForSshExecution({ spec: suite.server.spec, localDir: local, remoteDir });
+      // The next prepare of this process, at once: the manifest as it is being written.
+      writeFileSync(path.join(local, "f0.txt"), "changed 0\n");
+      let before = delta();
+      await prepareWorkspaceForSshExecution({ spec: suite.server.spec, localDir: local, remoteDir });
+      expect(delta()).toBe(before + 1);
+      // On the disk once written (renamed into place whole): the second prepare's manifest,
+      // which recorded f0 as it now is, for another process.
+      const dir = path.join(resolveInstanceRoot(process.env), "cache", "ssh-delta");
+      const recordedSize = () => {
+        const names = existsSync(dir) ? readdirSync(dir).filter((n) => n.endsWith(".json")) : [];
+        if (names.length !== 1) return names.length;
+        return JSON.parse(readFileSync(path.join(dir, names[0]), "utf8")).files["f0.txt"]?.[0];
+      };
+      for (let i = 0; i < 200 && recordedSize() !== "changed 0\n".length; i += 1)
+        await new Promise((r) => setTimeout(r, 25));
+      expect(recordedSize()).toBe("changed 0\n".length);
+      // Another process: nothing of this one's in memory.
+      writeFileSync(path.join(local, "f1.txt"), "changed 1\n");
+      const script = [
+        `const { prepareWorkspaceForSshExecution } = await import(${JSON.stringify(new URL("../lib/ssh.js", import.meta.url).href)});`,
+        `const { sshDeltaStats } = await import(${JSON.stringify(new URL("../lib/ssh-delta.js", import.meta.url).href)});`,
+        "await prepareWorkspaceForSshExecution(JSON.parse(process.env.PREPARE_INPUT));",
+        "console.log(JSON.stringify(sshDeltaStats()));",
+      ].join("\n");
+      const stats = JSON.parse(
+        execFileSync(process.execPath, ["--input-type=module", "-e", script], {
+          env: {
+            ...process.env,
+            PREPARE_INPUT: JSON.stringify({ spec: suite.server.spec, localDir: local, remoteDir }),
+          },
+          encoding: "utf8",
+        }),
+      );
+      expect(stats).toMatchObject({ delta: 1, full: 0 });
+      expect(remoteState(remoteDir)).toEqual(await upstreamResult(local));
+    } finally {
+      if (saved === undefined) delete process.env.PAPERCLIP_HOME;
+      else process.env.PAPERCLIP_HOME = saved;
     }
   });
 

@@ -206,21 +206,24 @@ function rememberManifest(file, stat, manifest) {
 }
 
 async function readManifest(file) {
-  let manifest;
-  try {
-    const stat = await fs.stat(file, { bigint: true });
-    const cached = manifestCache.get(file);
-    if (cached?.id === identity(stat)) manifest = cached.manifest;
-    else {
-      const parsed = JSON.parse(await fs.readFile(file, "utf8"));
-      if (!(parsed?.version === MANIFEST_VERSION && parsed.files && typeof parsed.files === "object")) return null;
-      // Read after the stat: a file replaced in between is read again next time.
-      Object.freeze(parsed.files);
-      rememberManifest(file, stat, Object.freeze(parsed));
-      manifest = parsed;
+  // A manifest this process is writing is the file's next content: read as it is.
+  let manifest = pendingWrites.get(file)?.manifest ?? null;
+  if (!manifest) {
+    try {
+      const stat = await fs.stat(file, { bigint: true });
+      const cached = manifestCache.get(file);
+      if (cached?.id === identity(stat)) manifest = cached.manifest;
+      else {
+        const parsed = JSON.parse(await fs.readFile(file, "utf8"));
+        if (!(parsed?.version === MANIFEST_VERSION && parsed.files && typeof parsed.files === "object")) return null;
+        // Read after the stat: a file replaced in between is read again next time.
+        Object.freeze(parsed.files);
+        rememberManifest(file, stat, Object.freeze(parsed));
+        manifest = parsed;
+      }
+    } catch {
+      return null;
     }
-  } catch {
-    return null;
   }
   // Marked restored (markRestored): this very manifest's run came back to this host.
   const marker = await fs
@@ -268,11 +271,37 @@ async function writeAtomically(file, text) {
   return stat;
 }
 
-/** Writes a manifest (a token of its own: a restored marker names the write it marks) and keeps it for the next read. */
-async function writeManifest(file, manifest) {
+/**
+ * Manifest writes under way, by file: `{ writing, manifest }`, the newest write's promise
+ * and manifest. A write starts once the call that made the manifest has returned (a
+ * prepare does not wait for its manifest: the run starts while it is written), the writes
+ * of one file one after the other; this process reads the newest manifest as it will be
+ * written, and a removal of the file waits for the writes. A write that does not happen (a
+ * failure, the process ended first) leaves the file as it was: the next process finds no
+ * manifest, or the one before, which the remote's listing contradicts wherever it differs.
+ */
+const pendingWrites = new Map();
+
+/** Resolves once every manifest write of `file` started so far has ended (written or failed). */
+function settled(file) {
+  return pendingWrites.get(file)?.writing ?? Promise.resolve();
+}
+
+/**
+ * Writes a manifest (a token of its own: a restored marker names the write it marks) after
+ * the current turn of the event loop, and keeps it for the next read (see `pendingWrites`).
+ */
+function writeManifest(file, manifest) {
   const written = Object.freeze({ ...manifest, token: randomBytes(16).toString("hex") });
   Object.freeze(written.files);
-  rememberManifest(file, await writeAtomically(file, JSON.stringify(written)), written);
+  const writing = settled(file)
+    .then(() => new Promise((resolve) => setImmediate(resolve)))
+    .then(async () => rememberManifest(file, await writeAtomically(file, JSON.stringify(written)), written))
+    .catch(() => undefined)
+    .finally(() => {
+      if (pendingWrites.get(file)?.writing === writing) pendingWrites.delete(file);
+    });
+  pendingWrites.set(file, { writing, manifest: written });
 }
 
 /**
@@ -387,8 +416,24 @@ function parseMembers(json) {
   }));
 }
 
+/**
+ * Starts the walk of the local tree that a delta compares with the remote's listing (the
+ * native tar walker's members of `root` minus `exclude`, as the upload would pack them), to
+ * run while the manifest is read and the remote lists its tree. Never rejects unobserved.
+ */
+export function walkLocalTree(root, exclude, signal) {
+  const pack = { root, exclude, followSymlinks: false, dotMembers: true };
+  const walking = runCancellable(signal, (id) => native.tarListMembers(pack, id));
+  walking.catch(() => undefined);
+  return walking;
+}
+
+/** Whole seconds (floored) of a nanosecond time as the native walk gives it (a decimal string). */
 const seconds = (ns) =>
-  Number(BigInt(ns) / 1_000_000_000n) - (BigInt(ns) < 0n && BigInt(ns) % 1_000_000_000n !== 0n ? 1 : 0);
+  // The common case without BigInt: a positive time past 1970-01-01T00:00:01.
+  typeof ns === "string" && ns.length > 9 && ns[0] !== "-"
+    ? Number(ns.slice(0, -9))
+    : Number(BigInt(ns) / 1_000_000_000n) - (BigInt(ns) < 0n && BigInt(ns) % 1_000_000_000n !== 0n ? 1 : 0);
 
 /** The mode the remote tar gives a member: as archived for root, under the umask otherwise. */
 function expectedMode(mode, header) {
@@ -466,8 +511,9 @@ export function planDelta(locals, remote, manifest, header, keep = new Set()) {
   }
   // A directory removed because the host has another kind there takes its children along.
   const removedDirs = [...remove].filter((member) => remote.get(member)?.kind === "d");
-  for (const member of [...remote.keys()].sort()) {
-    if (localByName.has(member) || keep.has(member)) continue;
+  // The remote's extras, parents before their children (only they are sorted).
+  const extras = [...remote.keys()].filter((member) => !localByName.has(member) && !keep.has(member)).sort();
+  for (const member of extras) {
     if (removedDirs.some((dir) => member.startsWith(`${dir}/`))) continue;
     remove.add(member);
     if (remote.get(member).kind === "d") removedDirs.push(member);
@@ -550,28 +596,34 @@ export async function stageTree({
     return { mode: "full", reason: "off" };
   }
   const started = performance.now();
+  const signal = connection.signal;
+  // The local walk runs while the manifest is read and the remote lists its tree.
+  const walking = walkLocalTree(localDir, exclude, signal);
   const { file, local, manifest } = loaded ?? (await loadManifest(spec, remoteDir, localDir));
   const target = transferTarget(spec, connection);
-  const signal = connection.signal;
   trace("manifest read", started);
-  const pack = { root: localDir, exclude, followSymlinks: false, dotMembers: true };
   // A git workspace's tree (`.git` excluded): the remote's `.git` is not listed either.
   const gitTree = exclude.includes(".git");
   const prune = gitTree ? [RUNTIME_DIR, ".git"] : [RUNTIME_DIR];
   const full = async (reason) => {
     countFull(reason);
-    await fs.rm(file, { force: true }).catch(() => undefined);
-    const estimate = await runCancellable(signal, (id) => native.sshUploadEstimate(localDir, exclude, false, id));
-    const gzip = await wireCompression({ spec, connection, bytes: estimate });
-    const { members } = await fullUpload({ record: true, gzip });
-    await recordFull({ target, signal, file, local, remoteDir, members, prune, manifestExtra }).catch(() => undefined);
-    return { mode: "full", reason };
+    try {
+      await settled(file);
+      await fs.rm(file, { force: true }).catch(() => undefined);
+      const estimate = await runCancellable(signal, (id) => native.sshUploadEstimate(localDir, exclude, false, id));
+      const gzip = await wireCompression({ spec, connection, bytes: estimate });
+      const { members } = await fullUpload({ record: true, gzip });
+      await recordFull({ target, signal, file, local, remoteDir, members, prune, manifestExtra }).catch(
+        () => undefined,
+      );
+      return { mode: "full", reason };
+    } finally {
+      // The walk started for a delta: nothing of it outlives the call.
+      await walking.catch(() => undefined);
+    }
   };
   const seed = seedOf(manifest, local, remoteDir);
   if (seed === undefined) return await full("no-manifest");
-  // The local walk runs while the remote lists its tree.
-  const walking = runCancellable(signal, (id) => native.tarListMembers(pack, id));
-  walking.catch(() => undefined);
   const q = shellQuote(remoteDir);
   const probe = [
     "set -e",
@@ -594,14 +646,12 @@ export async function stageTree({
     return await full("remote-cannot-answer");
   }
   if (!listing.entries) {
-    await walking.catch(() => undefined);
     return await full(listing.header[1] === "absent" ? "remote-absent" : "remote-cannot-answer");
   }
   trace("remote listed", started);
   // Upstream's `git clean -fdx -e .paperclip-runtime` spares nested repositories and nested
   // runtime directories, and its tar never sends them: the full path reproduces that.
   if (gitTree && [...listing.entries.keys()].some(nestedExcluded)) {
-    await walking.catch(() => undefined);
     return await full("nested-git");
   }
   const locals = parseMembers(await walking);
@@ -669,7 +719,7 @@ export async function stageTree({
   // The first listing's time: whatever changed on the remote after it (this upload too) is
   // listed again by the restore's and the next prepare's listings.
   const listedAt = header.now;
-  await writeManifest(file, {
+  writeManifest(file, {
     version: MANIFEST_VERSION,
     localDir: local,
     remoteDir,
@@ -678,8 +728,8 @@ export async function stageTree({
     compressor: header.compressor,
     files,
     ...manifestExtra,
-  }).catch(() => undefined);
-  trace("manifest written", started);
+  });
+  trace("manifest made", started);
   return { mode: "delta", sent: plan.send.size, removed: plan.remove.size };
 }
 
@@ -698,7 +748,7 @@ async function recordFull({ target, signal, file, local, remoteDir, members, pru
       files[record.member] = manifestRow(record, theirs);
   }
   const { now, compressor } = headerOf(listing.header);
-  await writeManifest(file, {
+  writeManifest(file, {
     version: MANIFEST_VERSION,
     localDir: local,
     remoteDir,
@@ -723,9 +773,18 @@ const PLAIN_NAME = /^[^/*?[\\]+$/;
  * their ancestors) gives what the full pull and merge give: every other entry is, on the
  * remote, the baseline's version, which the merge leaves alone. Resolves
  * `{ members, baseline }`: the members to pull and the baseline to merge against. `loaded`:
- * the manifest as {@link deltaCandidate} read it.
+ * the manifest as {@link deltaCandidate} read it; `localWalk`: the walk of `localDir` that
+ * {@link walkLocalTree} started with the baseline's excludes (else it is started here).
  */
-export async function planRestore({ spec, connection, remoteDir, localDir, baseline, loaded = null }) {
+export async function planRestore({
+  spec,
+  connection,
+  remoteDir,
+  localDir,
+  baseline,
+  loaded = null,
+  localWalk = null,
+}) {
   if (!sshDeltaEnabled()) return null;
   const started = performance.now();
   const exclude = [...new Set(baseline.exclude ?? [])];
@@ -745,9 +804,7 @@ export async function planRestore({ spec, connection, remoteDir, localDir, basel
   const appleDouble = (member) => member.startsWith("._") || member.includes("/._");
   const excluded = (member) => named(member) || appleDouble(member);
   const q = shellQuote(remoteDir);
-  const pack = { root: localDir, exclude, followSymlinks: false, dotMembers: true };
-  const walking = runCancellable(signal, (id) => native.tarListMembers(pack, id));
-  walking.catch(() => undefined);
+  const walking = localWalk ?? walkLocalTree(localDir, exclude, signal);
   // What changed since the manifest's listing (its remote time, less a margin for the
   // coarse clock of file times), and every child of a directory that changed (what is
   // gone); the whole tree when the manifest has no time.

@@ -31,8 +31,10 @@ import {
   deltaCandidate,
   markRestored,
   planRestore,
+  sshDeltaEnabled,
   stageTree,
   trace,
+  walkLocalTree,
 } from "./ssh-delta.js";
 import { mergeDirectoryWithBaseline } from "./workspace-restore-merge.js";
 
@@ -585,6 +587,11 @@ export async function restoreWorkspaceOverSsh(input, transfers) {
   const archive = { limits: archiveLimits(input.limits) };
   if (baselineSnapshot) {
     const started = performance.now();
+    // The delta's walk of the host tree starts at once (planRestore compares it with the
+    // remote's listing).
+    const localWalk = sshDeltaEnabled()
+      ? walkLocalTree(localDir, [...new Set(baselineSnapshot.exclude ?? [])], signal)
+      : null;
     const stagingDir = await restoreStaging(localDir);
     const ref = input.restoreGitHistory ? `refs/paperclip/ssh-sync/imported/${randomUUID()}` : null;
     try {
@@ -602,6 +609,7 @@ export async function restoreWorkspaceOverSsh(input, transfers) {
         localDir,
         baseline: baselineSnapshot,
         loaded: candidate?.loaded,
+        localWalk,
       });
       const pullTree = (over) => {
         // The workspace's own links out of the tree come back as they went (knownLinks).
@@ -650,6 +658,8 @@ export async function restoreWorkspaceOverSsh(input, transfers) {
     } finally {
       if (ref) await runLocalGit(localDir, ["update-ref", "-d", ref], QUICK).catch(() => undefined);
       await fs.rm(stagingDir, { recursive: true, force: true }).catch(() => undefined);
+      // A restore that did not use it (the full pull, a failure): nothing outlives the call.
+      await localWalk?.catch(() => undefined);
     }
     return;
   }
