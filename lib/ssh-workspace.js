@@ -592,7 +592,10 @@ export async function restoreWorkspaceOverSsh(input, transfers) {
     const localWalk = sshDeltaEnabled()
       ? walkLocalTree(localDir, [...new Set(baselineSnapshot.exclude ?? [])], signal)
       : null;
-    const stagingDir = await restoreStaging(localDir);
+    const stagingDir = await restoreStaging(localDir).catch(async (error) => {
+      await localWalk?.catch(() => undefined);
+      throw error;
+    });
     const ref = input.restoreGitHistory ? `refs/paperclip/ssh-sync/imported/${randomUUID()}` : null;
     try {
       // What the prepare recorded: the history it sent (the remote's export leaves it out)
