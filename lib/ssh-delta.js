@@ -774,18 +774,11 @@ const PLAIN_NAME = /^[^/*?[\\]+$/;
  * remote, the baseline's version, which the merge leaves alone. Resolves
  * `{ members, baseline }`: the members to pull and the baseline to merge against. `loaded`:
  * the manifest as {@link deltaCandidate} read it; `localWalk`: the walk of `localDir` that
- * {@link walkLocalTree} started with the baseline's excludes (else it is started here).
+ * the caller started with {@link walkLocalTree} and the baseline's excludes, `null` when the
+ * delta is off (`PAPERCLIP_NATIVE_SSH_DELTA=0`, read once by the caller).
  */
-export async function planRestore({
-  spec,
-  connection,
-  remoteDir,
-  localDir,
-  baseline,
-  loaded = null,
-  localWalk = null,
-}) {
-  if (!sshDeltaEnabled()) return null;
+export async function planRestore({ spec, connection, remoteDir, localDir, baseline, loaded = null, localWalk }) {
+  if (!localWalk) return null;
   const started = performance.now();
   const exclude = [...new Set(baseline.exclude ?? [])];
   const { local, manifest } = loaded ?? (await loadManifest(spec, remoteDir, localDir));
@@ -804,7 +797,6 @@ export async function planRestore({
   const appleDouble = (member) => member.startsWith("._") || member.includes("/._");
   const excluded = (member) => named(member) || appleDouble(member);
   const q = shellQuote(remoteDir);
-  const walking = localWalk ?? walkLocalTree(localDir, exclude, signal);
   // What changed since the manifest's listing (its remote time, less a margin for the
   // coarse clock of file times), and every child of a directory that changed (what is
   // gone); the whole tree when the manifest has no time.
@@ -834,15 +826,15 @@ export async function planRestore({
     listing = parseListing(await exec(target, script.join("\n"), signal), { dotted: since != null });
     trace("restore: remote listed", started);
   } catch (error) {
-    await walking.catch(() => undefined);
+    await localWalk.catch(() => undefined);
     if (error?.name === "AbortError") throw error;
     return countPull("remote-cannot-answer");
   }
   if (!listing.entries) {
-    await walking.catch(() => undefined);
+    await localWalk.catch(() => undefined);
     return countPull("remote-cannot-answer");
   }
-  const locals = new Map(parseMembers(await walking).map((m) => [m.member, m]));
+  const locals = new Map(parseMembers(await localWalk).map((m) => [m.member, m]));
   trace("restore: local walked", started);
   const entries = baseline.entries instanceof Map ? baseline.entries : new Map(Object.entries(baseline.entries ?? {}));
   const changed = [];

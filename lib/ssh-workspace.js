@@ -588,7 +588,7 @@ export async function restoreWorkspaceOverSsh(input, transfers) {
   if (baselineSnapshot) {
     const started = performance.now();
     // The delta's walk of the host tree starts at once (planRestore compares it with the
-    // remote's listing).
+    // remote's listing); none with the delta off.
     const localWalk = sshDeltaEnabled()
       ? walkLocalTree(localDir, [...new Set(baselineSnapshot.exclude ?? [])], signal)
       : null;
