@@ -114,6 +114,44 @@ describe(`streaming pack (DIFF_SEED=${SEED})`, () => {
     }
   });
 
+  it("with `only`, writes just the named members (descending to them) and knows that archive's exact size", async () => {
+    const root = path.join(work, "only");
+    mkdirSync(path.join(root, "a", "b"), { recursive: true });
+    mkdirSync(path.join(root, "x", "y"), { recursive: true });
+    writeFileSync(path.join(root, "a", "b", "c.txt"), "c".repeat(700));
+    writeFileSync(path.join(root, "a", "d.txt"), "d");
+    writeFileSync(path.join(root, "e.txt"), "e");
+    writeFileSync(path.join(root, "x", "y", "z.txt"), "z");
+    const only = ["a/b/c.txt", "x", "missing/name"];
+    const stream = await createTarballStreamFromDirectory({
+      localDir: root,
+      only,
+      precomputeSize: true,
+      chunkSize: 512,
+    });
+    const archive = Buffer.concat(await collect(stream));
+    expect(listMembers(archive)).toEqual(["a/b/c.txt", "x/"]);
+    expect(stream.totalBytes).toBe(archive.length);
+    expect(stream.summary.entries).toBe(2);
+    // Nothing named: an empty archive (the end-of-archive blocks alone).
+    const none = await createTarballStreamFromDirectory({ localDir: root, only: [], precomputeSize: true });
+    const empty = Buffer.concat(await collect(none));
+    expect(none.totalBytes).toBe(empty.length);
+    expect(listMembers(empty)).toEqual([]);
+    await expect(createTarballStreamFromDirectory({ localDir: root, only: "a" })).rejects.toMatchObject({
+      code: "ERR_PAPERCLIP_NATIVE_INVALID_ARGUMENT",
+    });
+    // A pack into a file archives every member: a selection is refused there, not ignored.
+    const refused = await native
+      .tarPackFile({ root, exclude: [], followSymlinks: false, only: ["e.txt"] }, path.join(work, "only.tar"))
+      .then(
+        () => null,
+        (error) => toJsError(error),
+      );
+    expect(refused).toMatchObject({ code: "ERR_PAPERCLIP_NATIVE_INVALID_ARGUMENT" });
+    expect(existsSync(path.join(work, "only.tar"))).toBe(false);
+  });
+
   it("round-trips gzip (true and levels 0-9) through gunzip, GNU tar and our extract", async () => {
     const rng = createRandom(SEED + 1);
     const root = path.join(work, "gzip");

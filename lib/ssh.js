@@ -9,7 +9,7 @@ import { promises as fs } from "node:fs";
 import path from "node:path";
 import { abortError, codes, constants, native, runCancellable, toJsError } from "./native.js";
 import { shellQuote, sshTarget, transferProgress, transferTarget, uploadProgress } from "./ssh-common.js";
-import { parseMembers } from "./ssh-delta.js";
+import { parseMembers } from "./tree-delta.js";
 import { prepareWorkspaceOverSsh, restoreWorkspaceOverSsh } from "./ssh-workspace.js";
 import { archiveLimits, checkSignal, invalidArgument, requireString } from "./arguments.js";
 import { isReservedName, reportForeignStaging } from "./staging.js";
@@ -206,6 +206,7 @@ async function uploadTree(input, { command, only, record = false, collectStdout,
     ...(await packInput({ localDir: input.localDir, exclude: input.exclude, followSymlinks: input.followSymlinks })),
     dotMembers: true,
     ...(gzip ? { gzip: 1 } : {}),
+    ...(only ? { only } : {}),
   };
   const progress = uploadProgress({
     onProgress: input.onProgress,
@@ -219,7 +220,7 @@ async function uploadTree(input, { command, only, record = false, collectStdout,
           )
         : null,
   });
-  const options = only || record || collectStdout != null ? { only, record, collectStdout } : undefined;
+  const options = record || collectStdout != null ? { record, collectStdout } : undefined;
   let result;
   try {
     result = await runCancellable(signal, (id) =>

@@ -34,6 +34,12 @@ export interface TarballStreamOptions extends TarballSource {
    * inexact. Default `false`.
    */
   precomputeSize?: boolean;
+  /**
+   * Archive only these members (names as the archive gives them, `dir/file`): the walk goes
+   * only where they lead, a directory not named gets no entry of its own, and a name that
+   * is not in the tree is skipped. `totalBytes` then counts only them. Default: every member.
+   */
+  only?: string[];
 }
 
 /** What a finished pack produced. */

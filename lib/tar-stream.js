@@ -10,6 +10,7 @@ import {
   checkSignal,
   invalidArgument,
   requireString,
+  requireStringArray,
 } from "./arguments.js";
 import { abortError, constants, native, runCancellable, toJsError } from "./native.js";
 import { reportForeignStaging } from "./staging.js";
@@ -22,7 +23,7 @@ const MAX_CHUNK_SIZE = constants.maxChunkSize;
 const EXTRACT_PIECE = 1024 * 1024;
 /** The option names of our functions (any other is rejected). */
 const SOURCE_OPTIONS = ["localDir", "exclude", "followSymlinks", "gzip", "signal", "progress"];
-const STREAM_OPTIONS = [...SOURCE_OPTIONS, "chunkSize", "precomputeSize"];
+const STREAM_OPTIONS = [...SOURCE_OPTIONS, "chunkSize", "precomputeSize", "only"];
 const PACK_FILE_OPTIONS = [...SOURCE_OPTIONS, "archivePath", "precomputeSize"];
 const EXTRACT_OPTIONS = [
   "source",
@@ -129,6 +130,7 @@ export async function createTarballStreamFromDirectory(input) {
   }
   if (signal?.aborted) throw abortError(signal);
   const pack = await packInput(input);
+  if (input.only !== undefined) pack.only = [...requireStringArray(input.only, "only")];
   const totalBytes = input.precomputeSize
     ? await runCancellable(signal, (cancelId) => native.tarPrecomputeSize(pack, cancelId))
     : null;

@@ -463,8 +463,6 @@ export declare function sshUploadFile(target: SshTargetInput, command: string, p
 
 /** What an upload asks for beyond the archive (internal; the SSH lane's delta uploads). */
 export interface SshUploadOptions {
-  /** Write only these members (names without `./`); absent: all of them. */
-  only?: Array<string>
   /** Return the `stat` record of every member written (see `members`). */
   record?: boolean
   /** Collect the remote command's stdout up to this many bytes; absent: discard it. */
@@ -595,6 +593,11 @@ export interface TarPackInput {
   gzip?: number
   /** Name members `./x` as `tar -cf - .` does, excludes matched against those names. */
   dotMembers?: boolean
+  /**
+   * Write only these members (names without `./`; the walk goes only where they lead);
+   * absent: all of them.
+   */
+  only?: Array<string>
 }
 
 /** Creates a pack stream of `input` in chunks of `chunk_size` bytes (internal). */

@@ -19,7 +19,7 @@ use paperclip_sync_core::error::{codes, Error as CoreError};
 use paperclip_sync_core::ssh::{
     self, Input, Output, Sessions, SshTarget, StderrLimit, TransferSummary, DEFAULT_CONNECT_TIMEOUT,
 };
-use paperclip_sync_core::tar::{self, MemberRecord, PackOptions};
+use paperclip_sync_core::tar::{self, MemberRecord};
 
 use crate::cancel;
 use crate::error::{run_blocking, to_napi};
@@ -169,8 +169,6 @@ async fn transfer(
 /// What an upload asks for beyond the archive (internal; the SSH lane's delta uploads).
 #[napi(object)]
 pub struct SshUploadOptions {
-    /// Write only these members (names without `./`); absent: all of them.
-    pub only: Option<Vec<String>>,
     /// Return the `stat` record of every member written (see `members`).
     pub record: Option<bool>,
     /// Collect the remote command's stdout up to this many bytes; absent: discard it.
@@ -204,11 +202,11 @@ pub async fn ssh_upload_tar(
     #[napi(ts_arg_type = "((bytes: number) => void) | undefined | null")] on_progress: Option<ProgressCallback>,
     options: Option<SshUploadOptions>,
 ) -> napi::Result<SshUploadResult> {
-    let pack = PackOptions::from(pack);
-    let options = options.unwrap_or(SshUploadOptions { only: None, record: None, collect_stdout: None });
+    let (pack, only) = pack.into_core();
+    let options = options.unwrap_or(SshUploadOptions { record: None, collect_stdout: None });
     let record = options.record.unwrap_or(false);
     let opts = ssh::UploadTarOptions {
-        only: options.only.map(|names| names.into_iter().collect()),
+        only,
         record,
         collect_stdout: options.collect_stdout.filter(|n| n.is_finite() && *n >= 0.0).map(|n| n as usize),
     };
@@ -267,7 +265,7 @@ pub(crate) fn members_json(members: &[MemberRecord]) -> String {
 #[napi]
 pub async fn tar_list_members(pack: TarPackInput, cancel_id: Option<u32>) -> napi::Result<String> {
     let cancel = cancel::flag(cancel_id);
-    let opts = PackOptions::from(pack);
+    let opts = pack.into_whole().map_err(to_napi)?;
     run_blocking(move || tar::member_records(&opts, &cancel).map(|m| members_json(&m))).await
 }
 

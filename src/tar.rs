@@ -15,6 +15,7 @@
 //! each runs on a thread of its own: they never hold one of the bounded pool's threads, and
 //! never a libuv thread, while they wait. Every JS-facing wait is a Promise.
 
+use std::collections::HashSet;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -55,17 +56,30 @@ pub struct TarPackInput {
     pub gzip: Option<u32>,
     /// Name members `./x` as `tar -cf - .` does, excludes matched against those names.
     pub dot_members: Option<bool>,
+    /// Write only these members (names without `./`; the walk goes only where they lead);
+    /// absent: all of them.
+    pub only: Option<Vec<String>>,
 }
 
-impl From<TarPackInput> for PackOptions {
-    fn from(input: TarPackInput) -> PackOptions {
-        PackOptions {
-            root: PathBuf::from(input.root),
-            exclude: input.exclude,
-            follow_symlinks: input.follow_symlinks,
-            top_level_order: input.top_level,
-            gzip: input.gzip,
-            dot_members: input.dot_members.unwrap_or(false),
+impl TarPackInput {
+    /// The core's pack options and the selection they are restricted to (`only`).
+    pub(crate) fn into_core(self) -> SelectedPack {
+        let opts = PackOptions {
+            root: PathBuf::from(self.root),
+            exclude: self.exclude,
+            follow_symlinks: self.follow_symlinks,
+            top_level_order: self.top_level,
+            gzip: self.gzip,
+            dot_members: self.dot_members.unwrap_or(false),
+        };
+        (opts, self.only.map(|names| names.into_iter().collect()))
+    }
+
+    /// The core's pack options of a call that packs every member (`only` refused).
+    pub(crate) fn into_whole(self) -> Result<PackOptions, CoreError> {
+        match self.into_core() {
+            (opts, None) => Ok(opts),
+            (_, Some(_)) => Err(invalid("this pack archives every member: `only` is not accepted")),
         }
     }
 }
@@ -145,7 +159,7 @@ pub async fn tar_pack_file(
     #[napi(ts_arg_type = "((bytes: number) => void) | undefined | null")] on_progress: Option<ProgressCallback>,
 ) -> napi::Result<TarPackSummary> {
     let cancel = cancel::flag(cancel_id);
-    let opts = PackOptions::from(input);
+    let opts = input.into_whole().map_err(to_napi)?;
     run_blocking(move || {
         let mut progress = Progress::new(on_progress);
         tar::pack_to_file(&opts, Path::new(&archive_path), |n| progress.update(n), &cancel).map(TarPackSummary::from)
@@ -158,8 +172,8 @@ pub async fn tar_pack_file(
 #[napi]
 pub async fn tar_precompute_size(input: TarPackInput, cancel_id: Option<u32>) -> napi::Result<f64> {
     let cancel = cancel::flag(cancel_id);
-    let opts = PackOptions::from(input);
-    run_blocking(move || tar::precompute_size(&opts, &cancel).map(|n| n as f64)).await
+    let (opts, only) = input.into_core();
+    run_blocking(move || tar::precompute_size_selected(&opts, only.as_ref(), &cancel).map(|n| n as f64)).await
 }
 
 /// The `limits` of an extraction (internal): the core's `ArchiveLimits` by the same
@@ -332,9 +346,12 @@ impl ChunkSink for PackSink<'_> {
     }
 }
 
+/// A pack's options and the members it is restricted to (`None`: all of them).
+type SelectedPack = (PackOptions, Option<HashSet<String>>);
+
 /// The pack thread: runs the pack into the channel, then the last chunk and the outcome.
 fn produce(
-    opts: PackOptions,
+    (opts, only): SelectedPack,
     chunk_size: usize,
     tx: mpsc::Sender<PackMessage>,
     pool: Arc<ChunkPool>,
@@ -349,11 +366,12 @@ fn produce(
         total: None,
     };
     let mut writer = ChunkWriter::new(chunk_size, sink);
-    let result = tar::pack(&opts, &mut writer, |n| uncompressed.set(n), cancel).and_then(|summary| {
-        writer.sink_mut().total = Some(summary.tar_bytes);
-        writer.finish().map_err(|_| CoreError::aborted())?;
-        Ok(summary)
-    });
+    let result = tar::pack_selected(&opts, only.as_ref(), &mut writer, |n| uncompressed.set(n), cancel, &mut |_| {})
+        .and_then(|summary| {
+            writer.sink_mut().total = Some(summary.tar_bytes);
+            writer.finish().map_err(|_| CoreError::aborted())?;
+            Ok(summary)
+        });
     let message = match settle(result, cancel) {
         Ok(summary) => PackMessage::Done(summary),
         Err(err) => PackMessage::Failed(err),
@@ -365,7 +383,7 @@ fn produce(
 /// State shared by a pack stream's handle, its pending reads and its cancellation.
 struct PackStreamState {
     /// The options and sender until the thread starts (on the first read).
-    pending: Mutex<Option<(PackOptions, usize, mpsc::Sender<PackMessage>)>>,
+    pending: Mutex<Option<(SelectedPack, usize, mpsc::Sender<PackMessage>)>>,
     /// Closed (`None`) once the stream ended, failed or was cancelled.
     rx: tokio::sync::Mutex<Option<mpsc::Receiver<PackMessage>>>,
     cancel: Arc<AtomicBool>,
@@ -413,7 +431,7 @@ pub fn tar_pack_stream(input: TarPackInput, chunk_size: u32) -> napi::Result<Tar
     let (tx, rx) = mpsc::channel(PACK_QUEUE_CHUNKS);
     Ok(TarPackStream {
         state: Arc::new(PackStreamState {
-            pending: Mutex::new(Some((PackOptions::from(input), chunk_size as usize, tx))),
+            pending: Mutex::new(Some((input.into_core(), chunk_size as usize, tx))),
             rx: tokio::sync::Mutex::new(Some(rx)),
             cancel: Arc::new(AtomicBool::new(false)),
             pool: Arc::default(),

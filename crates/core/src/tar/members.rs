@@ -57,7 +57,7 @@ mod tests {
     use std::process::{Command, Stdio};
     use std::sync::atomic::AtomicBool;
 
-    use super::super::{pack_selected, PackOptions};
+    use super::super::{pack_selected, precompute_size_selected, PackOptions};
 
     /// The member names GNU tar lists in `archive`.
     fn listed(archive: &[u8]) -> Vec<String> {
@@ -88,6 +88,10 @@ mod tests {
             pack_selected(&opts, Some(&only), &mut archive, |_| {}, &AtomicBool::new(false), &mut keep).unwrap();
         assert_eq!(listed(&archive), vec!["./a/b/c.txt", "./link", "./x/"]);
         assert_eq!(summary.entries, 3);
+        // The selected stream's size is known before it is packed, as the whole stream's is.
+        let size = precompute_size_selected(&opts, Some(&only), &AtomicBool::new(false)).unwrap();
+        assert_eq!(size, archive.len() as u64);
+        assert_eq!(summary.tar_bytes, archive.len() as u64);
         let kinds: Vec<(String, char)> = records.iter().map(|r| (r.member.clone(), r.kind)).collect();
         assert_eq!(kinds, vec![("a/b/c.txt".into(), 'f'), ("link".into(), 'l'), ("x".into(), 'd')]);
         assert_eq!(records[0].size, 1);

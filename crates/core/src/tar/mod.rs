@@ -46,5 +46,6 @@ pub(crate) use extract::roll_forward;
 pub use extract::{default_min_free_bytes, extract, ArchiveLimits, ExtractOptions, ExtractSummary};
 pub use members::MemberRecord;
 pub use pack::{
-    member_records, pack, pack_selected, pack_to_file, precompute_size, PackOptions, PackSummary, APPLE_DOUBLE_EXCLUDE,
+    member_records, pack, pack_selected, pack_to_file, precompute_size, precompute_size_selected, PackOptions,
+    PackSummary, APPLE_DOUBLE_EXCLUDE,
 };

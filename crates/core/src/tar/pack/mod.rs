@@ -131,17 +131,37 @@ pub fn member_records(opts: &PackOptions, cancel: &AtomicBool) -> Result<Vec<Mem
 /// figures differ. `cancel` is checked before every member, as by [`pack`]; once it is set
 /// the call fails with [`Error::aborted`].
 pub fn precompute_size(opts: &PackOptions, cancel: &AtomicBool) -> Result<u64> {
-    size_walk(opts, cancel, |_| {})
+    size_walk(opts, None, cancel, |_| {})
+}
+
+/// [`precompute_size`] of [`pack_selected`]'s stream: only the members named in `only`
+/// (`None`: all of them) are counted, and the walk goes only where they lead.
+pub fn precompute_size_selected(
+    opts: &PackOptions,
+    only: Option<&HashSet<String>>,
+    cancel: &AtomicBool,
+) -> Result<u64> {
+    size_walk(opts, only, cancel, |_| {})
 }
 
 /// [`precompute_size`], calling `counted` with the number of members counted so far after
 /// each one.
-fn size_walk(opts: &PackOptions, cancel: &AtomicBool, mut counted: impl FnMut(u64)) -> Result<u64> {
+fn size_walk(
+    opts: &PackOptions,
+    only: Option<&HashSet<String>>,
+    cancel: &AtomicBool,
+    mut counted: impl FnMut(u64),
+) -> Result<u64> {
     let plan = Plan::new(opts)?;
     let mut total = END_OF_ARCHIVE.len() as u64;
     let mut members = 0;
     let prefix = plan.prefix.len();
-    plan.walk(opts, &[], cancel).run(|entry| {
+    let within = only.map(selection::within_of);
+    let walk = Walk { within: within.as_ref(), ..plan.walk(opts, &[], cancel) };
+    walk.run(|entry| {
+        if only.is_some_and(|only| !only.contains(entry.member)) {
+            return Ok(());
+        }
         total += entry_size(entry, prefix);
         members += 1;
         counted(members);

@@ -7,6 +7,21 @@ use std::collections::HashSet;
 use crate::tar::members::MemberRecord;
 use crate::tar::walk::WalkEntry;
 
+/// `only` and every ancestor of its members: where a walk of the selection needs to go.
+pub(super) fn within_of(only: &HashSet<String>) -> HashSet<String> {
+    let mut within = only.clone();
+    for member in only {
+        let mut at = member.as_str();
+        while let Some(slash) = at.rfind('/') {
+            at = &at[..slash];
+            if !within.insert(at.to_string()) {
+                break;
+            }
+        }
+    }
+    within
+}
+
 /// The members a pack writes, and who hears of each.
 pub(super) struct Selection<'a> {
     only: Option<&'a HashSet<String>>,
@@ -23,20 +38,7 @@ impl<'a> Selection<'a> {
         only: Option<&'a HashSet<String>>,
         record: &'a mut (dyn FnMut(MemberRecord) + Send),
     ) -> Selection<'a> {
-        let within = only.map(|only| {
-            let mut within = only.clone();
-            for member in only {
-                let mut at = member.as_str();
-                while let Some(slash) = at.rfind('/') {
-                    at = &at[..slash];
-                    if !within.insert(at.to_string()) {
-                        break;
-                    }
-                }
-            }
-            within
-        });
-        Selection { only, within, record: Some(record) }
+        Selection { only, within: only.map(within_of), record: Some(record) }
     }
 
     /// Whether `entry` is written (telling the recorder when it is).

@@ -521,7 +521,7 @@ fn precompute_size_stops_at_the_next_member_once_cancelled() {
 
     let cancel = AtomicBool::new(false);
     let mut seen = 0;
-    let err = size_walk(&opts(dir.path()), &cancel, |members| {
+    let err = size_walk(&opts(dir.path()), None, &cancel, |members| {
         seen = members;
         if members == 3 {
             cancel.store(true, Ordering::Relaxed);
