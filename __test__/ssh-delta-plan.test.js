@@ -1,9 +1,9 @@
-// The delta plan of the SSH lane (lib/ssh-delta.js `planDelta`) on hand-made listings: what
+// The delta plan of the SSH lane (lib/tree-delta.js `planDelta`, shared with the sandbox lane) on hand-made listings: what
 // is sent, what is removed first, and which directories are sent again so their mode and
 // mtime end as the full upload leaves them. (The end-to-end differential tests against
 // upstream's full upload are in ssh-delta.test.js.)
 import { describe, expect, it } from "vitest";
-import { planDelta } from "../lib/ssh-delta.js";
+import { planDelta } from "../lib/tree-delta.js";
 
 const NS = 1_000_000_000n;
 const local = (member, kind, { size = 0, mode = 0o644, mtime = 100, ctime = 200, ino = 1, link = null } = {}) => ({

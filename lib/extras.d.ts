@@ -89,5 +89,24 @@ export interface SshDeltaStats {
 }
 /** What the SSH lane's delta uploads and restores did in this process. */
 export declare function sshDeltaStats(): SshDeltaStats;
+/** What the sandbox lane's delta uploads did in this process (docs "Sandboxes", delta uploads). */
+export interface SandboxDeltaStats {
+  /** Workspace uploads sent as deltas. */
+  delta: number;
+  /** Full uploads (upstream's clear and whole archive). */
+  full: number;
+  /** Entries the delta uploads sent (files, links, and directories for their mode and mtime). */
+  sent: number;
+  /** Sandbox entries the delta uploads removed (outermost only). */
+  removed: number;
+  /**
+   * Full uploads by reason: `no-manifest`, `remote-absent`, `remote-cannot-answer`,
+   * `walk-failed`, `too-many-removals`, `preserved-pattern` (a spared top-level name that is
+   * a pattern), `client` (a provider's own `syncIn`), `off`.
+   */
+  fallbacks: Record<string, number>;
+}
+/** What the sandbox lane's delta uploads did in this process. */
+export declare function sandboxDeltaStats(): SandboxDeltaStats;
 /** Closes every idle pooled SSH session now (they also close by themselves after 10 s idle). */
 export declare function closeIdleSshSessions(): void;

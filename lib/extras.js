@@ -61,6 +61,13 @@ export function sshPoolStats() {
  */
 export { sshDeltaStats } from "./ssh-delta.js";
 
+/**
+ * What the sandbox lane's delta uploads did in this process: uploads sent as deltas, full
+ * uploads and why (`no-manifest`, `remote-absent`, `remote-cannot-answer`, `walk-failed`,
+ * `too-many-removals`, `preserved-pattern`, `client`, `off`), members sent, entries removed.
+ */
+export { sandboxDeltaStats } from "./sandbox/delta.js";
+
 /** Closes every idle pooled SSH session now (they also close by themselves after 10 s idle). */
 export function closeIdleSshSessions() {
   native.sshPoolClear();

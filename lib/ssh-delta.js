@@ -21,14 +21,30 @@
 import { createHash, randomBytes } from "node:crypto";
 import { promises as fs } from "node:fs";
 import path from "node:path";
-import { gunzipSync } from "node:zlib";
 import { resolveInstanceRoot } from "./merge-lock.js";
 import { native, runCancellable } from "./native.js";
 import { shellQuote, transferTarget } from "./ssh-common.js";
-
-/** The remote directory Paperclip keeps for itself: never synced, never cleared. */
-const RUNTIME_DIR = ".paperclip-runtime";
-const MANIFEST_VERSION = 1;
+import {
+  HEADER,
+  headerOf,
+  lightHeader,
+  LISTING_FORMAT,
+  listingPipeline,
+  restoredMarker,
+  newManifest,
+  parseListing,
+  parseMembers,
+  planDelta,
+  readManifest,
+  rowsAfterDelta,
+  rowsAfterFull,
+  RUNTIME_DIR,
+  settled,
+  unchanged,
+  walkLocalTree,
+  writeAtomically,
+  writeManifest,
+} from "./tree-delta.js";
 /** Limits of the listing commands. */
 const LISTING_TIMEOUT_MS = 120_000;
 const LISTING_MAX_BUFFER = 256 * 1024 * 1024;
@@ -38,8 +54,6 @@ const INLINE_REMOVALS_MAX = 64 * 1024;
 const SENT_LISTING_MAX = 8 * 1024;
 /** A managed run's workspace directory: `<base>/.paperclip-runtime/runs/<runId>/workspace`. */
 const RUN_DIR = /^(.*)\/\.paperclip-runtime\/runs\/[^/]+\/workspace$/;
-/** What every remote listing prints per entry: kind, size, mtime, ctime, inode, mode, path, link target. */
-const LISTING_FORMAT = "%y %s %T@ %C@ %i %m %P\\0%l\\0";
 
 const stats = { delta: 0, full: 0, seeded: 0, sent: 0, removed: 0, fallbacks: {} };
 const pulls = { delta: 0, full: 0, fallbacks: {} };
@@ -187,124 +201,6 @@ async function loadManifest(spec, remoteDir, localDir) {
 }
 
 /**
- * Manifests this process last wrote or read, by file, with the identity of the file they
- * came from (inode, size, modification time: every write is a new file renamed into place):
- * a read of an unchanged file reuses the parsed object (a run's restore reads what its
- * prepare wrote). Frozen; the most recent few kept.
- */
-const manifestCache = new Map();
-const MANIFEST_CACHE_SIZE = 16;
-const identity = (stat) => `${stat.ino}:${stat.size}:${stat.mtimeNs}`;
-
-function rememberManifest(file, stat, manifest) {
-  manifestCache.delete(file);
-  manifestCache.set(file, { id: identity(stat), manifest });
-  for (const key of manifestCache.keys()) {
-    if (manifestCache.size <= MANIFEST_CACHE_SIZE) break;
-    manifestCache.delete(key);
-  }
-}
-
-async function readManifest(file) {
-  // A manifest this process is writing is the file's next content: read as it is.
-  let manifest = pendingWrites.get(file)?.manifest ?? null;
-  if (!manifest) {
-    try {
-      const stat = await fs.stat(file, { bigint: true });
-      const cached = manifestCache.get(file);
-      if (cached?.id === identity(stat)) manifest = cached.manifest;
-      else {
-        const parsed = JSON.parse(await fs.readFile(file, "utf8"));
-        if (!(parsed?.version === MANIFEST_VERSION && parsed.files && typeof parsed.files === "object")) return null;
-        // Read after the stat: a file replaced in between is read again next time.
-        Object.freeze(parsed.files);
-        rememberManifest(file, stat, Object.freeze(parsed));
-        manifest = parsed;
-      }
-    } catch {
-      return null;
-    }
-  }
-  // Marked restored (markRestored): this very manifest's run came back to this host.
-  const marker = await fs
-    .readFile(restoredMarker(file), "utf8")
-    .then(JSON.parse)
-    .catch(() => null);
-  if (manifest.restored || typeof manifest.token !== "string" || marker?.token !== manifest.token) return manifest;
-  const importedHead = typeof marker.importedHead === "string" ? marker.importedHead : null;
-  const git = importedHead && manifest.git ? { ...manifest.git, importedHead } : manifest.git;
-  return Object.freeze({ ...manifest, restored: true, ...(git ? { git } : {}) });
-}
-
-/** The file that marks a manifest restored: `{ token, importedHead }`, the token the manifest's. */
-const restoredMarker = (file) => `${file}.restored`;
-
-/** Manifests (and link measurements) not written for this long are removed. */
-const MANIFEST_MAX_AGE_MS = 14 * 24 * 3600_000;
-
-/**
- * Writes `text` to `file` atomically (private directory, temporary name, rename): the file
- * is whole or untouched. Resolves the written file's `stat` (bigint); now and then removes
- * files of the directory not written for {@link MANIFEST_MAX_AGE_MS}.
- */
-async function writeAtomically(file, text) {
-  const dir = path.dirname(file);
-  await fs.mkdir(dir, { recursive: true, mode: 0o700 });
-  const temporary = `${file}.${process.pid}.${Date.now()}.tmp`;
-  let stat;
-  try {
-    await fs.writeFile(temporary, text, { mode: 0o600 });
-    stat = await fs.stat(temporary, { bigint: true });
-    await fs.rename(temporary, file);
-  } catch (error) {
-    await fs.rm(temporary, { force: true }).catch(() => undefined);
-    throw error;
-  }
-  if (Math.random() < 0.05) {
-    for (const name of await fs.readdir(dir).catch(() => [])) {
-      const full = path.join(dir, name);
-      const old = await fs.stat(full).catch(() => null);
-      if (old && Date.now() - old.mtimeMs > MANIFEST_MAX_AGE_MS)
-        await fs.rm(full, { force: true }).catch(() => undefined);
-    }
-  }
-  return stat;
-}
-
-/**
- * Manifest writes under way, by file: `{ writing, manifest }`, the newest write's promise
- * and manifest. A write starts once the call that made the manifest has returned (a
- * prepare does not wait for its manifest: the run starts while it is written), the writes
- * of one file one after the other; this process reads the newest manifest as it will be
- * written, and a removal of the file waits for the writes. A write that does not happen (a
- * failure, the process ended first) leaves the file as it was: the next process finds no
- * manifest, or the one before, which the remote's listing contradicts wherever it differs.
- */
-const pendingWrites = new Map();
-
-/** Resolves once every manifest write of `file` started so far has ended (written or failed). */
-function settled(file) {
-  return pendingWrites.get(file)?.writing ?? Promise.resolve();
-}
-
-/**
- * Writes a manifest (a token of its own: a restored marker names the write it marks) after
- * the current turn of the event loop, and keeps it for the next read (see `pendingWrites`).
- */
-function writeManifest(file, manifest) {
-  const written = Object.freeze({ ...manifest, token: randomBytes(16).toString("hex") });
-  Object.freeze(written.files);
-  const writing = settled(file)
-    .then(() => new Promise((resolve) => setImmediate(resolve)))
-    .then(async () => rememberManifest(file, await writeAtomically(file, JSON.stringify(written)), written))
-    .catch(() => undefined)
-    .finally(() => {
-      if (pendingWrites.get(file)?.writing === writing) pendingWrites.delete(file);
-    });
-  pendingWrites.set(file, { writing, manifest: written });
-}
-
-/**
  * Marks the manifest of a run directory restored (its work is back on this host), with the
  * remote's HEAD brought back (history both sides now hold: a git import's base): a small
  * marker file beside the manifest, naming the manifest's write by its token, written
@@ -320,74 +216,6 @@ export async function markRestored(spec, remoteDir, localDir, importedHead = nul
   );
 }
 
-/** The listing pipeline: every entry below `.` but the top-level `.paperclip-runtime`, NUL-separated, then an end record with find's status. */
-function listingPipeline(filter = "", prune = [RUNTIME_DIR]) {
-  const pruned = prune.map((name) => `-path ./${name} -prune -o `).join("");
-  return `{ find . -mindepth 1 ${pruned}${filter}-printf '${LISTING_FORMAT}'; printf 'pcdelta-end %s\\0' "$?"; } | $Z`;
-}
-
-/**
- * The remote's answer: header fields, then the entries (paths as `%P`, or `./`-prefixed
- * when `dotted`), and the directories whose children were all listed (`pcdelta-dir` records).
- */
-function parseListing(buffer, { dotted = false } = {}) {
-  const newline = buffer.indexOf(10);
-  if (newline < 0) return { header: [], entries: null };
-  const header = buffer.subarray(0, newline).toString("utf8").split(" ");
-  if (header[1] !== "ok") return { header, entries: null };
-  let body = buffer.subarray(newline + 1);
-  if (header[5] === "gzip") body = gunzipSync(body);
-  const fields = body.toString("utf8").split("\0");
-  const entries = new Map();
-  const enumerated = new Set();
-  const undot = (value) => (value === "." ? "" : value.replace(/^\.\//, ""));
-  let ended = false;
-  for (let i = 0; i + 1 < fields.length; i += 2) {
-    const record = fields[i];
-    if (record.startsWith("pcdelta-end ")) {
-      ended = record === "pcdelta-end 0";
-      break;
-    }
-    if (record.startsWith("pcdelta-dir ")) {
-      enumerated.add(undot(record.slice("pcdelta-dir ".length)));
-      continue;
-    }
-    const match = /^(\S) (\d+) (\S+) (\S+) (\d+) ([0-7]+) ([\s\S]*)$/.exec(record);
-    if (!match) return { header, entries: null };
-    const [, kind, size, mtime, ctime, ino, mode, path] = match;
-    const member = dotted ? undot(path) : path;
-    entries.set(member, {
-      kind,
-      size: Number(size),
-      mtime,
-      mtimeS: Math.floor(Number(mtime)),
-      ctime,
-      ino,
-      mode: Number.parseInt(mode, 8),
-      link: fields[i + 1],
-    });
-  }
-  return { header, entries: ended ? entries : null, enumerated };
-}
-
-/** The header line every listing command prints first: `pcdelta ok <umask> <uid> <now> <gzip|cat>`. */
-const HEADER = [
-  `if ! tar --version 2>/dev/null | grep -q 'GNU tar'; then echo 'pcdelta no-gnu-tar'; exit 0; fi`,
-  `if command -v gzip >/dev/null 2>&1; then Z='gzip -1'; z=gzip; else Z=cat; z=cat; fi`,
-  `printf 'pcdelta ok %s %s %s %s\\n' "$(umask)" "$(id -u)" "$(date +%s)" "$z"`,
-];
-
-/**
- * The header of a listing on a remote already probed (`compressor` as the probe found it):
- * only the time is asked again (each `$(…)` is a process on a busy remote).
- */
-function lightHeader(compressor) {
-  return [
-    `Z=${compressor === "gzip" ? "'gzip -1'" : "cat"}`,
-    `printf 'pcdelta ok - - %s ${compressor === "gzip" ? "gzip" : "cat"}\\n' "$(date +%s)"`,
-  ];
-}
-
 /** Runs one internal command on the pooled session, its stdout as a Buffer. */
 async function exec(target, script, signal, stdin) {
   const result = await runCancellable(signal, (id) =>
@@ -399,138 +227,6 @@ async function exec(target, script, signal, stdin) {
     });
   }
   return result.stdout;
-}
-
-/** Local member records from their JSON form. */
-function parseMembers(json) {
-  return JSON.parse(json).map(([member, kind, size, mode, mtimeNs, ctimeNs, ino, dev, link]) => ({
-    member,
-    kind,
-    size,
-    mode,
-    mtimeNs,
-    ctimeNs,
-    ino,
-    dev,
-    link,
-  }));
-}
-
-/**
- * Starts the walk of the local tree that a delta compares with the remote's listing (the
- * native tar walker's members of `root` minus `exclude`, as the upload would pack them), to
- * run while the manifest is read and the remote lists its tree. Never rejects unobserved.
- */
-export function walkLocalTree(root, exclude, signal) {
-  const pack = { root, exclude, followSymlinks: false, dotMembers: true };
-  const walking = runCancellable(signal, (id) => native.tarListMembers(pack, id));
-  walking.catch(() => undefined);
-  return walking;
-}
-
-/** Whole seconds (floored) of a nanosecond time as the native walk gives it (a decimal string). */
-const seconds = (ns) =>
-  // The common case without BigInt: a positive time past 1970-01-01T00:00:01.
-  typeof ns === "string" && ns.length > 9 && ns[0] !== "-"
-    ? Number(ns.slice(0, -9))
-    : Number(BigInt(ns) / 1_000_000_000n) - (BigInt(ns) < 0n && BigInt(ns) % 1_000_000_000n !== 0n ? 1 : 0);
-
-/** The mode the remote tar gives a member: as archived for root, under the umask otherwise. */
-function expectedMode(mode, header) {
-  return header.uid === 0 ? mode : mode & ~header.umask & 0o7777;
-}
-
-/** A manifest row: the local stat sent and the remote stat that resulted. */
-function manifestRow(local, remote) {
-  return [
-    local.size,
-    local.mtimeNs,
-    local.ctimeNs,
-    local.ino,
-    local.dev,
-    remote.size,
-    remote.mtime,
-    remote.ctime,
-    remote.ino,
-    remote.mode,
-  ];
-}
-
-/** Whether a recorded row still describes both sides. */
-function unchanged(row, local, remote) {
-  return (
-    Array.isArray(row) &&
-    row[0] === local.size &&
-    row[1] === local.mtimeNs &&
-    row[2] === local.ctimeNs &&
-    row[3] === local.ino &&
-    row[4] === local.dev &&
-    row[5] === remote.size &&
-    row[6] === remote.mtime &&
-    row[7] === remote.ctime &&
-    row[8] === remote.ino &&
-    row[9] === remote.mode
-  );
-}
-
-/**
- * What to send and remove so the remote tree equals the local members: `send` (members to
- * pack), `remove` (remote paths to delete first, outermost only). Remote entries named in
- * `keep` are left for the caller to remove (the git prepare's own `rm` of deleted tracked
- * files, which stamps their directories as upstream's does).
- */
-export function planDelta(locals, remote, manifest, header, keep = new Set()) {
-  const send = new Set();
-  const remove = new Set();
-  const localByName = new Map(locals.map((entry) => [entry.member, entry]));
-  const touchParent = (member) => {
-    const slash = member.lastIndexOf("/");
-    if (slash > 0 && localByName.get(member.slice(0, slash))?.kind === "d") send.add(member.slice(0, slash));
-  };
-  for (const local of locals) {
-    const theirs = remote.get(local.member);
-    let same = false;
-    if (theirs && theirs.kind === local.kind) {
-      const mtimeOk = theirs.mtimeS === seconds(local.mtimeNs);
-      if (local.kind === "d") same = mtimeOk && theirs.mode === expectedMode(local.mode, header);
-      else if (local.kind === "l") same = mtimeOk && theirs.link === local.link;
-      else if (local.kind === "f") {
-        same =
-          mtimeOk &&
-          theirs.size === local.size &&
-          theirs.mode === expectedMode(local.mode, header) &&
-          unchanged(manifest.files[local.member], local, theirs);
-      }
-    } else if (theirs) {
-      remove.add(local.member);
-    }
-    if (!same) {
-      send.add(local.member);
-      if (local.kind !== "d") touchParent(local.member);
-    }
-  }
-  // A directory removed because the host has another kind there takes its children along.
-  const removedDirs = [...remove].filter((member) => remote.get(member)?.kind === "d");
-  // The remote's extras, parents before their children (only they are sorted).
-  const extras = [...remote.keys()].filter((member) => !localByName.has(member) && !keep.has(member)).sort();
-  for (const member of extras) {
-    if (removedDirs.some((dir) => member.startsWith(`${dir}/`))) continue;
-    remove.add(member);
-    if (remote.get(member).kind === "d") removedDirs.push(member);
-    touchParent(member);
-  }
-  for (const member of remove) touchParent(member);
-  return { send, remove };
-}
-
-/** The remote header fields as numbers. */
-function headerOf(fields) {
-  return {
-    umask: Number.parseInt(fields[2], 8),
-    uid: Number(fields[3]),
-    now: Number(fields[4]),
-    compressor: fields[5],
-  };
 }
 
 /**
@@ -699,36 +395,20 @@ export async function stageTree({
   trace(`delta applied (${plan.send.size} sent, ${plan.remove.size} removed)`, started);
   const post = parseListing(stdout, { dotted: byName });
   stats.delta += 1;
-  const files = {};
-  const sent = new Map(members.map((record) => [record.member, record]));
-  for (const entry of locals) {
-    if (entry.kind !== "f") continue;
-    const record = sent.get(entry.member);
-    if (record) {
-      const theirs = post.entries?.get(entry.member);
-      if (theirs?.kind === "f" && theirs.size === record.size) files[entry.member] = manifestRow(record, theirs);
-    } else {
-      // As listed before the upload; a change since then (after that listing's time) is
-      // what the next listing after `listedAt` shows. One the second listing saw: not kept.
-      const theirs = listing.entries.get(entry.member);
-      const after = post.entries?.get(entry.member);
-      if (after && (after.ctime !== theirs.ctime || after.ino !== theirs.ino)) continue;
-      files[entry.member] = manifestRow(entry, theirs);
-    }
-  }
   // The first listing's time: whatever changed on the remote after it (this upload too) is
   // listed again by the restore's and the next prepare's listings.
-  const listedAt = header.now;
-  writeManifest(file, {
-    version: MANIFEST_VERSION,
-    localDir: local,
-    remoteDir,
-    restored: false,
-    listedAt,
-    compressor: header.compressor,
-    files,
-    ...manifestExtra,
-  });
+  writeManifest(
+    file,
+    newManifest({
+      localDir: local,
+      remoteDir,
+      restored: false,
+      listedAt: header.now,
+      compressor: header.compressor,
+      files: rowsAfterDelta(locals, members, listing.entries, post.entries),
+      ...manifestExtra,
+    }),
+  );
   trace("manifest made", started);
   return { mode: "delta", sent: plan.send.size, removed: plan.remove.size };
 }
@@ -740,24 +420,19 @@ async function recordFull({ target, signal, file, local, remoteDir, members, pru
     await exec(target, [`cd ${q}`, ...HEADER, listingPipeline("", prune)].join("\n"), signal),
   );
   if (!listing.entries) return;
-  const files = {};
-  for (const record of members) {
-    if (record.kind !== "f") continue;
-    const theirs = listing.entries.get(record.member);
-    if (theirs?.kind === "f" && theirs.size === record.size && theirs.mtimeS === seconds(record.mtimeNs))
-      files[record.member] = manifestRow(record, theirs);
-  }
   const { now, compressor } = headerOf(listing.header);
-  writeManifest(file, {
-    version: MANIFEST_VERSION,
-    localDir: local,
-    remoteDir,
-    restored: false,
-    listedAt: now,
-    compressor,
-    files,
-    ...manifestExtra,
-  });
+  writeManifest(
+    file,
+    newManifest({
+      localDir: local,
+      remoteDir,
+      restored: false,
+      listedAt: now,
+      compressor,
+      files: rowsAfterFull(members, listing.entries),
+      ...manifestExtra,
+    }),
+  );
 }
 
 /** An exclude value the restore delta can apply to a listing: a plain name (tar matches it as any path component). */
@@ -901,5 +576,3 @@ function countPull(reason) {
   pulls.fallbacks[reason] = (pulls.fallbacks[reason] ?? 0) + 1;
   return null;
 }
-
-export { parseMembers };

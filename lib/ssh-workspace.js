@@ -34,8 +34,8 @@ import {
   sshDeltaEnabled,
   stageTree,
   trace,
-  walkLocalTree,
 } from "./ssh-delta.js";
+import { walkLocalTree } from "./tree-delta.js";
 import { mergeDirectoryWithBaseline } from "./workspace-restore-merge.js";
 
 /** The remote directory Paperclip keeps for itself: never synced, never cleared. */

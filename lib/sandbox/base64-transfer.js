@@ -106,6 +106,12 @@ export function runnerLink(runner) {
       slow() {
         return !link.noGzip && link.bytesPerSecond != null && link.bytesPerSecond < COMPRESS_BELOW_BYTES_PER_SECOND;
       },
+      // A figure measured earlier (a previous run's, kept in its delta manifest), taken
+      // until this process measures its own.
+      remember(bytesPerSecond) {
+        if (link.samples.length === 0 && Number.isFinite(bytesPerSecond) && bytesPerSecond > 0)
+          link.bytesPerSecond = bytesPerSecond;
+      },
     };
     links.set(runner, link);
   }

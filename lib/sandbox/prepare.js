@@ -18,6 +18,7 @@ import { captureDirectorySnapshot } from "../workspace-restore-merge.js";
 import { asBuffer } from "./base64-transfer.js";
 import { OUR_CLIENT, PACKED_SOURCE } from "./client-features.js";
 import { assertSyncOperationsConfined } from "./confinement.js";
+import { stageSandboxTree } from "./delta.js";
 import { withShallowHeadClone } from "./git-history.js";
 import { restoreSandboxWorkspace } from "./restore.js";
 import { scheduleSyncOperations, SYNC_CONCURRENCY } from "./schedule.js";
@@ -371,7 +372,40 @@ export async function prepareSandbox(input, sources) {
             gitSnapshot && !seeded && streamPacks && stageWorkspace && !input.workspaceDurableSeed?.gitArchivePath;
           if (keepClone)
             await withShallowHeadClone(input.workspaceLocalDir, gitSnapshot, (cloneDir) => packAndStage(cloneDir));
-          else await packAndStage(null);
+          else if (!gitSnapshot && !seeded && !persist && stageWorkspace) {
+            // A plain tree: only what changed to a sandbox that kept the last one (delta.js).
+            await stageSandboxTree({
+              client: input.client,
+              spec: input.spec,
+              localDir: input.workspaceLocalDir,
+              remoteDir: workspaceRemoteDir,
+              exclude: archiveExclude,
+              preserved: [...preserved],
+              signal,
+              fullUpload: () => packAndStage(null),
+              stageDelta: async ({ pack, command }) => {
+                await emitStatus(input.onRuntimeProgress, "config_sync", "Syncing workspace to environment");
+                const remoteTar = path.posix.join(runtimeRootDir, "workspace-upload.tar");
+                const mapping = {
+                  sourcePath: path.join(tempDir, "workspace.tar"),
+                  targetPath: remoteTar,
+                  kind: "file",
+                  access: "rw",
+                  writablePath: workspaceRemoteDir,
+                  [PACKED_SOURCE]: pack,
+                };
+                await stage({
+                  files: [mapping],
+                  postUploadCommands: [{ command: command(remoteTar) }],
+                  sourceRoots: [tempDir],
+                  targetRoots: [runtimeRootDir],
+                  label: "workspace",
+                  phase: "config_sync",
+                  bytes: 0,
+                });
+              },
+            });
+          } else await packAndStage(null);
         }),
       );
     }

@@ -1,0 +1,388 @@
+// Delta transfers of a workspace tree to a remote that keeps it between runs, the parts
+// every lane shares (docs/ssh.md and docs/sandbox.md, delta uploads): the manifest store on
+// this host, the remote listing (one `find -printf`, gzip'd when the remote has gzip) and
+// its parser, the walk of the local tree, and the plan of what to send and remove. The SSH
+// lane's use is ./ssh-delta.js, the sandbox lane's ./sandbox/delta.js; each runs its own
+// remote commands and uploads.
+import { randomBytes } from "node:crypto";
+import { promises as fs } from "node:fs";
+import path from "node:path";
+import { gunzipSync } from "node:zlib";
+import { native, runCancellable } from "./native.js";
+import { shellQuote } from "./ssh-common.js";
+import { packInput } from "./tar-common.js";
+
+/** The remote directory Paperclip keeps for itself: never synced, never cleared. */
+export const RUNTIME_DIR = ".paperclip-runtime";
+const MANIFEST_VERSION = 1;
+/** What every remote listing prints per entry: kind, size, mtime, ctime, inode, mode, path, link target. */
+export const LISTING_FORMAT = "%y %s %T@ %C@ %i %m %P\\0%l\\0";
+
+/** A manifest as written: the version, then what the lane records (see `writeManifest`). */
+export function newManifest(fields) {
+  return { version: MANIFEST_VERSION, ...fields };
+}
+
+/**
+ * Manifests this process last wrote or read, by file, with the identity of the file they
+ * came from (inode, size, modification time: every write is a new file renamed into place):
+ * a read of an unchanged file reuses the parsed object (a run's restore reads what its
+ * prepare wrote). Frozen; the most recent few kept.
+ */
+const manifestCache = new Map();
+const MANIFEST_CACHE_SIZE = 16;
+const identity = (stat) => `${stat.ino}:${stat.size}:${stat.mtimeNs}`;
+
+function rememberManifest(file, stat, manifest) {
+  manifestCache.delete(file);
+  manifestCache.set(file, { id: identity(stat), manifest });
+  for (const key of manifestCache.keys()) {
+    if (manifestCache.size <= MANIFEST_CACHE_SIZE) break;
+    manifestCache.delete(key);
+  }
+}
+
+export async function readManifest(file) {
+  // A manifest this process is writing is the file's next content: read as it is.
+  let manifest = pendingWrites.get(file)?.manifest ?? null;
+  if (!manifest) {
+    try {
+      const stat = await fs.stat(file, { bigint: true });
+      const cached = manifestCache.get(file);
+      if (cached?.id === identity(stat)) manifest = cached.manifest;
+      else {
+        const parsed = JSON.parse(await fs.readFile(file, "utf8"));
+        if (!(parsed?.version === MANIFEST_VERSION && parsed.files && typeof parsed.files === "object")) return null;
+        // Read after the stat: a file replaced in between is read again next time.
+        Object.freeze(parsed.files);
+        rememberManifest(file, stat, Object.freeze(parsed));
+        manifest = parsed;
+      }
+    } catch {
+      return null;
+    }
+  }
+  // Marked restored (markRestored): this very manifest's run came back to this host.
+  const marker = await fs
+    .readFile(restoredMarker(file), "utf8")
+    .then(JSON.parse)
+    .catch(() => null);
+  if (manifest.restored || typeof manifest.token !== "string" || marker?.token !== manifest.token) return manifest;
+  const importedHead = typeof marker.importedHead === "string" ? marker.importedHead : null;
+  const git = importedHead && manifest.git ? { ...manifest.git, importedHead } : manifest.git;
+  return Object.freeze({ ...manifest, restored: true, ...(git ? { git } : {}) });
+}
+
+/** The file that marks a manifest restored: `{ token, importedHead }`, the token the manifest's. */
+export const restoredMarker = (file) => `${file}.restored`;
+
+/** Manifests (and link measurements) not written for this long are removed. */
+const MANIFEST_MAX_AGE_MS = 14 * 24 * 3600_000;
+
+/**
+ * Writes `text` to `file` atomically (private directory, temporary name, rename): the file
+ * is whole or untouched. Resolves the written file's `stat` (bigint); now and then removes
+ * files of the directory not written for {@link MANIFEST_MAX_AGE_MS}.
+ */
+export async function writeAtomically(file, text) {
+  const dir = path.dirname(file);
+  await fs.mkdir(dir, { recursive: true, mode: 0o700 });
+  const temporary = `${file}.${process.pid}.${Date.now()}.tmp`;
+  let stat;
+  try {
+    await fs.writeFile(temporary, text, { mode: 0o600 });
+    stat = await fs.stat(temporary, { bigint: true });
+    await fs.rename(temporary, file);
+  } catch (error) {
+    await fs.rm(temporary, { force: true }).catch(() => undefined);
+    throw error;
+  }
+  if (Math.random() < 0.05) {
+    for (const name of await fs.readdir(dir).catch(() => [])) {
+      const full = path.join(dir, name);
+      const old = await fs.stat(full).catch(() => null);
+      if (old && Date.now() - old.mtimeMs > MANIFEST_MAX_AGE_MS)
+        await fs.rm(full, { force: true }).catch(() => undefined);
+    }
+  }
+  return stat;
+}
+
+/**
+ * Manifest writes under way, by file: `{ writing, manifest }`, the newest write's promise
+ * and manifest. A write starts once the call that made the manifest has returned (a
+ * prepare does not wait for its manifest: the run starts while it is written), the writes
+ * of one file one after the other; this process reads the newest manifest as it will be
+ * written, and a removal of the file waits for the writes. A write that does not happen (a
+ * failure, the process ended first) leaves the file as it was: the next process finds no
+ * manifest, or the one before, which the remote's listing contradicts wherever it differs.
+ */
+const pendingWrites = new Map();
+
+/** Resolves once every manifest write of `file` started so far has ended (written or failed). */
+export function settled(file) {
+  return pendingWrites.get(file)?.writing ?? Promise.resolve();
+}
+
+/**
+ * Writes a manifest (a token of its own: a restored marker names the write it marks) after
+ * the current turn of the event loop, and keeps it for the next read (see `pendingWrites`).
+ */
+export function writeManifest(file, manifest) {
+  const written = Object.freeze({ ...manifest, token: randomBytes(16).toString("hex") });
+  Object.freeze(written.files);
+  const writing = settled(file)
+    .then(() => new Promise((resolve) => setImmediate(resolve)))
+    .then(async () => rememberManifest(file, await writeAtomically(file, JSON.stringify(written)), written))
+    .catch(() => undefined)
+    .finally(() => {
+      if (pendingWrites.get(file)?.writing === writing) pendingWrites.delete(file);
+    });
+  pendingWrites.set(file, { writing, manifest: written });
+}
+
+/** The listing pipeline: every entry below `.` but the top-level `.paperclip-runtime`, NUL-separated, then an end record with find's status. */
+export function listingPipeline(filter = "", prune = [RUNTIME_DIR]) {
+  const pruned = prune.map((name) => `-path ${shellQuote(`./${name}`)} -prune -o `).join("");
+  return `{ find . -mindepth 1 ${pruned}${filter}-printf '${LISTING_FORMAT}'; printf 'pcdelta-end %s\\0' "$?"; } | $Z`;
+}
+
+/**
+ * The remote's answer: header fields, then the entries (paths as `%P`, or `./`-prefixed
+ * when `dotted`), and the directories whose children were all listed (`pcdelta-dir` records).
+ */
+export function parseListing(buffer, { dotted = false } = {}) {
+  const newline = buffer.indexOf(10);
+  if (newline < 0) return { header: [], entries: null };
+  const header = buffer.subarray(0, newline).toString("utf8").split(" ");
+  if (header[1] !== "ok") return { header, entries: null };
+  let body = buffer.subarray(newline + 1);
+  if (header[5] === "gzip") body = gunzipSync(body);
+  const fields = body.toString("utf8").split("\0");
+  const entries = new Map();
+  const enumerated = new Set();
+  const undot = (value) => (value === "." ? "" : value.replace(/^\.\//, ""));
+  let ended = false;
+  for (let i = 0; i + 1 < fields.length; i += 2) {
+    const record = fields[i];
+    if (record.startsWith("pcdelta-end ")) {
+      ended = record === "pcdelta-end 0";
+      break;
+    }
+    if (record.startsWith("pcdelta-dir ")) {
+      enumerated.add(undot(record.slice("pcdelta-dir ".length)));
+      continue;
+    }
+    const match = /^(\S) (\d+) (\S+) (\S+) (\d+) ([0-7]+) ([\s\S]*)$/.exec(record);
+    if (!match) return { header, entries: null };
+    const [, kind, size, mtime, ctime, ino, mode, path] = match;
+    const member = dotted ? undot(path) : path;
+    entries.set(member, {
+      kind,
+      size: Number(size),
+      mtime,
+      mtimeS: Math.floor(Number(mtime)),
+      ctime,
+      ino,
+      mode: Number.parseInt(mode, 8),
+      link: fields[i + 1],
+    });
+  }
+  return { header, entries: ended ? entries : null, enumerated };
+}
+
+/** The header line every listing command prints first: `pcdelta ok <umask> <uid> <now> <gzip|cat>`. */
+export const HEADER = [
+  `if ! tar --version 2>/dev/null | grep -q 'GNU tar'; then echo 'pcdelta no-gnu-tar'; exit 0; fi`,
+  `if command -v gzip >/dev/null 2>&1; then Z='gzip -1'; z=gzip; else Z=cat; z=cat; fi`,
+  `printf 'pcdelta ok %s %s %s %s\\n' "$(umask)" "$(id -u)" "$(date +%s)" "$z"`,
+];
+
+/**
+ * The header of a listing on a remote already probed (`compressor` as the probe found it):
+ * only the time is asked again (each `$(…)` is a process on a busy remote).
+ */
+export function lightHeader(compressor) {
+  return [
+    `Z=${compressor === "gzip" ? "'gzip -1'" : "cat"}`,
+    `printf 'pcdelta ok - - %s ${compressor === "gzip" ? "gzip" : "cat"}\\n' "$(date +%s)"`,
+  ];
+}
+
+/** Local member records from their JSON form. */
+export function parseMembers(json) {
+  return JSON.parse(json).map(([member, kind, size, mode, mtimeNs, ctimeNs, ino, dev, link]) => ({
+    member,
+    kind,
+    size,
+    mode,
+    mtimeNs,
+    ctimeNs,
+    ino,
+    dev,
+    link,
+  }));
+}
+
+/**
+ * Starts the walk of the local tree that a delta compares with the remote's listing: the
+ * members a pack of `root` minus `exclude` would write (the top level as `packInput` gives
+ * it, so never our own staging names), named `./x` as the SSH lane's upload names them
+ * (`dotMembers`, the default) or `x` as the sandbox lane's archive does, the `./` left off
+ * the records either way. Runs while the manifest is read and the remote lists its tree.
+ * Never rejects unobserved.
+ */
+export function walkLocalTree(root, exclude, signal, { dotMembers = true } = {}) {
+  const walking = packInput({ localDir: root, exclude }).then((pack) =>
+    runCancellable(signal, (id) => native.tarListMembers({ ...pack, dotMembers }, id)),
+  );
+  walking.catch(() => undefined);
+  return walking;
+}
+
+/** Whole seconds (floored) of a nanosecond time as the native walk gives it (a decimal string). */
+const seconds = (ns) =>
+  // The common case without BigInt: a positive time past 1970-01-01T00:00:01.
+  typeof ns === "string" && ns.length > 9 && ns[0] !== "-"
+    ? Number(ns.slice(0, -9))
+    : Number(BigInt(ns) / 1_000_000_000n) - (BigInt(ns) < 0n && BigInt(ns) % 1_000_000_000n !== 0n ? 1 : 0);
+
+/** The mode the remote tar gives a member: as archived for root, under the umask otherwise. */
+function expectedMode(mode, header) {
+  return header.uid === 0 ? mode : mode & ~header.umask & 0o7777;
+}
+
+/** A manifest row: the local stat sent and the remote stat that resulted. */
+function manifestRow(local, remote) {
+  return [
+    local.size,
+    local.mtimeNs,
+    local.ctimeNs,
+    local.ino,
+    local.dev,
+    remote.size,
+    remote.mtime,
+    remote.ctime,
+    remote.ino,
+    remote.mode,
+  ];
+}
+
+/** Whether a recorded row still describes both sides. */
+export function unchanged(row, local, remote) {
+  return (
+    Array.isArray(row) &&
+    row[0] === local.size &&
+    row[1] === local.mtimeNs &&
+    row[2] === local.ctimeNs &&
+    row[3] === local.ino &&
+    row[4] === local.dev &&
+    row[5] === remote.size &&
+    row[6] === remote.mtime &&
+    row[7] === remote.ctime &&
+    row[8] === remote.ino &&
+    row[9] === remote.mode
+  );
+}
+
+/**
+ * What to send and remove so the remote tree equals the local members: `send` (members to
+ * pack), `remove` (remote paths to delete first, outermost only). Remote entries named in
+ * `keep` are left for the caller to remove (the git prepare's own `rm` of deleted tracked
+ * files, which stamps their directories as upstream's does).
+ */
+export function planDelta(locals, remote, manifest, header, keep = new Set()) {
+  const send = new Set();
+  const remove = new Set();
+  const localByName = new Map(locals.map((entry) => [entry.member, entry]));
+  const touchParent = (member) => {
+    const slash = member.lastIndexOf("/");
+    if (slash > 0 && localByName.get(member.slice(0, slash))?.kind === "d") send.add(member.slice(0, slash));
+  };
+  for (const local of locals) {
+    const theirs = remote.get(local.member);
+    let same = false;
+    if (theirs && theirs.kind === local.kind) {
+      const mtimeOk = theirs.mtimeS === seconds(local.mtimeNs);
+      if (local.kind === "d") same = mtimeOk && theirs.mode === expectedMode(local.mode, header);
+      else if (local.kind === "l") same = mtimeOk && theirs.link === local.link;
+      else if (local.kind === "f") {
+        same =
+          mtimeOk &&
+          theirs.size === local.size &&
+          theirs.mode === expectedMode(local.mode, header) &&
+          unchanged(manifest.files[local.member], local, theirs);
+      }
+    } else if (theirs) {
+      remove.add(local.member);
+    }
+    if (!same) {
+      send.add(local.member);
+      if (local.kind !== "d") touchParent(local.member);
+    }
+  }
+  // A directory removed because the host has another kind there takes its children along.
+  const removedDirs = [...remove].filter((member) => remote.get(member)?.kind === "d");
+  // The remote's extras, parents before their children (only they are sorted).
+  const extras = [...remote.keys()].filter((member) => !localByName.has(member) && !keep.has(member)).sort();
+  for (const member of extras) {
+    if (removedDirs.some((dir) => member.startsWith(`${dir}/`))) continue;
+    remove.add(member);
+    if (remote.get(member).kind === "d") removedDirs.push(member);
+    touchParent(member);
+  }
+  for (const member of remove) touchParent(member);
+  return { send, remove };
+}
+
+/** The remote header fields as numbers. */
+export function headerOf(fields) {
+  return {
+    umask: Number.parseInt(fields[2], 8),
+    uid: Number(fields[3]),
+    now: Number(fields[4]),
+    compressor: fields[5],
+  };
+}
+
+/**
+ * The manifest rows after a full upload: every packed file (`records`, its local `stat`
+ * taken before it was read) whose remote copy in `listing` has its size and mtime.
+ */
+export function rowsAfterFull(records, listing) {
+  const files = {};
+  for (const record of records) {
+    if (record.kind !== "f") continue;
+    const theirs = listing.get(record.member);
+    if (theirs?.kind === "f" && theirs.size === record.size && theirs.mtimeS === seconds(record.mtimeNs))
+      files[record.member] = manifestRow(record, theirs);
+  }
+  return files;
+}
+
+/**
+ * The manifest rows after a delta: a sent file (`sent`, the records of what was packed) as
+ * the listing after the upload (`after`) shows it, when its size is the packed one; a file
+ * not sent as the listing before it (`before`) showed it, unless the listing after shows
+ * that it moved since (then it is not recorded: the next prepare sends it).
+ */
+export function rowsAfterDelta(locals, sent, before, after) {
+  const files = {};
+  const packed = new Map(sent.map((record) => [record.member, record]));
+  for (const entry of locals) {
+    if (entry.kind !== "f") continue;
+    const record = packed.get(entry.member);
+    if (record) {
+      const theirs = after?.get(entry.member);
+      if (theirs?.kind === "f" && theirs.size === record.size) files[entry.member] = manifestRow(record, theirs);
+    } else {
+      const theirs = before.get(entry.member);
+      // Planned but not packed (gone from the host since the walk): nothing to record.
+      if (!theirs) continue;
+      const moved = after?.get(entry.member);
+      if (moved && (moved.ctime !== theirs.ctime || moved.ino !== theirs.ino)) continue;
+      files[entry.member] = manifestRow(entry, theirs);
+    }
+  }
+  return files;
+}
