@@ -42,6 +42,11 @@ function rememberManifest(file, stat, manifest) {
   }
 }
 
+/**
+ * The manifest in `file` (`null` when there is none, or it is unreadable or of another
+ * version): the one this process is writing there when a write is pending, else the file
+ * (parsed once while it is unchanged), marked `restored` when its restored marker names it.
+ */
 export async function readManifest(file) {
   // A manifest this process is writing is the file's next content: read as it is.
   let manifest = pendingWrites.get(file)?.manifest ?? null;
