@@ -366,12 +366,16 @@ fn produce(
         total: None,
     };
     let mut writer = ChunkWriter::new(chunk_size, sink);
-    let result = tar::pack_selected(&opts, only.as_ref(), &mut writer, |n| uncompressed.set(n), cancel, &mut |_| {})
-        .and_then(|summary| {
-            writer.sink_mut().total = Some(summary.tar_bytes);
-            writer.finish().map_err(|_| CoreError::aborted())?;
-            Ok(summary)
-        });
+    let packed = match &only {
+        // No records wanted: a selection only when there is one.
+        Some(only) => tar::pack_selected(&opts, Some(only), &mut writer, |n| uncompressed.set(n), cancel, &mut |_| {}),
+        None => tar::pack(&opts, &mut writer, |n| uncompressed.set(n), cancel),
+    };
+    let result = packed.and_then(|summary| {
+        writer.sink_mut().total = Some(summary.tar_bytes);
+        writer.finish().map_err(|_| CoreError::aborted())?;
+        Ok(summary)
+    });
     let message = match settle(result, cancel) {
         Ok(summary) => PackMessage::Done(summary),
         Err(err) => PackMessage::Failed(err),
