@@ -261,6 +261,28 @@ describe(`sandbox delta uploads (seed ${seed})`, () => {
     expect(remoteState(remoteDir)).toEqual(await upstreamResult(other));
   });
 
+  it("stops with an AbortError when aborted during a delta, and the next prepare still ends in upstream's tree", async () => {
+    process.env.PAPERCLIP_NATIVE_SANDBOX_DELTA = "on";
+    const local = fresh("abort");
+    mkdirSync(path.join(local, "src"));
+    for (let i = 0; i < 20; i += 1) writeFileSync(path.join(local, "src", `f${i}.ts`), `export const f${i} = ${i};\n`);
+    const remoteDir = fresh("abort-remote");
+    await prepare(local, remoteDir);
+    writeFileSync(path.join(local, "src", "f3.ts"), "export const f3 = 'changed';\n");
+    writeFileSync(path.join(remoteDir, "extra.txt"), "agent\n");
+    // Aborted as the listing runs: the delta's upload never starts.
+    const controller = new AbortController();
+    const made = spawnRunner({ onCall: () => controller.abort() });
+    await expect(prepare(local, remoteDir, { made, signal: controller.signal })).rejects.toMatchObject({
+      name: "AbortError",
+    });
+    expect(made.calls.every((call) => call.stdinLength == null)).toBe(true);
+    const before = deltas();
+    await prepare(local, remoteDir);
+    expect(deltas()).toBe(before + 1);
+    expect(remoteState(remoteDir)).toEqual(await upstreamResult(local));
+  });
+
   it("never trusts the manifest over the sandbox: one recorded for other files still ends in upstream's tree", async () => {
     process.env.PAPERCLIP_NATIVE_SANDBOX_DELTA = "on";
     const local = fresh("forged");
