@@ -203,6 +203,15 @@ describe(`sandbox delta uploads (seed ${seed})`, () => {
     // The delta moved too little to measure by: the recorded figure stands for the new
     // runner's link, so its restore's archive goes gzip'd as after a measured upload.
     expect(runnerLink(next.runner).slow()).toBe(true);
+    // A runner this process measured fast still takes the delta where a manifest exists
+    // (its walk then starts once the manifest is read).
+    const fastRunner = spawnRunner();
+    runnerLink(fastRunner.runner).observe(64 * 1024 * 1024, 100);
+    writeFileSync(path.join(local, "b.txt"), "b\n");
+    before = deltas();
+    await prepare(local, remoteDir, { made: fastRunner });
+    expect(deltas()).toBe(before + 1);
+    expect(remoteState(remoteDir)).toEqual(await upstreamResult(local));
     expect(remoteState(remoteDir)).toEqual(await upstreamResult(local));
     // Off: always the full upload.
     process.env.PAPERCLIP_NATIVE_SANDBOX_DELTA = "0";

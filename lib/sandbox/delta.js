@@ -136,8 +136,17 @@ export async function stageSandboxTree({
     return { mode: "full", reason };
   }
   // The walk of what the archive holds starts at once: a delta compares it with the
-  // listing, a full upload records it (taken before the pack reads a file).
-  const walking = walkLocalTree(localDir, exclude, signal, { dotMembers: false });
+  // listing, a full upload records it (taken before the pack reads a file). Not on a runner
+  // this process measured fast, where `auto` records nothing: there it starts only for a
+  // delta, once a manifest is found.
+  const link = features.link();
+  const knownFast = setting === "auto" && link.bytesPerSecond != null && !link.slow();
+  let walking = null;
+  const walk = () => {
+    walking ??= walkLocalTree(localDir, exclude, signal, { dotMembers: false });
+    return walking;
+  };
+  if (!knownFast) walk();
   const { file, local } = await manifestFile(spec, remoteDir, localDir);
   const prune = [...preserved, UPLOAD_SCRATCH];
   const q = shellQuote(remoteDir);
@@ -147,11 +156,12 @@ export async function stageSandboxTree({
       await settled(file);
       await fs.rm(file, { force: true }).catch(() => undefined);
       await fullUpload();
-      if (setting === "on" || features.link().slow()) await recordFull();
+      // Only a walk taken before the pack can vouch for what was sent.
+      if (walking && (setting === "on" || features.link().slow())) await recordFull();
       return { mode: "full", reason };
     } finally {
       // Nothing of the walk outlives the call.
-      await walking.catch(() => undefined);
+      await walking?.catch(() => undefined);
     }
   };
   /** After a full upload: lists the sandbox tree and records every file that arrived as it was walked. */
@@ -179,9 +189,10 @@ export async function stageSandboxTree({
   if (!preserved.every((name) => PLAIN_NAME.test(name))) return await full("preserved-pattern");
   const manifest = await readManifest(file);
   if (!manifest || manifest.remoteDir !== remoteDir || manifest.localDir !== local) return await full("no-manifest");
+  walk();
   // A delta moves too little to measure the link by: the last run's figure stands for it
   // until an upload of this process measures one (the restore's compression asks it).
-  features.link().remember(manifest.link);
+  link.remember(manifest.link);
   let listing;
   try {
     listing = await listRemote(
@@ -195,7 +206,7 @@ export async function stageSandboxTree({
     );
   } catch (error) {
     if (error?.name === "AbortError") {
-      await walking.catch(() => undefined);
+      await walking?.catch(() => undefined);
       throw error;
     }
     return await full("remote-cannot-answer");
