@@ -15,7 +15,7 @@ import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { prepareCommandManagedRuntime } from "../lib/command-managed-runtime.js";
 import { runnerLink } from "../lib/sandbox/base64-transfer.js";
 import { sandboxDeltaStats } from "../lib/sandbox/delta.js";
-import { HOST_OPS, inventory, mutate, REMOTE_OPS } from "./helpers/merge-triples.js";
+import { HOST_OPS, inventory, mutate, REMOTE_OPS, sameSizeSameMtime } from "./helpers/merge-triples.js";
 import { createRandom, runSeed } from "./helpers/random.js";
 import { spawnRunner } from "./helpers/sandbox-runner.js";
 import { remoteState } from "./helpers/sshd.js";
@@ -55,20 +55,6 @@ async function upstreamResult(local, options = {}) {
   const dir = fresh("upstream");
   await prepare(local, dir, { impl: upstream, ...options });
   return remoteState(dir);
-}
-
-/** Rewrites `rel` under `root` with other bytes of the same size and gives it back its mtime (only the ctime moves). */
-function sameSizeSameMtime(root, rel) {
-  const full = path.join(root, rel);
-  const before = statSync(full);
-  if (before.size === 0) return false;
-  chmodSync(full, 0o600);
-  const bytes = readFileSync(full);
-  bytes[0] ^= 0xff;
-  writeFileSync(full, bytes);
-  chmodSync(full, before.mode & 0o7777);
-  utimesSync(full, before.atime, before.mtime);
-  return true;
 }
 
 const deltas = () => sandboxDeltaStats().delta;

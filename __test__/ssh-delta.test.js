@@ -26,7 +26,7 @@ import { resolveInstanceRoot } from "../lib/merge-lock.js";
 import { prepareRemoteManagedRuntime } from "../lib/remote-managed-runtime.js";
 import { sshDeltaStats } from "../lib/ssh-delta.js";
 import { prepareWorkspaceForSshExecution } from "../lib/ssh.js";
-import { HOST_OPS, inventory, mutate, REMOTE_OPS } from "./helpers/merge-triples.js";
+import { HOST_OPS, inventory, mutate, REMOTE_OPS, sameSizeSameMtime } from "./helpers/merge-triples.js";
 import { createRandom, runSeed } from "./helpers/random.js";
 import { remoteState } from "./helpers/sshd.js";
 import { sshdSuite } from "./helpers/sshd-suite.js";
@@ -41,20 +41,6 @@ async function upstreamResult(local) {
   const dir = places.remote("upstream");
   await upstream.prepareWorkspaceForSshExecution({ spec: suite.server.spec, localDir: local, remoteDir: dir });
   return remoteState(dir);
-}
-
-/** Rewrites `rel` under `root` with other bytes of the same size and gives it back its mtime (only the ctime moves). */
-function sameSizeSameMtime(root, rel) {
-  const full = path.join(root, rel);
-  const before = statSync(full);
-  if (before.size === 0) return false;
-  chmodSync(full, 0o600);
-  const bytes = readFileSync(full);
-  bytes[0] ^= 0xff;
-  writeFileSync(full, bytes);
-  chmodSync(full, before.mode & 0o7777);
-  utimesSync(full, before.atime, before.mtime);
-  return true;
 }
 
 const delta = () => sshDeltaStats().delta;

@@ -27,6 +27,7 @@ import { shellQuote, transferTarget } from "./ssh-common.js";
 import {
   HEADER,
   headerOf,
+  INLINE_REMOVALS_MAX,
   lightHeader,
   LISTING_FORMAT,
   listingPipeline,
@@ -39,6 +40,7 @@ import {
   rowsAfterDelta,
   rowsAfterFull,
   RUNTIME_DIR,
+  sentListing,
   settled,
   unchanged,
   walkLocalTree,
@@ -48,10 +50,6 @@ import {
 /** Limits of the listing commands. */
 const LISTING_TIMEOUT_MS = 120_000;
 const LISTING_MAX_BUFFER = 256 * 1024 * 1024;
-/** Above this many bytes of removal arguments the removals go through `xargs` on stdin. */
-const INLINE_REMOVALS_MAX = 64 * 1024;
-/** The sent members listed by name after a delta upload (else a walk of the tree) up to this much script. */
-const SENT_LISTING_MAX = 8 * 1024;
 /** A managed run's workspace directory: `<base>/.paperclip-runtime/runs/<runId>/workspace`. */
 const RUN_DIR = /^(.*)\/\.paperclip-runtime\/runs\/[^/]+\/workspace$/;
 
@@ -367,16 +365,8 @@ export async function stageTree({
   }
   const sendBytes = locals.reduce((sum, entry) => sum + (plan.send.has(entry.member) ? entry.size + 512 : 0), 0);
   const gzip = await wireCompression({ spec, connection, bytes: sendBytes, hasGzip: header.compressor === "gzip" });
-  // What was sent, listed again for the manifest: by name (no walk of the tree) when the
-  // names are short enough, else every entry that changed since the listing.
-  const sentNames = [...plan.send].map((member) => shellQuote(`./${member}`));
-  const byName = sentNames.reduce((sum, name) => sum + name.length + 1, 0) <= SENT_LISTING_MAX;
-  const relist =
-    plan.send.size === 0
-      ? `printf 'pcdelta-end 0\\0' | $Z`
-      : byName
-        ? `{ find ${sentNames.join(" ")} -maxdepth 0 -printf '${LISTING_FORMAT.replace("%P", "%p")}'; printf 'pcdelta-end %s\\0' "$?"; } | $Z`
-        : listingPipeline(`-newerct @${header.now - 2} `, prune);
+  // What was sent, listed again for the manifest.
+  const relist = sentListing([...plan.send], header, prune);
   const apply = [
     "set -e",
     `cd ${q}`,
@@ -384,7 +374,7 @@ export async function stageTree({
     // Nothing to send: the removals alone (no walk to pack nothing).
     plan.send.size === 0 ? ":" : gzip ? "gzip -dc | tar -xf -" : "tar -xf -",
     ...lightHeader(header.compressor),
-    relist,
+    relist.script,
   ].join("\n");
   const { stdout, members } =
     plan.send.size > 0
@@ -393,7 +383,7 @@ export async function stageTree({
   stats.sent += plan.send.size;
   stats.removed += plan.remove.size;
   trace(`delta applied (${plan.send.size} sent, ${plan.remove.size} removed)`, started);
-  const post = parseListing(stdout, { dotted: byName });
+  const post = parseListing(stdout, { dotted: relist.dotted });
   stats.delta += 1;
   // The first listing's time: whatever changed on the remote after it (this upload too) is
   // listed again by the restore's and the next prepare's listings.

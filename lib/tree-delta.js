@@ -18,6 +18,30 @@ const MANIFEST_VERSION = 1;
 /** What every remote listing prints per entry: kind, size, mtime, ctime, inode, mode, path, link target. */
 export const LISTING_FORMAT = "%y %s %T@ %C@ %i %m %P\\0%l\\0";
 
+/** Above this many bytes of removal arguments a delta does not name them on its command line. */
+export const INLINE_REMOVALS_MAX = 64 * 1024;
+/** The sent members listed by name after a delta (else a walk of the tree) up to this much script. */
+const SENT_LISTING_MAX = 8 * 1024;
+
+/**
+ * The listing, after a delta, of what it sent (for the next manifest): by name (no walk of
+ * the tree) when the names are short enough, else every entry changed since the listing
+ * before it (`header.now`, less a margin for the coarse clock of file times). Resolves
+ * `{ script, dotted }`: the pipeline (after a header, which sets `$Z`) and how
+ * `parseListing` reads what it prints.
+ */
+export function sentListing(sent, header, prune) {
+  const names = sent.map((member) => shellQuote(`./${member}`));
+  const dotted = names.reduce((sum, name) => sum + name.length + 1, 0) <= SENT_LISTING_MAX;
+  const script =
+    sent.length === 0
+      ? `printf 'pcdelta-end 0\\0' | $Z`
+      : dotted
+        ? `{ find ${names.join(" ")} -maxdepth 0 -printf '${LISTING_FORMAT.replace("%P", "%p")}'; printf 'pcdelta-end %s\\0' "$?"; } | $Z`
+        : listingPipeline(`-newerct @${header.now - 2} `, prune);
+  return { script, dotted };
+}
+
 /** A manifest as written: the version, then what the lane records (see `writeManifest`). */
 export function newManifest(fields) {
   return { version: MANIFEST_VERSION, ...fields };

@@ -11,7 +11,9 @@ import {
   readFileSync,
   readlinkSync,
   rmSync,
+  statSync,
   symlinkSync,
+  utimesSync,
   writeFileSync,
 } from "node:fs";
 import path from "node:path";
@@ -227,4 +229,21 @@ export function mutate(rng, root, ops, count, { forced, extra, avoid = [] } = {}
   if (forced) run(forced);
   for (let i = 0; i < count; i += 1) run(rng.pick(names));
   return applied;
+}
+
+/**
+ * Rewrites `rel` under `root` with other bytes of the same size and gives it back its mode
+ * and mtime (only the ctime moves); false for an empty file (nothing to rewrite).
+ */
+export function sameSizeSameMtime(root, rel) {
+  const full = path.join(root, rel);
+  const before = statSync(full);
+  if (before.size === 0) return false;
+  chmodSync(full, 0o600);
+  const bytes = readFileSync(full);
+  bytes[0] ^= 0xff;
+  writeFileSync(full, bytes);
+  chmodSync(full, before.mode & 0o7777);
+  utimesSync(full, before.atime, before.mtime);
+  return true;
 }

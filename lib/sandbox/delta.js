@@ -22,8 +22,8 @@ import { resolveInstanceRoot } from "../merge-lock.js";
 import {
   HEADER,
   headerOf,
+  INLINE_REMOVALS_MAX,
   lightHeader,
-  LISTING_FORMAT,
   listingPipeline,
   newManifest,
   parseListing,
@@ -32,6 +32,7 @@ import {
   readManifest,
   rowsAfterDelta,
   rowsAfterFull,
+  sentListing,
   settled,
   walkLocalTree,
   writeManifest,
@@ -39,10 +40,6 @@ import {
 import { OUR_CLIENT } from "./client-features.js";
 import { shellQuote } from "./shell.js";
 
-/** Above this many bytes of removal arguments the delta is not tried (the full upload runs). */
-const INLINE_REMOVALS_MAX = 64 * 1024;
-/** The sent members listed by name after a delta (else the entries changed since the listing) up to this much script. */
-const SENT_LISTING_MAX = 8 * 1024;
 /** A top-level name upstream's clear spares that the listing can prune as it is: no glob, no slash. */
 const PLAIN_NAME = /^[^/*?[\\]+$/;
 /** The in-flight upload archives upstream's clear spares. */
@@ -240,16 +237,9 @@ export async function stageSandboxTree({
   stats.removed += plan.remove.size;
   // What was sent, listed again for the manifest: by name when the names are short enough,
   // else every entry changed since the first listing.
-  const sentNames = only.map((member) => shellQuote(`./${member}`));
-  const byName = sentNames.reduce((sum, name) => sum + name.length + 1, 0) <= SENT_LISTING_MAX;
-  const relist =
-    only.length === 0
-      ? `printf 'pcdelta-end 0\\0' | $Z`
-      : byName
-        ? `{ find ${sentNames.join(" ")} -maxdepth 0 -printf '${LISTING_FORMAT.replace("%P", "%p")}'; printf 'pcdelta-end %s\\0' "$?"; } | $Z`
-        : listingPipeline(`-newerct @${header.now - 2} `, prune);
-  const post = await listRemote(features, [`cd ${q}`, ...lightHeader(header.compressor), relist].join("\n"), {
-    dotted: byName,
+  const relist = sentListing(only, header, prune);
+  const post = await listRemote(features, [`cd ${q}`, ...lightHeader(header.compressor), relist.script].join("\n"), {
+    dotted: relist.dotted,
   }).catch(() => null);
   // Without it the previous manifest stays: its rows of what was sent no longer match the
   // sandbox, so those files go again next time.
