@@ -141,7 +141,6 @@ export async function stageSandboxTree({
   let walking = null;
   const walk = () => {
     walking ??= walkLocalTree(localDir, exclude, signal, { dotMembers: false });
-    return walking;
   };
   if (!knownFast) walk();
   const { file, local } = await manifestFile(spec, remoteDir, localDir);
@@ -154,7 +153,7 @@ export async function stageSandboxTree({
       await fs.rm(file, { force: true }).catch(() => undefined);
       await fullUpload();
       // Only a walk taken before the pack can vouch for what was sent.
-      if (walking && (setting === "on" || features.link().slow())) await recordFull();
+      if (walking && (setting === "on" || link.slow())) await recordFull();
       return { mode: "full", reason };
     } finally {
       // Nothing of the walk outlives the call.
@@ -177,7 +176,7 @@ export async function stageSandboxTree({
         remoteDir,
         listedAt: now,
         compressor,
-        link: features.link().bytesPerSecond,
+        link: link.bytesPerSecond,
         files: rowsAfterFull(locals, listing.entries),
       }),
     );
@@ -252,7 +251,7 @@ export async function stageSandboxTree({
       remoteDir,
       listedAt: header.now,
       compressor: header.compressor,
-      link: features.link().bytesPerSecond,
+      link: link.bytesPerSecond,
       files: rowsAfterDelta(locals, sent, listing.entries, post.entries),
     }),
   );
