@@ -4,8 +4,8 @@
 // prepares the sandbox tree equals what upstream's `prepareCommandManagedRuntime` (clear,
 // then the whole archive) leaves in a fresh directory for the same local tree, entry by
 // entry: kinds, modes, contents, link targets and the mtimes of files and directories. Then
-// the top-level names upstream's clear spares, the setting (`auto` records a manifest only
-// on a slow link), and every fallback to the full upload.
+// the top-level names upstream's clear spares, the setting (`auto` takes deltas on every
+// link), and every fallback to the full upload.
 import { execFileSync } from "node:child_process";
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import os from "node:os";
@@ -168,36 +168,37 @@ describe(`sandbox delta uploads (seed ${seed})`, () => {
     expect(fallbacks("preserved-pattern")).toBe(pattern + 1);
   });
 
-  it("by default (`auto`) records a manifest only after an upload that measured the link slow", async () => {
+  it("by default (`auto`) takes a delta on every link, in two runner commands for a small change", async () => {
     const local = fresh("auto");
     writeFileSync(path.join(local, "a.txt"), "a\n");
     const remoteDir = fresh("auto-remote");
-    // A fast runner: upstream's commands only, and no manifest (the next prepare is full).
-    const fast = await prepare(local, remoteDir);
-    expect(fast.calls.some((call) => call.script.includes("pcdelta"))).toBe(false);
+    const measured = (bytesPerSecond) => {
+      const made = spawnRunner();
+      runnerLink(made.runner).observe(bytesPerSecond, 1000);
+      return made;
+    };
+    // A runner measured fast (64 MiB/s): the full upload, then one listing for the manifest.
     let before = fallbacks("no-manifest");
-    await prepare(local, remoteDir);
+    const first = await prepare(local, remoteDir, { made: measured(64 * 1024 * 1024) });
     expect(fallbacks("no-manifest")).toBe(before + 1);
-    // A runner whose uploads measured slower than gzip: the manifest is recorded, and the
-    // next prepare (even on a runner not measured yet) is a delta.
-    const slow = spawnRunner();
-    runnerLink(slow.runner).observe(4 * 1024 * 1024, 2_000);
-    await prepare(local, remoteDir, { made: slow });
+    expect(first.calls.filter((call) => call.script.includes("pcdelta"))).toHaveLength(1);
+    // The next prepare on a fast runner is a delta: the listing, then one command that takes
+    // the archive on its stdin, extracts it and lists what it wrote.
+    writeFileSync(path.join(local, "b.txt"), "b\n");
+    before = deltas();
+    const fast = await prepare(local, remoteDir, { made: measured(64 * 1024 * 1024) });
+    expect(deltas()).toBe(before + 1);
+    expect(fast.calls).toHaveLength(2);
+    expect(fast.calls[1].stdinLength).toBeGreaterThan(0);
+    expect(remoteState(remoteDir)).toEqual(await upstreamResult(local));
+    // A slow runner's delta records its figure: the next runner (not measured yet) takes it,
+    // so its restore's archive goes gzip'd as after a measured upload.
+    writeFileSync(path.join(local, "c.txt"), "c\n");
+    await prepare(local, remoteDir, { made: measured(2 * 1024 * 1024) });
     before = deltas();
     const next = await prepare(local, remoteDir);
     expect(deltas()).toBe(before + 1);
-    // The delta moved too little to measure by: the recorded figure stands for the new
-    // runner's link, so its restore's archive goes gzip'd as after a measured upload.
     expect(runnerLink(next.runner).slow()).toBe(true);
-    // A runner this process measured fast still takes the delta where a manifest exists
-    // (its walk then starts once the manifest is read).
-    const fastRunner = spawnRunner();
-    runnerLink(fastRunner.runner).observe(64 * 1024 * 1024, 100);
-    writeFileSync(path.join(local, "b.txt"), "b\n");
-    before = deltas();
-    await prepare(local, remoteDir, { made: fastRunner });
-    expect(deltas()).toBe(before + 1);
-    expect(remoteState(remoteDir)).toEqual(await upstreamResult(local));
     expect(remoteState(remoteDir)).toEqual(await upstreamResult(local));
     // Off: always the full upload.
     process.env.PAPERCLIP_NATIVE_SANDBOX_DELTA = "0";

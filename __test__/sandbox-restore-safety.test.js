@@ -106,7 +106,7 @@ const HOSTILE = [
   ],
 ];
 
-/** A runner whose sandbox answers the restore with `archive` instead of its real workspace. */
+/** A runner whose sandbox answers the restore (the full pull's archive, a delta's pull) with `archive` instead of its real workspace. */
 function hostileRunner(archive) {
   const made = spawnRunner();
   const execute = made.runner.execute;
@@ -117,6 +117,9 @@ function hostileRunner(archive) {
       script.replace(/'"'"'/g, "'"),
     );
     if (match && result.exitCode === 0) writeFileSync(match[1] ?? match[2], archive);
+    // A delta restore's pull that prints its archive: the hostile one instead.
+    if (script.includes("pcpull") && result.stdout.startsWith("pcpull inline\n"))
+      return { ...result, stdout: `pcpull inline\n${archive.toString("base64")}\n` };
     return result;
   };
   return made.runner;

@@ -257,9 +257,10 @@ export function createCommandManagedRuntimeClient(input) {
       // The base64 transport on a link measured slower than gzip: what comes back is worth
       // compressing in the sandbox first (the safe extraction reads gzip as well as tar).
       compressDownloads: () => !native && !useDuplex && runnerLink(runner).slow(),
-      // The delta uploads (sandbox/delta.js): a script's result with its stdout, and the
-      // runner's link as its uploads measured it (`slow()`, `bytesPerSecond`, `remember`).
-      exec: (script) => runShell(script),
+      // The deltas (sandbox/delta.js): a script's result with its stdout (`options.stdin`:
+      // text on its stdin), and the runner's link as its uploads measured it (`slow()`,
+      // `bytesPerSecond`, `remember`).
+      exec: (script, options) => runShell(script, options),
       link: () => runnerLink(runner),
     },
   });

@@ -29,20 +29,19 @@ import {
   headerOf,
   INLINE_REMOVALS_MAX,
   lightHeader,
-  LISTING_FORMAT,
   listingPipeline,
   restoredMarker,
   newManifest,
   parseListing,
   parseMembers,
   planDelta,
+  planRestoreDelta,
   readManifest,
   rowsAfterDelta,
   rowsAfterFull,
   RUNTIME_DIR,
   sentListing,
   settled,
-  unchanged,
   walkLocalTree,
   writeAtomically,
   writeManifest,
@@ -425,140 +424,33 @@ async function recordFull({ target, signal, file, local, remoteDir, members, pru
   );
 }
 
-/** An exclude value the restore delta can apply to a listing: a plain name (tar matches it as any path component). */
-const PLAIN_NAME = /^[^/*?[\\]+$/;
-
 /**
  * The delta of a baseline restore (the managed runtime's), or `null` for upstream's full
  * pull (counted): when the remote directory is the one this host last sent, unrestored,
  * and every exclude is a plain name, one remote listing tells which entries changed since
- * the prepare (a file whose remote or local `stat` moved since it was sent, a link or a
- * directory the baseline does not hold as it is, anything new) and which the remote
- * deleted. Pulling only those and merging them against the baseline cut to them (and
- * their ancestors) gives what the full pull and merge give: every other entry is, on the
- * remote, the baseline's version, which the merge leaves alone. Resolves
- * `{ members, baseline }`: the members to pull and the baseline to merge against. `loaded`:
- * the manifest as {@link deltaCandidate} read it; `localWalk`: the walk of `localDir` that
- * the caller started with {@link walkLocalTree} and the baseline's excludes, `null` when the
- * delta is off (`PAPERCLIP_NATIVE_SSH_DELTA=0`, read once by the caller).
+ * the prepare (tree-delta.js `planRestoreDelta`, whose plan this resolves: what to pull,
+ * the baseline to merge against). `loaded`: the manifest as
+ * {@link deltaCandidate} read it; `localWalk`: the walk of `localDir` that the caller
+ * started with {@link walkLocalTree} and the baseline's excludes, `null` when the delta is
+ * off (`PAPERCLIP_NATIVE_SSH_DELTA=0`, read once by the caller).
  */
 export async function planRestore({ spec, connection, remoteDir, localDir, baseline, loaded = null, localWalk }) {
   if (!localWalk) return null;
   const started = performance.now();
-  const exclude = [...new Set(baseline.exclude ?? [])];
   const { local, manifest } = loaded ?? (await loadManifest(spec, remoteDir, localDir));
-  if (!manifest || manifest.remoteDir !== remoteDir || manifest.localDir !== local || manifest.restored)
-    return countPull("no-manifest");
-  // `name/*` adds nothing to `name` (a git workspace's `.git`, `.git/*`).
-  const plain = exclude.filter((name) => !(name.endsWith("/*") && exclude.includes(name.slice(0, -2))));
-  if (!plain.every((name) => PLAIN_NAME.test(name))) return countPull("excludes");
   const target = transferTarget(spec, connection);
-  const signal = connection.signal;
-  // A member one of whose components is `name` (tar's match of a plain exclude).
-  const holds = (member, name) =>
-    member === name || member.startsWith(`${name}/`) || member.endsWith(`/${name}`) || member.includes(`/${name}/`);
-  const named = (member) => plain.some((name) => holds(member, name));
-  // AppleDouble names (`._*`) never come back with the pull: to the merge they are gone.
-  const appleDouble = (member) => member.startsWith("._") || member.includes("/._");
-  const excluded = (member) => named(member) || appleDouble(member);
-  const q = shellQuote(remoteDir);
-  // What changed since the manifest's listing (its remote time, less a margin for the
-  // coarse clock of file times), and every child of a directory that changed (what is
-  // gone); the whole tree when the manifest has no time.
-  const since = Number.isFinite(manifest.listedAt) ? manifest.listedAt - 2 : null;
-  // A git workspace's repository is excluded: not walked on the remote either.
-  const prune = plain.includes(".git") ? [RUNTIME_DIR, ".git"] : [RUNTIME_DIR];
-  const pruned = prune.map((name) => `-path ./${name} -prune -o `).join("");
-  const script =
-    since == null
-      ? ["set -e", `cd ${q}`, ...HEADER, listingPipeline("", prune)]
-      : [
-          "set -e",
-          `cd ${q}`,
-          // Probed at the prepare (GNU tar and find, gzip): only the time is asked.
-          ...(manifest.compressor ? lightHeader(manifest.compressor) : HEADER),
-          `F='${LISTING_FORMAT.replace("%P", "%p")}'`,
-          // One walk: the changed entries on stdout, the changed directories (`.` too) in a
-          // file, whose children are then listed.
-          `D=$(mktemp)`,
-          `trap 'rm -f "$D"' EXIT`,
-          `{ find . ${pruned}-newerct @${since} \\( -type d -fprint0 "$D" -o -true \\) ! -path . -printf '${LISTING_FORMAT.replace("%P", "./%P")}'; ` +
-            `xargs -0 -r sh -c 'for d; do printf "pcdelta-dir %s\\0\\0" "$d"; done; find "$@" -mindepth 1 -maxdepth 1 -printf "$0"' "$F" < "$D"; ` +
-            `printf 'pcdelta-end %s\\0' "$?"; } | $Z`,
-        ];
-  let listing;
-  try {
-    listing = parseListing(await exec(target, script.join("\n"), signal), { dotted: since != null });
-    trace("restore: remote listed", started);
-  } catch (error) {
-    await localWalk.catch(() => undefined);
-    if (error?.name === "AbortError") throw error;
-    return countPull("remote-cannot-answer");
-  }
-  if (!listing.entries) {
-    await localWalk.catch(() => undefined);
-    return countPull("remote-cannot-answer");
-  }
-  const locals = new Map(parseMembers(await localWalk).map((m) => [m.member, m]));
-  trace("restore: local walked", started);
-  const entries = baseline.entries instanceof Map ? baseline.entries : new Map(Object.entries(baseline.entries ?? {}));
-  const changed = [];
-  for (const [member, theirs] of listing.entries) {
-    if (excluded(member)) continue;
-    const base = entries.get(member);
-    let same = false;
-    if (theirs.kind === "f") {
-      const row = manifest.files[member];
-      const mine = locals.get(member);
-      same = base?.kind === "file" && Boolean(mine) && unchanged(row, mine, theirs);
-    } else if (theirs.kind === "l") same = base?.kind === "symlink" && base.target === theirs.link;
-    else if (theirs.kind === "d") same = base?.kind === "dir";
-    if (!same) changed.push(member);
-  }
-  // Gone from the remote: not listed, in a listed directory (or below one that is gone or
-  // is no longer a directory); with the whole tree listed, simply not listed.
-  const goneMemo = new Map();
-  const isGone = (member) => {
-    if (listing.entries.has(member)) return false;
-    if (since == null) return true;
-    if (goneMemo.has(member)) return goneMemo.get(member);
-    const slash = member.lastIndexOf("/");
-    const parent = slash < 0 ? "" : member.slice(0, slash);
-    const above = listing.entries.get(parent);
-    const gone = listing.enumerated.has(parent) || (above ? above.kind !== "d" : parent !== "" && isGone(parent));
-    goneMemo.set(member, gone);
-    return gone;
-  };
-  if (since != null) {
-    // Unchanged on the remote since the listing: still pulled when the host's copy moved
-    // since it was sent (the baseline may then not be what was sent) or was never recorded.
-    for (const [member, base] of entries) {
-      if (base?.kind !== "file" || listing.entries.has(member)) continue;
-      const row = manifest.files[member];
-      const mine = locals.get(member);
-      const sentAsIs =
-        Array.isArray(row) &&
-        mine &&
-        row[0] === mine.size &&
-        row[1] === mine.mtimeNs &&
-        row[2] === mine.ctimeNs &&
-        row[3] === mine.ino &&
-        row[4] === mine.dev;
-      // The cheap test first: most of a tree was sent as it is.
-      if (!sentAsIs && !excluded(member) && !isGone(member)) changed.push(member);
-    }
-  }
-  const keep = new Set(changed);
-  for (const member of entries.keys()) if (isGone(member) || (appleDouble(member) && !named(member))) keep.add(member);
-  for (const member of changed) {
-    for (let at = member.lastIndexOf("/"); at > 0; at = member.lastIndexOf("/", at - 1)) keep.add(member.slice(0, at));
-  }
-  // The pull names each member on the remote command line.
-  if (changed.reduce((sum, member) => sum + member.length + 8, 0) > INLINE_REMOVALS_MAX)
-    return countPull("too-many-changes");
-  const cut = new Map([...entries].filter(([member]) => keep.has(member)));
+  const plan = await planRestoreDelta({
+    manifest,
+    local,
+    remoteDir,
+    baseline,
+    localWalk,
+    list: async (script, options) => parseListing(await exec(target, script, connection.signal), options),
+  });
+  trace("restore: planned", started);
+  if (plan.fallback) return countPull(plan.fallback);
   pulls.delta += 1;
-  return { members: changed.sort(), baseline: { ...baseline, exclude, entries: cut } };
+  return plan;
 }
 
 function countPull(reason) {

@@ -629,7 +629,7 @@ export async function restoreWorkspaceOverSsh(input, transfers) {
           ...over,
         };
         if (!delta) return syncDirectoryFromSsh(tree);
-        return delta.members.length > 0 ? transfers.pullTree(tree, { members: delta.members }) : undefined;
+        return delta.members.length + delta.trees.length > 0 ? transfers.pullTree(tree, { delta }) : undefined;
       };
       const exportHistory = () =>
         pullGitHistory({ spec, localDir, remoteDir, ref, reset: false, onProgress, connection, base });

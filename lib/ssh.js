@@ -9,7 +9,7 @@ import { promises as fs } from "node:fs";
 import path from "node:path";
 import { abortError, codes, constants, native, runCancellable, toJsError } from "./native.js";
 import { shellQuote, sshTarget, transferProgress, transferTarget, uploadProgress } from "./ssh-common.js";
-import { parseMembers } from "./tree-delta.js";
+import { parseMembers, pullArguments } from "./tree-delta.js";
 import { prepareWorkspaceOverSsh, restoreWorkspaceOverSsh } from "./ssh-workspace.js";
 import { archiveLimits, checkSignal, invalidArgument, requireString } from "./arguments.js";
 import { isReservedName, reportForeignStaging } from "./staging.js";
@@ -372,18 +372,17 @@ export async function syncDirectoryFromSsh(input) {
 
 /**
  * One pull of `input.remoteDir` into `input.localDir` (checked as `syncDirectoryFromSsh`
- * checks it), upstream's: the whole tree, or with `members` only those entries (each
- * alone, `--no-recursion`; the restore delta's pull).
+ * checks it), upstream's: the whole tree, or with `delta` (`{ members, trees, names }`,
+ * the restore delta's plan) only those entries (tree-delta.js `pullArguments`).
  */
-async function pullTree(input, { members }) {
+async function pullTree(input, { delta }) {
   const { signal, target } = transferInput(input, "localDir");
   const excludeArgs = [APPLE_DOUBLE, ...(input.exclude ?? [])].flatMap((entry) => ["--exclude", entry]);
-  const what = members
-    ? ["--no-recursion", "-cf", "-", "--", ...members.map((member) => shellQuote(`./${member}`))]
-    : ["-cf", "-", "."];
   const remoteScript = [
     `cd ${shellQuote(input.remoteDir)}`,
-    `tar ${[...excludeArgs.map(shellQuote), ...what].join(" ")}`,
+    delta
+      ? `tar ${pullArguments(delta).join(" ")}`
+      : `tar ${[...excludeArgs.map(shellQuote), "-cf", "-", "."].join(" ")}`,
   ].join(" && ");
   const command = `sh -c ${shellQuote(remoteScript)}`;
   const limits = archiveLimits(input.limits);

@@ -8,7 +8,7 @@ import { randomBytes } from "node:crypto";
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import { gunzipSync } from "node:zlib";
-import { native, runCancellable } from "./native.js";
+import { constants, native, runCancellable } from "./native.js";
 import { shellQuote } from "./ssh-common.js";
 import { packInput } from "./tar-common.js";
 
@@ -414,4 +414,201 @@ export function rowsAfterDelta(locals, sent, before, after) {
     }
   }
   return files;
+}
+
+/** An exclude value the restore delta can apply to a listing: a plain name (tar matches it as any path component). */
+const PLAIN_NAME = /^[^/*?[\\]+$/;
+
+/**
+ * The plain names a restore's excludes come to, or `null` when one is not a plain name.
+ * `name/*`, `*\/name` and `*\/name/*` add nothing to `name` (tar matches an unanchored
+ * exclude against every path component), so they are left out when `name` is there: a git
+ * workspace's `.git`, `.git/*`, the sandbox lane's four patterns of each heavy directory.
+ */
+export function plainExcludes(exclude) {
+  const names = new Set(exclude.filter((name) => PLAIN_NAME.test(name)));
+  const implied = (value) => {
+    const inner = value.replace(/^\*\//, "").replace(/\/\*$/, "");
+    return inner !== value && names.has(inner);
+  };
+  const rest = exclude.filter((value) => !names.has(value) && !implied(value));
+  return rest.length === 0 ? [...names] : null;
+}
+
+/**
+ * The plan of a delta restore, shared by both lanes (ssh-delta.js `planRestore`,
+ * sandbox/restore.js): when `manifest` records `remoteDir` as this host (`local`) last sent
+ * it, unrestored, and every exclude of `baseline` is a plain name, one remote listing
+ * (`list(script, options)`, which runs `script` on the remote and resolves
+ * `parseListing(stdout, options)`) tells which entries changed since the prepare (a file
+ * whose remote or local `stat` moved since it was sent, a link or a directory the baseline
+ * does not hold as it is, anything new) and which the remote deleted. Pulling only those
+ * and merging them against the baseline cut to them (and their ancestors) gives what the
+ * full pull and merge give: every other entry is, on the remote, the baseline's version,
+ * which the merge leaves alone. Resolves `{ members, trees, names, baseline, bytes }` (the
+ * members to pull alone and the new directories to pull whole, sorted; the plain names
+ * the excludes come to; the baseline to merge against; the listed bytes of the members'
+ * files) or `{ fallback }`, the reason for the
+ * full pull. `localWalk`: the walk of the local tree
+ * ({@link walkLocalTree}, the baseline's excludes), always settled before this resolves.
+ */
+export async function planRestoreDelta({ manifest, local, remoteDir, baseline, localWalk, list }) {
+  const fallback = async (reason) => {
+    await localWalk.catch(() => undefined);
+    return { fallback: reason };
+  };
+  if (!manifest || manifest.remoteDir !== remoteDir || manifest.localDir !== local || manifest.restored)
+    return await fallback("no-manifest");
+  const exclude = [...new Set(baseline.exclude ?? [])];
+  const plain = plainExcludes(exclude);
+  if (!plain) return await fallback("excludes");
+  // A member one of whose components is `name` (tar's match of a plain exclude).
+  const holds = (member, name) =>
+    member === name || member.startsWith(`${name}/`) || member.endsWith(`/${name}`) || member.includes(`/${name}/`);
+  const named = (member) => plain.some((name) => holds(member, name));
+  // AppleDouble names (`._*`) are never pulled either.
+  const appleDouble = (member) => member.startsWith("._") || member.includes("/._");
+  const excluded = (member) => named(member) || appleDouble(member);
+  const q = shellQuote(remoteDir);
+  // What changed since the manifest's listing (its remote time, less a margin for the
+  // coarse clock of file times), and every child of a directory that changed (what is
+  // gone); the whole tree when the manifest has no time.
+  const since = Number.isFinite(manifest.listedAt) ? manifest.listedAt - 2 : null;
+  // A git workspace's repository is excluded: not walked on the remote either.
+  const prune = plain.includes(".git") ? [RUNTIME_DIR, ".git"] : [RUNTIME_DIR];
+  const pruned = prune.map((name) => `-path ./${name} -prune -o `).join("");
+  const script =
+    since == null
+      ? ["set -e", `cd ${q}`, ...HEADER, listingPipeline("", prune)]
+      : [
+          "set -e",
+          `cd ${q}`,
+          // Probed at the prepare (GNU tar and find, gzip): only the time is asked.
+          ...(manifest.compressor ? lightHeader(manifest.compressor) : HEADER),
+          `F='${LISTING_FORMAT.replace("%P", "%p")}'`,
+          // One walk: the changed entries on stdout, the changed directories (`.` too) in a
+          // file, whose children are then listed.
+          `D=$(mktemp)`,
+          `trap 'rm -f "$D"' EXIT`,
+          `{ find . ${pruned}-newerct @${since} \\( -type d -fprint0 "$D" -o -true \\) ! -path . -printf '${LISTING_FORMAT.replace("%P", "./%P")}'; ` +
+            `xargs -0 -r sh -c 'for d; do printf "pcdelta-dir %s\\0\\0" "$d"; done; find "$@" -mindepth 1 -maxdepth 1 -printf "$0"' "$F" < "$D"; ` +
+            `printf 'pcdelta-end %s\\0' "$?"; } | $Z`,
+        ];
+  let listing;
+  try {
+    listing = await list(script.join("\n"), { dotted: since != null });
+  } catch (error) {
+    await localWalk.catch(() => undefined);
+    if (error?.name === "AbortError") throw error;
+    return { fallback: "remote-cannot-answer" };
+  }
+  if (!listing?.entries) return await fallback("remote-cannot-answer");
+  let walked;
+  try {
+    walked = parseMembers(await localWalk);
+  } catch (error) {
+    if (error?.name === "AbortError") throw error;
+    return { fallback: "walk-failed" };
+  }
+  const locals = new Map(walked.map((m) => [m.member, m]));
+  const entries = baseline.entries instanceof Map ? baseline.entries : new Map(Object.entries(baseline.entries ?? {}));
+  const changed = [];
+  let bytes = 0;
+  for (const [member, theirs] of listing.entries) {
+    if (excluded(member)) continue;
+    const base = entries.get(member);
+    let same = false;
+    if (theirs.kind === "f") {
+      const row = manifest.files[member];
+      const mine = locals.get(member);
+      same = base?.kind === "file" && Boolean(mine) && unchanged(row, mine, theirs);
+    } else if (theirs.kind === "l") same = base?.kind === "symlink" && base.target === theirs.link;
+    else if (theirs.kind === "d") same = base?.kind === "dir";
+    if (!same) {
+      changed.push(member);
+      if (theirs.kind === "f") bytes += theirs.size;
+    }
+  }
+  // Gone from the remote: not listed, in a listed directory (or below one that is gone or
+  // is no longer a directory); with the whole tree listed, simply not listed.
+  const goneMemo = new Map();
+  const isGone = (member) => {
+    if (listing.entries.has(member)) return false;
+    if (since == null) return true;
+    if (goneMemo.has(member)) return goneMemo.get(member);
+    const slash = member.lastIndexOf("/");
+    const parent = slash < 0 ? "" : member.slice(0, slash);
+    const above = listing.entries.get(parent);
+    const gone = listing.enumerated.has(parent) || (above ? above.kind !== "d" : parent !== "" && isGone(parent));
+    goneMemo.set(member, gone);
+    return gone;
+  };
+  if (since != null) {
+    // Unchanged on the remote since the listing: still pulled when the host's copy moved
+    // since it was sent (the baseline may then not be what was sent) or was never recorded.
+    for (const [member, base] of entries) {
+      if (base?.kind !== "file" || listing.entries.has(member)) continue;
+      const row = manifest.files[member];
+      const mine = locals.get(member);
+      const sentAsIs =
+        Array.isArray(row) &&
+        mine &&
+        row[0] === mine.size &&
+        row[1] === mine.mtimeNs &&
+        row[2] === mine.ctimeNs &&
+        row[3] === mine.ino &&
+        row[4] === mine.dev;
+      // The cheap test first: most of a tree was sent as it is.
+      if (!sentAsIs && !excluded(member) && !isGone(member)) {
+        changed.push(member);
+        bytes += Array.isArray(row) ? row[5] : (mine?.size ?? 0);
+      }
+    }
+  }
+  const keep = new Set(changed);
+  // The full pull never brings an excluded name back: a baseline entry of one is gone too.
+  for (const member of entries.keys()) if (excluded(member) || isGone(member)) keep.add(member);
+  for (const member of changed) {
+    for (let at = member.lastIndexOf("/"); at > 0; at = member.lastIndexOf("/", at - 1)) keep.add(member.slice(0, at));
+  }
+  // The pull names each member on the remote command line.
+  if (changed.reduce((sum, member) => sum + member.length + 8, 0) > INLINE_REMOVALS_MAX)
+    return { fallback: "too-many-changes" };
+  const cut = new Map([...entries].filter(([member]) => keep.has(member)));
+  // A directory the baseline does not hold comes with its whole subtree: its children are
+  // not all listed when it was moved into place (a rename moves the ctime of the directory
+  // alone).
+  const trees = new Set();
+  for (const member of changed.sort()) {
+    if (listing.entries.get(member)?.kind !== "d" || entries.get(member)?.kind === "dir") continue;
+    if (!within(member, trees)) trees.add(member);
+  }
+  const members = changed.filter((member) => !within(member, trees));
+  return { members, trees: [...trees], names: plain, baseline: { ...baseline, exclude, entries: cut }, bytes };
+}
+
+/** Whether `member` is one of `dirs` or below one. */
+function within(member, dirs) {
+  if (dirs.size === 0) return false;
+  for (let at = member.length; at > 0; at = member.lastIndexOf("/", at - 1)) {
+    if (dirs.has(member.slice(0, at))) return true;
+  }
+  return false;
+}
+
+/**
+ * The remote `tar` arguments that archive a delta restore's pull (`{ members, trees }` of
+ * {@link planRestoreDelta}) from the remote directory: each member alone, each tree whole
+ * (GNU tar's positional `--no-recursion` / `--recursion`), every name `./`-prefixed, so
+ * never read as an option; `names`, the plain excludes, leave their entries out of a tree.
+ */
+export function pullArguments({ members, trees, names }) {
+  return [
+    ...[constants.appleDoubleExclude, ...names].map((name) => `--exclude=${shellQuote(name)}`),
+    "-cf",
+    "-",
+    "--no-recursion",
+    ...members.map((member) => shellQuote(`./${member}`)),
+    ...(trees.length > 0 ? ["--recursion", ...trees.map((tree) => shellQuote(`./${tree}`))] : []),
+  ];
 }

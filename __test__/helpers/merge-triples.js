@@ -10,6 +10,7 @@ import {
   readdirSync,
   readFileSync,
   readlinkSync,
+  renameSync,
   rmSync,
   statSync,
   symlinkSync,
@@ -126,6 +127,12 @@ export const REMOTE_OPS = {
     const rel = rng.pick(inv.dirs);
     rmSync(path.join(root, rel), { recursive: true, force: true });
     writeFile(rng, root, rel, "remote-dir-to-file");
+  },
+  renameDir(rng, root, inv) {
+    // A directory moved into place whole (its children keep their ctimes).
+    if (inv.dirs.length === 0) return;
+    const rel = rng.pick(inv.dirs);
+    renameSync(path.join(root, rel), path.join(root, path.dirname(rel), freshName(rng)));
   },
   fileToDir(rng, root, inv) {
     if (inv.files.length === 0) return;

@@ -18,7 +18,10 @@
 import { createHash } from "node:crypto";
 import { promises as fs } from "node:fs";
 import path from "node:path";
+import { gzipSync } from "node:zlib";
 import { resolveInstanceRoot } from "../merge-lock.js";
+import { abortError } from "../native.js";
+import { createTarballStreamFromDirectory } from "../tar-stream.js";
 import {
   HEADER,
   headerOf,
@@ -29,6 +32,8 @@ import {
   parseListing,
   parseMembers,
   planDelta,
+  planRestoreDelta,
+  pullArguments,
   readManifest,
   rowsAfterDelta,
   rowsAfterFull,
@@ -37,6 +42,7 @@ import {
   walkLocalTree,
   writeManifest,
 } from "../tree-delta.js";
+import { SLICE_BYTES } from "./base64-transfer.js";
 import { OUR_CLIENT } from "./client-features.js";
 import { shellQuote } from "./shell.js";
 
@@ -45,11 +51,19 @@ const PLAIN_NAME = /^[^/*?[\\]+$/;
 /** The in-flight upload archives upstream's clear spares. */
 const UPLOAD_SCRATCH = ".paperclip-upload-*";
 
+/** A delta archive up to this size goes on the stdin of the one command that extracts it (a chunked write's slice). */
+const INLINE_UPLOAD_MAX = SLICE_BYTES;
+/** Inline archives and pulls from this size on go gzip'd (when the sandbox has gzip and the link is not known fast). */
+const GZIP_FROM = 64 * 1024;
+
 const stats = { delta: 0, full: 0, sent: 0, removed: 0, fallbacks: {} };
+const pulls = { delta: 0, full: 0, pulled: 0, fallbacks: {} };
 
 /**
- * What the sandbox lane's delta uploads did in this process: uploads done as deltas, full
- * uploads (and their reasons), members sent and entries removed by the deltas.
+ * What the sandbox lane's deltas did in this process: uploads done as deltas, full uploads
+ * (and their reasons), members sent and entries removed by the deltas; and `restore`, the
+ * restores done as deltas, the full pulls (and their reasons) and the members the deltas
+ * pulled.
  */
 export function sandboxDeltaStats() {
   return {
@@ -58,14 +72,16 @@ export function sandboxDeltaStats() {
     sent: stats.sent,
     removed: stats.removed,
     fallbacks: { ...stats.fallbacks },
+    restore: { delta: pulls.delta, full: pulls.full, pulled: pulls.pulled, fallbacks: { ...pulls.fallbacks } },
   };
 }
 
 /**
- * `PAPERCLIP_NATIVE_SANDBOX_DELTA` (read at every prepare): `0`/`off` never; `1`/`on` always
- * (a manifest after every full upload); `auto` (the default) a delta wherever a manifest
- * exists, and a manifest after a full upload only when the runner's link measured slower
- * than gzip (so a fast runner sees exactly upstream's commands).
+ * `PAPERCLIP_NATIVE_SANDBOX_DELTA` (read at every prepare and restore): `0`/`off` never
+ * (upstream's commands only); `1`/`on` and `auto` (the default) a delta wherever a manifest
+ * exists and a manifest after every full upload, on every link: a repeat run's delta costs
+ * one listing command more than nothing, where the full upload costs every byte of the tree
+ * and four commands at least (docs/sandbox.md, "Delta uploads").
  */
 export function sandboxDeltaSetting() {
   const value = process.env.PAPERCLIP_NATIVE_SANDBOX_DELTA ?? "auto";
@@ -96,21 +112,41 @@ async function manifestFile(spec, remoteDir, localDir) {
  * Runs a listing script on the sandbox and parses what it printed (`parseListing`'s
  * `options`); the output is binary, so it comes back as base64 text, decoded here.
  */
-async function listRemote(features, script, options) {
-  const { stdout } = await features.exec(`{\n${script}\n} | base64`);
-  return parseListing(Buffer.from(stdout, "base64"), options);
+async function listRemote(features, script, options, stdin) {
+  const { stdout } = await features.exec(`{\n${script}\n} | base64`, stdin === undefined ? {} : { stdin });
+  try {
+    return parseListing(Buffer.from(stdout, "base64"), options);
+  } catch {
+    // A listing cut short mid-stream (its gzip member unfinished): no listing.
+    return { header: [], entries: null };
+  }
 }
+
+/** The tar archive of `only` (members of `localDir` minus `exclude`), in memory: a small delta's. */
+async function packed(pack) {
+  const chunks = [];
+  for await (const chunk of await createTarballStreamFromDirectory(pack)) chunks.push(chunk);
+  return Buffer.concat(chunks);
+}
+
+/** A link this process measured faster than gzip. */
+const knownFast = (link) => link.bytesPerSecond != null && !link.slow();
 
 /**
  * Stages the plain workspace tree of a prepare: by a delta when the sandbox kept what the
  * last prepare sent, else by `fullUpload()` (upstream's clear and full upload), then records
- * what the sandbox holds for the next prepare when the setting asks for it.
+ * what the sandbox holds for the next prepare (unless the setting is off).
  * - `client`: the prepare's client; only ours (base64 or duplex uploads) takes deltas.
  * - `spec`, `localDir`, `remoteDir`, `exclude` (the archive's excludes), `preserved` (the
- *   top-level names upstream's clear spares), `signal`.
+ *   top-level names upstream's clear spares), `signal`; `ensureDirs`: remote directories a
+ *   delta creates when missing (the ones the full upload's staging creates).
  * - `stageDelta({ pack, command })`: uploads the archive `pack` describes (a
  *   `PACKED_SOURCE` pack) and runs `command` after it, as the full upload's stage does;
- *   `command` receives the remote archive's path.
+ *   `command` receives the remote archive's path. A large delta's path.
+ * - `stageInline({ bytes, upload })`: runs `upload()` (one command: the archive on its
+ *   stdin, extracted, what it wrote listed; resolves `{ listed, bytes }`) with the
+ *   prepare's status and progress lines (`bytes`, the archive's size as planned), and
+ *   resolves `listed`. A small delta's path.
  */
 export async function stageSandboxTree({
   client,
@@ -122,6 +158,8 @@ export async function stageSandboxTree({
   signal,
   fullUpload,
   stageDelta,
+  stageInline,
+  ensureDirs = [],
 }) {
   const setting = sandboxDeltaSetting();
   const features = client[OUR_CLIENT];
@@ -133,16 +171,9 @@ export async function stageSandboxTree({
     return { mode: "full", reason };
   }
   // The walk of what the archive holds starts at once: a delta compares it with the
-  // listing, a full upload records it (taken before the pack reads a file). Not on a runner
-  // this process measured fast, where `auto` records nothing: there it starts only for a
-  // delta, once a manifest is found.
+  // listing, a full upload records it (taken before the pack reads a file).
   const link = features.link();
-  const knownFast = setting === "auto" && link.bytesPerSecond != null && !link.slow();
-  let walking = null;
-  const walk = () => {
-    walking ??= walkLocalTree(localDir, exclude, signal, { dotMembers: false });
-  };
-  if (!knownFast) walk();
+  const walking = walkLocalTree(localDir, exclude, signal, { dotMembers: false });
   const { file, local } = await manifestFile(spec, remoteDir, localDir);
   const prune = [...preserved, UPLOAD_SCRATCH];
   const q = shellQuote(remoteDir);
@@ -152,12 +183,12 @@ export async function stageSandboxTree({
       await settled(file);
       await fs.rm(file, { force: true }).catch(() => undefined);
       await fullUpload();
-      // Only a walk taken before the pack can vouch for what was sent.
-      if (walking && (setting === "on" || link.slow())) await recordFull();
+      // Only the walk taken before the pack can vouch for what was sent.
+      await recordFull();
       return { mode: "full", reason };
     } finally {
       // Nothing of the walk outlives the call.
-      await walking?.catch(() => undefined);
+      await walking.catch(() => undefined);
     }
   };
   /** After a full upload: lists the sandbox tree and records every file that arrived as it was walked. */
@@ -185,7 +216,6 @@ export async function stageSandboxTree({
   if (!preserved.every((name) => PLAIN_NAME.test(name))) return await full("preserved-pattern");
   const manifest = await readManifest(file);
   if (!manifest || manifest.remoteDir !== remoteDir || manifest.localDir !== local) return await full("no-manifest");
-  walk();
   // A delta moves too little to measure the link by: the last run's figure stands for it
   // until an upload of this process measures one (the restore's compression asks it).
   link.remember(manifest.link);
@@ -202,7 +232,7 @@ export async function stageSandboxTree({
     );
   } catch (error) {
     if (error?.name === "AbortError") {
-      await walking?.catch(() => undefined);
+      await walking.catch(() => undefined);
       throw error;
     }
     return await full("remote-cannot-answer");
@@ -221,27 +251,56 @@ export async function stageSandboxTree({
   const removals = [...plan.remove].map((member) => shellQuote(member)).join(" ");
   if (removals.length > INLINE_REMOVALS_MAX) return await full("too-many-removals");
   const only = [...plan.send];
-  await stageDelta({
-    pack: { localDir, exclude, only, signal },
-    command: (remoteTar) =>
-      [
-        `cd ${q}`,
-        ...(plan.remove.size > 0 ? [`rm -rf -- ${removals}`] : []),
-        `tar -xf ${shellQuote(remoteTar)}`,
-        `rm -f ${shellQuote(remoteTar)}`,
-      ].join(" && "),
-  });
-  stats.delta += 1;
-  stats.sent += plan.send.size;
-  stats.removed += plan.remove.size;
   // What was sent, listed again for the manifest: by name when the names are short enough,
   // else every entry changed since the first listing.
   const relist = sentListing(only, header, prune);
-  const post = await listRemote(features, [`cd ${q}`, ...lightHeader(header.compressor), relist.script].join("\n"), {
-    dotted: relist.dotted,
-  }).catch(() => null);
-  // Without it the previous manifest stays: its rows of what was sent no longer match the
-  // sandbox, so those files go again next time.
+  const removal = plan.remove.size > 0 ? [`rm -rf -- ${removals}`] : [];
+  const sendBytes = locals.reduce(
+    (sum, entry) => sum + (plan.send.has(entry.member) ? 512 + Math.ceil(entry.size / 512) * 512 : 0),
+    1024,
+  );
+  let post;
+  if (signal?.aborted) throw abortError(signal);
+  if (only.length === 0 || sendBytes <= INLINE_UPLOAD_MAX) {
+    // A small delta: one command takes the archive on its stdin, extracts it and lists what
+    // it wrote (no staged file, no separate extraction or listing).
+    const gzip = header.compressor === "gzip" && sendBytes >= GZIP_FROM && !knownFast(link);
+    post = await stageInline({
+      bytes: sendBytes,
+      upload: async () => {
+        const archive = only.length > 0 ? await packed({ localDir, exclude, only, signal }) : null;
+        const stdin = archive ? (gzip ? gzipSync(archive, { level: 1 }) : archive).toString("base64") : undefined;
+        const script = [
+          "set -e",
+          ...ensureDirs.map((dir) => `mkdir -p ${shellQuote(dir)}`),
+          `cd ${q}`,
+          ...removal,
+          ...(archive ? [gzip ? "base64 -d | gzip -dc | tar -xf -" : "base64 -d | tar -xf -"] : []),
+          ...lightHeader(header.compressor),
+          relist.script,
+        ].join("\n");
+        const listed = await listRemote(features, script, { dotted: relist.dotted }, stdin);
+        return { listed, bytes: archive?.length ?? 0 };
+      },
+    });
+    // The header comes after the extraction (`set -e`): without it, whether the archive
+    // went in is not known (the command's status is its `base64`'s), so the full upload runs.
+    if (post.header[1] !== "ok") return await full("delta-failed");
+  } else {
+    await stageDelta({
+      pack: { localDir, exclude, only, signal },
+      command: (remoteTar) =>
+        [`cd ${q}`, ...removal, `tar -xf ${shellQuote(remoteTar)}`, `rm -f ${shellQuote(remoteTar)}`].join(" && "),
+    });
+    post = await listRemote(features, [`cd ${q}`, ...lightHeader(header.compressor), relist.script].join("\n"), {
+      dotted: relist.dotted,
+    }).catch(() => null);
+  }
+  stats.delta += 1;
+  stats.sent += plan.send.size;
+  stats.removed += plan.remove.size;
+  // Without the listing after it the previous manifest stays: its rows of what was sent no
+  // longer match the sandbox, so those files go again next time.
   if (!post?.entries) return { mode: "delta", sent: plan.send.size, removed: plan.remove.size };
   const sent = locals.filter((entry) => plan.send.has(entry.member));
   writeManifest(
@@ -256,4 +315,81 @@ export async function stageSandboxTree({
     }),
   );
   return { mode: "delta", sent: plan.send.size, removed: plan.remove.size };
+}
+
+function countPull(reason) {
+  pulls.full += 1;
+  pulls.fallbacks[reason] = (pulls.fallbacks[reason] ?? 0) + 1;
+  return null;
+}
+
+/**
+ * Whether a restore may try a delta, and on what: `{ features, localWalk }`, the walk of
+ * `localDir` (minus `exclude`, the baseline's) started at once, or `null` (the full pull,
+ * counted) when the setting is off or the client's transfers are not ours.
+ */
+export function startRestoreDelta(client, localDir, exclude, signal) {
+  const features = client[OUR_CLIENT];
+  if (sandboxDeltaSetting() === "off") return countPull("off");
+  if (!features?.streamsPackedSources || typeof features.exec !== "function") return countPull("client");
+  const localWalk = walkLocalTree(localDir, [...new Set(exclude)], signal, { dotMembers: false });
+  return { features, localWalk };
+}
+
+/**
+ * The delta of a sandbox restore (tree-delta.js `planRestoreDelta`: one listing of what
+ * changed since the prepare), or `null` for upstream's full pull (counted). `started`: what
+ * {@link startRestoreDelta} returned; its walk is settled when this resolves.
+ */
+export async function planSandboxRestore({ started, spec, remoteDir, localDir, baseline }) {
+  const { features, localWalk } = started;
+  const { file, local } = await manifestFile(spec, remoteDir, localDir).catch(async (error) => {
+    await localWalk.catch(() => undefined);
+    throw error;
+  });
+  const manifest = await readManifest(file);
+  const plan = await planRestoreDelta({
+    manifest,
+    local,
+    remoteDir,
+    baseline,
+    localWalk,
+    list: (script, options) => listRemote(features, script, options),
+  });
+  if (plan.fallback) return countPull(plan.fallback);
+  // gzip'd when the sandbox has it and the link is not known fast.
+  return { ...plan, gzip: manifest.compressor === "gzip" && !knownFast(features.link()) };
+}
+
+/** A delta pull's archive up to this size comes back on the stdout of the command that makes it. */
+const INLINE_PULL_MAX = SLICE_BYTES;
+
+/**
+ * The one command of a delta restore's pull: archives the plan's members into `remoteTar`
+ * (gzip'd when `gzip`), then prints `pcpull inline` and the archive as base64 when it is
+ * at most {@link INLINE_PULL_MAX} bytes (and removes it), else `pcpull file <size>` (the
+ * caller reads the file, then removes it).
+ */
+export function pullScript(plan, remoteDir, remoteTar, gzip) {
+  const tar = shellQuote(remoteTar);
+  return [
+    "set -e",
+    `mkdir -p ${shellQuote(path.posix.dirname(remoteTar))}`,
+    `cd ${shellQuote(remoteDir)}`,
+    `tar ${pullArguments(plan).join(" ")} > ${tar}`,
+    ...(gzip ? [`gzip -1 -n -f -c ${tar} > ${tar}.gz`, `mv -f ${tar}.gz ${tar}`] : []),
+    `S=$(wc -c < ${tar})`,
+    `if [ "$S" -le ${INLINE_PULL_MAX} ]; then echo 'pcpull inline'; base64 < ${tar}; rm -f ${tar}; else echo "pcpull file $S"; fi`,
+  ].join("\n");
+}
+
+/** Counts a restore done as a delta, and the members (and trees) it pulled. */
+export function countRestoreDelta(plan) {
+  pulls.delta += 1;
+  pulls.pulled += plan.members.length + plan.trees.length;
+}
+
+/** Counts a restore that runs whole: `reason`, why (a delta's pull that failed, a workspace the delta does not cover). */
+export function countRestoreFallback(reason) {
+  return countPull(reason);
 }

@@ -382,7 +382,25 @@ export async function prepareSandbox(input, sources) {
               exclude: archiveExclude,
               preserved: [...preserved],
               signal,
+              ensureDirs: [runtimeRootDir],
               fullUpload: () => packAndStage(null),
+              stageInline: async ({ bytes, upload }) => {
+                await emitStatus(input.onRuntimeProgress, "config_sync", "Syncing workspace to environment");
+                stopIfAborted();
+                const progress = transferProgress(input.onProgress, "Syncing", "to", "workspace", {
+                  sink: input.onRuntimeProgress,
+                  phase: "config_sync",
+                });
+                let done;
+                try {
+                  done = await upload();
+                } catch (error) {
+                  await progress.fail(0, bytes);
+                  throw error;
+                }
+                await progress.finish(done.bytes, done.bytes);
+                return done.listed;
+              },
               stageDelta: async ({ pack, command }) => {
                 await emitStatus(input.onRuntimeProgress, "config_sync", "Syncing workspace to environment");
                 const remoteTar = path.posix.join(runtimeRootDir, "workspace-upload.tar");

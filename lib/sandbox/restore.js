@@ -7,12 +7,13 @@
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import { GIT_ARCHIVE_EXCLUDES } from "../git-workspace-sync.js";
-import { native } from "../native.js";
+import { codes, native } from "../native.js";
 import { extractTarballToDirectory } from "../tar-stream.js";
 import { mergeDirectoryWithBaseline } from "../workspace-restore-merge.js";
 import { asBuffer } from "./base64-transfer.js";
 import { OUR_CLIENT } from "./client-features.js";
 import { assertSyncOperationsConfined } from "./confinement.js";
+import { countRestoreDelta, countRestoreFallback, planSandboxRestore, pullScript, startRestoreDelta } from "./delta.js";
 import {
   deleteRef,
   deltaBundleScript,
@@ -32,6 +33,9 @@ import {
   transferProgress,
   withTempDir,
 } from "./steps.js";
+
+/** The extraction's refusals of what the sandbox sent: never retried. */
+const REFUSALS = new Set([codes.UNSAFE_ARCHIVE_ENTRY, codes.ARCHIVE_LIMIT_EXCEEDED]);
 
 /**
  * Brings the sandbox workspace (history, then tree) back and merges it. `run` is what the
@@ -92,6 +96,14 @@ export async function restoreSandboxWorkspace(run, sink) {
     });
     await nested.restoreWorkspace(sink);
   }
+  // A plain workspace through our client: only what the run changed comes back (delta.js),
+  // the walk of the host tree it compares with the listing started at once.
+  const deltaStart = nativeSyncOut
+    ? countRestoreFallback("client")
+    : gitSnapshot || repositories.length > 0
+      ? countRestoreFallback("git")
+      : startRestoreDelta(input.client, input.workspaceLocalDir, baseline.exclude ?? [], signal);
+  let walkSettled = false;
   await withTempDir("paperclip-sandbox-restore-", async (tempDir) => {
     let importedRef = null;
     let importedHead = null;
@@ -198,8 +210,53 @@ export async function restoreSandboxWorkspace(run, sink) {
         });
         const sent = syncedBytes(await input.client.syncOut(operations));
         await progress.finish(sent, sent);
-      } else {
-        const remoteTar = path.posix.join(runtimeRootDir, "workspace-download.tar");
+      }
+      const remoteTar = path.posix.join(runtimeRootDir, "workspace-download.tar");
+      let plan = null;
+      if (deltaStart) {
+        plan = await planSandboxRestore({
+          started: deltaStart,
+          spec: input.spec,
+          remoteDir: workspaceRemoteDir,
+          localDir: input.workspaceLocalDir,
+          baseline,
+        });
+        walkSettled = true;
+      }
+      if (plan) {
+        const progress = transferProgress(sink, "Restoring", "from", "workspace", {
+          sink: input.onRuntimeProgress,
+          phase: "restore",
+        });
+        try {
+          await fs.mkdir(extractedDir, { recursive: true });
+          const bytes = await pullDelta({
+            client: input.client,
+            plan,
+            remoteDir: workspaceRemoteDir,
+            remoteTar,
+            extractedDir,
+            options: progress.options,
+            signal,
+            limits,
+            knownLinks: input.workspaceLocalDir,
+          });
+          await progress.finish(bytes, bytes);
+          countRestoreDelta(plan);
+        } catch (error) {
+          // An abort, and what the sandbox sent that the extraction refuses (a member out of
+          // the tree, past the limits), stop the restore as they stop the full pull.
+          if (error?.name === "AbortError" || REFUSALS.has(error?.code)) throw error;
+          // Any other doubt about the pull (a failed command, an archive cut short): the whole
+          // tree comes back into an empty staging directory.
+          await input.client.remove(remoteTar).catch(() => undefined);
+          await fs.rm(extractedDir, { recursive: true, force: true });
+          await fs.mkdir(extractedDir, { recursive: true, mode: 0o700 });
+          countRestoreFallback("pull-failed");
+          plan = null;
+        }
+      }
+      if (!nativeSyncOut && !plan) {
         const gzip = input.client[OUR_CLIENT]?.compressDownloads?.() === true;
         await input.client.run(
           `sh -c ${shellQuote(remoteArchiveCommand(workspaceRemoteDir, remoteTar, workspaceRestoreExclude, gzip))}`,
@@ -231,8 +288,9 @@ export async function restoreSandboxWorkspace(run, sink) {
       }
       stopIfAborted();
       const head = importedHead;
-      const mergeBaseline =
-        repositories.length === 0
+      const mergeBaseline = plan
+        ? plan.baseline
+        : repositories.length === 0
           ? baseline
           : {
               exclude: workspaceRestoreExclude,
@@ -261,6 +319,8 @@ export async function restoreSandboxWorkspace(run, sink) {
           : undefined,
       });
     } finally {
+      // A restore that did not reach the delta's plan: nothing of its walk outlives the call.
+      if (deltaStart && !walkSettled) await deltaStart.localWalk.catch(() => undefined);
       await emitStatus(input.onRuntimeProgress, "finalize", "Finalizing workspace");
       if (importedRef) await deleteRef(input.workspaceLocalDir, importedRef);
       if (stagingName)
@@ -269,6 +329,38 @@ export async function restoreSandboxWorkspace(run, sink) {
           .catch(() => undefined);
     }
   });
+}
+
+/**
+ * A delta restore's pull into `extractedDir`: one command archives the plan's members in
+ * the sandbox and prints the archive when it is small (delta.js `pullScript`), else the
+ * archive is read slice by slice; either way into the safe extractor. Returns the archive's
+ * size. Throws on any answer it does not expect.
+ */
+async function pullDelta({ client, plan, remoteDir, remoteTar, extractedDir, options, signal, limits, knownLinks }) {
+  if (plan.members.length + plan.trees.length === 0) return 0;
+  const { stdout } = await client[OUR_CLIENT].exec(
+    `sh -c ${shellQuote(pullScript(plan, remoteDir, remoteTar, plan.gzip))}`,
+  );
+  const newline = stdout.indexOf("\n");
+  const head = newline < 0 ? stdout : stdout.slice(0, newline);
+  if (head === "pcpull inline") {
+    const archive = Buffer.from(stdout.slice(newline + 1), "base64");
+    await extractTarballToDirectory({
+      source: archive,
+      localDir: extractedDir,
+      signal,
+      knownLinks,
+      ...(limits !== undefined ? { limits } : {}),
+    });
+    return archive.length;
+  }
+  if (!/^pcpull file \d+$/.test(head)) throw new Error("the sandbox's pull gave no archive");
+  try {
+    return await readRemoteIntoDirectory(client, remoteTar, extractedDir, options, signal, limits, knownLinks);
+  } finally {
+    await client.remove(remoteTar).catch(() => undefined);
+  }
 }
 
 /** The remote file's bytes as slices: the client's `readStream` when it has one, else one `readFile`. */

@@ -1,0 +1,358 @@
+// Delta restores of the sandbox lane against upstream's full pull and merge (docs/sandbox.md,
+// "Delta uploads"): two copies of one seeded workspace, ours prepared and restored through
+// our `prepareCommandManagedRuntime`, the twin through upstream's; the same seeded changes
+// made in both sandboxes (a file rewritten with the same size and mtime, a file replaced by
+// a directory, a directory moved whole, deletions) and on both hosts while the run is on;
+// after each restore the two workspaces are equal entry by entry (kinds, modes, contents,
+// link targets). Then every fallback to the full pull, an abort
+// mid-restore, and the runner commands of a repeat run.
+import { execFileSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import * as upstream from "@paperclipai/adapter-utils/command-managed-runtime";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { prepareCommandManagedRuntime } from "../lib/command-managed-runtime.js";
+import { sandboxDeltaStats } from "../lib/sandbox/delta.js";
+import { planRestoreDelta } from "../lib/tree-delta.js";
+import { copyTree, HOST_OPS, inventory, mutate, REMOTE_OPS, sameSizeSameMtime } from "./helpers/merge-triples.js";
+import { createRandom, runSeed } from "./helpers/random.js";
+import { spawnRunner } from "./helpers/sandbox-runner.js";
+import { remoteState } from "./helpers/sshd.js";
+import { writeRandomTree } from "./helpers/trees.js";
+
+const seed = runSeed();
+const work = mkdtempSync(path.join(os.tmpdir(), "pc-sandbox-restore-delta-"));
+const savedHome = process.env.PAPERCLIP_HOME;
+beforeAll(() => {
+  process.env.PAPERCLIP_HOME = path.join(work, "home");
+});
+afterAll(() => {
+  if (savedHome === undefined) delete process.env.PAPERCLIP_HOME;
+  else process.env.PAPERCLIP_HOME = savedHome;
+  rmSync(work, { recursive: true, force: true });
+});
+afterEach(() => {
+  delete process.env.PAPERCLIP_NATIVE_SANDBOX_DELTA;
+});
+let counter = 0;
+const fresh = (label) => {
+  const dir = path.join(work, `${label}-${(counter += 1)}`);
+  mkdirSync(dir, { recursive: true });
+  return dir;
+};
+const restores = () => sandboxDeltaStats().restore;
+const fallbacks = (reason) => restores().fallbacks[reason] ?? 0;
+
+/**
+ * A runner that spawns each command here; `hooks.edit(call, result)` may change what a call
+ * returns and `hooks.before(call)` runs before it (both set and cleared by the test).
+ */
+function hookedRunner() {
+  const made = spawnRunner();
+  const hooks = { edit: null, before: null };
+  const execute = made.runner.execute;
+  made.runner.execute = async (input) => {
+    const call = { script: input.args?.[1] ?? "" };
+    hooks.before?.(call);
+    const result = await execute(input);
+    return hooks.edit ? hooks.edit(call, result) : result;
+  };
+  return { ...made, hooks };
+}
+
+/**
+ * A restored workspace entry by entry: kinds, modes, contents, link targets (not mtimes: a
+ * merge stamps what it writes with the time it writes it, on either side).
+ */
+function restoredState(dir) {
+  return Object.fromEntries(
+    Object.entries(remoteState(dir)).map(([key, value]) => [key, value.replace(/^(dir \d+|file \d+) \d+/, "$1")]),
+  );
+}
+
+/** Where two restored workspaces differ: `{ entry: [ours, upstream's] }`. */
+function differences(local, twin) {
+  const [a, b] = [restoredState(local), restoredState(twin)];
+  const out = {};
+  for (const key of new Set([...Object.keys(a), ...Object.keys(b)])) if (a[key] !== b[key]) out[key] = [a[key], b[key]];
+  return out;
+}
+
+/** Ours and upstream's prepares of the two copies. */
+async function prepareBoth(pair, options = {}) {
+  const common = { adapterKey: "delta", ...options };
+  const ours = await prepareCommandManagedRuntime({
+    runner: pair.made.runner,
+    spec: { remoteCwd: pair.remote, timeoutMs: 60_000 },
+    workspaceLocalDir: pair.local,
+    ...common,
+  });
+  const theirs = await upstream.prepareCommandManagedRuntime({
+    runner: spawnRunner().runner,
+    spec: { remoteCwd: pair.twinRemote, timeoutMs: 60_000 },
+    workspaceLocalDir: pair.twin,
+    ...common,
+  });
+  return { ours, theirs };
+}
+
+/** Makes `to` (but its `.paperclip-runtime`) an exact copy of `from` (but its own). */
+function mirror(from, to) {
+  execFileSync("find", [
+    to,
+    "-mindepth",
+    "1",
+    "-maxdepth",
+    "1",
+    "!",
+    "-name",
+    ".paperclip-runtime",
+    "-exec",
+    "rm",
+    "-rf",
+    "{}",
+    "+",
+  ]);
+  execFileSync("sh", ["-c", 'tar -C "$1" --exclude=./.paperclip-runtime -cf - . | tar -C "$2" -xpf -', "sh", from, to]);
+}
+
+/** A seeded workspace and its twin, each with its own sandbox directory. */
+async function pairOf(rng, label) {
+  const local = fresh(`${label}-local`);
+  await writeRandomTree(rng, local, { maxDepth: 3, maxEntries: 7, special: false });
+  execFileSync("chmod", ["-R", "u+rwX", local]);
+  // Not a repository (a random `.git` would fail both prepares' git probe alike).
+  rmSync(path.join(local, ".git"), { recursive: true, force: true });
+  // Links that could point out of the tree once moved: our extraction refuses those, full
+  // pull or delta (docs/sandbox.md), where upstream's writes them.
+  const links = execFileSync("find", [local, "-type", "l", "-lname", "/*", "-o", "-type", "l", "-lname", "..*"], {
+    encoding: "utf8",
+  });
+  for (const link of links.split("\n").filter(Boolean)) rmSync(link);
+  const twin = path.join(work, `${label}-twin-${(counter += 1)}`);
+  copyTree(local, twin);
+  return {
+    local,
+    twin,
+    remote: fresh(`${label}-remote`),
+    twinRemote: fresh(`${label}-twin-remote`),
+    made: hookedRunner(),
+  };
+}
+
+/** The agent's seeded changes in our sandbox (not in the runtime's directory), copied to the twin's. */
+function sandboxChanges(rng, pair, applied) {
+  const aside = path.join(work, `runtime-aside-${(counter += 1)}`);
+  renameSync(path.join(pair.remote, ".paperclip-runtime"), aside);
+  execFileSync("chmod", ["-R", "u+rwX", pair.remote]);
+  applied.push(
+    ...mutate(rng, pair.remote, REMOTE_OPS, 1 + rng.int(4), {
+      // Links out of the tree are refused by our extraction, full or delta (docs/sandbox.md).
+      avoid: ["excluded", "addLink", "retargetLink"],
+    }).map((n) => `sandbox-${n}`),
+  );
+  const files = inventory(pair.remote).files;
+  if (files.length > 0 && sameSizeSameMtime(pair.remote, rng.pick(files))) applied.push("sandbox-same-size-and-mtime");
+  renameSync(aside, path.join(pair.remote, ".paperclip-runtime"));
+  mirror(pair.remote, pair.twinRemote);
+}
+
+/** Seeded host edits made while the run is on, copied to the twin. */
+function hostChanges(rng, pair, applied) {
+  applied.push(...mutate(rng, pair.local, HOST_OPS, 1 + rng.int(3), { avoid: ["dirToLink"] }).map((n) => `host-${n}`));
+  const files = inventory(pair.local).files;
+  if (files.length > 0 && sameSizeSameMtime(pair.local, rng.pick(files))) applied.push("host-same-size-and-mtime");
+  rmSync(pair.twin, { recursive: true, force: true });
+  copyTree(pair.local, pair.twin);
+}
+
+/** A restore's error message with its workspace's path as `<workspace>`, or null. */
+function failure(error, workspace) {
+  return error ? error.message.split(workspace).join("<workspace>") : null;
+}
+
+/** Restores both; resolves ours's outcome (an error or null) and upstream's. */
+async function restoreBoth({ ours, theirs }) {
+  const mine = await ours.restoreWorkspace().then(
+    () => null,
+    (error) => error,
+  );
+  const upstreams = await theirs.restoreWorkspace().then(
+    () => null,
+    (error) => error,
+  );
+  return { mine, upstreams };
+}
+
+describe(`sandbox delta restores (seed ${seed})`, () => {
+  it("leave upstream's workspace after seeded changes in the sandbox, on the host, and on both", async () => {
+    const rng = createRandom(seed);
+    for (let workspace = 0; workspace < 3; workspace += 1) {
+      const pair = await pairOf(rng, `w${workspace}`);
+      for (let round = 0; round < 6; round += 1) {
+        const side = ["sandbox", "host", "both"][round % 3];
+        const prepared = await prepareBoth(pair);
+        // The hosts' mtimes differ by the seconds between the two merges: not compared.
+        expect(differences(pair.remote, pair.twinRemote)).toEqual({});
+        const applied = [];
+        if (side !== "host") sandboxChanges(rng, pair, applied);
+        if (side !== "sandbox") hostChanges(rng, pair, applied);
+        const before = restores().delta;
+        const { mine, upstreams } = await restoreBoth(prepared);
+        const context = `workspace ${workspace}, round ${round} (${applied.join(", ")})`;
+        // A host edit the remote contradicts fails both merges alike (upstream's conflict).
+        expect(failure(mine, pair.local), context).toBe(failure(upstreams, pair.twin));
+        if (!mine) expect(restores().delta, context).toBe(before + 1);
+        expect(differences(pair.local, pair.twin), context).toEqual({});
+        if (mine) {
+          // Both sides start the next round from the same tree.
+          rmSync(pair.twin, { recursive: true, force: true });
+          copyTree(pair.local, pair.twin);
+        }
+      }
+    }
+  });
+
+  it("brings back a directory moved into place whole, its old children included", async () => {
+    const pair = await pairOf(createRandom(seed ^ 0x5eed), "moved");
+    mkdirSync(path.join(pair.local, "pkg", "deep", "deeper"), { recursive: true });
+    writeFileSync(path.join(pair.local, "pkg", "deep", "deeper", "x.txt"), "x\n");
+    writeFileSync(path.join(pair.local, "pkg", "deep", "y.txt"), "y\n");
+    rmSync(pair.twin, { recursive: true, force: true });
+    copyTree(pair.local, pair.twin);
+    await prepareBoth(pair);
+    // The next prepare lists after the files' ctimes (plus the listing's margin): they are
+    // old to it, and a rename moves the directory's ctime alone.
+    await new Promise((resolve) => setTimeout(resolve, 3_100));
+    const prepared = await prepareBoth(pair);
+    renameSync(path.join(pair.remote, "pkg"), path.join(pair.remote, "moved-pkg"));
+    mirror(pair.remote, pair.twinRemote);
+    const before = restores().delta;
+    const { mine, upstreams } = await restoreBoth(prepared);
+    expect([mine, upstreams]).toEqual([null, null]);
+    expect(restores().delta).toBe(before + 1);
+    expect(differences(pair.local, pair.twin)).toEqual({});
+    expect(remoteState(pair.local)["moved-pkg/deep/deeper/x.txt"]).toMatch(/^file /);
+  });
+
+  it("takes two runner commands for a small repeat restore: the listing and the pull", async () => {
+    const pair = await pairOf(createRandom(seed ^ 0xc0de), "commands");
+    writeFileSync(path.join(pair.local, "kept.txt"), "kept\n");
+    rmSync(pair.twin, { recursive: true, force: true });
+    copyTree(pair.local, pair.twin);
+    const prepared = await prepareBoth(pair);
+    writeFileSync(path.join(pair.remote, "kept.txt"), "the agent's\n");
+    mkdirSync(path.join(pair.remote, "made"));
+    writeFileSync(path.join(pair.remote, "made", "new.txt"), "new\n");
+    mirror(pair.remote, pair.twinRemote);
+    const calls = pair.made.calls.length;
+    expect(await restoreBoth(prepared)).toEqual({ mine: null, upstreams: null });
+    expect(pair.made.calls.slice(calls).map((call) => (call.script.includes("pcpull") ? "pull" : "listing"))).toEqual([
+      "listing",
+      "pull",
+    ]);
+    expect(differences(pair.local, pair.twin)).toEqual({});
+  });
+
+  it("falls back to the full pull, counted: no manifest, a listing cut short, a failed pull, excludes it cannot apply, the setting off", async () => {
+    const rng = createRandom(seed ^ 0xfa11);
+    const pair = await pairOf(rng, "fallback");
+    const round = async (reason, arrange, options) => {
+      const prepared = await prepareBoth(pair, options);
+      sandboxChanges(rng, pair, []);
+      // Always something to pull.
+      writeFileSync(path.join(pair.remote, `pulled-${(counter += 1)}.txt`), "the agent's\n");
+      mirror(pair.remote, pair.twinRemote);
+      arrange?.();
+      const before = fallbacks(reason);
+      const outcome = await restoreBoth(prepared);
+      pair.made.hooks.edit = null;
+      pair.made.hooks.before = null;
+      expect(failure(outcome.mine, pair.local), reason).toBe(failure(outcome.upstreams, pair.twin));
+      expect(fallbacks(reason), reason).toBe(before + 1);
+      expect(differences(pair.local, pair.twin), reason).toEqual({});
+      if (outcome.mine) {
+        rmSync(pair.twin, { recursive: true, force: true });
+        copyTree(pair.local, pair.twin);
+      }
+    };
+    // The manifest gone (another host's cache, a cleared one).
+    await round("no-manifest", () =>
+      rmSync(path.join(process.env.PAPERCLIP_HOME, "instances"), { recursive: true, force: true }),
+    );
+    // The listing cut short or mangled on its way back (an output cap).
+    for (const edit of [(stdout) => stdout.slice(0, Math.floor(stdout.length / 2)), () => "not base64 at all!"]) {
+      await round("remote-cannot-answer", () => {
+        pair.made.hooks.edit = (call, result) =>
+          call.script.includes("-newerct") && !call.script.includes("pcpull")
+            ? { ...result, stdout: edit(result.stdout) }
+            : result;
+      });
+    }
+    // The pull fails in the sandbox, or its archive comes back cut short.
+    await round("pull-failed", () => {
+      pair.made.hooks.edit = (call, result) =>
+        call.script.includes("pcpull") ? { ...result, exitCode: 1, stderr: "injected failure" } : result;
+    });
+    await round("pull-failed", () => {
+      pair.made.hooks.edit = (call, result) =>
+        call.script.includes("pcpull") ? { ...result, stdout: result.stdout.slice(0, 40) } : result;
+    });
+    // An exclude that is not a plain name (tar's match of it is not one a listing can apply).
+    await round("excludes", null, { workspaceExclude: ["*.skip/x"] });
+    process.env.PAPERCLIP_NATIVE_SANDBOX_DELTA = "off";
+    await round("off");
+  });
+
+  it("leaves the host workspace as it was when aborted mid-restore, and the next run restores as upstream's", async () => {
+    const rng = createRandom(seed ^ 0xab07);
+    const pair = await pairOf(rng, "abort");
+    const controller = new AbortController();
+    const prepared = await prepareBoth(pair, { signal: controller.signal });
+    sandboxChanges(rng, pair, []);
+    writeFileSync(path.join(pair.remote, "the-agent-was-here.txt"), "something to pull\n");
+    mirror(pair.remote, pair.twinRemote);
+    const host = remoteState(pair.local);
+    // Aborted as the pull runs: nothing reaches the workspace.
+    pair.made.hooks.before = (call) => {
+      if (call.script.includes("pcpull")) controller.abort();
+    };
+    await expect(prepared.ours.restoreWorkspace()).rejects.toMatchObject({ name: "AbortError" });
+    pair.made.hooks.before = null;
+    expect(remoteState(pair.local)).toEqual(host);
+    // The twin never restored this run: both restore the next one.
+    const next = await prepareBoth(pair);
+    sandboxChanges(rng, pair, []);
+    const outcome = await restoreBoth(next);
+    expect(failure(outcome.mine, pair.local)).toBe(failure(outcome.upstreams, pair.twin));
+    expect(differences(pair.local, pair.twin)).toEqual({});
+  });
+});
+
+describe("the restore plan", () => {
+  it("pulls a directory the baseline does not hold whole, and its listed children not again", async () => {
+    const listing = new Map([
+      ["moved", { kind: "d", size: 0, mtime: "1", mtimeS: 1, ctime: "9", ino: "1", mode: 0o755, link: "" }],
+      ["moved/a.txt", { kind: "f", size: 3, mtime: "1", mtimeS: 1, ctime: "1", ino: "2", mode: 0o644, link: "" }],
+      ["kept.txt", { kind: "f", size: 5, mtime: "9", mtimeS: 9, ctime: "9", ino: "3", mode: 0o644, link: "" }],
+    ]);
+    const plan = await planRestoreDelta({
+      manifest: { remoteDir: "/r", localDir: "/l", listedAt: 5, compressor: "cat", files: {} },
+      local: "/l",
+      remoteDir: "/r",
+      baseline: {
+        exclude: ["node_modules", "node_modules/*", "*/node_modules", "*/node_modules/*"],
+        entries: new Map([
+          ["kept.txt", { kind: "file" }],
+          ["pkg", { kind: "dir" }],
+        ]),
+      },
+      localWalk: Promise.resolve(JSON.stringify([])),
+      list: async () => ({ header: ["pcdelta", "ok"], entries: listing, enumerated: new Set([""]) }),
+    });
+    expect(plan).toMatchObject({ members: ["kept.txt"], trees: ["moved"], names: ["node_modules"] });
+    // `pkg`, in the listed top level and not listed, is gone: the merge sees it deleted.
+    expect([...plan.baseline.entries.keys()].sort()).toEqual(["kept.txt", "pkg"]);
+  });
+});
