@@ -248,6 +248,20 @@ describe(`sandbox delta uploads (seed ${seed})`, () => {
       expect(fallbacks("remote-cannot-answer")).toBe(before + 1);
       expect(remoteState(remoteDir)).toEqual(await upstreamResult(local));
     }
+    // A one-command delta whose answer does not say the archive went in (its header comes
+    // after the extraction): the full upload.
+    await prepare(local, remoteDir);
+    writeFileSync(path.join(local, "a.txt"), "a changed\n");
+    const silent = spawnRunner();
+    const execute = silent.runner.execute;
+    silent.runner.execute = async (input) => {
+      const result = await execute(input);
+      return input.stdin != null && input.args?.[1]?.includes("| tar -xf -") ? { ...result, stdout: "" } : result;
+    };
+    before = fallbacks("delta-failed");
+    await prepare(local, remoteDir, { made: silent });
+    expect(fallbacks("delta-failed")).toBe(before + 1);
+    expect(remoteState(remoteDir)).toEqual(await upstreamResult(local));
     // Another local directory synced to the same sandbox directory has no manifest there.
     const other = fresh("fallback-other");
     writeFileSync(path.join(other, "c.txt"), "c\n");

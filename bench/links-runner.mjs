@@ -4,12 +4,15 @@
 // per command: the request is a JSON line `{command, args, cwd, stdinLength}` then the
 // stdin bytes; the reply a JSON line `{exitCode, signal, stdoutLength, stderrLength}` then
 // stdout and stderr. The count of commands served is written to `<stats file>` after each.
-// Usage: node bench/links-runner.mjs <port> <stats file>
+// `<latency ms>` (default 0): a delay before each command's answer, as a provider's API
+// round trip adds to every command.
+// Usage: node bench/links-runner.mjs <port> <stats file> [<latency ms>]
 import { spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import net from "node:net";
 
-const [port, statsFile] = process.argv.slice(2);
+const [port, statsFile, latency = "0"] = process.argv.slice(2);
+const latencyMs = Number(latency);
 let commands = 0;
 
 net
@@ -28,9 +31,10 @@ net
       child.stderr.on("data", (d) => err.push(d));
       child.stdin.on("error", () => undefined);
       child.stdin.end(Buffer.concat(chunks));
-      child.on("close", (code, signal) => {
+      child.on("close", async (code, signal) => {
         commands += 1;
         writeFileSync(statsFile, JSON.stringify({ commands }));
+        if (latencyMs > 0) await new Promise((resolve) => setTimeout(resolve, latencyMs));
         const stdout = Buffer.concat(out);
         const stderr = Buffer.concat(err);
         socket.end(

@@ -17,12 +17,15 @@
 // must leave the same remote tree and the same restored workspace. The namespace is
 // removed and every process it held is ended by pid afterwards.
 // Usage: node bench/links.mjs [--quick] [--links 1000,100,20] [--lanes ssh,sandbox]
-//          [--workspaces source,random,git] [--runs N] [--doc]
+//          [--workspaces source,random,git] [--runs N] [--runner-latency 0,100] [--doc]
+//   --runner-latency: the sandbox runner's delay before each command's answer in ms (a
+//            provider API's round trip), each value its own rows (column "runner latency").
 //   --workspaces: `kind@1000+100` runs that workspace on those links only.
 //   --doc:   also writes the table into docs/benchmarks.md (between the links-table markers),
 //            with the command that made it (the load goes to the console).
 //   --quick: the 100 Mbit/s link, the source-like tree, both lanes, one round; ends with
-//            `links: repeat-ssh <t>x time <b>x bytes, first-ssh <t>x, first-sandbox <t>x`.
+//            `links: repeat-ssh <t>x time <b>x bytes, repeat-sandbox <t>x time <b>x bytes,
+//            first-ssh <t>x, first-sandbox <t>x` (repeat-sandbox: the worse of its two repeats).
 // Needs root (ip netns, tc). Workspaces and remote directories live on /dev/shm.
 import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -98,6 +101,7 @@ const workspaceLinks = new Map(
 );
 const workspaces = [...workspaceLinks.keys()];
 const rounds = Number(option("--runs", quick ? "1" : "3"));
+const latencies = option("--runner-latency", "0").split(",").map(Number);
 const register = pathToFileURL(path.join(repo, "lib/activation/register.js")).href;
 const PINNED = { GIT_AUTHOR_DATE: "2026-01-02T03:04:05Z", GIT_COMMITTER_DATE: "2026-01-02T03:04:05Z" };
 
@@ -140,12 +144,20 @@ cleanup.push(() => process.kill(server.pid, "SIGKILL"));
 const specFile = path.join(scratch, "spec.json");
 writeFileSync(specFile, JSON.stringify(server.spec));
 const runnerStats = path.join(scratch, "runner.json");
-const runnerPort = 7345;
-const runner = spawn(process.execPath, [path.join(here, "links-runner.mjs"), String(runnerPort), runnerStats], {
-  stdio: ["ignore", "pipe", "inherit"],
-});
-cleanup.push(() => runner.kill("SIGKILL"));
-await new Promise((resolve) => runner.stdout.once("data", resolve));
+let runnerPort = 7345;
+let runner = null;
+/** (Re)starts the sandbox runner with `latencyMs` before each answer. */
+async function startRunner(latencyMs) {
+  if (runner) runner.kill("SIGKILL");
+  runnerPort += 1;
+  runner = spawn(
+    process.execPath,
+    [path.join(here, "links-runner.mjs"), String(runnerPort), runnerStats, String(latencyMs)],
+    { stdio: ["ignore", "pipe", "inherit"] },
+  );
+  await new Promise((resolve) => runner.stdout.once("data", resolve));
+}
+cleanup.push(() => runner?.kill("SIGKILL"));
 
 /** Logins, channel opens and commands sshd logged so far. */
 function sshCounts() {
@@ -263,9 +275,18 @@ console.error(
     .map((l) => l.toFixed(2))
     .join(" ")}`,
 );
+const runs = [];
 for (const mbit of links) {
-  shape(mbit);
   for (const lane of lanes) {
+    for (const latency of lane === "sandbox" ? latencies : [0]) runs.push({ mbit, lane, latency });
+  }
+}
+let shaped = null;
+let started = null;
+for (const { mbit, lane, latency } of runs) {
+  if (shaped !== mbit) shape((shaped = mbit));
+  if (lane === "sandbox" && started !== latency) await startRunner((started = latency));
+  {
     for (const kind of workspaces) {
       if (workspaceLinks.get(kind) && !workspaceLinks.get(kind).includes(mbit)) continue;
       const samples = { upstream: [], ours: [] };
@@ -293,6 +314,7 @@ for (const mbit of links) {
         rows.push({
           link: `${mbit} Mbit/s`,
           lane,
+          "runner latency": lane === "sandbox" ? `${latency} ms` : "-",
           workspace: kind,
           case: name,
           "upstream s": (um / 1000).toFixed(2),
@@ -306,7 +328,8 @@ for (const mbit of links) {
         console.error(
           `${mbit} Mbit/s ${lane} ${kind} ${name}: upstream ${(um / 1000).toFixed(2)} s ${(ub / 1e6).toFixed(2)} MB, ours ${(om / 1000).toFixed(2)} s ${(ob / 1e6).toFixed(3)} MB`,
         );
-        if (kind === "source" && mbit === 100) summary[`${name}-${lane}`] = { time: um / om, bytes: ub / ob };
+        if (kind === "source" && mbit === 100 && latency === latencies[0])
+          summary[`${name}-${lane}`] = { time: um / om, bytes: ub / ob };
       }
     }
   }
@@ -314,7 +337,12 @@ for (const mbit of links) {
 console.table(rows);
 // One JSON rows line for bench/run.mjs's summary: the source tree on the 100 Mbit/s link.
 const summaryRows = rows
-  .filter((r) => r.workspace === "source" && r.link === "100 Mbit/s")
+  .filter(
+    (r) =>
+      r.workspace === "source" &&
+      r.link === "100 Mbit/s" &&
+      (r["runner latency"] === "-" || r["runner latency"] === `${latencies[0]} ms`),
+  )
   .map((r) => ({
     path: `links ${r.lane} ${r.case} (100 Mbit/s)`,
     ours: Number(r["ours s"]) * 1000,
@@ -354,9 +382,14 @@ function writeDocTable(table) {
 }
 
 const fmt = (v) => (v == null ? "-" : `${v.toFixed(1)}x`);
+// The sandbox's repeat runs: the worse of the two (remote changes, host changes).
+const worse = (key) =>
+  summary["repeat-remote-sandbox"] && summary["repeat-host-sandbox"]
+    ? Math.min(summary["repeat-remote-sandbox"][key], summary["repeat-host-sandbox"][key])
+    : null;
 if (summary["repeat-host-ssh"] || summary["first-ssh"] || summary["first-sandbox"]) {
   console.log(
-    `links: repeat-ssh ${fmt(summary["repeat-host-ssh"]?.time)} time ${fmt(summary["repeat-host-ssh"]?.bytes)} bytes, first-ssh ${fmt(summary["first-ssh"]?.time)}, first-sandbox ${fmt(summary["first-sandbox"]?.time)}`,
+    `links: repeat-ssh ${fmt(summary["repeat-host-ssh"]?.time)} time ${fmt(summary["repeat-host-ssh"]?.bytes)} bytes, repeat-sandbox ${fmt(worse("time"))} time ${fmt(worse("bytes"))} bytes, first-ssh ${fmt(summary["first-ssh"]?.time)}, first-sandbox ${fmt(summary["first-sandbox"]?.time)}`,
   );
 }
 // sshd and the runner would keep this process alive: end it (the exit handler stops them).

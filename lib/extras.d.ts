@@ -89,7 +89,7 @@ export interface SshDeltaStats {
 }
 /** What the SSH lane's delta uploads and restores did in this process. */
 export declare function sshDeltaStats(): SshDeltaStats;
-/** What the sandbox lane's delta uploads did in this process (docs "Sandboxes", delta uploads). */
+/** What the sandbox lane's delta uploads and restores did in this process (docs "Sandboxes", delta uploads and restores). */
 export interface SandboxDeltaStats {
   /** Workspace uploads sent as deltas. */
   delta: number;
@@ -102,11 +102,28 @@ export interface SandboxDeltaStats {
   /**
    * Full uploads by reason: `no-manifest`, `remote-absent`, `remote-cannot-answer`,
    * `walk-failed`, `too-many-removals`, `preserved-pattern` (a spared top-level name that is
-   * a pattern), `client` (a provider's own `syncIn`), `off`.
+   * a pattern), `client` (a provider's own `syncIn`), `delta-failed` (a one-command delta
+   * whose answer did not say it extracted), `off`.
    */
   fallbacks: Record<string, number>;
+  /** The restores: by delta (only what the run changed) or by upstream's full pull. */
+  restore: {
+    /** Restores done as deltas. */
+    delta: number;
+    /** Full pulls. */
+    full: number;
+    /** Entries the delta restores pulled (members, and directories pulled whole). */
+    pulled: number;
+    /**
+     * Full pulls by reason: `no-manifest`, `excludes` (an exclude that is not a plain name),
+     * `remote-cannot-answer`, `walk-failed`, `too-many-changes`, `pull-failed`, `git` (a
+     * git-backed workspace or one with project repositories), `client` (a provider's own
+     * `syncOut`, or a client whose transfers are not ours), `off`.
+     */
+    fallbacks: Record<string, number>;
+  };
 }
-/** What the sandbox lane's delta uploads did in this process. */
+/** What the sandbox lane's delta uploads and restores did in this process. */
 export declare function sandboxDeltaStats(): SandboxDeltaStats;
 /** Closes every idle pooled SSH session now (they also close by themselves after 10 s idle). */
 export declare function closeIdleSshSessions(): void;
