@@ -14,6 +14,8 @@ import net from "node:net";
 const [port, statsFile, latency = "0"] = process.argv.slice(2);
 const latencyMs = Number(latency);
 let commands = 0;
+// A runner started anew (another latency) counts from zero.
+writeFileSync(statsFile, JSON.stringify({ commands }));
 
 net
   .createServer({ allowHalfOpen: true }, (socket) => {
