@@ -7,7 +7,7 @@
 // link targets). Then every fallback to the full pull, an abort
 // mid-restore, and the runner commands of a repeat run.
 import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, renameSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import * as upstream from "@paperclipai/adapter-utils/command-managed-runtime";
@@ -65,6 +65,20 @@ function hookedRunner() {
 function restoredState(dir) {
   return Object.fromEntries(
     Object.entries(remoteState(dir)).map(([key, value]) => [key, value.replace(/^(dir \d+|file \d+) \d+/, "$1")]),
+  );
+}
+
+/**
+ * The entries of the sandbox tree `remote` that are not the host's `local` (kind, mode,
+ * time, contents): `{ entry: [sandbox's, host's] }`. Which entries an upload sends at all
+ * is upstream's (its excludes): the comparison with upstream's own sandbox checks that.
+ */
+function notTheHosts(remote, local) {
+  const [theirs, mine] = [remoteState(remote), remoteState(local)];
+  return Object.fromEntries(
+    Object.keys(theirs)
+      .filter((key) => theirs[key] !== mine[key])
+      .map((key) => [key, [theirs[key], mine[key]]]),
   );
 }
 
@@ -192,6 +206,10 @@ describe(`sandbox delta restores (seed ${seed})`, () => {
         const prepared = await prepareBoth(pair);
         // The hosts' mtimes differ by the seconds between the two merges: not compared.
         expect(differences(pair.remote, pair.twinRemote)).toEqual({});
+        // Each sandbox holds its host's tree, times included (what the last restore merged
+        // given the host's time, not sent again).
+        expect(notTheHosts(pair.twinRemote, pair.twin)).toEqual({});
+        expect(notTheHosts(pair.remote, pair.local), `workspace ${workspace}, round ${round}`).toEqual({});
         const applied = [];
         if (side !== "host") sandboxChanges(rng, pair, applied);
         if (side !== "sandbox") hostChanges(rng, pair, applied);
@@ -211,6 +229,43 @@ describe(`sandbox delta restores (seed ${seed})`, () => {
         expect(differences(pair.local, pair.twin), context).toEqual({});
       }
     }
+  });
+
+  it("records what it merged: the next prepare gives those files the host's time and sends none of them", async () => {
+    const pair = await pairOf(createRandom(seed ^ 0x70c4), "recorded");
+    mkdirSync(path.join(pair.local, "src"), { recursive: true });
+    writeFileSync(path.join(pair.local, "src", "edited.txt"), "before\n");
+    rmSync(pair.twin, { recursive: true, force: true });
+    copyTree(pair.local, pair.twin);
+    const prepared = await prepareBoth(pair);
+    writeFileSync(path.join(pair.remote, "src", "edited.txt"), "the agent's version\n");
+    writeFileSync(path.join(pair.remote, "src", "added.txt"), "added by the agent\n");
+    // Written by the agent an hour ago: the merge's copies get a time of their own.
+    const anHourAgo = new Date(Date.now() - 3_600_000);
+    for (const name of ["edited.txt", "added.txt"])
+      utimesSync(path.join(pair.remote, "src", name), anHourAgo, anHourAgo);
+    mirror(pair.remote, pair.twinRemote);
+    const recorded = restores().recorded;
+    expect(await restoreBoth(prepared)).toEqual({ mine: null, upstreams: null });
+    expect(differences(pair.local, pair.twin)).toEqual({});
+    expect(restores().recorded).toBe(recorded + 2);
+    // The merge's copies have times of their own: the next prepare only gives them the host's.
+    const { sent, touched } = sandboxDeltaStats();
+    const calls = pair.made.calls.length;
+    const next = await prepareBoth(pair);
+    expect(sandboxDeltaStats().touched).toBe(touched + 2);
+    // At most the directory the merge wrote into goes (as an entry), neither file with it.
+    expect(sandboxDeltaStats().sent).toBeLessThanOrEqual(sent + 1);
+    expect(pair.made.calls.length - calls).toBeLessThanOrEqual(2);
+    expect(notTheHosts(pair.remote, pair.local)).toEqual({});
+    expect(differences(pair.remote, pair.twinRemote)).toEqual({});
+    // A file whose recorded bytes the host then changes goes again, as any other.
+    writeFileSync(path.join(pair.local, "src", "added.txt"), "changed on the host\n");
+    await restoreBoth(next);
+    const again = sandboxDeltaStats().sent;
+    await prepareBoth(pair);
+    expect(sandboxDeltaStats().sent).toBeGreaterThan(again);
+    expect(notTheHosts(pair.remote, pair.local)).toEqual({});
   });
 
   it("brings back a directory moved into place whole, its old children included", async () => {

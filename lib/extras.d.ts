@@ -99,11 +99,13 @@ export interface SandboxDeltaStats {
   sent: number;
   /** Sandbox entries the delta uploads removed (outermost only). */
   removed: number;
+  /** Files the delta uploads only gave the host's time: the sandbox held their bytes (a restore merged them). */
+  touched: number;
   /**
    * Full uploads by reason: `no-manifest`, `remote-absent`, `remote-cannot-answer`,
    * `walk-failed`, `too-many-removals`, `preserved-pattern` (a spared top-level name that is
    * a pattern), `client` (a provider's own `syncIn`), `delta-failed` (a one-command delta
-   * whose answer did not say it extracted), `off`.
+   * whose answer did not say it extracted), `touch-failed` (a file's time not set as asked), `off`.
    */
   fallbacks: Record<string, number>;
   /** The restores: by delta (only what the run changed) or by upstream's full pull. */
@@ -114,6 +116,8 @@ export interface SandboxDeltaStats {
     full: number;
     /** Entries the delta restores pulled (members, and directories pulled whole). */
     pulled: number;
+    /** Pulled files recorded as the host holds them after the merge (the next prepare does not send them again). */
+    recorded: number;
     /**
      * Full pulls by reason: `no-manifest`, `excludes` (an exclude that is not a plain name),
      * `remote-cannot-answer`, `walk-failed`, `too-many-changes`, `pull-failed`, `git` (a

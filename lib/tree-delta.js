@@ -318,11 +318,14 @@ export function unchanged(row, local, remote) {
  * What to send and remove so the remote tree equals the local members: `send` (members to
  * pack), `remove` (remote paths to delete first, outermost only). Remote entries named in
  * `keep` are left for the caller to remove (the git prepare's own `rm` of deleted tracked
- * files, which stamps their directories as upstream's does).
+ * files, which stamps their directories as upstream's does). With `touch`, a file whose row
+ * says both sides hold the same bytes but whose time differs goes to `touch` (see
+ * {@link touchCommands}) instead of `send`.
  */
-export function planDelta(locals, remote, manifest, header, keep = new Set()) {
+export function planDelta(locals, remote, manifest, header, keep = new Set(), { touch: touching = false } = {}) {
   const send = new Set();
   const remove = new Set();
+  const touch = new Set();
   const localByName = new Map(locals.map((entry) => [entry.member, entry]));
   const touchParent = (member) => {
     const slash = member.lastIndexOf("/");
@@ -336,11 +339,17 @@ export function planDelta(locals, remote, manifest, header, keep = new Set()) {
       if (local.kind === "d") same = mtimeOk && theirs.mode === expectedMode(local.mode, header);
       else if (local.kind === "l") same = mtimeOk && theirs.link === local.link;
       else if (local.kind === "f") {
-        same =
-          mtimeOk &&
+        // The same bytes on both sides: the row recorded when they were sent (or restored).
+        const recorded =
           theirs.size === local.size &&
           theirs.mode === expectedMode(local.mode, header) &&
           unchanged(manifest.files[local.member], local, theirs);
+        same = mtimeOk && recorded;
+        if (recorded && !mtimeOk && touching) {
+          // Only the time differs (a restore's merge copies files under a time of its own).
+          touch.add(local.member);
+          continue;
+        }
       }
     } else if (theirs) {
       remove.add(local.member);
@@ -361,7 +370,37 @@ export function planDelta(locals, remote, manifest, header, keep = new Set()) {
     touchParent(member);
   }
   for (const member of remove) touchParent(member);
-  return { send, remove };
+  return { send, remove, touch };
+}
+
+/**
+ * The commands that give each of `members` (files the remote holds with the same bytes)
+ * the time a pack of `locals` would give it: one `touch` per whole second, so a repeat run
+ * does not send again what its last restore brought back (the host merge's copies have
+ * their own times).
+ */
+export function touchCommands(members, locals) {
+  const bySecond = new Map();
+  const times = new Map(locals.map((entry) => [entry.member, entry.mtimeNs]));
+  for (const member of members) {
+    const second = seconds(times.get(member));
+    if (!bySecond.has(second)) bySecond.set(second, []);
+    bySecond.get(second).push(shellQuote(`./${member}`));
+  }
+  return [...bySecond].map(([second, names]) => `touch -c -m -d @${second} -- ${names.join(" ")}`);
+}
+
+/**
+ * Whether every one of `members` is listed in `after` with the whole second of its
+ * record in `locals` (a `touch` that did what it was asked).
+ */
+export function touchedAsAsked(members, locals, after) {
+  const times = new Map(locals.map((entry) => [entry.member, entry.mtimeNs]));
+  for (const member of members) {
+    const theirs = after?.get(member);
+    if (theirs?.kind !== "f" || theirs.mtimeS !== seconds(times.get(member))) return false;
+  }
+  return true;
 }
 
 /** The remote header fields as numbers. */
@@ -445,11 +484,11 @@ export function plainExcludes(exclude) {
  * does not hold as it is, anything new) and which the remote deleted. Pulling only those
  * and merging them against the baseline cut to them (and their ancestors) gives what the
  * full pull and merge give: every other entry is, on the remote, the baseline's version,
- * which the merge leaves alone. Resolves `{ members, trees, names, baseline, bytes }` (the
- * members to pull alone and the new directories to pull whole, sorted; the plain names
- * the excludes come to; the baseline to merge against; the listed bytes of the members'
- * files) or `{ fallback }`, the reason for the
- * full pull. `localWalk`: the walk of the local tree
+ * which the merge leaves alone. Resolves `{ members, trees, names, baseline, bytes, listed }`
+ * (the members to pull alone and the new directories to pull whole, sorted; the plain
+ * names the excludes come to; the baseline to merge against; the listed bytes of the
+ * members' files; the remote listing of each file among `members`, for
+ * {@link rowsAfterRestore}) or `{ fallback }`, the reason for the full pull. `localWalk`: the walk of the local tree
  * ({@link walkLocalTree}, the baseline's excludes), always settled before this resolves.
  */
 export async function planRestoreDelta({ manifest, local, remoteDir, baseline, localWalk, list }) {
@@ -584,7 +623,53 @@ export async function planRestoreDelta({ manifest, local, remoteDir, baseline, l
     if (!within(member, trees)) trees.add(member);
   }
   const members = changed.filter((member) => !within(member, trees));
-  return { members, trees: [...trees], names: plain, baseline: { ...baseline, exclude, entries: cut }, bytes };
+  // The remote listing of each file pulled by name: what a restore's rows pair it with.
+  const listed = new Map();
+  for (const member of members) {
+    const theirs = listing.entries.get(member);
+    if (theirs?.kind === "f") listed.set(member, theirs);
+  }
+  return { members, trees: [...trees], names: plain, baseline: { ...baseline, exclude, entries: cut }, bytes, listed };
+}
+
+/** A restored file's bytes are compared up to this size; a larger one goes again next time. */
+const RESTORED_COMPARE_MAX = 8 * 1024 * 1024;
+
+/**
+ * The manifest rows a delta restore vouches for: each pulled file (`pulled`, member →
+ * its remote listing) that the merge left on the host with exactly the bytes pulled
+ * (`extractedDir` holds them), paired with the host's stat after the merge. The next
+ * prepare then only gives such a file the host's time (planDelta's `touch`) instead of
+ * sending it again. A file changed during the comparison, or too large, gets no row.
+ */
+export async function rowsAfterRestore(pulled, extractedDir, localDir) {
+  const files = {};
+  for (const [member, theirs] of pulled) {
+    if (theirs?.kind !== "f" || theirs.size > RESTORED_COMPARE_MAX) continue;
+    const target = path.join(localDir, ...member.split("/"));
+    try {
+      const before = await fs.lstat(target, { bigint: true });
+      if (!before.isFile() || Number(before.size) !== theirs.size) continue;
+      const [mine, pulledBytes] = await Promise.all([
+        fs.readFile(target),
+        fs.readFile(path.join(extractedDir, ...member.split("/"))),
+      ]);
+      const after = await fs.lstat(target, { bigint: true });
+      const same = ["ino", "dev", "size", "mtimeNs", "ctimeNs"].every((key) => before[key] === after[key]);
+      if (!same || !mine.equals(pulledBytes)) continue;
+      const local = {
+        size: Number(after.size),
+        mtimeNs: String(after.mtimeNs),
+        ctimeNs: String(after.ctimeNs),
+        ino: String(after.ino),
+        dev: String(after.dev),
+      };
+      files[member] = manifestRow(local, theirs);
+    } catch {
+      // Gone, or never merged: nothing to vouch for.
+    }
+  }
+  return files;
 }
 
 /** Whether `member` is one of `dirs` or below one. */

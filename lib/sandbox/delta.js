@@ -37,8 +37,11 @@ import {
   readManifest,
   rowsAfterDelta,
   rowsAfterFull,
+  rowsAfterRestore,
   sentListing,
   settled,
+  touchCommands,
+  touchedAsAsked,
   walkLocalTree,
   writeManifest,
 } from "../tree-delta.js";
@@ -56,14 +59,15 @@ const INLINE_UPLOAD_MAX = SLICE_BYTES;
 /** Inline archives and pulls from this size on go gzip'd (when the sandbox has gzip and the link is not known fast). */
 const GZIP_FROM = 64 * 1024;
 
-const stats = { delta: 0, full: 0, sent: 0, removed: 0, fallbacks: {} };
-const pulls = { delta: 0, full: 0, pulled: 0, fallbacks: {} };
+const stats = { delta: 0, full: 0, sent: 0, removed: 0, touched: 0, fallbacks: {} };
+const pulls = { delta: 0, full: 0, pulled: 0, recorded: 0, fallbacks: {} };
 
 /**
  * What the sandbox lane's deltas did in this process: uploads done as deltas, full uploads
- * (and their reasons), members sent and entries removed by the deltas; and `restore`, the
- * restores done as deltas, the full pulls (and their reasons) and the members the deltas
- * pulled.
+ * (and their reasons), members sent, entries removed and files only given the host's time
+ * (`touched`: the sandbox already held their bytes) by the deltas; and `restore`, the
+ * restores done as deltas, the full pulls (and their reasons), the members the deltas
+ * pulled and the pulled files recorded as the host now holds them (`recorded`).
  */
 export function sandboxDeltaStats() {
   return {
@@ -71,8 +75,15 @@ export function sandboxDeltaStats() {
     full: stats.full,
     sent: stats.sent,
     removed: stats.removed,
+    touched: stats.touched,
     fallbacks: { ...stats.fallbacks },
-    restore: { delta: pulls.delta, full: pulls.full, pulled: pulls.pulled, fallbacks: { ...pulls.fallbacks } },
+    restore: {
+      delta: pulls.delta,
+      full: pulls.full,
+      pulled: pulls.pulled,
+      recorded: pulls.recorded,
+      fallbacks: { ...pulls.fallbacks },
+    },
   };
 }
 
@@ -247,13 +258,20 @@ export async function stageSandboxTree({
     return await full("walk-failed");
   }
   const header = headerOf(listing.header);
-  const plan = planDelta(locals, listing.entries, manifest, header);
+  let plan = planDelta(locals, listing.entries, manifest, header, new Set(), { touch: true });
+  let touches = touchCommands(plan.touch, locals);
+  if (touches.reduce((sum, command) => sum + command.length + 1, 0) > INLINE_REMOVALS_MAX) {
+    // Too many to name: sent instead.
+    plan = planDelta(locals, listing.entries, manifest, header);
+    touches = [];
+  }
   const removals = [...plan.remove].map((member) => shellQuote(member)).join(" ");
   if (removals.length > INLINE_REMOVALS_MAX) return await full("too-many-removals");
   const only = [...plan.send];
-  // What was sent, listed again for the manifest: by name when the names are short enough,
-  // else every entry changed since the first listing.
-  const relist = sentListing(only, header, prune);
+  const touched = [...plan.touch];
+  // What was sent and touched, listed again for the manifest: by name when the names are
+  // short enough, else every entry changed since the first listing.
+  const relist = sentListing([...only, ...touched], header, prune);
   const removal = plan.remove.size > 0 ? [`rm -rf -- ${removals}`] : [];
   const sendBytes = locals.reduce(
     (sum, entry) => sum + (plan.send.has(entry.member) ? 512 + Math.ceil(entry.size / 512) * 512 : 0),
@@ -276,6 +294,7 @@ export async function stageSandboxTree({
           `cd ${q}`,
           ...removal,
           ...(archive ? [gzip ? "base64 -d | gzip -dc | tar -xf -" : "base64 -d | tar -xf -"] : []),
+          ...touches,
           ...lightHeader(header.compressor),
           relist.script,
         ].join("\n");
@@ -290,19 +309,25 @@ export async function stageSandboxTree({
     await stageDelta({
       pack: { localDir, exclude, only, signal },
       command: (remoteTar) =>
-        [`cd ${q}`, ...removal, `tar -xf ${shellQuote(remoteTar)}`, `rm -f ${shellQuote(remoteTar)}`].join(" && "),
+        [`cd ${q}`, ...removal, `tar -xf ${shellQuote(remoteTar)}`, ...touches, `rm -f ${shellQuote(remoteTar)}`].join(
+          " && ",
+        ),
     });
     post = await listRemote(features, [`cd ${q}`, ...lightHeader(header.compressor), relist.script].join("\n"), {
       dotted: relist.dotted,
     }).catch(() => null);
   }
+  // A touch that did not give a file the host's time (a `touch` without `-d @`): the
+  // sandbox's tree is not what the full upload gives, so the full upload runs.
+  if (touched.length > 0 && !touchedAsAsked(touched, locals, post?.entries)) return await full("touch-failed");
   stats.delta += 1;
   stats.sent += plan.send.size;
   stats.removed += plan.remove.size;
+  stats.touched += plan.touch.size;
   // Without the listing after it the previous manifest stays: its rows of what was sent no
   // longer match the sandbox, so those files go again next time.
   if (!post?.entries) return { mode: "delta", sent: plan.send.size, removed: plan.remove.size };
-  const sent = locals.filter((entry) => plan.send.has(entry.member));
+  const sent = locals.filter((entry) => plan.send.has(entry.member) || plan.touch.has(entry.member));
   writeManifest(
     file,
     newManifest({
@@ -387,6 +412,26 @@ export function pullScript(plan, remoteDir, remoteTar, gzip) {
 export function countRestoreDelta(plan) {
   pulls.delta += 1;
   pulls.pulled += plan.members.length + plan.trees.length;
+}
+
+/**
+ * After a delta restore's merge: records in the manifest each pulled file the host now
+ * holds with exactly the pulled bytes (tree-delta.js `rowsAfterRestore`), so the next
+ * prepare gives it the host's time instead of sending it back. Never fails the restore.
+ */
+export async function recordRestore({ spec, remoteDir, localDir, plan, extractedDir }) {
+  try {
+    const { file, local } = await manifestFile(spec, remoteDir, localDir);
+    const rows = await rowsAfterRestore(plan.listed ?? new Map(), extractedDir, local);
+    const count = Object.keys(rows).length;
+    if (count === 0) return;
+    const manifest = await readManifest(file);
+    if (!manifest || manifest.remoteDir !== remoteDir || manifest.localDir !== local) return;
+    writeManifest(file, newManifest({ ...manifest, files: { ...manifest.files, ...rows } }));
+    pulls.recorded += count;
+  } catch {
+    // Without the rows, those files go again next time.
+  }
 }
 
 /** Counts a restore that runs whole: `reason`, why (a delta's pull that failed, a workspace the delta does not cover). */

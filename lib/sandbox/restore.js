@@ -13,7 +13,14 @@ import { mergeDirectoryWithBaseline } from "../workspace-restore-merge.js";
 import { asBuffer } from "./base64-transfer.js";
 import { OUR_CLIENT } from "./client-features.js";
 import { assertSyncOperationsConfined } from "./confinement.js";
-import { countRestoreDelta, countRestoreFallback, planSandboxRestore, pullScript, startRestoreDelta } from "./delta.js";
+import {
+  countRestoreDelta,
+  countRestoreFallback,
+  planSandboxRestore,
+  pullScript,
+  recordRestore,
+  startRestoreDelta,
+} from "./delta.js";
 import {
   deleteRef,
   deltaBundleScript,
@@ -318,6 +325,14 @@ export async function restoreSandboxWorkspace(run, sink) {
             }
           : undefined,
       });
+      if (plan)
+        await recordRestore({
+          spec: input.spec,
+          remoteDir: workspaceRemoteDir,
+          localDir: input.workspaceLocalDir,
+          plan,
+          extractedDir,
+        });
     } finally {
       // A restore that did not reach the delta's plan: nothing of its walk outlives the call.
       if (deltaStart && !walkSettled) await deltaStart.localWalk.catch(() => undefined);
