@@ -54,7 +54,7 @@ fi
 source scripts/node-versions.sh
 # The vitest files of the Node 26 pass (step 7).
 NODE26_VITEST="__test__/activation.test.js __test__/activation-parts.test.js __test__/activation-vitest.test.js
-  __test__/release-install.test.js __test__/error-codes.test.js __test__/cli.test.js __test__/types.test.js
+  __test__/release-install.test.js __test__/error-codes.test.js __test__/cli.test.js __test__/doctor.test.js __test__/types.test.js
   __test__/exclude.diff.test.js __test__/ignore.diff.test.js __test__/limits.test.js __test__/merge.diff.test.js
   __test__/merge-lock.test.js __test__/mirror.diff.test.js __test__/runtime-progress.diff.test.js
   __test__/snapshot.diff.test.js __test__/tar-extract.test.js __test__/transfer-deadline.test.js"

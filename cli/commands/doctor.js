@@ -2,6 +2,9 @@
 // verified, and what the activation serves here and in a process started with the hook.
 import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
+import os from "node:os";
+import { fileURLToPath } from "node:url";
+import { readServedRecord, tmpdirOfEnvironment } from "../../lib/activation/served-record.js";
 import { nativeActivation } from "../../lib/activation/state.js";
 import {
   ACTIVATION_ENV,
@@ -32,13 +35,19 @@ installation (--import=<absolute file: URL>), which works from any working direc
 
 --pid PID looks at a running process (a Paperclip server; Linux, the same user or root):
 whether it was started with the activation (its NODE_OPTIONS or arguments), whether it is
-turned off there, and whether the native binary is mapped into it, which happens when the
-activation first served one of upstream's modules there. Exit code 1 when it is not mapped.`;
+turned off there, whether the native binary is mapped into it, and whether the activation
+has served one of upstream's modules natively there (the record the process leaves on its
+first native serve). Exit code 1 when nothing has been served natively there.`;
+
+const REGISTER_FILE = fileURLToPath(new URL("../../lib/activation/register.js", import.meta.url));
 
 /** The command's options (node:util.parseArgs). */
 export const options = { json: { type: "boolean" }, "node-options": { type: "boolean" }, pid: { type: "string" } };
 
-/** What /proc tells of a running process: how it was started and whether the binary is mapped. */
+/**
+ * What /proc tells of a running process: how it was started, whether the binary is mapped,
+ * and what it recorded of its first native serve (`served`: `{ at, mechanism, module }` or null).
+ */
 function inspectProcess(pid) {
   const read = (name) => readFileSync(`/proc/${pid}/${name}`, "utf8");
   const environ = Object.fromEntries(
@@ -56,8 +65,13 @@ function inspectProcess(pid) {
       .split("\n")
       .map((line) => /(\S*adapter-utils-native\.[\w-]+\.node)$/.exec(line)?.[1])
       .find(Boolean) ?? null;
+  // Our register entry by package name, or this installation's file (a checkout in any directory).
   const names = (value) =>
-    /adapter-utils-native[\\/](?:register|lib[\\/]activation[\\/]register\.js)/.test(value ?? "");
+    /adapter-utils-native[\\/](?:register|lib[\\/]activation[\\/]register\.js)/.test(value ?? "") ||
+    (value ?? "").includes(REGISTER_FILE);
+  // The record is under that process's os.tmpdir() (from its environment at start, or ours).
+  const uid = Number(/^Uid:\s+(\d+)/m.exec(read("status"))?.[1]);
+  const record = readServedRecord(pid, { uid, tmpdirs: [tmpdirOfEnvironment(environ), os.tmpdir()] });
   return {
     pid: Number(pid),
     command: argv.join(" "),
@@ -65,7 +79,15 @@ function inspectProcess(pid) {
     startedWithHook: names(environ.NODE_OPTIONS) || argv.some(names),
     turnedOff: environ[ACTIVATION_ENV] === "0",
     binary,
+    served: binary && record ? { at: record.at, mechanism: record.mechanism, module: record.module } : null,
   };
+}
+
+/** The `native binary` line of `doctor --pid`. */
+function binaryLine({ binary, served }) {
+  if (!binary) return "not mapped: nothing has been served natively there yet";
+  if (served) return `mapped (${binary}): upstream is served natively there`;
+  return `loaded (${binary}), but nothing has been served natively there: the activation is off or has served nothing yet`;
 }
 
 function runPid(pid, json) {
@@ -83,19 +105,20 @@ function runPid(pid, json) {
       code: error.code === "ENOENT" ? "ESRCH" : error.code,
     });
   }
+  const code = found.served ? 0 : 1;
   if (json) {
     console.log(JSON.stringify(found));
-    return found.binary ? 0 : 1;
+    return code;
   }
   console.log(`process             ${found.pid}: ${found.command}`);
   console.log(
     `started with hook   ${found.startedWithHook ? "yes" : "no"}${found.nodeOptions ? ` (NODE_OPTIONS=${found.nodeOptions})` : ""}`,
   );
   if (found.turnedOff) console.log(`${ACTIVATION_ENV}  0: turned off there`);
-  console.log(
-    `native binary       ${found.binary ? `mapped (${found.binary}): upstream is served natively there` : "not mapped: nothing has been served natively there yet"}`,
-  );
-  return found.binary ? 0 : 1;
+  console.log(`native binary       ${binaryLine(found)}`);
+  if (found.served)
+    console.log(`first served        ${found.served.module} at ${found.served.at} (${found.served.mechanism})`);
+  return code;
 }
 
 /** Runs the command on its parsed arguments; resolves the exit code (1: the activation would stay off). */

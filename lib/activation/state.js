@@ -1,6 +1,9 @@
 // The activation's diagnostics: what is served natively in this process. The store lives on
 // `globalThis` so every copy of this module (Node's and vitest's module graphs) shares it.
 import { findInstalledUpstream, isVerifiedUpstreamVersion, VERIFIED_UPSTREAM_VERSIONS } from "./coverage.js";
+import { writeServedRecord } from "./served-record.js";
+
+const { createRequire } = process.getBuiltinModule("node:module");
 
 const KEY = Symbol.for("paperclipai.adapterUtilsNative.activation");
 
@@ -31,11 +34,17 @@ export function recordSkipped(root, version, reason) {
 
 /**
  * Called by every composed module when it is evaluated (internal): records the upstream
- * module and the names it serves natively.
+ * module and the names it serves natively. The first one served leaves the process's record
+ * for `paperclip-sync doctor --pid` (lib/activation/served-record.js).
  */
 export function recordComposition({ module, upstreamRoot, version, names, mechanism }) {
-  if (mechanism && !(activationStore().mechanism ?? "").split("+").includes(mechanism)) recordMechanism(mechanism);
-  activationStore().modules.set(`${upstreamRoot}\u0000${module}`, { module, upstreamRoot, version, names });
+  const store = activationStore();
+  if (mechanism && !(store.mechanism ?? "").split("+").includes(mechanism)) recordMechanism(mechanism);
+  store.modules.set(`${upstreamRoot}\u0000${module}`, { module, upstreamRoot, version, names });
+  if (!store.recorded && store.mechanism && !store.reason) {
+    store.recorded = true;
+    writeServedRecord({ mechanism: store.mechanism, module });
+  }
 }
 
 /**
@@ -67,8 +76,13 @@ export function nativeActivation() {
   };
 }
 
-/** Why nothing is served although nothing turned the activation off. */
+/**
+ * Why nothing is served although nothing turned the activation off: first a native binary
+ * that does not load (its message names the platform package to install), then the rest.
+ */
 function notServingReason(store, skipped) {
+  const loadError = nativeLoadError();
+  if (loadError) return `native binary unavailable: ${loadError.message}`;
   if (!store.mechanism)
     return "not installed in this process (start Node with --import @paperclipai/adapter-utils-native/register, or use the vitest plugin)";
   if (skipped.length > 0) return skipped.map((entry) => entry.reason).join("; ");
@@ -77,4 +91,13 @@ function notServingReason(store, skipped) {
     return `nothing served: ${installed.root} holds @paperclipai/adapter-utils ${installed.version}, not a verified version`;
   }
   return "nothing served yet: no covered @paperclipai/adapter-utils module has been loaded in this process";
+}
+
+/** Why the native binary does not load (lib/native.js, loaded only now: diagnostics), or null. */
+function nativeLoadError() {
+  try {
+    return createRequire(import.meta.url)("../native.js").nativeLoadError;
+  } catch (error) {
+    return error;
+  }
 }
