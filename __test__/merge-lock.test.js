@@ -14,6 +14,7 @@ import {
   rmSync,
   statSync,
   symlinkSync,
+  unlinkSync,
   utimesSync,
   writeFileSync,
 } from "node:fs";
@@ -124,7 +125,7 @@ describe("withDirectoryMergeLock: protocol", () => {
     await expect(ours.withDirectoryMergeLock(target, async () => undefined, env)).rejects.toThrow(
       /not a plain directory/,
     );
-    rmSync(lockRoot());
+    unlinkSync(lockRoot());
     writeFileSync(lockRoot(), "file");
     await expect(ours.withDirectoryMergeLock(target, async () => undefined, env)).rejects.toThrow(
       /not a plain directory/,

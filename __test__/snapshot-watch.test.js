@@ -17,6 +17,7 @@ import {
   renameSync,
   rmSync,
   symlinkSync,
+  unlinkSync,
   utimesSync,
   writeFileSync,
 } from "node:fs";
@@ -118,7 +119,7 @@ function randomChange(rng, root, outside, links) {
       case "delete": {
         if (files.length === 0) return "noop";
         const f = rng.pick(files);
-        rmSync(abs(f.rel));
+        unlinkSync(abs(f.rel));
         return `${op} ${f.rel}`;
       }
       case "rename": {

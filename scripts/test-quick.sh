@@ -9,22 +9,12 @@ cd "$(dirname "$0")/.."
 results=.test-results/quick
 rm -rf "$results" && mkdir -p "$results"
 
-# The vitest files: each area's behaviour and the fast differential tests. Left to `npm test`:
-# ssh* (sshd), activation*, sandbox-* and packaging (upstream's orchestration, Node 24, npm
-# installs), crash (kill loops), depth and tar-boundaries (very deep and very long paths),
-# ignore.diff (200 generated repositories against git), tar.diff (the full GNU tar
-# comparison; the core's cargo tests compare the packer with GNU tar too).
-files=(
-  cli-args error-codes platforms types transfer-deadline runtime-progress.diff
-  exclude.diff snapshot.diff snapshot-watch merge.diff merge-lock mirror.diff
-  ignore tar-extract tar-stream limits
-)
+# The vitest files and their longest single tests, left to `npm test`: scripts/quick-files.sh.
+source scripts/quick-files.sh
 
-# The longest single tests of those files and of the core, left to `npm test` too: the 64
-# seeded merge triples, the 2 GB stream, the ignore scan's exact size bounds; extraction and
-# walks past PATH_MAX, the GNU tar --exclude differential, the mutated-archive sweep and the
-# names at every tar block boundary (each runs for tens of seconds in an unoptimized build).
-slow_vitest='64 seeded triples|streams a 2 GB tree|accepts exactly 2 MiB of path bytes|accepts exactly 10 000 entries'
+# The longest single tests of the core, left to `npm test` too: extraction and walks past
+# PATH_MAX, the GNU tar --exclude differential, the mutated-archive sweep and the names at
+# every tar block boundary (each runs for tens of seconds in an unoptimized build).
 slow_cargo=(
   archives_deeper_than_path_max_are_extracted_whole trees_deeper_than_path_max_are_an_error_never_a_shallower_tree
   differential_against_gnu_tar mutated_archives_fail_safely names_and_targets_at_every_block_boundary
@@ -40,9 +30,18 @@ if [ -n "$(find src crates/core/src Cargo.toml crates/core/Cargo.toml -newer "$a
 fi
 
 # A supported Node (>= 24.11), as the test command and the demo use: the `node` on PATH when it
-# is one, else Node 24 from .cache/ (scripts/node-versions.sh).
+# is one, else Node 24 from .cache/ (scripts/node-versions.sh). `--floor` (`npm run test:quick
+# -- --floor`): the lowest supported Node, $NODE24_FLOOR, fetched into .cache/ when missing.
 source scripts/node-versions.sh
-ensure_supported_node || exit 1
+if [ "${1:-}" = --floor ]; then
+  use_node "$NODE24_FLOOR" || exit 1
+elif [ -n "${1:-}" ]; then
+  echo "test:quick: unknown argument $1 (the only one: --floor, the lowest supported Node)" >&2
+  exit 2
+else
+  ensure_supported_node || exit 1
+fi
+printf '\n==> node %s\n' "$(node --version)"
 
 host=$(rustc -vV | sed -n 's/host: //p')
 printf '\n==> cargo test -p paperclip-sync-core --no-default-features\n'
@@ -51,10 +50,8 @@ cargo test -p paperclip-sync-core --no-default-features --target "$host" -- "${s
 cargo_status=${PIPESTATUS[0]}
 echo "$cargo_status" > "$results/cargo-test.status"
 
-paths=()
-for file in "${files[@]}"; do paths+=("__test__/$file.test.js"); done
-printf '\n==> vitest (%d files)\n' "${#paths[@]}"
-node node_modules/vitest/vitest.mjs run "${paths[@]}" --testNamePattern="^(?!.*($slow_vitest))" --reporter=default --reporter=json \
+printf '\n==> vitest (%d files)\n' "${#QUICK_VITEST[@]}"
+node node_modules/vitest/vitest.mjs run "${QUICK_VITEST[@]}" --testNamePattern="$QUICK_VITEST_PATTERN" --reporter=default --reporter=json \
   --outputFile.json="$results/vitest.json"
 vitest_status=$?
 

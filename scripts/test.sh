@@ -49,7 +49,8 @@ if [ "$(id -u)" = 0 ]; then
   fi
 fi
 
-# 2-3. Node 24 for the whole run (scripts/node-versions.sh; Node 26 for a second pass below),
+# 2-3. Node 24 for the whole run (scripts/node-versions.sh; Node 26 and the lowest supported
+#      Node for two more passes below),
 #      then the npm dependencies and the addon build (shared with the demo command).
 source scripts/node-versions.sh
 # The vitest files of the Node 26 pass (step 7).
@@ -58,8 +59,13 @@ NODE26_VITEST="__test__/activation.test.js __test__/activation-parts.test.js __t
   __test__/exclude.diff.test.js __test__/ignore.diff.test.js __test__/limits.test.js __test__/merge.diff.test.js
   __test__/merge-lock.test.js __test__/mirror.diff.test.js __test__/runtime-progress.diff.test.js
   __test__/snapshot.diff.test.js __test__/tar-extract.test.js __test__/transfer-deadline.test.js"
+# The vitest files of the lowest supported Node's pass (step 8): the quick loop's
+# (scripts/quick-files.sh) and the activation tests.
+source scripts/quick-files.sh
+FLOOR_VITEST=("${QUICK_VITEST[@]}" __test__/activation.test.js __test__/activation-parts.test.js __test__/activation-vitest.test.js)
 if [ "$(uname -s)-$(uname -m)" = Linux-x86_64 ]; then
   node26_bin=$(node_dir "$NODE26_VERSION")
+  floor_bin=$(node_dir "$NODE24_FLOOR")
   use_node "$NODE24_VERSION"
 fi
 step "node $(node --version)"
@@ -213,10 +219,20 @@ if [ -n "${node26_bin:-}" ]; then
       --reporter=default --reporter=json --outputFile.json="$results/vitest-node26.json" 2>&1 | tee "$results/vitest-node26.out"
   record vitest-node26 "${PIPESTATUS[0]}"
 fi
+# 8. The lowest supported Node ($NODE24_FLOOR, package.json's `engines`): the quick loop's
+#    vitest files (without their longest tests, run above) and the activation tests.
+if [ -n "${floor_bin:-}" ]; then
+  step "vitest under Node $("$floor_bin/node" --version) (the lowest supported)"
+  PATH="$floor_bin:$PATH" bounded 900 node node_modules/vitest/vitest.mjs run "${FLOOR_VITEST[@]}" \
+      --testNamePattern="$QUICK_VITEST_PATTERN" \
+      --reporter=default --reporter=json --outputFile.json="$results/vitest-node-floor.json" 2>&1 | tee "$results/vitest-node-floor.out"
+  record vitest-node-floor "${PIPESTATUS[0]}"
+fi
 set -e
 
 reports=("$results/cargo-test.log" "$results/lint.json" "$results/vitest.json" "$results/upstream-swap.json")
 [ -n "${node26_bin:-}" ] && reports+=("$results/vitest-node26.json")
+[ -n "${floor_bin:-}" ] && reports+=("$results/vitest-node-floor.json")
 $as_root && reports+=("$results/ssh-vitest.json" "$results/upstream-swap-ssh.json")
 reports+=("$results/activation-adapter-utils.json" "$results/activation-adapter-claude-local.json" "$results/activation-adapter-codex-local.json")
 reports+=("$results/fuzz-extract.json" "$results/fuzz-pack.json")

@@ -14,6 +14,7 @@ import {
   rmSync,
   statSync,
   symlinkSync,
+  unlinkSync,
   utimesSync,
   writeFileSync,
 } from "node:fs";
@@ -117,7 +118,7 @@ export const REMOTE_OPS = {
   },
   deleteFile(rng, root, inv) {
     const pool = [...inv.files, ...inv.links];
-    if (pool.length > 0) rmSync(path.join(root, rng.pick(pool)));
+    if (pool.length > 0) unlinkSync(path.join(root, rng.pick(pool)));
   },
   deleteDir(rng, root, inv) {
     if (inv.dirs.length > 0) rmSync(path.join(root, rng.pick(inv.dirs)), { recursive: true, force: true });
@@ -137,25 +138,25 @@ export const REMOTE_OPS = {
   fileToDir(rng, root, inv) {
     if (inv.files.length === 0) return;
     const rel = rng.pick(inv.files);
-    rmSync(path.join(root, rel));
+    unlinkSync(path.join(root, rel));
     writeFile(rng, root, `${rel}/${freshName(rng)}`, "remote-file-to-dir");
   },
   retargetLink(rng, root, inv) {
     if (inv.links.length === 0) return;
     const rel = rng.pick(inv.links);
-    rmSync(path.join(root, rel));
+    unlinkSync(path.join(root, rel));
     symlinkSync(rng.pick(["elsewhere", "../moved", "/tmp/x"]), path.join(root, rel));
   },
   fileToLink(rng, root, inv) {
     if (inv.files.length === 0) return;
     const rel = rng.pick(inv.files);
-    rmSync(path.join(root, rel));
+    unlinkSync(path.join(root, rel));
     symlinkSync("link-from-file", path.join(root, rel));
   },
   linkToFile(rng, root, inv) {
     if (inv.links.length === 0) return;
     const rel = rng.pick(inv.links);
-    rmSync(path.join(root, rel));
+    unlinkSync(path.join(root, rel));
     writeFile(rng, root, rel, "remote-link-to-file");
   },
   addLink(rng, root, inv) {
@@ -189,7 +190,7 @@ export const HOST_OPS = {
     writeFile(rng, root, join(under(rng, inv.dirs), freshName(rng)), "host-only");
   },
   delete(rng, root, inv) {
-    if (inv.files.length > 0) rmSync(path.join(root, rng.pick(inv.files)));
+    if (inv.files.length > 0) unlinkSync(path.join(root, rng.pick(inv.files)));
   },
   chmod(rng, root, inv) {
     if (inv.files.length === 0) return;
@@ -203,7 +204,7 @@ export const HOST_OPS = {
   retargetLink(rng, root, inv) {
     if (inv.links.length === 0) return;
     const rel = rng.pick(inv.links);
-    rmSync(path.join(root, rel));
+    unlinkSync(path.join(root, rel));
     symlinkSync("host-retarget", path.join(root, rel));
   },
   dirToFile(rng, root, inv) {
