@@ -4,7 +4,7 @@
 // its parser, the walk of the local tree, and the plan of what to send and remove. The SSH
 // lane's use is ./ssh-delta.js, the sandbox lane's ./sandbox/delta.js; each runs its own
 // remote commands and uploads.
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import { gunzipSync } from "node:zlib";
@@ -170,15 +170,20 @@ export function writeManifest(file, manifest) {
   pendingWrites.set(file, { writing, manifest: written });
 }
 
-/** The listing pipeline: every entry below `.` but the top-level `.paperclip-runtime`, NUL-separated, then an end record with find's status. */
-export function listingPipeline(filter = "", prune = [RUNTIME_DIR]) {
+/**
+ * The listing pipeline: every entry below `.` but the top-level `prune` names (by default
+ * `.paperclip-runtime`), NUL-separated, then an end record with find's status; `lead`, a
+ * command whose output (`pcdelta-note` records) comes first.
+ */
+export function listingPipeline(filter = "", prune = [RUNTIME_DIR], lead = "") {
   const pruned = prune.map((name) => `-path ${shellQuote(`./${name}`)} -prune -o `).join("");
-  return `{ find . -mindepth 1 ${pruned}${filter}-printf '${LISTING_FORMAT}'; printf 'pcdelta-end %s\\0' "$?"; } | $Z`;
+  return `{ ${lead ? `${lead}; ` : ""}find . -mindepth 1 ${pruned}${filter}-printf '${LISTING_FORMAT}'; printf 'pcdelta-end %s\\0' "$?"; } | $Z`;
 }
 
 /**
  * The remote's answer: header fields, then the entries (paths as `%P`, or `./`-prefixed
- * when `dotted`), and the directories whose children were all listed (`pcdelta-dir` records).
+ * when `dotted`), the directories whose children were all listed (`pcdelta-dir` records)
+ * and what the script said besides its entries (`pcdelta-note <text>` records, in order).
  */
 export function parseListing(buffer, { dotted = false } = {}) {
   const newline = buffer.indexOf(10);
@@ -190,6 +195,7 @@ export function parseListing(buffer, { dotted = false } = {}) {
   const fields = body.toString("utf8").split("\0");
   const entries = new Map();
   const enumerated = new Set();
+  const notes = [];
   const undot = (value) => (value === "." ? "" : value.replace(/^\.\//, ""));
   let ended = false;
   for (let i = 0; i + 1 < fields.length; i += 2) {
@@ -200,6 +206,10 @@ export function parseListing(buffer, { dotted = false } = {}) {
     }
     if (record.startsWith("pcdelta-dir ")) {
       enumerated.add(undot(record.slice("pcdelta-dir ".length)));
+      continue;
+    }
+    if (record.startsWith("pcdelta-note ")) {
+      notes.push(record.slice("pcdelta-note ".length));
       continue;
     }
     const match = /^(\S) (\d+) (\S+) (\S+) (\d+) ([0-7]+) ([\s\S]*)$/.exec(record);
@@ -217,7 +227,7 @@ export function parseListing(buffer, { dotted = false } = {}) {
       link: fields[i + 1],
     });
   }
-  return { header, entries: ended ? entries : null, enumerated };
+  return { header, entries: ended ? entries : null, enumerated, notes };
 }
 
 /** The header line every listing command prints first: `pcdelta ok <umask> <uid> <now> <gzip|cat>`. */
@@ -455,14 +465,19 @@ export function rowsAfterDelta(locals, sent, before, after) {
   return files;
 }
 
-/** An exclude value the restore delta can apply to a listing: a plain name (tar matches it as any path component). */
-const PLAIN_NAME = /^[^/*?[\\]+$/;
+/**
+ * An exclude value the restore delta can apply to a listing: a plain name or path, no
+ * wildcard (tar matches an unanchored one against every run of whole path components: `b`
+ * excludes `a/b/c`, `a/b` excludes `x/a/b` and `a/b/c`, not `a/bc`).
+ */
+const PLAIN_NAME = /^(?!\/)(?!.*\/$)(?!.*\/\/)[^*?[\\]+$/;
 
 /**
- * The plain names a restore's excludes come to, or `null` when one is not a plain name.
+ * The plain names and paths a restore's excludes come to, or `null` when one is not plain.
  * `name/*`, `*\/name` and `*\/name/*` add nothing to `name` (tar matches an unanchored
- * exclude against every path component), so they are left out when `name` is there: a git
- * workspace's `.git`, `.git/*`, the sandbox lane's four patterns of each heavy directory.
+ * exclude against every run of path components), so they are left out when `name` is
+ * there: a git workspace's `.git`, `.git/*`, the sandbox lane's four patterns of each heavy
+ * directory.
  */
 export function plainExcludes(exclude) {
   const names = new Set(exclude.filter((name) => PLAIN_NAME.test(name)));
@@ -484,27 +499,42 @@ export function plainExcludes(exclude) {
  * does not hold as it is, anything new) and which the remote deleted. Pulling only those
  * and merging them against the baseline cut to them (and their ancestors) gives what the
  * full pull and merge give: every other entry is, on the remote, the baseline's version,
- * which the merge leaves alone. Resolves `{ members, trees, names, baseline, bytes, listed }`
- * (the members to pull alone and the new directories to pull whole, sorted; the plain
- * names the excludes come to; the baseline to merge against; the listed bytes of the
+ * which the merge leaves alone. Resolves `{ members, trees, names, baseline, bytes, listed,
+ * notes }` (the members to pull alone and the new directories to pull whole, sorted; the
+ * plain names the excludes come to; the baseline to merge against; the listed bytes of the
  * members' files; the remote listing of each file among `members`, for
- * {@link rowsAfterRestore}) or `{ fallback }`, the reason for the full pull. `localWalk`: the walk of the local tree
+ * {@link rowsAfterRestore}; the listing's `pcdelta-note` records) or `{ fallback, notes }`,
+ * the reason for the full pull. `localWalk`: the walk of the local tree
  * ({@link walkLocalTree}, the baseline's excludes), always settled before this resolves.
+ * `before`: script lines the listing command runs first (after its header), `lead`: a
+ * command inside the listing's pipeline whose `pcdelta-note` records come first (a git
+ * workspace's restore exports its history in the same command).
  */
-export async function planRestoreDelta({ manifest, local, remoteDir, baseline, localWalk, list }) {
+export async function planRestoreDelta({
+  manifest,
+  local,
+  remoteDir,
+  baseline,
+  localWalk,
+  list,
+  before = [],
+  lead = "",
+}) {
+  let notes = [];
   const fallback = async (reason) => {
     await localWalk.catch(() => undefined);
-    return { fallback: reason };
+    return { fallback: reason, notes };
   };
   if (!manifest || manifest.remoteDir !== remoteDir || manifest.localDir !== local || manifest.restored)
     return await fallback("no-manifest");
   const exclude = [...new Set(baseline.exclude ?? [])];
   const plain = plainExcludes(exclude);
   if (!plain) return await fallback("excludes");
-  // A member one of whose components is `name` (tar's match of a plain exclude).
-  const holds = (member, name) =>
-    member === name || member.startsWith(`${name}/`) || member.endsWith(`/${name}`) || member.includes(`/${name}/`);
-  const named = (member) => plain.some((name) => holds(member, name));
+  // A member some run of whose components is `name` (tar's match of a plain exclude).
+  const named = (member) => {
+    const wrapped = `/${member}/`;
+    return plain.some((name) => wrapped.includes(`/${name}/`));
+  };
   // AppleDouble names (`._*`) are never pulled either.
   const appleDouble = (member) => member.startsWith("._") || member.includes("/._");
   const excluded = (member) => named(member) || appleDouble(member);
@@ -513,23 +543,29 @@ export async function planRestoreDelta({ manifest, local, remoteDir, baseline, l
   // coarse clock of file times), and every child of a directory that changed (what is
   // gone); the whole tree when the manifest has no time.
   const since = Number.isFinite(manifest.listedAt) ? manifest.listedAt - 2 : null;
-  // A git workspace's repository is excluded: not walked on the remote either.
-  const prune = plain.includes(".git") ? [RUNTIME_DIR, ".git"] : [RUNTIME_DIR];
-  const pruned = prune.map((name) => `-path ./${name} -prune -o `).join("");
+  // Our runtime directory is never listed, nor what the excludes leave out (a git
+  // workspace's repository, the heavy directories): not walked on the remote either.
+  const excludedPaths = plain.flatMap((name) => [
+    `-path ${shellQuote(`./${name}`)}`,
+    `-path ${shellQuote(`*/${name}`)}`,
+  ]);
+  const prunedExcludes = excludedPaths.length > 0 ? `\\( ${excludedPaths.join(" -o ")} \\) -prune -o ` : "";
+  const pruned = `-path ./${RUNTIME_DIR} -prune -o ${prunedExcludes}`;
   const script =
     since == null
-      ? ["set -e", `cd ${q}`, ...HEADER, listingPipeline("", prune)]
+      ? ["set -e", `cd ${q}`, ...HEADER, ...before, listingPipeline(prunedExcludes, [RUNTIME_DIR], lead)]
       : [
           "set -e",
           `cd ${q}`,
           // Probed at the prepare (GNU tar and find, gzip): only the time is asked.
           ...(manifest.compressor ? lightHeader(manifest.compressor) : HEADER),
+          ...before,
           `F='${LISTING_FORMAT.replace("%P", "%p")}'`,
           // One walk: the changed entries on stdout, the changed directories (`.` too) in a
           // file, whose children are then listed.
           `D=$(mktemp)`,
           `trap 'rm -f "$D"' EXIT`,
-          `{ find . ${pruned}-newerct @${since} \\( -type d -fprint0 "$D" -o -true \\) ! -path . -printf '${LISTING_FORMAT.replace("%P", "./%P")}'; ` +
+          `{ ${lead ? `${lead}; ` : ""}find . ${pruned}-newerct @${since} \\( -type d -fprint0 "$D" -o -true \\) ! -path . -printf '${LISTING_FORMAT.replace("%P", "./%P")}'; ` +
             `xargs -0 -r sh -c 'for d; do printf "pcdelta-dir %s\\0\\0" "$d"; done; find "$@" -mindepth 1 -maxdepth 1 -printf "$0"' "$F" < "$D"; ` +
             `printf 'pcdelta-end %s\\0' "$?"; } | $Z`,
         ];
@@ -541,13 +577,14 @@ export async function planRestoreDelta({ manifest, local, remoteDir, baseline, l
     if (error?.name === "AbortError") throw error;
     return { fallback: "remote-cannot-answer" };
   }
+  notes = listing?.notes ?? [];
   if (!listing?.entries) return await fallback("remote-cannot-answer");
   let walked;
   try {
     walked = parseMembers(await localWalk);
   } catch (error) {
     if (error?.name === "AbortError") throw error;
-    return { fallback: "walk-failed" };
+    return { fallback: "walk-failed", notes };
   }
   const locals = new Map(walked.map((m) => [m.member, m]));
   const entries = baseline.entries instanceof Map ? baseline.entries : new Map(Object.entries(baseline.entries ?? {}));
@@ -560,7 +597,9 @@ export async function planRestoreDelta({ manifest, local, remoteDir, baseline, l
     if (theirs.kind === "f") {
       const row = manifest.files[member];
       const mine = locals.get(member);
-      same = base?.kind === "file" && Boolean(mine) && unchanged(row, mine, theirs);
+      // The same bytes (the row) and the same mode (else upstream's merge applies the chmod).
+      same =
+        base?.kind === "file" && Boolean(mine) && unchanged(row, mine, theirs) && (base.mode & 0o7777) === theirs.mode;
     } else if (theirs.kind === "l") same = base?.kind === "symlink" && base.target === theirs.link;
     else if (theirs.kind === "d") same = base?.kind === "dir";
     if (!same) {
@@ -612,7 +651,7 @@ export async function planRestoreDelta({ manifest, local, remoteDir, baseline, l
   }
   // The pull names each member on the remote command line.
   if (changed.reduce((sum, member) => sum + member.length + 8, 0) > INLINE_REMOVALS_MAX)
-    return { fallback: "too-many-changes" };
+    return { fallback: "too-many-changes", notes };
   const cut = new Map([...entries].filter(([member]) => keep.has(member)));
   // A directory the baseline does not hold comes with its whole subtree: its children are
   // not all listed when it was moved into place (a rename moves the ctime of the directory
@@ -629,7 +668,15 @@ export async function planRestoreDelta({ manifest, local, remoteDir, baseline, l
     const theirs = listing.entries.get(member);
     if (theirs?.kind === "f") listed.set(member, theirs);
   }
-  return { members, trees: [...trees], names: plain, baseline: { ...baseline, exclude, entries: cut }, bytes, listed };
+  return {
+    members,
+    trees: [...trees],
+    names: plain,
+    baseline: { ...baseline, exclude, entries: cut },
+    bytes,
+    listed,
+    notes,
+  };
 }
 
 /** A restored file's bytes are compared up to this size; a larger one goes again next time. */
@@ -640,9 +687,11 @@ const RESTORED_COMPARE_MAX = 8 * 1024 * 1024;
  * its remote listing) that the merge left on the host with exactly the bytes pulled
  * (`extractedDir` holds them), paired with the host's stat after the merge. The next
  * prepare then only gives such a file the host's time (planDelta's `touch`) instead of
- * sending it again. A file changed during the comparison, or too large, gets no row.
+ * sending it again. A file changed during the comparison, or too large, gets no row. With
+ * `blobIds`, each row ends with the bytes' git blob id (a git workspace's rows do: the next
+ * prepare compares the sandbox's files with HEAD's blobs).
  */
-export async function rowsAfterRestore(pulled, extractedDir, localDir) {
+export async function rowsAfterRestore(pulled, extractedDir, localDir, { blobIds = false } = {}) {
   const files = {};
   for (const [member, theirs] of pulled) {
     if (theirs?.kind !== "f" || theirs.size > RESTORED_COMPARE_MAX) continue;
@@ -664,12 +713,17 @@ export async function rowsAfterRestore(pulled, extractedDir, localDir) {
         ino: String(after.ino),
         dev: String(after.dev),
       };
-      files[member] = manifestRow(local, theirs);
+      files[member] = blobIds ? [...manifestRow(local, theirs), gitBlobId(mine)] : manifestRow(local, theirs);
     } catch {
       // Gone, or never merged: nothing to vouch for.
     }
   }
   return files;
+}
+
+/** The git blob id of `bytes` (SHA-1 of `blob <size>\0` and the bytes). */
+export function gitBlobId(bytes) {
+  return createHash("sha1").update(`blob ${bytes.length}\0`).update(bytes).digest("hex");
 }
 
 /** Whether `member` is one of `dirs` or below one. */
