@@ -15,7 +15,7 @@ import {
 } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeEach, describe, expect, it, onTestFinished } from "vitest";
 import { prepareCommandManagedRuntime } from "../lib/command-managed-runtime.js";
 import { spawnRunner } from "./helpers/sandbox-runner.js";
 import { RawArchive, treeState } from "./helpers/tar.js";
@@ -290,6 +290,11 @@ describe("restoreWorkspace bounds what the sandbox sends back (limits)", () => {
 
 describe("a runner that fails or times out mid-transfer", () => {
   it("restore: the second 3 MiB read fails; failed-at line, workspace and git untouched, no temp files", async () => {
+    // The full pull's reads (a delta's pull that fails falls back to it: sandbox-restore-delta.test.js).
+    process.env.PAPERCLIP_NATIVE_SANDBOX_DELTA = "off";
+    onTestFinished(() => {
+      delete process.env.PAPERCLIP_NATIVE_SANDBOX_DELTA;
+    });
     const local = workspace({ gitBacked: true });
     const remote = fresh("remote");
     const made = spawnRunner();

@@ -52,22 +52,26 @@ import { shellQuote } from "./shell.js";
 /** A top-level name upstream's clear spares that the listing can prune as it is: no glob, no slash. */
 const PLAIN_NAME = /^[^/*?[\\]+$/;
 /** The in-flight upload archives upstream's clear spares. */
-const UPLOAD_SCRATCH = ".paperclip-upload-*";
+export const UPLOAD_SCRATCH = ".paperclip-upload-*";
 
 /** A delta archive up to this size goes on the stdin of the one command that extracts it (a chunked write's slice). */
-const INLINE_UPLOAD_MAX = SLICE_BYTES;
+export const INLINE_UPLOAD_MAX = SLICE_BYTES;
 /** Inline archives and pulls from this size on go gzip'd (when the sandbox has gzip and the link is not known fast). */
-const GZIP_FROM = 64 * 1024;
+export const GZIP_FROM = 64 * 1024;
 
 const stats = { delta: 0, full: 0, sent: 0, removed: 0, touched: 0, fallbacks: {} };
 const pulls = { delta: 0, full: 0, pulled: 0, recorded: 0, fallbacks: {} };
+const histories = { delta: 0, full: 0, objects: 0, checkedOut: 0, sent: 0, removed: 0, fallbacks: {} };
 
 /**
  * What the sandbox lane's deltas did in this process: uploads done as deltas, full uploads
  * (and their reasons), members sent, entries removed and files only given the host's time
- * (`touched`: the sandbox already held their bytes) by the deltas; and `restore`, the
- * restores done as deltas, the full pulls (and their reasons), the members the deltas
- * pulled and the pulled files recorded as the host now holds them (`recorded`).
+ * (`touched`: the sandbox already held their bytes) by the deltas of plain workspaces;
+ * `git`, the prepares of git workspaces done as deltas, their full uploads (and reasons),
+ * the git objects they sent, the files the sandbox checked out of its own history, the
+ * working-tree files sent and the entries removed; and `restore`, the restores done as
+ * deltas, the full pulls (and their reasons), the members the deltas pulled and the pulled
+ * files recorded as the host now holds them (`recorded`).
  */
 export function sandboxDeltaStats() {
   return {
@@ -77,6 +81,7 @@ export function sandboxDeltaStats() {
     removed: stats.removed,
     touched: stats.touched,
     fallbacks: { ...stats.fallbacks },
+    git: { ...histories, fallbacks: { ...histories.fallbacks } },
     restore: {
       delta: pulls.delta,
       full: pulls.full,
@@ -106,12 +111,26 @@ function countFull(reason) {
   stats.fallbacks[reason] = (stats.fallbacks[reason] ?? 0) + 1;
 }
 
+/** Counts a git workspace's prepare: a full upload and its `reason`, or a delta's figures. */
+export function countGitPrepare({ reason, objects = 0, checkedOut = 0, sent = 0, removed = 0 }) {
+  if (reason) {
+    histories.full += 1;
+    histories.fallbacks[reason] = (histories.fallbacks[reason] ?? 0) + 1;
+    return;
+  }
+  histories.delta += 1;
+  histories.objects += objects;
+  histories.checkedOut += checkedOut;
+  histories.sent += sent;
+  histories.removed += removed;
+}
+
 /**
  * Where the manifest of (provider, remote directory, local workspace) lives. Not keyed by
  * the sandbox's lease: a provider may lease the same kept sandbox anew for each run, and a
  * manifest read against another sandbox matches none of its files (inodes and ctimes).
  */
-async function manifestFile(spec, remoteDir, localDir) {
+export async function manifestFile(spec, remoteDir, localDir) {
   const local = await fs.realpath(localDir).catch(() => path.resolve(localDir));
   const key = createHash("sha256")
     .update(JSON.stringify(["sandbox", spec.provider ?? null, remoteDir, local]))
@@ -123,7 +142,7 @@ async function manifestFile(spec, remoteDir, localDir) {
  * Runs a listing script on the sandbox and parses what it printed (`parseListing`'s
  * `options`); the output is binary, so it comes back as base64 text, decoded here.
  */
-async function listRemote(features, script, options, stdin) {
+export async function listRemote(features, script, options, stdin) {
   const { stdout } = await features.exec(`{\n${script}\n} | base64`, stdin === undefined ? {} : { stdin });
   try {
     return parseListing(Buffer.from(stdout, "base64"), options);
@@ -134,14 +153,14 @@ async function listRemote(features, script, options, stdin) {
 }
 
 /** The tar archive of `only` (members of `localDir` minus `exclude`), in memory: a small delta's. */
-async function packed(pack) {
+export async function packed(pack) {
   const chunks = [];
   for await (const chunk of await createTarballStreamFromDirectory(pack)) chunks.push(chunk);
   return Buffer.concat(chunks);
 }
 
 /** A link this process measured faster than gzip. */
-const knownFast = (link) => link.bytesPerSecond != null && !link.slow();
+export const knownFast = (link) => link.bytesPerSecond != null && !link.slow();
 
 /**
  * Stages the plain workspace tree of a prepare: by a delta when the sandbox kept what the
@@ -226,7 +245,8 @@ export async function stageSandboxTree({
 
   if (!preserved.every((name) => PLAIN_NAME.test(name))) return await full("preserved-pattern");
   const manifest = await readManifest(file);
-  if (!manifest || manifest.remoteDir !== remoteDir || manifest.localDir !== local) return await full("no-manifest");
+  if (!manifest || manifest.kind === "git" || manifest.remoteDir !== remoteDir || manifest.localDir !== local)
+    return await full("no-manifest");
   // A delta moves too little to measure the link by: the last run's figure stands for it
   // until an upload of this process measures one (the restore's compression asks it).
   link.remember(manifest.link);
@@ -363,16 +383,21 @@ export function startRestoreDelta(client, localDir, exclude, signal) {
 
 /**
  * The delta of a sandbox restore (tree-delta.js `planRestoreDelta`: one listing of what
- * changed since the prepare), or `null` for upstream's full pull (counted). `started`: what
- * {@link startRestoreDelta} returned; its walk is settled when this resolves.
+ * changed since the prepare, with the listing's `notes`), or `{ fallback, notes }` for
+ * upstream's full pull (counted). `started`: what {@link startRestoreDelta} returned; its
+ * walk is settled when this resolves. `git`: the workspace is a git workspace (its manifest
+ * is git-delta.js's); `before` and `lead`: what the listing's command does first
+ * (`planRestoreDelta`'s).
  */
-export async function planSandboxRestore({ started, spec, remoteDir, localDir, baseline }) {
+export async function planSandboxRestore({ started, spec, remoteDir, localDir, baseline, git = false, before, lead }) {
   const { features, localWalk } = started;
   const { file, local } = await manifestFile(spec, remoteDir, localDir).catch(async (error) => {
     await localWalk.catch(() => undefined);
     throw error;
   });
-  const manifest = await readManifest(file);
+  const read = await readManifest(file);
+  // A git workspace's manifest (git-delta.js) for a git workspace only, and the other way round.
+  const manifest = read && (read.kind === "git") === git ? read : null;
   const plan = await planRestoreDelta({
     manifest,
     local,
@@ -380,10 +405,23 @@ export async function planSandboxRestore({ started, spec, remoteDir, localDir, b
     baseline,
     localWalk,
     list: (script, options) => listRemote(features, script, options),
+    before,
+    lead,
   });
-  if (plan.fallback) return countPull(plan.fallback);
+  if (plan.fallback) {
+    countPull(plan.fallback);
+    return plan;
+  }
   // gzip'd when the sandbox has it and the link is not known fast.
   return { ...plan, gzip: manifest.compressor === "gzip" && !knownFast(features.link()) };
+}
+
+/** Commits a git workspace's manifest remembers the sandbox holding (the newest first). */
+const HEADS_KEPT = 4;
+
+/** The commits of a git manifest's `git.heads`: `head` first, then `heads`, without repeats, at most {@link HEADS_KEPT}. */
+export function keptHeads(head, heads = []) {
+  return [...new Set([head, ...heads])].filter((id) => /^[0-9a-f]{40,64}$/.test(id)).slice(0, HEADS_KEPT);
 }
 
 /** A delta pull's archive up to this size comes back on the stdout of the command that makes it. */
@@ -417,17 +455,28 @@ export function countRestoreDelta(plan) {
 /**
  * After a delta restore's merge: records in the manifest each pulled file the host now
  * holds with exactly the pulled bytes (tree-delta.js `rowsAfterRestore`), so the next
- * prepare gives it the host's time instead of sending it back. Never fails the restore.
+ * prepare gives it the host's time instead of sending it again; for a git workspace, with
+ * the files' blob ids, and `importedHead` (the sandbox's HEAD the restore brought back) among
+ * the commits the sandbox holds. Never fails the restore.
  */
-export async function recordRestore({ spec, remoteDir, localDir, plan, extractedDir }) {
+export async function recordRestore({ spec, remoteDir, localDir, plan, extractedDir, importedHead = null }) {
   try {
     const { file, local } = await manifestFile(spec, remoteDir, localDir);
-    const rows = await rowsAfterRestore(plan.listed ?? new Map(), extractedDir, local);
-    const count = Object.keys(rows).length;
-    if (count === 0) return;
     const manifest = await readManifest(file);
     if (!manifest || manifest.remoteDir !== remoteDir || manifest.localDir !== local) return;
-    writeManifest(file, newManifest({ ...manifest, files: { ...manifest.files, ...rows } }));
+    const git = manifest.kind === "git";
+    const rows = await rowsAfterRestore(plan.listed ?? new Map(), extractedDir, local, { blobIds: git });
+    const count = Object.keys(rows).length;
+    const heads = git && importedHead ? keptHeads(importedHead, manifest.git.heads) : null;
+    if (count === 0 && !heads) return;
+    writeManifest(
+      file,
+      newManifest({
+        ...manifest,
+        ...(heads ? { git: { ...manifest.git, heads } } : {}),
+        files: { ...manifest.files, ...rows },
+      }),
+    );
     pulls.recorded += count;
   } catch {
     // Without the rows, those files go again next time.

@@ -18,7 +18,7 @@ const QUICK = { timeout: 10_000, maxBuffer: 16 * 1024 };
 const SLOW = { timeout: 60_000, maxBuffer: 1024 * 1024 };
 
 /** `origin`'s credential-free URL, or `null`. */
-async function originUrl(localDir) {
+export async function originUrl(localDir) {
   try {
     return credentialFreeRemoteUrl((await runLocalGit(localDir, ["remote", "get-url", "origin"], QUICK)).stdout);
   } catch {
@@ -229,6 +229,42 @@ export function deltaBundleScript({ remoteDir, baseSha, exportRef, bundlePath, s
   return lines.join("\n");
 }
 
+/** A bundle up to this size comes back inside the restore's listing (base64 in a note), a larger one as a file. */
+const INLINE_BUNDLE_MAX = 1024 * 1024;
+
+/**
+ * The command (inside a delta restore's listing pipeline, after {@link deltaBundleScript}
+ * ran) that reports what the export wrote: `pcdelta-note status <clean|dirty>`, then
+ * `pcdelta-note bundle <base64>` with the bundle when it is small (and removes it), else
+ * `pcdelta-note bundle-file <size>` (the caller reads the file).
+ */
+export function exportedNotesCommand(bundlePath, statusPath) {
+  const bundle = shellQuote(bundlePath);
+  const status = shellQuote(statusPath);
+  return [
+    `printf 'pcdelta-note status %s\\0\\0' "$(cat ${status} 2>/dev/null || echo dirty)"`,
+    `rm -f ${status}`,
+    `N=$(wc -c < ${bundle})`,
+    `if [ "$N" -le ${INLINE_BUNDLE_MAX} ]; then printf 'pcdelta-note bundle '; base64 < ${bundle} | tr -d '\\n'; printf '\\0\\0'; rm -f ${bundle}; else printf 'pcdelta-note bundle-file %s\\0\\0' "$N"; fi`,
+  ].join("; ");
+}
+
+/**
+ * What {@link exportedNotesCommand} reported, from a listing's notes: `{ status, bundle }`
+ * (`bundle`: the bytes, or `null` when the bundle was left as a file), or `null` when the
+ * notes do not say (the listing did not run that far).
+ */
+export function readExportedNotes(notes = []) {
+  const status = notes.find((note) => note.startsWith("status "))?.slice("status ".length);
+  const inline = notes.find((note) => note.startsWith("bundle "));
+  const file = notes.some((note) => /^bundle-file \d+$/.test(note));
+  if (status === undefined || (!inline && !file)) return null;
+  return {
+    status: status === "clean" ? "clean" : "dirty",
+    bundle: inline ? Buffer.from(inline.slice("bundle ".length), "base64") : null,
+  };
+}
+
 /**
  * The work tree's `{ headCommit, branchName }` in one `git rev-parse` (upstream takes a whole
  * workspace snapshot here, nine git runs and an ignored-files walk, and uses these two
@@ -286,4 +322,66 @@ export async function resetIndexToHead(localDir, checkClean) {
   });
   if (worktree.stdout.trim() !== "")
     console.warn("[paperclip] Workspace restore preserved local working tree changes after clean sandbox restore.");
+}
+
+/**
+ * The tree of `commit` in `localDir` as `git ls-tree -r -t -l` gives it: `{ path, mode, type,
+ * id, size }` per entry (every blob, subtree and submodule link, at any depth; `size` for
+ * blobs), in git's order.
+ */
+export async function listCommitTree(localDir, commit) {
+  const { stdout } = await runLocalGit(localDir, ["ls-tree", "-r", "-t", "-l", "-z", "--full-tree", commit], {
+    timeout: SLOW.timeout,
+    maxBuffer: 512 * 1024 * 1024,
+  });
+  const entries = [];
+  for (const record of stdout.split("\0")) {
+    if (record === "") continue;
+    const match = /^(\d+) (\w+) ([0-9a-f]+) +(\S+)\t([\s\S]+)$/.exec(record);
+    if (!match) throw new Error(`unexpected git ls-tree record: ${JSON.stringify(record.slice(0, 200))}`);
+    const [, mode, type, id, size, entryPath] = match;
+    entries.push({ path: entryPath, mode, type, id, size: size === "-" ? null : Number(size) });
+  }
+  return entries;
+}
+
+/**
+ * Writes to `file` a pack of the objects a depth-1 clone of `commit` needs beyond what a
+ * repository holding `bases` (commits, with their trees) has: the commit and every object of
+ * its tree that none of the bases' trees holds (`rev-list --objects --no-walk`, so no history
+ * is walked: the receiver is shallow). Resolves the number of objects packed.
+ */
+export async function writeObjectsBeyond(localDir, commit, bases, file) {
+  const handle = await fs.open(file, "w");
+  try {
+    const list = gitStage(
+      localDir,
+      ["rev-list", "--objects", "--no-walk", commit, "--not", ...bases],
+      "ignore",
+      "pipe",
+    );
+    let objects = 0;
+    const counted = new Promise((resolve) => {
+      list.child.stdout.on("data", (chunk) => {
+        for (const byte of chunk) if (byte === 10) objects += 1;
+      });
+      list.child.stdout.on("end", resolve);
+    });
+    const pack = gitStage(localDir, ["pack-objects", "--stdout", "-q"], "pipe", handle.fd);
+    list.child.stdout.pipe(pack.child.stdin);
+    const timer = setTimeout(() => {
+      for (const { child } of [list, pack]) child.kill("SIGTERM");
+    }, SLOW.timeout);
+    try {
+      await Promise.all([list.done, pack.done, counted]);
+    } catch (error) {
+      for (const { child } of [list, pack]) child.kill("SIGTERM");
+      throw error;
+    } finally {
+      clearTimeout(timer);
+    }
+    return objects;
+  } finally {
+    await handle.close();
+  }
 }

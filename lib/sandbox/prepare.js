@@ -19,6 +19,7 @@ import { asBuffer } from "./base64-transfer.js";
 import { OUR_CLIENT, PACKED_SOURCE } from "./client-features.js";
 import { assertSyncOperationsConfined } from "./confinement.js";
 import { stageSandboxTree } from "./delta.js";
+import { stageSandboxGit } from "./git-delta.js";
 import { withShallowHeadClone } from "./git-history.js";
 import { restoreSandboxWorkspace } from "./restore.js";
 import { scheduleSyncOperations, SYNC_CONCURRENCY } from "./schedule.js";
@@ -89,6 +90,15 @@ async function persistSeed(source, target) {
   }
 }
 
+/** What a git delta rebuilds the sandbox's `.git` with (git-delta.js): the clone's configuration and exclude file. */
+async function cloneTemplate(cloneDir) {
+  const [config, exclude] = await Promise.all([
+    fs.readFile(path.join(cloneDir, ".git", "config"), "utf8"),
+    fs.readFile(path.join(cloneDir, ".git", "info", "exclude"), "utf8").catch(() => null),
+  ]);
+  return { config, exclude };
+}
+
 /** Copies the selected overlay paths (minus excluded ones, minus vanished ones) into `targetDir`. */
 async function copyOverlay(sourceDir, targetDir, relativePaths, exclude) {
   await fs.mkdir(targetDir, { recursive: true });
@@ -129,6 +139,8 @@ export async function prepareSandbox(input, sources) {
   // Our addition: `signal` stops the work between steps and inside every pack and extraction
   // (a remote command already running is left to its own timeout).
   const signal = checkSignal(input.signal);
+  // When the prepare began, as a file time: a git delta vouches only for host files older.
+  const startedNs = BigInt(Date.now()) * 1_000_000n;
   // Our addition: `limits` bounds the restore's extraction of what the sandbox sends back
   // (see `extractTarballToDirectory`); checked here so a bad value fails before any work.
   const limits = input.limits === undefined ? undefined : archiveLimits(input.limits);
@@ -370,7 +382,74 @@ export async function prepareSandbox(input, sources) {
           // Streaming the git-history archive needs the clone until the upload is done.
           const keepClone =
             gitSnapshot && !seeded && streamPacks && stageWorkspace && !input.workspaceDurableSeed?.gitArchivePath;
-          if (keepClone)
+          /** A delta's payload through the client's upload, `command(remotePath)` run after it. */
+          const stageDelta = async ({ pack, file, command }) => {
+            await emitStatus(input.onRuntimeProgress, "config_sync", "Syncing workspace to environment");
+            const remoteTar = path.posix.join(runtimeRootDir, file ? "git-delta-upload.bin" : "workspace-upload.tar");
+            const mapping = {
+              sourcePath: file ?? path.join(tempDir, "workspace.tar"),
+              targetPath: remoteTar,
+              kind: "file",
+              access: "rw",
+              writablePath: workspaceRemoteDir,
+              ...(pack ? { [PACKED_SOURCE]: pack } : {}),
+            };
+            await stage({
+              files: [mapping],
+              postUploadCommands: [{ command: command(remoteTar) }],
+              sourceRoots: [tempDir],
+              targetRoots: [runtimeRootDir],
+              label: "workspace",
+              phase: "config_sync",
+              bytes: file ? (await fs.stat(file)).size : 0,
+            });
+          };
+          /** A small delta's one command (`upload()`), with the prepare's status and progress lines. */
+          const stageInline = async ({ bytes, upload }) => {
+            await emitStatus(input.onRuntimeProgress, "config_sync", "Syncing workspace to environment");
+            stopIfAborted();
+            const progress = transferProgress(input.onProgress, "Syncing", "to", "workspace", {
+              sink: input.onRuntimeProgress,
+              phase: "config_sync",
+            });
+            let done;
+            try {
+              done = await upload();
+            } catch (error) {
+              await progress.fail(0, bytes);
+              throw error;
+            }
+            await progress.finish(done.bytes, done.bytes);
+            return done.listed;
+          };
+          if (keepClone && !persist) {
+            // A git workspace: only the history and files the sandbox lacks to a sandbox
+            // that kept the last prepare's (git-delta.js).
+            const gitStatus = async (stageStep, args) => {
+              await emitStatus(input.onRuntimeProgress, "git_sync", "Syncing git history to environment");
+              return stageStep(args);
+            };
+            await stageSandboxGit({
+              client: input.client,
+              spec: input.spec,
+              localDir: input.workspaceLocalDir,
+              remoteDir: workspaceRemoteDir,
+              snapshot: gitSnapshot,
+              exclude: archiveExclude,
+              tempDir,
+              startedNs,
+              signal,
+              ensureDirs: [runtimeRootDir],
+              fullUpload: () =>
+                withShallowHeadClone(input.workspaceLocalDir, gitSnapshot, async (cloneDir) => {
+                  const template = await cloneTemplate(cloneDir);
+                  await packAndStage(cloneDir);
+                  return template;
+                }),
+              stageInline: (args) => gitStatus(stageInline, args),
+              stageDelta: (args) => gitStatus(stageDelta, args),
+            });
+          } else if (keepClone)
             await withShallowHeadClone(input.workspaceLocalDir, gitSnapshot, (cloneDir) => packAndStage(cloneDir));
           else if (!gitSnapshot && !seeded && !persist && stageWorkspace) {
             // A plain tree: only what changed to a sandbox that kept the last one (delta.js).
@@ -384,44 +463,8 @@ export async function prepareSandbox(input, sources) {
               signal,
               ensureDirs: [runtimeRootDir],
               fullUpload: () => packAndStage(null),
-              stageInline: async ({ bytes, upload }) => {
-                await emitStatus(input.onRuntimeProgress, "config_sync", "Syncing workspace to environment");
-                stopIfAborted();
-                const progress = transferProgress(input.onProgress, "Syncing", "to", "workspace", {
-                  sink: input.onRuntimeProgress,
-                  phase: "config_sync",
-                });
-                let done;
-                try {
-                  done = await upload();
-                } catch (error) {
-                  await progress.fail(0, bytes);
-                  throw error;
-                }
-                await progress.finish(done.bytes, done.bytes);
-                return done.listed;
-              },
-              stageDelta: async ({ pack, command }) => {
-                await emitStatus(input.onRuntimeProgress, "config_sync", "Syncing workspace to environment");
-                const remoteTar = path.posix.join(runtimeRootDir, "workspace-upload.tar");
-                const mapping = {
-                  sourcePath: path.join(tempDir, "workspace.tar"),
-                  targetPath: remoteTar,
-                  kind: "file",
-                  access: "rw",
-                  writablePath: workspaceRemoteDir,
-                  [PACKED_SOURCE]: pack,
-                };
-                await stage({
-                  files: [mapping],
-                  postUploadCommands: [{ command: command(remoteTar) }],
-                  sourceRoots: [tempDir],
-                  targetRoots: [runtimeRootDir],
-                  label: "workspace",
-                  phase: "config_sync",
-                  bytes: 0,
-                });
-              },
+              stageInline,
+              stageDelta,
             });
           } else await packAndStage(null);
         }),

@@ -24,11 +24,13 @@ import {
 import {
   deleteRef,
   deltaBundleScript,
+  exportedNotesCommand,
   fetchBundle,
   integrateImportedHead,
   isMissingPrerequisite,
   newExportRef,
   newImportedRef,
+  readExportedNotes,
   resetIndexToHead,
 } from "./git-history.js";
 import { shellQuote } from "./shell.js";
@@ -103,12 +105,13 @@ export async function restoreSandboxWorkspace(run, sink) {
     });
     await nested.restoreWorkspace(sink);
   }
-  // A plain workspace through our client: only what the run changed comes back (delta.js),
-  // the walk of the host tree it compares with the listing started at once.
+  // Through our client: only what the run changed comes back (delta.js), the walk of the
+  // host tree it compares with the listing started at once. Not for project repositories
+  // (each restores on its own first).
   const deltaStart = nativeSyncOut
     ? countRestoreFallback("client")
-    : gitSnapshot || repositories.length > 0
-      ? countRestoreFallback("git")
+    : repositories.length > 0
+      ? countRestoreFallback("repositories")
       : startRestoreDelta(input.client, input.workspaceLocalDir, baseline.exclude ?? [], signal);
   let walkSettled = false;
   await withTempDir("paperclip-sandbox-restore-", async (tempDir) => {
@@ -117,6 +120,18 @@ export async function restoreSandboxWorkspace(run, sink) {
     let stagingName = null;
     let remoteStatus = "dirty";
     try {
+      const planDelta = (options) =>
+        planSandboxRestore({
+          started: deltaStart,
+          spec: input.spec,
+          remoteDir: workspaceRemoteDir,
+          localDir: input.workspaceLocalDir,
+          baseline,
+          git: Boolean(gitSnapshot),
+          ...options,
+        });
+      /** The delta's plan once the listing is taken: `null` for the full pull. */
+      let plan = null;
       if (gitSnapshot) {
         await emitStatus(input.onRuntimeProgress, "export", "Exporting git changes from environment");
         importedRef = newImportedRef();
@@ -124,8 +139,8 @@ export async function restoreSandboxWorkspace(run, sink) {
         const remoteStatusPath = path.posix.join(runtimeRootDir, "workspace-status.txt");
         const exportRef = newExportRef();
         const localBundle = path.join(tempDir, "git-delta.bundle");
-        const exportAndImport = async (full) => {
-          const script = deltaBundleScript({
+        const exportScript = (full) =>
+          deltaBundleScript({
             remoteDir: workspaceRemoteDir,
             baseSha: gitSnapshot.headCommit,
             exportRef,
@@ -133,11 +148,13 @@ export async function restoreSandboxWorkspace(run, sink) {
             statusPath: full ? undefined : remoteStatusPath,
             full,
           });
-          await input.client.run(`sh -c ${shellQuote(script)}`, { timeoutMs: input.spec.timeoutMs });
-          const progress = transferProgress(sink, "Exporting git history", "from", undefined, {
+        const exportProgress = () =>
+          transferProgress(sink, "Exporting git history", "from", undefined, {
             sink: input.onRuntimeProgress,
             phase: "export",
           });
+        /** Brings the exported bundle here (and removes it in the sandbox). */
+        const readBundle = async (progress) => {
           if (nativeSyncOut) {
             const operations = [
               {
@@ -158,6 +175,13 @@ export async function restoreSandboxWorkspace(run, sink) {
             await progress.finish(bytes, bytes);
           }
           await input.client.remove(remoteBundle).catch(() => undefined);
+        };
+        const importBundle = () =>
+          fetchBundle(input.workspaceLocalDir, localBundle, exportRef, importedRef, gitSnapshot.headCommit);
+        /** Upstream's export: the script, the bundle, the working tree's status, each a command. */
+        const exportAndImport = async (full) => {
+          await input.client.run(`sh -c ${shellQuote(exportScript(full))}`, { timeoutMs: input.spec.timeoutMs });
+          await readBundle(exportProgress());
           if (!full) {
             remoteStatus = await Promise.resolve()
               .then(() => input.client.readFile(remoteStatusPath))
@@ -166,10 +190,30 @@ export async function restoreSandboxWorkspace(run, sink) {
             remoteStatus = remoteStatus === "clean" ? "clean" : "dirty";
             await input.client.remove(remoteStatusPath).catch(() => undefined);
           }
-          return fetchBundle(input.workspaceLocalDir, localBundle, exportRef, importedRef, gitSnapshot.headCommit);
+          return importBundle();
         };
+        // With the delta, the listing's command exports the history first and says what it
+        // wrote (the status, the bundle itself when it is small): one command for both.
+        let exported = null;
+        if (deltaStart) {
+          const planned = await planDelta({
+            before: exportScript(false).split("\n"),
+            lead: exportedNotesCommand(remoteBundle, remoteStatusPath),
+          });
+          walkSettled = true;
+          plan = planned.fallback ? null : planned;
+          exported = readExportedNotes(planned.notes);
+        }
         try {
-          importedHead = await exportAndImport(false);
+          if (exported) {
+            remoteStatus = exported.status;
+            const progress = exportProgress();
+            if (exported.bundle) {
+              await fs.writeFile(localBundle, exported.bundle);
+              await progress.finish(exported.bundle.length, exported.bundle.length);
+            } else await readBundle(progress);
+            importedHead = await importBundle();
+          } else importedHead = await exportAndImport(false);
         } catch (error) {
           if (!isMissingPrerequisite(error)) throw error;
           importedHead = await exportAndImport(true);
@@ -219,16 +263,10 @@ export async function restoreSandboxWorkspace(run, sink) {
         await progress.finish(sent, sent);
       }
       const remoteTar = path.posix.join(runtimeRootDir, "workspace-download.tar");
-      let plan = null;
-      if (deltaStart) {
-        plan = await planSandboxRestore({
-          started: deltaStart,
-          spec: input.spec,
-          remoteDir: workspaceRemoteDir,
-          localDir: input.workspaceLocalDir,
-          baseline,
-        });
+      if (deltaStart && !walkSettled) {
+        const planned = await planDelta({});
         walkSettled = true;
+        plan = planned.fallback ? null : planned;
       }
       if (plan) {
         const progress = transferProgress(sink, "Restoring", "from", "workspace", {
@@ -332,6 +370,7 @@ export async function restoreSandboxWorkspace(run, sink) {
           localDir: input.workspaceLocalDir,
           plan,
           extractedDir,
+          importedHead: gitSnapshot && importedHead !== gitSnapshot.headCommit ? importedHead : null,
         });
     } finally {
       // A restore that did not reach the delta's plan: nothing of its walk outlives the call.

@@ -1,0 +1,660 @@
+// Delta prepares of the sandbox lane's git workspaces (docs/sandbox.md, "Git workspaces"):
+// to a sandbox that kept the workspace (its repository included) since the last prepare, a
+// prepare sends only the git objects the sandbox lacks and the working-tree files it does
+// not hold, instead of upstream's clear of the directory, upload of a depth-1 clone of HEAD
+// and upload of the overlay (the files that differ from HEAD).
+//
+// What upstream's prepare leaves, and so what the delta must leave: a repository whose
+// HEAD, branch, refs, `origin` and shallow boundary are a fresh depth-1 clone's of the host
+// HEAD (`H`), an index of `H`'s tree, and a working tree of `H`'s checkout overlaid with the
+// host's overlay files, less the deleted ones. The host knows that target without making it:
+// `git ls-tree` of `H` (every path, mode and blob id) and the snapshot's overlay and deleted
+// paths. One runner command lists the sandbox's tree and says which of the commits recorded
+// in the manifest it still holds; a second one takes a payload on its stdin (the objects of
+// `H` beyond those commits' trees as a pack, the files to check out, to remove, to create,
+// to chmod, and a tar of the overlay files that changed), rebuilds `.git` around its objects
+// (the recorded clone's config and exclude file, `H` on the branch, nothing else: no other
+// ref, no reflog, no hook but the samples, no operation in progress), sets the index to
+// `H`'s tree, checks out of its own history the paths that are not `H`'s blob, writes the
+// overlay files, and lists what it wrote for the next manifest. A file is left alone only
+// when the manifest's row says the sandbox copy (its `stat`, ctime and inode included) holds
+// the same bytes as the target: `H`'s blob, or the host's overlay file. Modes are the ones a
+// checkout and a tar extraction give under the host's and the sandbox's umasks.
+//
+// Without a manifest, without the history it names, on a workspace with project
+// repositories, a `.gitattributes` or an end-of-line setting (a checkout that is not the
+// blob's bytes), an overlay that changes an entry's kind, or any other doubt, upstream's
+// full upload runs, and is counted (`sandboxDeltaStats().git`).
+import { promises as fs } from "node:fs";
+import path from "node:path";
+import { gzipSync } from "node:zlib";
+import { shouldExcludePath } from "../exclude-patterns.js";
+import { runLocalGit } from "../local-git.js";
+import { abortError } from "../native.js";
+import { createTarballStreamFromDirectory } from "../tar-stream.js";
+import {
+  HEADER,
+  headerOf,
+  lightHeader,
+  listingPipeline,
+  newManifest,
+  parseMembers,
+  readManifest,
+  RUNTIME_DIR,
+  sentListing,
+  settled,
+  unchanged,
+  walkLocalTree,
+  writeManifest,
+} from "../tree-delta.js";
+import { OUR_CLIENT } from "./client-features.js";
+import {
+  countGitPrepare,
+  GZIP_FROM,
+  INLINE_UPLOAD_MAX,
+  keptHeads,
+  knownFast,
+  listRemote,
+  manifestFile,
+  sandboxDeltaSetting,
+  UPLOAD_SCRATCH,
+} from "./delta.js";
+import { listCommitTree, originUrl, writeObjectsBeyond } from "./git-history.js";
+import { shellQuote } from "./shell.js";
+
+/** What the sandbox's listing prunes: our runtime directory, the repository, in-flight uploads (upstream's clear spares the first and the last). */
+const PRUNE = [RUNTIME_DIR, ".git", UPLOAD_SCRATCH];
+/** How long before the prepare began a host file must have last changed for its row to vouch for the host's copy (git's racy window, and a margin). */
+const SETTLED_NS = 2_000_000_000n;
+/** The git of every sandbox command: no end-of-line conversion, real links, no monitor, no hooks. */
+const SANDBOX_GIT =
+  "git -c core.autocrlf=false -c core.symlinks=true -c core.fsmonitor=false -c core.hooksPath=/dev/null";
+
+/** A path the clone's archive leaves out: below `.paperclip-runtime` or an AppleDouble name (`._*`), at any depth. */
+function leftOutOfClone(member) {
+  return member.split("/").some((part) => part === RUNTIME_DIR || part.startsWith("._"));
+}
+
+/** The umask this process creates files under (read off a directory it makes). */
+async function hostUmask(tempDir) {
+  const probe = path.join(tempDir, `umask-${process.pid}`);
+  await fs.mkdir(probe);
+  try {
+    return ~(await fs.stat(probe)).mode & 0o777;
+  } finally {
+    await fs.rmdir(probe).catch(() => undefined);
+  }
+}
+
+/**
+ * Whether a checkout here could write other bytes than the blobs, or other kinds of entry:
+ * attributes (a `.gitattributes` in the tree, `info/attributes`, a global attributes file),
+ * or an end-of-line or symlink setting other than the defaults. Then the sandbox's own
+ * checkout is not the host clone's, and the full upload runs.
+ */
+async function convertsOnCheckout(localDir, tree) {
+  if (tree.some((entry) => entry.path === ".gitattributes" || entry.path.endsWith("/.gitattributes"))) return true;
+  const exists = (file) =>
+    fs.stat(file).then(
+      () => true,
+      () => false,
+    );
+  const home = process.env.XDG_CONFIG_HOME || (process.env.HOME ? path.join(process.env.HOME, ".config") : null);
+  const [attributes, global, settings] = await Promise.all([
+    runLocalGit(localDir, ["rev-parse", "--git-path", "info/attributes"]).then(
+      ({ stdout }) => exists(path.resolve(localDir, stdout.trim())),
+      () => true,
+    ),
+    home ? exists(path.join(home, "git", "attributes")) : false,
+    runLocalGit(localDir, ["config", "-z", "--get-regexp", "^core\\.(autocrlf|eol|symlinks|attributesfile)$"]).then(
+      ({ stdout }) => stdout,
+      (error) => (error?.code === 1 ? "" : "unreadable"),
+    ),
+  ]);
+  if (attributes || global) return true;
+  const harmless = /^core\.(autocrlf\nfalse|eol\nlf|symlinks\ntrue)$/i;
+  return settings
+    .split("\0")
+    .filter(Boolean)
+    .some((record) => !harmless.test(record));
+}
+
+/** A local member record (the walk's shape) from a bigint `lstat`. */
+function recordOf(member, stat, link) {
+  return {
+    member,
+    kind: stat.isDirectory() ? "d" : stat.isSymbolicLink() ? "l" : stat.isFile() ? "f" : "?",
+    size: Number(stat.size),
+    mode: Number(stat.mode) & 0o7777,
+    mtimeNs: String(stat.mtimeNs),
+    ctimeNs: String(stat.ctimeNs),
+    ino: String(stat.ino),
+    dev: String(stat.dev),
+    link,
+  };
+}
+
+/**
+ * The working tree upstream's prepare leaves in the sandbox, as a map of member →
+ * `{ kind: "f" | "l" | "d", mode, source: "head" | "overlay", id, size, local, link }`:
+ * `H`'s checkout (`tree`, less what the clone's archive leaves out and the snapshot's
+ * deleted paths) under the overlay (the snapshot's overlay paths the archive's excludes
+ * keep, as the host holds them now). `mode` is the mode the sandbox gets: a checkout's
+ * under `umask` for `H`'s files and every directory, the host file's as the sandbox's tar
+ * extracts it for an overlay file. Resolves `{ conflict }` when the overlay changes the kind
+ * of an entry of `H` or reaches into a deleted or left-out path (upstream's extraction
+ * order decides those: the full upload runs).
+ */
+export async function gitTarget({ localDir, tree, snapshot, exclude, umask, header, lenient = false }) {
+  const target = new Map();
+  // With `lenient`, a conflict leaves its path (the shallowest one it involves) and
+  // everything below it out of the target instead of ending it.
+  const conflicts = [];
+  const conflict = (reason, at) => {
+    conflicts.push(at);
+    return lenient ? null : { conflict: reason };
+  };
+  const deleted = new Set(snapshot.deletedPaths);
+  const dirMode = 0o777 & ~umask;
+  for (const entry of tree) {
+    if (leftOutOfClone(entry.path) || deleted.has(entry.path)) continue;
+    if (entry.type === "tree" || entry.type === "commit") target.set(entry.path, { kind: "d", mode: dirMode });
+    else if (entry.mode === "120000") target.set(entry.path, { kind: "l", source: "head", id: entry.id });
+    else
+      target.set(entry.path, {
+        kind: "f",
+        source: "head",
+        id: entry.id,
+        size: entry.size,
+        mode: (entry.mode === "100755" ? 0o777 : 0o666) & ~umask,
+      });
+  }
+  const overlayMode = (mode) => (header.uid === 0 ? mode : mode & ~header.umask & 0o7777);
+  for (const member of snapshot.overlayPaths) {
+    if (shouldExcludePath(member, exclude) || member.split("/").some((part) => part.startsWith("._"))) continue;
+    const stat = await fs.lstat(path.join(localDir, member), { bigint: true }).catch(() => null);
+    if (!stat) continue;
+    const parts = member.split("/");
+    // An overlay file in our runtime directory lands where the listing does not look.
+    if (parts.some((part) => part === "" || part === "." || part === "..") || parts[0] === RUNTIME_DIR) {
+      const ended = conflict("overlay-path", parts[0]);
+      if (ended) return ended;
+      continue;
+    }
+    let blocked = null;
+    for (let depth = 1; depth < parts.length && !blocked; depth += 1) {
+      const ancestor = parts.slice(0, depth).join("/");
+      const held = target.get(ancestor);
+      if (deleted.has(ancestor) || (held && held.kind !== "d")) blocked = ancestor;
+      else if (!held) target.set(ancestor, { kind: "d", mode: dirMode });
+    }
+    const held = target.get(member);
+    if (!blocked && (stat.isDirectory() ? held && held.kind !== "d" : held?.kind === "d")) blocked = member;
+    if (!blocked && !stat.isDirectory() && !stat.isSymbolicLink() && !stat.isFile()) blocked = member;
+    if (blocked) {
+      const ended = conflict("overlay-kind", blocked);
+      if (ended) return ended;
+      continue;
+    }
+    if (stat.isDirectory()) target.set(member, { kind: "d", mode: dirMode });
+    else {
+      const link = stat.isSymbolicLink() ? await fs.readlink(path.join(localDir, member)) : null;
+      const local = recordOf(member, stat, link);
+      target.set(
+        member,
+        link === null
+          ? { kind: "f", source: "overlay", size: local.size, mode: overlayMode(local.mode), local }
+          : { kind: "l", source: "overlay", link },
+      );
+    }
+  }
+  for (const at of conflicts) {
+    for (const member of target.keys()) if (member === at || member.startsWith(`${at}/`)) target.delete(member);
+  }
+  return { target };
+}
+
+/** Whether a manifest row's sandbox half still describes the listed entry. */
+function sandboxSame(row, theirs) {
+  return (
+    Array.isArray(row) &&
+    row[5] === theirs.size &&
+    row[6] === theirs.mtime &&
+    row[7] === theirs.ctime &&
+    row[8] === theirs.ino &&
+    row[9] === theirs.mode
+  );
+}
+
+/**
+ * What turns the sandbox's tree (`listing`) into `target`: `remove` (entries to delete
+ * first: the sandbox's extras, outermost only, and entries of another kind), `mkdir`
+ * (directories to create), `checkout` (paths of `H` the sandbox checks out of its history),
+ * `chmod` (mode → paths whose mode is not the target's), `send` (overlay members to pack).
+ */
+export function planGitDelta(target, listing, files) {
+  const remove = new Set();
+  const mkdir = [];
+  const checkout = [];
+  const chmod = new Map();
+  const send = [];
+  const setMode = (mode, member) => {
+    if (!chmod.has(mode)) chmod.set(mode, []);
+    chmod.get(mode).push(member);
+  };
+  for (const [member, wanted] of target) {
+    let theirs = listing.get(member);
+    if (theirs && theirs.kind !== wanted.kind) {
+      remove.add(member);
+      theirs = undefined;
+    }
+    if (wanted.kind === "d") {
+      if (!theirs) mkdir.push(member);
+      else if (theirs.mode !== wanted.mode) setMode(wanted.mode, member);
+    } else if (wanted.source === "head") {
+      const row = files[member];
+      if (!(theirs && row?.[10] === wanted.id && sandboxSame(row, theirs))) checkout.push(member);
+      // A file the checkout does not write (only its mode differs) is given the target's.
+      else if (wanted.kind === "f" && theirs.mode !== wanted.mode) setMode(wanted.mode, member);
+    } else if (wanted.kind === "l") {
+      if (theirs?.link !== wanted.link) send.push(member);
+    } else if (!(theirs && theirs.mode === wanted.mode && unchanged(files[member], wanted.local, theirs))) {
+      send.push(member);
+    }
+  }
+  // The sandbox's extras, parents before their children, each removed directory taking its
+  // children along.
+  const gone = [...remove].filter((member) => listing.get(member)?.kind === "d");
+  for (const member of [...listing.keys()].filter((m) => !target.has(m)).sort()) {
+    if (gone.some((dir) => member.startsWith(`${dir}/`))) continue;
+    remove.add(member);
+    if (listing.get(member).kind === "d") gone.push(member);
+  }
+  mkdir.sort();
+  return { remove, mkdir, checkout, chmod, send };
+}
+
+/** A NUL-separated list of names. */
+const nulList = (names) => Buffer.from(names.map((name) => `${name}\0`).join(""), "utf8");
+
+/**
+ * The payload of a delta and the script that applies it: sections laid end to end (the
+ * objects pack, the lists, the overlay tar) read back by offset, and the commands that take
+ * each (the body runs under `set -e`, from the workspace directory, with `$P` naming the
+ * payload file). `git`: `{ head, branch, config, exclude }`.
+ */
+function payloadScript({ plan, pack, overlay, git, umask }) {
+  const sections = [];
+  const body = [];
+  let offset = 0;
+  const section = (bytes) => {
+    const at = offset;
+    sections.push(bytes);
+    offset += bytes.length;
+    return `sect ${at} ${bytes.length}`;
+  };
+  const head = shellQuote(git.head);
+  body.push(
+    `sect() { tail -c "+$(($1 + 1))" "$P" | head -c "$2"; }`,
+    `G() { ${SANDBOX_GIT} "$@"; }`,
+    `O=$(umask)`,
+    // `.git` around its objects: the recorded clone's configuration and exclude file, the
+    // hooks' samples, no other ref, reflog, alternate or operation in progress.
+    "find .git -mindepth 1 -maxdepth 1 ! -name objects ! -name hooks ! -name description ! -name shallow -exec rm -rf -- {} +",
+    "rm -f .git/objects/info/alternates .git/objects/info/http-alternates .git/objects/info/grafts",
+    "if [ -d .git/hooks ]; then find .git/hooks -mindepth 1 ! -name '*.sample' -exec rm -rf -- {} +; fi",
+    "mkdir -p .git/refs/heads .git/refs/tags .git/info",
+    `printf %s ${shellQuote(Buffer.from(git.config, "utf8").toString("base64"))} | base64 -d > .git/config`,
+    ...(git.exclude === null
+      ? []
+      : [
+          `printf %s ${shellQuote(Buffer.from(git.exclude, "utf8").toString("base64"))} | base64 -d > .git/info/exclude`,
+        ]),
+    git.branch
+      ? `printf 'ref: refs/heads/%s\\n' ${shellQuote(git.branch)} > .git/HEAD`
+      : `printf '%s\\n' ${head} > .git/HEAD`,
+    ...(pack.length > 0 ? [`${section(pack)} | G index-pack --stdin >/dev/null`] : []),
+    ...(git.branch ? [`G update-ref ${shellQuote(`refs/heads/${git.branch}`)} ${head}`] : []),
+    // The boundary: HEAD, and the older boundaries the objects still hold (until git's own
+    // gc prunes them, their commits lack parents here too).
+    `{ cat .git/shallow 2>/dev/null || :; printf '%s\\n' ${head}; } | sort -u | G cat-file --batch-check='%(objectname) %(objecttype)' | sed -n 's/ commit$//p' > .git/shallow.pc`,
+    "mv -f .git/shallow.pc .git/shallow",
+    // The index of HEAD's tree, with no file times (as the clone's is to the sandbox: the
+    // first status there reads every file).
+    `G read-tree ${head}`,
+  );
+  const dotted = (names) => names.map((name) => `./${name}`);
+  if (plan.remove.size > 0) body.push(`${section(nulList(dotted([...plan.remove])))} | xargs -0 -r rm -rf --`);
+  body.push(`umask ${(umask & 0o777).toString(8).padStart(4, "0")}`);
+  if (plan.mkdir.length > 0) body.push(`${section(nulList(dotted(plan.mkdir)))} | xargs -0 -r mkdir -p --`);
+  if (plan.checkout.length > 0) body.push(`${section(nulList(plan.checkout))} | G checkout-index -f -z --stdin`);
+  for (const [mode, names] of plan.chmod)
+    body.push(`${section(nulList(dotted(names)))} | xargs -0 -r chmod ${mode.toString(8).padStart(4, "0")} --`);
+  body.push(`umask "$O"`);
+  if (overlay.length > 0) body.push(`${section(overlay)} | tar -xf -`);
+  return { payload: Buffer.concat(sections), body };
+}
+
+/** The tar archive of `only` (overlay members of `localDir`, no excludes), in memory. */
+async function overlayArchive(localDir, only, signal) {
+  if (only.length === 0) return Buffer.alloc(0);
+  const chunks = [];
+  for await (const chunk of await createTarballStreamFromDirectory({ localDir, only, signal })) chunks.push(chunk);
+  return Buffer.concat(chunks);
+}
+
+/**
+ * Which of `target`'s files of `H` the host holds with the same bytes, as the restore needs
+ * to know (docs/sandbox.md): not an overlay or deleted path, a file of the blob's size in the
+ * walk, and unchanged since before the prepare began (git's own view of it is that old).
+ * Resolves member → the walk's record.
+ */
+function hostClaims(target, locals, snapshot, startedNs) {
+  const overlay = new Set(snapshot.overlayPaths);
+  const deleted = new Set(snapshot.deletedPaths);
+  const claims = new Map();
+  const before = startedNs - SETTLED_NS;
+  for (const local of locals) {
+    const wanted = target.get(local.member);
+    if (wanted?.source !== "head" || wanted.kind !== "f" || local.kind !== "f" || local.size !== wanted.size) continue;
+    if (overlay.has(local.member) || deleted.has(local.member)) continue;
+    if (BigInt(local.ctimeNs) < before && BigInt(local.mtimeNs) < before) claims.set(local.member, local);
+  }
+  return claims;
+}
+
+/**
+ * The manifest rows of `target`'s files and links of `H` and files of the overlay:
+ * `[host size, mtime, ctime, inode, device, sandbox size, mtime, ctime, inode, mode, blob]`,
+ * the host half from the overlay's record or the host's claim (else `null`s: the restore
+ * then pulls the file), the blob id for `H`'s entries (else `null`). An entry written by
+ * this prepare is taken from `after` (the listing of what it wrote), any other from `before`
+ * unless `after` shows it moved since.
+ */
+function gitRows(target, claims, before, after, written) {
+  const files = {};
+  for (const [member, wanted] of target) {
+    if (wanted.kind === "d" || (wanted.source === "overlay" && wanted.kind === "l")) continue;
+    let theirs;
+    if (written.has(member)) theirs = after?.get(member);
+    else {
+      theirs = before.get(member);
+      const moved = after?.get(member);
+      if (moved && theirs && (moved.ctime !== theirs.ctime || moved.ino !== theirs.ino)) continue;
+    }
+    if (!theirs || theirs.kind !== wanted.kind) continue;
+    if (wanted.kind === "f" && theirs.size !== wanted.size) continue;
+    const local = wanted.source === "overlay" ? wanted.local : claims.get(member);
+    files[member] = [
+      local?.size ?? null,
+      local?.mtimeNs ?? null,
+      local?.ctimeNs ?? null,
+      local?.ino ?? null,
+      local?.dev ?? null,
+      theirs.size,
+      theirs.mtime,
+      theirs.ctime,
+      theirs.ino,
+      theirs.mode,
+      wanted.source === "head" ? wanted.id : null,
+    ];
+  }
+  return files;
+}
+
+/**
+ * Stages a git workspace's history and working tree for a prepare: by a delta when the
+ * sandbox kept what the last prepare left (and the manifest says how), else by
+ * `fullUpload()` (upstream's clear, clone and overlay uploads; resolves the clone's
+ * `{ config, exclude }`), then records what the sandbox holds for the next prepare (unless
+ * the setting is off).
+ * - `client`, `spec`, `localDir`, `remoteDir`, `signal`, `ensureDirs`, `stageInline`,
+ *   `stageDelta`: as `stageSandboxTree`'s (delta.js); `stageDelta` takes `{ file, command }`,
+ *   a host file to upload and the command that applies it.
+ * - `snapshot`: the workspace's git snapshot; `exclude`: the overlay's excludes (the
+ *   workspace archive's); `tempDir`: the prepare's private directory; `startedNs`: when the
+ *   prepare began (process.hrtime is not a file time: `BigInt(Date.now()) * 1_000_000n`).
+ */
+export async function stageSandboxGit({
+  client,
+  spec,
+  localDir,
+  remoteDir,
+  snapshot,
+  exclude,
+  tempDir,
+  startedNs,
+  signal,
+  fullUpload,
+  stageInline,
+  stageDelta,
+  ensureDirs = [],
+}) {
+  const setting = sandboxDeltaSetting();
+  const features = client[OUR_CLIENT];
+  if (setting === "off" || !features?.streamsPackedSources || typeof features.exec !== "function") {
+    const reason = setting === "off" ? "off" : "client";
+    countGitPrepare({ reason });
+    await fullUpload();
+    return { mode: "full", reason };
+  }
+  const link = features.link();
+  const head = snapshot.headCommit;
+  const walking = walkLocalTree(localDir, exclude, signal, { dotMembers: false });
+  const listingTree = listCommitTree(localDir, head);
+  listingTree.catch(() => undefined);
+  const umaskRead = hostUmask(tempDir);
+  umaskRead.catch(() => undefined);
+  const { file, local } = await manifestFile(spec, remoteDir, localDir);
+  const q = shellQuote(remoteDir);
+  const settle = () => Promise.all([walking, listingTree, umaskRead].map((p) => p.catch(() => undefined)));
+
+  /** After a full upload: the sandbox's tree listed, the target computed, every row recorded. */
+  const recordFull = async (template) => {
+    if (!template?.config) return;
+    const [locals, tree, umask] = await Promise.all([walking.then(parseMembers), listingTree, umaskRead]);
+    const listing = await listRemote(features, [`cd ${q}`, ...HEADER, listingPipeline("", PRUNE)].join("\n")).catch(
+      () => null,
+    );
+    if (!listing?.entries) return;
+    const header = headerOf(listing.header);
+    const effective = header.uid === 0 ? umask : umask | header.umask;
+    // What a conflict leaves to upstream's extraction order gets no row.
+    const { target } = await gitTarget({ localDir, tree, snapshot, exclude, umask: effective, header, lenient: true });
+    writeManifest(
+      file,
+      newManifest({
+        kind: "git",
+        localDir: local,
+        remoteDir,
+        listedAt: header.now,
+        compressor: header.compressor,
+        link: link.bytesPerSecond,
+        git: {
+          heads: keptHeads(head),
+          branch: snapshot.branchName,
+          origin: await originUrl(localDir),
+          config: template.config,
+          exclude: template.exclude ?? null,
+        },
+        files: gitRows(target, hostClaims(target, locals, snapshot, startedNs), listing.entries, null, new Set()),
+      }),
+    );
+  };
+  const full = async (reason) => {
+    countGitPrepare({ reason });
+    try {
+      await settled(file);
+      await fs.rm(file, { force: true }).catch(() => undefined);
+      // The walk vouches for the host's files only when taken before the clone and overlay read them.
+      await walking.catch(() => undefined);
+      const template = await fullUpload();
+      await recordFull(template).catch(() => undefined);
+      return { mode: "full", reason };
+    } finally {
+      await settle();
+    }
+  };
+
+  if (snapshot.repositories?.length) return await full("repositories");
+  const manifest = await readManifest(file);
+  if (
+    !manifest ||
+    manifest.kind !== "git" ||
+    manifest.remoteDir !== remoteDir ||
+    manifest.localDir !== local ||
+    typeof manifest.git?.config !== "string"
+  )
+    return await full("no-manifest");
+  link.remember(manifest.link);
+  const candidates = keptHeads(head, manifest.git.heads);
+  let listing;
+  try {
+    listing = await listRemote(
+      features,
+      [
+        `if [ ! -d ${q}/.git ] || [ -L ${q}/.git ] || [ ! -d ${q}/.git/objects ] || [ -L ${q}/.git/objects ]; then echo 'pcdelta absent'; exit 0; fi`,
+        `cd ${q}`,
+        ...HEADER,
+        // The recorded commits the sandbox holds, then its tree.
+        listingPipeline(
+          "",
+          PRUNE,
+          `printf '%s\\n' ${candidates.join(" ")} | ${SANDBOX_GIT} cat-file --batch-check='%(objectname) %(objecttype)' 2>/dev/null | sed -n 's/ commit$//p' | while read -r c; do printf 'pcdelta-note has %s\\0\\0' "$c"; done`,
+        ),
+      ].join("\n"),
+    );
+  } catch (error) {
+    if (error?.name === "AbortError") {
+      await settle();
+      throw error;
+    }
+    return await full("remote-cannot-answer");
+  }
+  if (!listing.entries) return await full(listing.header[1] === "absent" ? "remote-absent" : "remote-cannot-answer");
+  const bases = listing.notes.filter((note) => note.startsWith("has ")).map((note) => note.slice(4));
+  if (bases.length === 0) return await full("no-history");
+  let tree;
+  let locals;
+  let umask;
+  try {
+    [tree, locals, umask] = await Promise.all([listingTree, walking.then(parseMembers), umaskRead]);
+  } catch (error) {
+    if (error?.name === "AbortError") throw error;
+    return await full("walk-failed");
+  }
+  if (await convertsOnCheckout(localDir, tree)) return await full("git-attributes");
+  if ((await originUrl(localDir)) !== (manifest.git.origin ?? null)) return await full("origin-changed");
+  const header = headerOf(listing.header);
+  const effective = header.uid === 0 ? umask : umask | header.umask;
+  const { target, conflict } = await gitTarget({ localDir, tree, snapshot, exclude, umask: effective, header });
+  if (!target) return await full(conflict);
+  const plan = planGitDelta(target, listing.entries, manifest.files);
+  if (signal?.aborted) throw abortError(signal);
+
+  const packFile = path.join(tempDir, "git-delta.pack");
+  const objects = bases.includes(head) ? 0 : await writeObjectsBeyond(localDir, head, bases, packFile);
+  const pack = objects > 0 ? await fs.readFile(packFile) : Buffer.alloc(0);
+  const overlay = await overlayArchive(localDir, plan.send, signal);
+  const git = { head, branch: snapshot.branchName, config: manifest.git.config, exclude: manifest.git.exclude ?? null };
+  const { payload, body } = payloadScript({ plan, pack, overlay, git, umask: effective });
+  const written = new Set([...plan.checkout, ...plan.send, ...[...plan.chmod.values()].flat()]);
+  const relist = sentListing(
+    [...written].filter((member) => target.get(member)?.kind !== "d"),
+    header,
+    PRUNE,
+  );
+  const prologue = [...ensureDirs.map((dir) => `mkdir -p ${shellQuote(dir)}`), `cd ${q}`];
+  let post;
+  if (payload.length <= INLINE_UPLOAD_MAX) {
+    // One command: the payload on its stdin, applied, what it wrote listed.
+    const gzip = header.compressor === "gzip" && payload.length >= GZIP_FROM && !knownFast(link);
+    post = await stageInline({
+      bytes: payload.length,
+      upload: async () => {
+        const stdin = payload.length > 0 ? (gzip ? gzipSync(payload, { level: 1 }) : payload).toString("base64") : "";
+        const script = [
+          "set -e",
+          ...prologue,
+          `P=$(mktemp)`,
+          `trap 'rm -f "$P"' EXIT`,
+          gzip ? `base64 -d | gzip -dc > "$P"` : `base64 -d > "$P"`,
+          ...body,
+          ...lightHeader(header.compressor),
+          relist.script,
+        ].join("\n");
+        const listed = await listRemote(features, script, { dotted: relist.dotted }, stdin);
+        return { listed, bytes: payload.length };
+      },
+    });
+    if (post.header[1] !== "ok") return await full("delta-failed");
+  } else {
+    // A large payload goes as a file through the client's upload; a post-upload command
+    // applies it and leaves a mark when it did, the listing after it asks for the mark.
+    const payloadFile = path.join(tempDir, "git-delta.payload");
+    await fs.writeFile(payloadFile, payload);
+    let mark;
+    await stageDelta({
+      file: payloadFile,
+      command: (remoteFile) => {
+        mark = `${remoteFile}.applied`;
+        return [
+          `rm -f ${shellQuote(mark)}`,
+          `(`,
+          "set -e",
+          ...prologue,
+          `P=${shellQuote(remoteFile)}`,
+          ...body,
+          `)`,
+          `s=$?`,
+          `rm -f ${shellQuote(remoteFile)}`,
+          `if [ "$s" = 0 ]; then : > ${shellQuote(mark)}; fi`,
+        ].join("\n");
+      },
+    });
+    post = await listRemote(
+      features,
+      [
+        `if [ ! -f ${shellQuote(mark)} ]; then echo 'pcdelta failed'; exit 0; fi`,
+        `rm -f ${shellQuote(mark)}`,
+        `cd ${q}`,
+        ...lightHeader(header.compressor),
+        relist.script,
+      ].join("\n"),
+      { dotted: relist.dotted },
+    ).catch(() => null);
+    if (post?.header[1] === "failed") return await full("delta-failed");
+  }
+  countGitPrepare({
+    objects,
+    checkedOut: plan.checkout.length,
+    sent: plan.send.length,
+    removed: plan.remove.size,
+  });
+  // Without the listing after it the manifest keeps its rows of what this prepare did not
+  // write; the rest goes again next time.
+  writeManifest(
+    file,
+    newManifest({
+      ...manifest,
+      listedAt: header.now,
+      compressor: header.compressor,
+      link: link.bytesPerSecond ?? manifest.link,
+      git: { ...manifest.git, heads: keptHeads(head, bases), branch: snapshot.branchName },
+      files: gitRows(
+        target,
+        hostClaims(target, locals, snapshot, startedNs),
+        listing.entries,
+        post?.entries ?? new Map(),
+        written,
+      ),
+    }),
+  );
+  return {
+    mode: "delta",
+    objects,
+    checkedOut: plan.checkout.length,
+    sent: plan.send.length,
+    removed: plan.remove.size,
+  };
+}
