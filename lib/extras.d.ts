@@ -108,6 +108,31 @@ export interface SandboxDeltaStats {
    * whose answer did not say it extracted), `touch-failed` (a file's time not set as asked), `off`.
    */
   fallbacks: Record<string, number>;
+  /** The prepares of git workspaces: by delta (the objects and files the sandbox lacks) or by upstream's clone and overlay. */
+  git: {
+    /** Prepares done as deltas. */
+    delta: number;
+    /** Full uploads (upstream's clear, depth-1 clone and overlay). */
+    full: number;
+    /** Git objects the deltas sent (commits, trees and blobs the sandbox's history lacked). */
+    objects: number;
+    /** Files of HEAD the deltas had the sandbox check out of its own history (no bytes sent). */
+    checkedOut: number;
+    /** Overlay files and links the deltas sent. */
+    sent: number;
+    /** Sandbox entries the deltas removed (outermost only). */
+    removed: number;
+    /**
+     * Full uploads by reason: `no-manifest`, `remote-absent` (no repository there),
+     * `remote-cannot-answer`, `no-history` (the sandbox holds none of the recorded commits),
+     * `walk-failed`, `git-attributes` (attributes or settings that make a checkout other
+     * bytes than the blobs), `origin-changed`, `overlay-kind` and `overlay-path` (an overlay
+     * that changes an entry's kind, or writes into the runtime directory), `repositories`
+     * (project repositories inside), `delta-failed` (the command that applies it did not say
+     * it did), `client`, `off`.
+     */
+    fallbacks: Record<string, number>;
+  };
   /** The restores: by delta (only what the run changed) or by upstream's full pull. */
   restore: {
     /** Restores done as deltas. */
@@ -119,9 +144,9 @@ export interface SandboxDeltaStats {
     /** Pulled files recorded as the host holds them after the merge (the next prepare does not send them again). */
     recorded: number;
     /**
-     * Full pulls by reason: `no-manifest`, `excludes` (an exclude that is not a plain name),
-     * `remote-cannot-answer`, `walk-failed`, `too-many-changes`, `pull-failed`, `git` (a
-     * git-backed workspace or one with project repositories), `client` (a provider's own
+     * Full pulls by reason: `no-manifest`, `excludes` (an exclude that is not a plain name
+     * or path), `remote-cannot-answer`, `walk-failed`, `too-many-changes`, `pull-failed`,
+     * `repositories` (a workspace with project repositories), `client` (a provider's own
      * `syncOut`, or a client whose transfers are not ours), `off`.
      */
     fallbacks: Record<string, number>;
