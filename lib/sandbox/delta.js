@@ -162,6 +162,60 @@ export async function packed(pack) {
 /** A link this process measured faster than gzip. */
 export const knownFast = (link) => link.bytesPerSecond != null && !link.slow();
 
+/** The listing of a plain tree's delta: the sandbox directory (`pcdelta absent` when there is none) but its `prune` top-level names. */
+function listTree(features, remoteDir, prune) {
+  const q = shellQuote(remoteDir);
+  return listRemote(
+    features,
+    [`if [ ! -d ${q} ]; then echo 'pcdelta absent'; exit 0; fi`, `cd ${q}`, ...HEADER, listingPipeline("", prune)].join(
+      "\n",
+    ),
+  );
+}
+
+/**
+ * What a prepare's delta asks first, started as the prepare begins so the sandbox answers
+ * while this host takes its git snapshot and baseline: the manifest of (spec, remoteDir,
+ * localDir) and, when there is one, the sandbox's listing as that manifest's kind asks it
+ * (a plain tree's, without `preserved` and in-flight uploads; a git workspace's, through
+ * `listGit(features, remoteDir, heads)`, git-delta.js's). Resolves `{ file, local, manifest,
+ * kind, prune, heads, listing }` (`listing`: a promise of the parsed listing, or of the
+ * error its command ended with; `null` without a manifest or for a pattern among
+ * `preserved`), or `null` when the setting is off or the client's transfers are not ours.
+ * Never rejects; its listing settles before a stage that takes it returns.
+ */
+export function startEarlyListing({ client, spec, remoteDir, localDir, preserved, listGit }) {
+  const features = client[OUR_CLIENT];
+  if (sandboxDeltaSetting() === "off" || !features?.streamsPackedSources || typeof features.exec !== "function")
+    return null;
+  const early = (async () => {
+    const { file, local } = await manifestFile(spec, remoteDir, localDir);
+    const manifest = await readManifest(file);
+    const kind = manifest?.kind === "git" ? "git" : "tree";
+    const prune = [...preserved, UPLOAD_SCRATCH];
+    const heads = kind === "git" && Array.isArray(manifest.git?.heads) ? manifest.git.heads : [];
+    const usable =
+      manifest &&
+      manifest.remoteDir === remoteDir &&
+      manifest.localDir === local &&
+      (kind === "git" || preserved.every((name) => PLAIN_NAME.test(name)));
+    const listing = usable
+      ? (kind === "git" ? listGit(features, remoteDir, heads) : listTree(features, remoteDir, prune)).catch(
+          (error) => error,
+        )
+      : null;
+    return { file, local, manifest, kind, prune: prune.join("\0"), heads, listing };
+  })().catch(() => null);
+  return early;
+}
+
+/** Settles an early listing (startEarlyListing) whatever became of it. */
+export async function settleEarlyListing(early) {
+  await (
+    await early
+  )?.listing;
+}
+
 /**
  * Stages the plain workspace tree of a prepare: by a delta when the sandbox kept what the
  * last prepare sent, else by `fullUpload()` (upstream's clear and full upload), then records
@@ -177,6 +231,7 @@ export const knownFast = (link) => link.bytesPerSecond != null && !link.slow();
  *   stdin, extracted, what it wrote listed; resolves `{ listed, bytes }`) with the
  *   prepare's status and progress lines (`bytes`, the archive's size as planned), and
  *   resolves `listed`. A small delta's path.
+ * - `early`: what {@link startEarlyListing} started as the prepare began, or `null`.
  */
 export async function stageSandboxTree({
   client,
@@ -190,6 +245,7 @@ export async function stageSandboxTree({
   stageDelta,
   stageInline,
   ensureDirs = [],
+  early = null,
 }) {
   const setting = sandboxDeltaSetting();
   const features = client[OUR_CLIENT];
@@ -204,8 +260,12 @@ export async function stageSandboxTree({
   // listing, a full upload records it (taken before the pack reads a file).
   const link = features.link();
   const walking = walkLocalTree(localDir, exclude, signal, { dotMembers: false });
-  const { file, local } = await manifestFile(spec, remoteDir, localDir);
   const prune = [...preserved, UPLOAD_SCRATCH];
+  // The manifest and the listing, when the prepare asked for them as it began (the same
+  // prune), else here.
+  const asked = await early;
+  const taken = asked?.kind === "tree" && asked.prune === prune.join("\0") ? asked : null;
+  const { file, local } = taken ?? (await manifestFile(spec, remoteDir, localDir));
   const q = shellQuote(remoteDir);
   const full = async (reason) => {
     countFull(reason);
@@ -244,7 +304,7 @@ export async function stageSandboxTree({
   };
 
   if (!preserved.every((name) => PLAIN_NAME.test(name))) return await full("preserved-pattern");
-  const manifest = await readManifest(file);
+  const manifest = taken ? taken.manifest : await readManifest(file);
   if (!manifest || manifest.kind === "git" || manifest.remoteDir !== remoteDir || manifest.localDir !== local)
     return await full("no-manifest");
   // A delta moves too little to measure the link by: the last run's figure stands for it
@@ -252,15 +312,9 @@ export async function stageSandboxTree({
   link.remember(manifest.link);
   let listing;
   try {
-    listing = await listRemote(
-      features,
-      [
-        `if [ ! -d ${q} ]; then echo 'pcdelta absent'; exit 0; fi`,
-        `cd ${q}`,
-        ...HEADER,
-        listingPipeline("", prune),
-      ].join("\n"),
-    );
+    const answer = taken?.listing ? await taken.listing : await listTree(features, remoteDir, prune);
+    if (answer instanceof Error) throw answer;
+    listing = answer;
   } catch (error) {
     if (error?.name === "AbortError") {
       await walking.catch(() => undefined);

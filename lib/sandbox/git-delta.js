@@ -403,6 +403,28 @@ function gitRows(target, claims, before, after, written) {
 }
 
 /**
+ * The listing of a git workspace's delta: which of `heads` (commits) the sandbox's
+ * repository holds (`pcdelta-note has <id>` records), then its working tree (`.git`, our
+ * runtime directory and in-flight uploads pruned); `pcdelta absent` without a repository.
+ */
+export function listGit(features, remoteDir, heads) {
+  const q = shellQuote(remoteDir);
+  return listRemote(
+    features,
+    [
+      `if [ ! -d ${q}/.git ] || [ -L ${q}/.git ] || [ ! -d ${q}/.git/objects ] || [ -L ${q}/.git/objects ]; then echo 'pcdelta absent'; exit 0; fi`,
+      `cd ${q}`,
+      ...HEADER,
+      listingPipeline(
+        "",
+        PRUNE,
+        `printf '%s\\n' ${heads.map(shellQuote).join(" ")} | ${SANDBOX_GIT} cat-file --batch-check='%(objectname) %(objecttype)' 2>/dev/null | sed -n 's/ commit$//p' | while read -r c; do printf 'pcdelta-note has %s\\0\\0' "$c"; done`,
+      ),
+    ].join("\n"),
+  );
+}
+
+/**
  * Stages a git workspace's history and working tree for a prepare: by a delta when the
  * sandbox kept what the last prepare left (and the manifest says how), else by
  * `fullUpload()` (upstream's clear, clone and overlay uploads; resolves the clone's
@@ -413,7 +435,8 @@ function gitRows(target, claims, before, after, written) {
  *   a host file to upload and the command that applies it.
  * - `snapshot`: the workspace's git snapshot; `exclude`: the overlay's excludes (the
  *   workspace archive's); `tempDir`: the prepare's private directory; `startedNs`: when the
- *   prepare began (process.hrtime is not a file time: `BigInt(Date.now()) * 1_000_000n`).
+ *   prepare began (process.hrtime is not a file time: `BigInt(Date.now()) * 1_000_000n`);
+ *   `early`: what delta.js `startEarlyListing` started as the prepare began, or `null`.
  */
 export async function stageSandboxGit({
   client,
@@ -429,6 +452,7 @@ export async function stageSandboxGit({
   stageInline,
   stageDelta,
   ensureDirs = [],
+  early = null,
 }) {
   const setting = sandboxDeltaSetting();
   const features = client[OUR_CLIENT];
@@ -445,7 +469,10 @@ export async function stageSandboxGit({
   listingTree.catch(() => undefined);
   const umaskRead = hostUmask(tempDir);
   umaskRead.catch(() => undefined);
-  const { file, local } = await manifestFile(spec, remoteDir, localDir);
+  // The manifest and the listing, when the prepare asked for them as it began, else here.
+  const asked = await early;
+  const taken = asked?.kind === "git" ? asked : null;
+  const { file, local } = taken ?? (await manifestFile(spec, remoteDir, localDir));
   const q = shellQuote(remoteDir);
   const settle = () => Promise.all([walking, listingTree, umaskRead].map((p) => p.catch(() => undefined)));
 
@@ -497,7 +524,7 @@ export async function stageSandboxGit({
   };
 
   if (snapshot.repositories?.length) return await full("repositories");
-  const manifest = await readManifest(file);
+  const manifest = taken ? taken.manifest : await readManifest(file);
   if (
     !manifest ||
     manifest.kind !== "git" ||
@@ -507,23 +534,13 @@ export async function stageSandboxGit({
   )
     return await full("no-manifest");
   link.remember(manifest.link);
-  const candidates = keptHeads(head, manifest.git.heads);
   let listing;
   try {
-    listing = await listRemote(
-      features,
-      [
-        `if [ ! -d ${q}/.git ] || [ -L ${q}/.git ] || [ ! -d ${q}/.git/objects ] || [ -L ${q}/.git/objects ]; then echo 'pcdelta absent'; exit 0; fi`,
-        `cd ${q}`,
-        ...HEADER,
-        // The recorded commits the sandbox holds, then its tree.
-        listingPipeline(
-          "",
-          PRUNE,
-          `printf '%s\\n' ${candidates.join(" ")} | ${SANDBOX_GIT} cat-file --batch-check='%(objectname) %(objecttype)' 2>/dev/null | sed -n 's/ commit$//p' | while read -r c; do printf 'pcdelta-note has %s\\0\\0' "$c"; done`,
-        ),
-      ].join("\n"),
-    );
+    const answer = taken?.listing
+      ? await taken.listing
+      : await listGit(features, remoteDir, keptHeads(head, manifest.git.heads));
+    if (answer instanceof Error) throw answer;
+    listing = answer;
   } catch (error) {
     if (error?.name === "AbortError") {
       await settle();

@@ -18,8 +18,8 @@ import { captureDirectorySnapshot } from "../workspace-restore-merge.js";
 import { asBuffer } from "./base64-transfer.js";
 import { OUR_CLIENT, PACKED_SOURCE } from "./client-features.js";
 import { assertSyncOperationsConfined } from "./confinement.js";
-import { stageSandboxTree } from "./delta.js";
-import { stageSandboxGit } from "./git-delta.js";
+import { settleEarlyListing, stageSandboxTree, startEarlyListing } from "./delta.js";
+import { listGit, stageSandboxGit } from "./git-delta.js";
 import { withShallowHeadClone } from "./git-history.js";
 import { restoreSandboxWorkspace } from "./restore.js";
 import { scheduleSyncOperations, SYNC_CONCURRENCY } from "./schedule.js";
@@ -165,153 +165,214 @@ export async function prepareSandbox(input, sources) {
   if (mode === "durable_seed" && !input.workspaceDurableSeed) throw new Error("workspace_durable_seed_missing");
   for (const asset of input.assets ?? []) assertAssetKey(asset.key);
 
-  const span = (name, work) => (input.runtimeSpan ? input.runtimeSpan(name, work) : work());
-  const gitSnapshot = syncWorkspace
-    ? input.workspaceGitSnapshot !== undefined
-      ? input.workspaceGitSnapshot
-      : await span("snapshot.git", () => readGitWorkspaceSnapshot(input.workspaceLocalDir))
-    : null;
-  const directoryIgnore =
-    syncWorkspace && !gitSnapshot ? await resolveReferencedSourceIgnore(input.workspaceLocalDir) : null;
-  if (directoryIgnore?.kind === "failed") throw new Error(`Workspace ignore scan failed: ${directoryIgnore.reason}`);
-  const ignored =
-    gitSnapshot?.ignoredPaths ?? (directoryIgnore?.kind === "git" ? directoryIgnore.ignoredPaths : undefined);
-  const archiveExclude = mergeExcludes(HEAVY_EXCLUDES, [...GIT_ARCHIVE_EXCLUDES], input.workspaceExclude, ignored);
-  const restoreExclude = mergeExcludes(
-    HEAVY_EXCLUDES,
-    [...GIT_ARCHIVE_EXCLUDES],
-    [".paperclip-runtime"],
-    input.preserveAbsentOnRestore,
-    input.workspaceExclude,
-    ignored,
-  );
-  const repositories = gitSnapshot?.repositories ?? [];
-  const workspaceRestoreExclude = mergeExcludes(
-    restoreExclude,
-    repositories.map((repository) => repository.path),
-  );
-  const baseline = syncWorkspace
-    ? (input.workspaceBaseline ??
-      (await span("snapshot.baseline", () =>
-        captureDirectorySnapshot(input.workspaceLocalDir, { exclude: restoreExclude }),
-      )))
-    : null;
-
-  const syncIn = input.client.syncIn;
-  if (typeof syncIn !== "function") {
-    throw new Error(
-      "prepareSandboxManagedRuntime requires a client that exposes syncIn " +
-        "(createCommandManagedRuntimeClient provides a native-or-fallback implementation).",
-    );
+  // A delta's first question (its manifest, the sandbox's listing) goes out now, answered
+  // while this host takes the git snapshot and the baseline (delta.js startEarlyListing).
+  const early =
+    stageWorkspace && mode === "host_current" && !input.workspaceDurableSeed
+      ? startEarlyListing({
+          client: input.client,
+          spec: input.spec,
+          remoteDir: workspaceRemoteDir,
+          localDir: input.workspaceLocalDir,
+          preserved: [...new Set([".paperclip-runtime", ...(input.preserveAbsentOnRestore ?? [])])],
+          listGit,
+        })
+      : null;
+  try {
+    return await prepareWithEarlyListing();
+  } finally {
+    await settleEarlyListing(early);
   }
-  const nativeSyncOut = typeof input.client.syncOut === "function";
-  let operationSeq = 0;
-  const nextOperationId = () => `sync-op-${(operationSeq += 1)}`;
-  const additionalSourceDirs = {};
-  const additionalSourceFailures = [];
-  const projectBaseExclude = mergeExcludes(HEAVY_EXCLUDES, [".git"]);
-  const withRunTimeout = (commands) =>
-    commands.map((command) => ({ ...command, timeoutMs: command.timeoutMs ?? input.spec.timeoutMs }));
-  const concurrent = input.client.allowConcurrentSyncOperations === true;
 
-  await withTempDir("paperclip-sandbox-sync-", async (tempDir) => {
-    const preserved = new Set([
-      ".paperclip-runtime",
-      ...(gitSnapshot ? [".git"] : []),
-      ...(input.preserveAbsentOnRestore ?? []),
-    ]);
-    /** One confined `syncIn` operation and its closing progress line. */
-    const stage = async ({ files, postUploadCommands, sourceRoots, targetRoots, label, phase, bytes }) => {
-      const operations = [
-        {
-          operationId: nextOperationId(),
-          files,
-          ...(postUploadCommands ? { postUploadCommands: withRunTimeout(postUploadCommands) } : {}),
-        },
-      ];
-      assertSyncOperationsConfined(operations, { sourceRoots, targetRoots });
-      stopIfAborted();
-      const progress = transferProgress(input.onProgress, "Syncing", "to", label, {
-        sink: input.onRuntimeProgress,
-        phase,
-      });
-      let sentSoFar = 0;
-      let knownTotal = bytes > 0 ? bytes : null;
-      let result;
-      try {
-        result = input.client[OUR_CLIENT]
-          ? await syncIn(operations, {
-              onBytes: (done, total) => {
-                sentSoFar = done;
-                if (!(bytes > 0)) knownTotal = total;
-              },
-            })
-          : await syncIn(operations);
-      } catch (error) {
-        await progress.fail(sentSoFar, knownTotal);
-        throw error;
-      }
-      const sent = syncedBytes(result);
-      const shown = sent > 0 ? sent : bytes;
-      await progress.finish(shown, shown);
-    };
-    const tasks = [];
-    const required = [];
+  /** The rest of the prepare, `early` started. */
+  async function prepareWithEarlyListing() {
+    const span = (name, work) => (input.runtimeSpan ? input.runtimeSpan(name, work) : work());
+    const gitSnapshot = syncWorkspace
+      ? input.workspaceGitSnapshot !== undefined
+        ? input.workspaceGitSnapshot
+        : await span("snapshot.git", () => readGitWorkspaceSnapshot(input.workspaceLocalDir))
+      : null;
+    const directoryIgnore =
+      syncWorkspace && !gitSnapshot ? await resolveReferencedSourceIgnore(input.workspaceLocalDir) : null;
+    if (directoryIgnore?.kind === "failed") throw new Error(`Workspace ignore scan failed: ${directoryIgnore.reason}`);
+    const ignored =
+      gitSnapshot?.ignoredPaths ?? (directoryIgnore?.kind === "git" ? directoryIgnore.ignoredPaths : undefined);
+    const archiveExclude = mergeExcludes(HEAVY_EXCLUDES, [...GIT_ARCHIVE_EXCLUDES], input.workspaceExclude, ignored);
+    const restoreExclude = mergeExcludes(
+      HEAVY_EXCLUDES,
+      [...GIT_ARCHIVE_EXCLUDES],
+      [".paperclip-runtime"],
+      input.preserveAbsentOnRestore,
+      input.workspaceExclude,
+      ignored,
+    );
+    const repositories = gitSnapshot?.repositories ?? [];
+    const workspaceRestoreExclude = mergeExcludes(
+      restoreExclude,
+      repositories.map((repository) => repository.path),
+    );
+    const baseline = syncWorkspace
+      ? (input.workspaceBaseline ??
+        (await span("snapshot.baseline", () =>
+          captureDirectorySnapshot(input.workspaceLocalDir, { exclude: restoreExclude }),
+        )))
+      : null;
 
-    // With our own client on the base64 or duplex transport, an archive need not exist on
-    // disk: the mapping carries what to pack and the client packs it straight into the
-    // upload. Durable seeds and native providers get real host files, as upstream's do.
-    const streamPacks = input.client[OUR_CLIENT]?.streamsPackedSources === true;
-    /** Packs `localDir` to `archivePath` (or only describes the pack); returns the mapping extras and the file size. */
-    const packTo = async (archivePath, pack, keepFile) => {
-      if (streamPacks && !keepFile) return { extras: { [PACKED_SOURCE]: { ...pack, signal } }, size: 0 };
-      await createTarballFromDirectory({ ...pack, archivePath, signal });
-      return { extras: {}, size: (await fs.stat(archivePath)).size };
-    };
-    const withMapping = (mapping, extras) => Object.assign(mapping, extras);
+    const syncIn = input.client.syncIn;
+    if (typeof syncIn !== "function") {
+      throw new Error(
+        "prepareSandboxManagedRuntime requires a client that exposes syncIn " +
+          "(createCommandManagedRuntimeClient provides a native-or-fallback implementation).",
+      );
+    }
+    const nativeSyncOut = typeof input.client.syncOut === "function";
+    let operationSeq = 0;
+    const nextOperationId = () => `sync-op-${(operationSeq += 1)}`;
+    const additionalSourceDirs = {};
+    const additionalSourceFailures = [];
+    const projectBaseExclude = mergeExcludes(HEAVY_EXCLUDES, [".git"]);
+    const withRunTimeout = (commands) =>
+      commands.map((command) => ({ ...command, timeoutMs: command.timeoutMs ?? input.spec.timeoutMs }));
+    const concurrent = input.client.allowConcurrentSyncOperations === true;
 
-    if (stageWorkspace || seedOnly) {
-      required.push(true);
-      tasks.push(() =>
-        span("stage.workspace", async () => {
-          const files = [];
-          const commands = [];
-          let bytes = 0;
-          const seeded = mode === "durable_seed";
-          const persist = Boolean(input.workspaceDurableSeed);
-          /** Everything from the git-history archive on; `cloneDir` when the clone is still there. */
-          const packAndStage = async (cloneDir) => {
-            await span("pack", async () => {
-              if (gitSnapshot) {
-                await emitStatus(input.onRuntimeProgress, "git_sync", "Syncing git history to environment");
-                const gitTar = path.join(tempDir, "git-workspace.tar");
-                const remoteGitTar = path.posix.join(runtimeRootDir, "git-workspace-upload.tar");
+    await withTempDir("paperclip-sandbox-sync-", async (tempDir) => {
+      const preserved = new Set([
+        ".paperclip-runtime",
+        ...(gitSnapshot ? [".git"] : []),
+        ...(input.preserveAbsentOnRestore ?? []),
+      ]);
+      /** One confined `syncIn` operation and its closing progress line. */
+      const stage = async ({ files, postUploadCommands, sourceRoots, targetRoots, label, phase, bytes }) => {
+        const operations = [
+          {
+            operationId: nextOperationId(),
+            files,
+            ...(postUploadCommands ? { postUploadCommands: withRunTimeout(postUploadCommands) } : {}),
+          },
+        ];
+        assertSyncOperationsConfined(operations, { sourceRoots, targetRoots });
+        stopIfAborted();
+        const progress = transferProgress(input.onProgress, "Syncing", "to", label, {
+          sink: input.onRuntimeProgress,
+          phase,
+        });
+        let sentSoFar = 0;
+        let knownTotal = bytes > 0 ? bytes : null;
+        let result;
+        try {
+          result = input.client[OUR_CLIENT]
+            ? await syncIn(operations, {
+                onBytes: (done, total) => {
+                  sentSoFar = done;
+                  if (!(bytes > 0)) knownTotal = total;
+                },
+              })
+            : await syncIn(operations);
+        } catch (error) {
+          await progress.fail(sentSoFar, knownTotal);
+          throw error;
+        }
+        const sent = syncedBytes(result);
+        const shown = sent > 0 ? sent : bytes;
+        await progress.finish(shown, shown);
+      };
+      const tasks = [];
+      const required = [];
+
+      // With our own client on the base64 or duplex transport, an archive need not exist on
+      // disk: the mapping carries what to pack and the client packs it straight into the
+      // upload. Durable seeds and native providers get real host files, as upstream's do.
+      const streamPacks = input.client[OUR_CLIENT]?.streamsPackedSources === true;
+      /** Packs `localDir` to `archivePath` (or only describes the pack); returns the mapping extras and the file size. */
+      const packTo = async (archivePath, pack, keepFile) => {
+        if (streamPacks && !keepFile) return { extras: { [PACKED_SOURCE]: { ...pack, signal } }, size: 0 };
+        await createTarballFromDirectory({ ...pack, archivePath, signal });
+        return { extras: {}, size: (await fs.stat(archivePath)).size };
+      };
+      const withMapping = (mapping, extras) => Object.assign(mapping, extras);
+
+      if (stageWorkspace || seedOnly) {
+        required.push(true);
+        tasks.push(() =>
+          span("stage.workspace", async () => {
+            const files = [];
+            const commands = [];
+            let bytes = 0;
+            const seeded = mode === "durable_seed";
+            const persist = Boolean(input.workspaceDurableSeed);
+            /** Everything from the git-history archive on; `cloneDir` when the clone is still there. */
+            const packAndStage = async (cloneDir) => {
+              await span("pack", async () => {
+                if (gitSnapshot) {
+                  await emitStatus(input.onRuntimeProgress, "git_sync", "Syncing git history to environment");
+                  const gitTar = path.join(tempDir, "git-workspace.tar");
+                  const remoteGitTar = path.posix.join(runtimeRootDir, "git-workspace-upload.tar");
+                  let extras = {};
+                  if (seeded) {
+                    const seedArchive = input.workspaceDurableSeed?.gitArchivePath;
+                    if (!seedArchive) throw new Error("workspace_durable_seed_git_missing");
+                    await copySeed(seedArchive, gitTar, input.workspaceDurableSeed?.gitArchiveSha256);
+                    bytes += (await fs.stat(gitTar)).size;
+                  } else if (cloneDir) {
+                    ({ extras } = await packTo(gitTar, { localDir: cloneDir, exclude: [".paperclip-runtime"] }, false));
+                  } else {
+                    await withShallowHeadClone(input.workspaceLocalDir, gitSnapshot, (clone) =>
+                      createTarballFromDirectory({
+                        localDir: clone,
+                        archivePath: gitTar,
+                        exclude: [".paperclip-runtime"],
+                        signal,
+                      }),
+                    );
+                    if (input.workspaceDurableSeed?.gitArchivePath)
+                      await persistSeed(gitTar, input.workspaceDurableSeed.gitArchivePath);
+                    bytes += (await fs.stat(gitTar)).size;
+                  }
+                  files.push(
+                    withMapping(
+                      {
+                        sourcePath: gitTar,
+                        targetPath: remoteGitTar,
+                        kind: "file",
+                        access: "rw",
+                        writablePath: workspaceRemoteDir,
+                      },
+                      extras,
+                    ),
+                  );
+                  commands.push({
+                    command: workspaceExtractCommand(workspaceRemoteDir, remoteGitTar, [".paperclip-runtime"]),
+                  });
+                }
+                await emitStatus(input.onRuntimeProgress, "config_sync", "Syncing workspace to environment");
+                const workspaceTar = path.join(tempDir, "workspace.tar");
                 let extras = {};
                 if (seeded) {
-                  const seedArchive = input.workspaceDurableSeed?.gitArchivePath;
-                  if (!seedArchive) throw new Error("workspace_durable_seed_git_missing");
-                  await copySeed(seedArchive, gitTar, input.workspaceDurableSeed?.gitArchiveSha256);
-                  bytes += (await fs.stat(gitTar)).size;
-                } else if (cloneDir) {
-                  ({ extras } = await packTo(gitTar, { localDir: cloneDir, exclude: [".paperclip-runtime"] }, false));
-                } else {
-                  await withShallowHeadClone(input.workspaceLocalDir, gitSnapshot, (clone) =>
-                    createTarballFromDirectory({
-                      localDir: clone,
-                      archivePath: gitTar,
-                      exclude: [".paperclip-runtime"],
-                      signal,
-                    }),
+                  await copySeed(
+                    input.workspaceDurableSeed.workspaceArchivePath,
+                    workspaceTar,
+                    input.workspaceDurableSeed.workspaceArchiveSha256,
                   );
-                  if (input.workspaceDurableSeed?.gitArchivePath)
-                    await persistSeed(gitTar, input.workspaceDurableSeed.gitArchivePath);
-                  bytes += (await fs.stat(gitTar)).size;
+                  bytes += (await fs.stat(workspaceTar)).size;
+                } else {
+                  const archiveDir = gitSnapshot ? path.join(tempDir, "workspace-overlay") : input.workspaceLocalDir;
+                  if (gitSnapshot)
+                    await copyOverlay(input.workspaceLocalDir, archiveDir, gitSnapshot.overlayPaths, archiveExclude);
+                  const packed = await packTo(
+                    workspaceTar,
+                    { localDir: archiveDir, exclude: gitSnapshot ? undefined : archiveExclude },
+                    persist,
+                  );
+                  extras = packed.extras;
+                  bytes += packed.size;
+                  if (persist) await persistSeed(workspaceTar, input.workspaceDurableSeed.workspaceArchivePath);
                 }
+                const remoteTar = path.posix.join(runtimeRootDir, "workspace-upload.tar");
                 files.push(
                   withMapping(
                     {
-                      sourcePath: gitTar,
-                      targetPath: remoteGitTar,
+                      sourcePath: workspaceTar,
+                      targetPath: remoteTar,
                       kind: "file",
                       access: "rw",
                       writablePath: workspaceRemoteDir,
@@ -320,313 +381,276 @@ export async function prepareSandbox(input, sources) {
                   ),
                 );
                 commands.push({
-                  command: workspaceExtractCommand(workspaceRemoteDir, remoteGitTar, [".paperclip-runtime"]),
+                  command: workspaceExtractCommand(workspaceRemoteDir, remoteTar, gitSnapshot ? null : [...preserved]),
                 });
-              }
-              await emitStatus(input.onRuntimeProgress, "config_sync", "Syncing workspace to environment");
-              const workspaceTar = path.join(tempDir, "workspace.tar");
-              let extras = {};
-              if (seeded) {
-                await copySeed(
-                  input.workspaceDurableSeed.workspaceArchivePath,
-                  workspaceTar,
-                  input.workspaceDurableSeed.workspaceArchiveSha256,
-                );
-                bytes += (await fs.stat(workspaceTar)).size;
-              } else {
-                const archiveDir = gitSnapshot ? path.join(tempDir, "workspace-overlay") : input.workspaceLocalDir;
-                if (gitSnapshot)
-                  await copyOverlay(input.workspaceLocalDir, archiveDir, gitSnapshot.overlayPaths, archiveExclude);
-                const packed = await packTo(
-                  workspaceTar,
-                  { localDir: archiveDir, exclude: gitSnapshot ? undefined : archiveExclude },
-                  persist,
-                );
-                extras = packed.extras;
-                bytes += packed.size;
-                if (persist) await persistSeed(workspaceTar, input.workspaceDurableSeed.workspaceArchivePath);
-              }
-              const remoteTar = path.posix.join(runtimeRootDir, "workspace-upload.tar");
-              files.push(
-                withMapping(
-                  {
-                    sourcePath: workspaceTar,
-                    targetPath: remoteTar,
-                    kind: "file",
-                    access: "rw",
-                    writablePath: workspaceRemoteDir,
-                  },
-                  extras,
-                ),
-              );
-              commands.push({
-                command: workspaceExtractCommand(workspaceRemoteDir, remoteTar, gitSnapshot ? null : [...preserved]),
+                if (gitSnapshot && gitSnapshot.deletedPaths.length > 0) {
+                  commands.push({
+                    command: `cd ${shellQuote(workspaceRemoteDir)} && rm -rf -- ${gitSnapshot.deletedPaths.map(shellQuote).join(" ")}`,
+                  });
+                }
               });
-              if (gitSnapshot && gitSnapshot.deletedPaths.length > 0) {
-                commands.push({
-                  command: `cd ${shellQuote(workspaceRemoteDir)} && rm -rf -- ${gitSnapshot.deletedPaths.map(shellQuote).join(" ")}`,
-                });
+              if (!stageWorkspace) return;
+              await stage({
+                files,
+                postUploadCommands: commands,
+                sourceRoots: [tempDir],
+                targetRoots: [runtimeRootDir],
+                label: "workspace",
+                phase: "config_sync",
+                bytes,
+              });
+            };
+            // Streaming the git-history archive needs the clone until the upload is done.
+            const keepClone =
+              gitSnapshot && !seeded && streamPacks && stageWorkspace && !input.workspaceDurableSeed?.gitArchivePath;
+            /** A delta's payload through the client's upload, `command(remotePath)` run after it. */
+            const stageDelta = async ({ pack, file, command }) => {
+              await emitStatus(input.onRuntimeProgress, "config_sync", "Syncing workspace to environment");
+              const remoteTar = path.posix.join(runtimeRootDir, file ? "git-delta-upload.bin" : "workspace-upload.tar");
+              const mapping = {
+                sourcePath: file ?? path.join(tempDir, "workspace.tar"),
+                targetPath: remoteTar,
+                kind: "file",
+                access: "rw",
+                writablePath: workspaceRemoteDir,
+                ...(pack ? { [PACKED_SOURCE]: pack } : {}),
+              };
+              await stage({
+                files: [mapping],
+                postUploadCommands: [{ command: command(remoteTar) }],
+                sourceRoots: [tempDir],
+                targetRoots: [runtimeRootDir],
+                label: "workspace",
+                phase: "config_sync",
+                bytes: file ? (await fs.stat(file)).size : 0,
+              });
+            };
+            /** A small delta's one command (`upload()`), with the prepare's status and progress lines. */
+            const stageInline = async ({ bytes, upload }) => {
+              await emitStatus(input.onRuntimeProgress, "config_sync", "Syncing workspace to environment");
+              stopIfAborted();
+              const progress = transferProgress(input.onProgress, "Syncing", "to", "workspace", {
+                sink: input.onRuntimeProgress,
+                phase: "config_sync",
+              });
+              let done;
+              try {
+                done = await upload();
+              } catch (error) {
+                await progress.fail(0, bytes);
+                throw error;
               }
-            });
-            if (!stageWorkspace) return;
-            await stage({
-              files,
-              postUploadCommands: commands,
-              sourceRoots: [tempDir],
-              targetRoots: [runtimeRootDir],
-              label: "workspace",
-              phase: "config_sync",
-              bytes,
-            });
-          };
-          // Streaming the git-history archive needs the clone until the upload is done.
-          const keepClone =
-            gitSnapshot && !seeded && streamPacks && stageWorkspace && !input.workspaceDurableSeed?.gitArchivePath;
-          /** A delta's payload through the client's upload, `command(remotePath)` run after it. */
-          const stageDelta = async ({ pack, file, command }) => {
-            await emitStatus(input.onRuntimeProgress, "config_sync", "Syncing workspace to environment");
-            const remoteTar = path.posix.join(runtimeRootDir, file ? "git-delta-upload.bin" : "workspace-upload.tar");
-            const mapping = {
-              sourcePath: file ?? path.join(tempDir, "workspace.tar"),
-              targetPath: remoteTar,
-              kind: "file",
-              access: "rw",
-              writablePath: workspaceRemoteDir,
-              ...(pack ? { [PACKED_SOURCE]: pack } : {}),
+              await progress.finish(done.bytes, done.bytes);
+              return done.listed;
             };
-            await stage({
-              files: [mapping],
-              postUploadCommands: [{ command: command(remoteTar) }],
-              sourceRoots: [tempDir],
-              targetRoots: [runtimeRootDir],
-              label: "workspace",
-              phase: "config_sync",
-              bytes: file ? (await fs.stat(file)).size : 0,
-            });
-          };
-          /** A small delta's one command (`upload()`), with the prepare's status and progress lines. */
-          const stageInline = async ({ bytes, upload }) => {
-            await emitStatus(input.onRuntimeProgress, "config_sync", "Syncing workspace to environment");
-            stopIfAborted();
-            const progress = transferProgress(input.onProgress, "Syncing", "to", "workspace", {
-              sink: input.onRuntimeProgress,
-              phase: "config_sync",
-            });
-            let done;
-            try {
-              done = await upload();
-            } catch (error) {
-              await progress.fail(0, bytes);
-              throw error;
-            }
-            await progress.finish(done.bytes, done.bytes);
-            return done.listed;
-          };
-          if (keepClone && !persist) {
-            // A git workspace: only the history and files the sandbox lacks to a sandbox
-            // that kept the last prepare's (git-delta.js).
-            const gitStatus = async (stageStep, args) => {
-              await emitStatus(input.onRuntimeProgress, "git_sync", "Syncing git history to environment");
-              return stageStep(args);
-            };
-            await stageSandboxGit({
-              client: input.client,
-              spec: input.spec,
-              localDir: input.workspaceLocalDir,
-              remoteDir: workspaceRemoteDir,
-              snapshot: gitSnapshot,
-              exclude: archiveExclude,
-              tempDir,
-              startedNs,
-              signal,
-              ensureDirs: [runtimeRootDir],
-              fullUpload: () =>
-                withShallowHeadClone(input.workspaceLocalDir, gitSnapshot, async (cloneDir) => {
-                  const template = await cloneTemplate(cloneDir);
-                  await packAndStage(cloneDir);
-                  return template;
-                }),
-              stageInline: (args) => gitStatus(stageInline, args),
-              stageDelta: (args) => gitStatus(stageDelta, args),
-            });
-          } else if (keepClone)
-            await withShallowHeadClone(input.workspaceLocalDir, gitSnapshot, (cloneDir) => packAndStage(cloneDir));
-          else if (!gitSnapshot && !seeded && !persist && stageWorkspace) {
-            // A plain tree: only what changed to a sandbox that kept the last one (delta.js).
-            await stageSandboxTree({
-              client: input.client,
-              spec: input.spec,
-              localDir: input.workspaceLocalDir,
-              remoteDir: workspaceRemoteDir,
-              exclude: archiveExclude,
-              preserved: [...preserved],
-              signal,
-              ensureDirs: [runtimeRootDir],
-              fullUpload: () => packAndStage(null),
-              stageInline,
-              stageDelta,
-            });
-          } else await packAndStage(null);
-        }),
-      );
-    }
-
-    for (const asset of input.assets ?? []) {
-      required.push(true);
-      tasks.push(() =>
-        span(`stage.asset.${asset.key}`, async () => {
-          await emitStatus(input.onRuntimeProgress, "config_sync", "Syncing runtime assets to environment");
-          const assetDir = path.posix.join(runtimeRootDir, asset.key);
-          const remoteTar = path.posix.join(runtimeRootDir, `${asset.key}-upload.tar`);
-          const assetTar = path.join(tempDir, `${asset.key}.tar`);
-          const packed = await packTo(
-            assetTar,
-            { localDir: asset.localDir, followSymlinks: asset.followSymlinks, exclude: asset.exclude },
-            false,
-          );
-          const files = [
-            withMapping(
-              { sourcePath: assetTar, targetPath: remoteTar, kind: "file", access: "rw", writablePath: assetDir },
-              packed.extras,
-            ),
-          ];
-          for (const stageFile of asset.provision?.stageFiles ?? []) {
-            const name = stageFile.name;
-            if (/[\\/]|\.\.(\.|$)/.test(name) || name === "..") {
-              throw new Error(`provision stageFile.name must be a simple basename, got: ${name}`);
-            }
-            const hostPath = path.join(tempDir, `${asset.key}.stage.${name}`);
-            await fs.writeFile(
-              hostPath,
-              typeof stageFile.contents === "string" ? Buffer.from(stageFile.contents) : stageFile.contents,
-            );
-            files.push({
-              sourcePath: hostPath,
-              targetPath: path.posix.join(runtimeRootDir, name),
-              kind: "file",
-              access: "ro",
-            });
-          }
-          const command =
-            asset.provision?.postUploadCommand?.({ assetTarPath: remoteTar, assetDir, runtimeRootDir }) ??
-            assetExtractCommand(assetDir, remoteTar);
-          await stage({
-            files,
-            postUploadCommands: [{ command }],
-            sourceRoots: [tempDir],
-            targetRoots: [runtimeRootDir],
-            label: asset.key,
-            phase: "config_sync",
-            bytes: packed.size,
-          });
-        }),
-      );
-    }
-
-    const sources = input.additionalSources ?? [];
-    const failureSlots = sources.map(() => null);
-    sources.forEach((source, index) => {
-      required.push(false);
-      tasks.push(() =>
-        span(`stage.project.${source.projectId}`, async () => {
-          const { localPath, projectId, ignoreResolution } = source;
-          const label = `project-${projectId}`;
-          try {
-            if (!path.posix.isAbsolute(localPath))
-              throw new Error(`additional source localPath is not an absolute path: ${localPath}`);
-            if (
-              projectId.length === 0 ||
-              projectId.includes("/") ||
-              projectId.includes("\\") ||
-              projectId.includes("..")
-            ) {
-              throw new Error(`additional source projectId is not a simple path segment: ${projectId}`);
-            }
-            if (ignoreResolution.kind === "failed")
-              throw new Error(`referenced project ignore resolution failed: ${ignoreResolution.reason}`);
-            const remoteDir = path.posix.join(runtimeRootDir, label);
-            const exclude = mergeExcludes(projectBaseExclude, referencedSourceIgnoreExcludeEntries(ignoreResolution));
-            await emitStatus(input.onRuntimeProgress, "config_sync", "Syncing referenced project to environment");
-            await stage({
-              files: [{ sourcePath: localPath, targetPath: remoteDir, kind: "directory", exclude, access: "ro" }],
-              sourceRoots: [localPath],
-              targetRoots: [remoteDir],
-              label,
-              phase: "config_sync",
-              bytes: 0,
-            });
-            additionalSourceDirs[projectId] = remoteDir;
-          } catch (error) {
-            failureSlots[index] = { projectId, error: error instanceof Error ? error.message : String(error) };
-          }
-        }),
-      );
-    });
-
-    const settled = await scheduleSyncOperations(tasks, concurrent, SYNC_CONCURRENCY);
-    for (const failure of failureSlots) if (failure) additionalSourceFailures.push(failure);
-    for (let index = 0; index < settled.length; index += 1) {
-      if (required[index] && settled[index].status === "rejected") throw settled[index].reason;
-    }
-  });
-
-  const assetDirs = Object.fromEntries(
-    (input.assets ?? []).map((asset) => [asset.key, path.posix.join(runtimeRootDir, asset.key)]),
-  );
-
-  /** Brings the sandbox workspace (history, then tree) back and merges it (restore.js). */
-  const restoreWorkspaceTask = (sink) =>
-    restoreSandboxWorkspace(
-      {
-        input,
-        signal,
-        limits,
-        stopIfAborted,
-        repositories,
-        baseline,
-        gitSnapshot,
-        workspaceRemoteDir,
-        runtimeRootDir,
-        workspaceRestoreExclude,
-        nativeSyncOut,
-        nextOperationId,
-        mergeExcludes,
-        prepareNested: (nested) => prepareSandbox(nested, sources),
-      },
-      sink,
-    );
-
-  return {
-    spec: input.spec,
-    workspaceLocalDir: input.workspaceLocalDir,
-    workspaceRemoteDir,
-    runtimeRootDir,
-    assetDirs,
-    additionalSourceDirs,
-    additionalSourceFailures,
-    workspaceSyncSnapshot: syncWorkspace && baseline ? { baseline, gitSnapshot } : null,
-    restoreWorkspace: async (onProgress) => {
-      const sink = onProgress ?? input.onProgress;
-      const tasks = [];
-      if (syncWorkspace) tasks.push(() => span("restore.workspace", () => restoreWorkspaceTask(sink)));
-      for (const asset of input.assets ?? []) {
-        if (!asset.restore) continue;
-        const restore = asset.restore;
-        const key = asset.key;
-        tasks.push(() =>
-          span(`restore.asset.${key}`, () =>
-            withTempDir("paperclip-sandbox-restore-", (tempDir) =>
-              restore({
-                assetDir: path.posix.join(runtimeRootDir, key),
-                readFile: async (remotePath) => asBuffer(await input.client.readFile(remotePath)),
+            if (keepClone && !persist) {
+              // A git workspace: only the history and files the sandbox lacks to a sandbox
+              // that kept the last prepare's (git-delta.js).
+              const gitStatus = async (stageStep, args) => {
+                await emitStatus(input.onRuntimeProgress, "git_sync", "Syncing git history to environment");
+                return stageStep(args);
+              };
+              await stageSandboxGit({
+                client: input.client,
+                spec: input.spec,
+                localDir: input.workspaceLocalDir,
+                remoteDir: workspaceRemoteDir,
+                snapshot: gitSnapshot,
+                exclude: archiveExclude,
                 tempDir,
-              }),
-            ),
-          ),
+                startedNs,
+                signal,
+                ensureDirs: [runtimeRootDir],
+                fullUpload: () =>
+                  withShallowHeadClone(input.workspaceLocalDir, gitSnapshot, async (cloneDir) => {
+                    const template = await cloneTemplate(cloneDir);
+                    await packAndStage(cloneDir);
+                    return template;
+                  }),
+                stageInline: (args) => gitStatus(stageInline, args),
+                stageDelta: (args) => gitStatus(stageDelta, args),
+                early,
+              });
+            } else if (keepClone)
+              await withShallowHeadClone(input.workspaceLocalDir, gitSnapshot, (cloneDir) => packAndStage(cloneDir));
+            else if (!gitSnapshot && !seeded && !persist && stageWorkspace) {
+              // A plain tree: only what changed to a sandbox that kept the last one (delta.js).
+              await stageSandboxTree({
+                client: input.client,
+                spec: input.spec,
+                localDir: input.workspaceLocalDir,
+                remoteDir: workspaceRemoteDir,
+                exclude: archiveExclude,
+                preserved: [...preserved],
+                signal,
+                ensureDirs: [runtimeRootDir],
+                fullUpload: () => packAndStage(null),
+                stageInline,
+                stageDelta,
+                early,
+              });
+            } else await packAndStage(null);
+          }),
         );
       }
+
+      for (const asset of input.assets ?? []) {
+        required.push(true);
+        tasks.push(() =>
+          span(`stage.asset.${asset.key}`, async () => {
+            await emitStatus(input.onRuntimeProgress, "config_sync", "Syncing runtime assets to environment");
+            const assetDir = path.posix.join(runtimeRootDir, asset.key);
+            const remoteTar = path.posix.join(runtimeRootDir, `${asset.key}-upload.tar`);
+            const assetTar = path.join(tempDir, `${asset.key}.tar`);
+            const packed = await packTo(
+              assetTar,
+              { localDir: asset.localDir, followSymlinks: asset.followSymlinks, exclude: asset.exclude },
+              false,
+            );
+            const files = [
+              withMapping(
+                { sourcePath: assetTar, targetPath: remoteTar, kind: "file", access: "rw", writablePath: assetDir },
+                packed.extras,
+              ),
+            ];
+            for (const stageFile of asset.provision?.stageFiles ?? []) {
+              const name = stageFile.name;
+              if (/[\\/]|\.\.(\.|$)/.test(name) || name === "..") {
+                throw new Error(`provision stageFile.name must be a simple basename, got: ${name}`);
+              }
+              const hostPath = path.join(tempDir, `${asset.key}.stage.${name}`);
+              await fs.writeFile(
+                hostPath,
+                typeof stageFile.contents === "string" ? Buffer.from(stageFile.contents) : stageFile.contents,
+              );
+              files.push({
+                sourcePath: hostPath,
+                targetPath: path.posix.join(runtimeRootDir, name),
+                kind: "file",
+                access: "ro",
+              });
+            }
+            const command =
+              asset.provision?.postUploadCommand?.({ assetTarPath: remoteTar, assetDir, runtimeRootDir }) ??
+              assetExtractCommand(assetDir, remoteTar);
+            await stage({
+              files,
+              postUploadCommands: [{ command }],
+              sourceRoots: [tempDir],
+              targetRoots: [runtimeRootDir],
+              label: asset.key,
+              phase: "config_sync",
+              bytes: packed.size,
+            });
+          }),
+        );
+      }
+
+      const sources = input.additionalSources ?? [];
+      const failureSlots = sources.map(() => null);
+      sources.forEach((source, index) => {
+        required.push(false);
+        tasks.push(() =>
+          span(`stage.project.${source.projectId}`, async () => {
+            const { localPath, projectId, ignoreResolution } = source;
+            const label = `project-${projectId}`;
+            try {
+              if (!path.posix.isAbsolute(localPath))
+                throw new Error(`additional source localPath is not an absolute path: ${localPath}`);
+              if (
+                projectId.length === 0 ||
+                projectId.includes("/") ||
+                projectId.includes("\\") ||
+                projectId.includes("..")
+              ) {
+                throw new Error(`additional source projectId is not a simple path segment: ${projectId}`);
+              }
+              if (ignoreResolution.kind === "failed")
+                throw new Error(`referenced project ignore resolution failed: ${ignoreResolution.reason}`);
+              const remoteDir = path.posix.join(runtimeRootDir, label);
+              const exclude = mergeExcludes(projectBaseExclude, referencedSourceIgnoreExcludeEntries(ignoreResolution));
+              await emitStatus(input.onRuntimeProgress, "config_sync", "Syncing referenced project to environment");
+              await stage({
+                files: [{ sourcePath: localPath, targetPath: remoteDir, kind: "directory", exclude, access: "ro" }],
+                sourceRoots: [localPath],
+                targetRoots: [remoteDir],
+                label,
+                phase: "config_sync",
+                bytes: 0,
+              });
+              additionalSourceDirs[projectId] = remoteDir;
+            } catch (error) {
+              failureSlots[index] = { projectId, error: error instanceof Error ? error.message : String(error) };
+            }
+          }),
+        );
+      });
+
       const settled = await scheduleSyncOperations(tasks, concurrent, SYNC_CONCURRENCY);
-      for (const result of settled) if (result.status === "rejected") throw result.reason;
-    },
-  };
+      for (const failure of failureSlots) if (failure) additionalSourceFailures.push(failure);
+      for (let index = 0; index < settled.length; index += 1) {
+        if (required[index] && settled[index].status === "rejected") throw settled[index].reason;
+      }
+    });
+
+    const assetDirs = Object.fromEntries(
+      (input.assets ?? []).map((asset) => [asset.key, path.posix.join(runtimeRootDir, asset.key)]),
+    );
+
+    /** Brings the sandbox workspace (history, then tree) back and merges it (restore.js). */
+    const restoreWorkspaceTask = (sink) =>
+      restoreSandboxWorkspace(
+        {
+          input,
+          signal,
+          limits,
+          stopIfAborted,
+          repositories,
+          baseline,
+          gitSnapshot,
+          workspaceRemoteDir,
+          runtimeRootDir,
+          workspaceRestoreExclude,
+          nativeSyncOut,
+          nextOperationId,
+          mergeExcludes,
+          prepareNested: (nested) => prepareSandbox(nested, sources),
+        },
+        sink,
+      );
+
+    return {
+      spec: input.spec,
+      workspaceLocalDir: input.workspaceLocalDir,
+      workspaceRemoteDir,
+      runtimeRootDir,
+      assetDirs,
+      additionalSourceDirs,
+      additionalSourceFailures,
+      workspaceSyncSnapshot: syncWorkspace && baseline ? { baseline, gitSnapshot } : null,
+      restoreWorkspace: async (onProgress) => {
+        const sink = onProgress ?? input.onProgress;
+        const tasks = [];
+        if (syncWorkspace) tasks.push(() => span("restore.workspace", () => restoreWorkspaceTask(sink)));
+        for (const asset of input.assets ?? []) {
+          if (!asset.restore) continue;
+          const restore = asset.restore;
+          const key = asset.key;
+          tasks.push(() =>
+            span(`restore.asset.${key}`, () =>
+              withTempDir("paperclip-sandbox-restore-", (tempDir) =>
+                restore({
+                  assetDir: path.posix.join(runtimeRootDir, key),
+                  readFile: async (remotePath) => asBuffer(await input.client.readFile(remotePath)),
+                  tempDir,
+                }),
+              ),
+            ),
+          );
+        }
+        const settled = await scheduleSyncOperations(tasks, concurrent, SYNC_CONCURRENCY);
+        for (const result of settled) if (result.status === "rejected") throw result.reason;
+      },
+    };
+  }
 }
