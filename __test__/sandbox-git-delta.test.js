@@ -445,6 +445,22 @@ describe(`sandbox git deltas (seed ${seed})`, () => {
       writeFileSync(path.join(pair.local, "code", "m5.js", "inside.txt"), "a file where HEAD has one\n");
       hostCopy();
     });
+    // A commit the manifest recorded that this host's gc has since pruned: no pack against it.
+    {
+      const prepared = await prepareBoth(pair);
+      writeFileSync(path.join(pair.remote, "code", "m6.js"), "export const v6 = 'the agent commits';\n");
+      mirrorTree(pair.remote, pair.twinRemote);
+      for (const dir of [pair.remote, pair.twinRemote]) commitAll(dir, "agent");
+      const before = git(pair.local, "rev-parse", "HEAD").trim();
+      expect(await restoreBoth(prepared)).toEqual({ mine: null, upstreams: null });
+      expect(git(pair.local, "rev-parse", "HEAD").trim()).not.toBe(before);
+      git(pair.local, "reset", "-q", "--hard", before);
+      git(pair.local, "reflog", "expire", "--expire=now", "--all");
+      git(pair.local, "gc", "-q", "--prune=now");
+      writeFileSync(path.join(pair.local, "code", "m7.js"), "export const v7 = 'the host commits';\n");
+      commitAll(pair.local, "host");
+    }
+    await round("pack-failed", hostCopy);
     process.env.PAPERCLIP_NATIVE_SANDBOX_DELTA = "off";
     await round("off");
   });

@@ -128,8 +128,9 @@ export interface SandboxDeltaStats {
      * `walk-failed`, `git-attributes` (attributes or settings that make a checkout other
      * bytes than the blobs), `origin-changed`, `overlay-kind` and `overlay-path` (an overlay
      * that changes an entry's kind, or writes into the runtime directory), `repositories`
-     * (project repositories inside), `delta-failed` (the command that applies it did not say
-     * it did), `client`, `off`.
+     * (project repositories inside), `pack-failed` (this host could not pack the objects:
+     * a recorded commit it no longer has), `delta-failed` (the command that applies it did
+     * not say it did), `client`, `off`.
      */
     fallbacks: Record<string, number>;
   };

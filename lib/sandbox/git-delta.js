@@ -25,7 +25,8 @@
 // repositories, a `.gitattributes` or an end-of-line setting (a checkout that is not the
 // blob's bytes), an overlay that changes an entry's kind, or any other doubt, upstream's
 // full upload runs, and is counted (`sandboxDeltaStats().git`).
-import { promises as fs } from "node:fs";
+import { createReadStream, createWriteStream, promises as fs } from "node:fs";
+import { pipeline } from "node:stream/promises";
 import path from "node:path";
 import { gzipSync } from "node:zlib";
 import { shouldExcludePath } from "../exclude-patterns.js";
@@ -141,14 +142,17 @@ function recordOf(member, stat, link) {
  * deleted paths) under the overlay (the snapshot's overlay paths the archive's excludes
  * keep, as the host holds them now). `mode` is the mode the sandbox gets: a checkout's
  * under `umask` for `H`'s files and every directory, the host file's as the sandbox's tar
- * extracts it for an overlay file. Resolves `{ conflict }` when the overlay changes the kind
- * of an entry of `H` or reaches into a deleted or left-out path (upstream's extraction
- * order decides those: the full upload runs).
+ * extracts it for an overlay file. Resolves `{ target }`, or `{ conflict }` when the overlay
+ * changes the kind of an entry of `H` or reaches into a deleted path or our runtime
+ * directory (upstream's extraction order decides those: the full upload runs). With
+ * `lenient`, a conflict leaves its path out of the target instead; with `records` (member →
+ * a walk's record), the overlay's entries are taken from them instead of an `lstat` now,
+ * and one the walk did not see is left out.
  */
-export async function gitTarget({ localDir, tree, snapshot, exclude, umask, header, lenient = false }) {
+export async function gitTarget({ localDir, tree, snapshot, exclude, umask, header, lenient = false, records = null }) {
   const target = new Map();
-  // With `lenient`, a conflict leaves its path (the shallowest one it involves) and
-  // everything below it out of the target instead of ending it.
+  // The paths a lenient target leaves out, each with everything below it (the shallowest
+  // path a conflict involves).
   const conflicts = [];
   const conflict = (reason, at) => {
     conflicts.push(at);
@@ -172,8 +176,19 @@ export async function gitTarget({ localDir, tree, snapshot, exclude, umask, head
   const overlayMode = (mode) => (header.uid === 0 ? mode : mode & ~header.umask & 0o7777);
   for (const member of snapshot.overlayPaths) {
     if (shouldExcludePath(member, exclude) || member.split("/").some((part) => part.startsWith("._"))) continue;
-    const stat = await fs.lstat(path.join(localDir, member), { bigint: true }).catch(() => null);
-    if (!stat) continue;
+    let local;
+    if (records) {
+      // As the walk taken before the upload saw it (a path it did not see gets no row).
+      local = records.get(member);
+      if (!local) {
+        conflicts.push(member);
+        continue;
+      }
+    } else {
+      const stat = await fs.lstat(path.join(localDir, member), { bigint: true }).catch(() => null);
+      if (!stat) continue;
+      local = recordOf(member, stat, stat.isSymbolicLink() ? await fs.readlink(path.join(localDir, member)) : null);
+    }
     const parts = member.split("/");
     // An overlay file in our runtime directory lands where the listing does not look.
     if (parts.some((part) => part === "" || part === "." || part === "..") || parts[0] === RUNTIME_DIR) {
@@ -189,24 +204,16 @@ export async function gitTarget({ localDir, tree, snapshot, exclude, umask, head
       else if (!held) target.set(ancestor, { kind: "d", mode: dirMode });
     }
     const held = target.get(member);
-    if (!blocked && (stat.isDirectory() ? held && held.kind !== "d" : held?.kind === "d")) blocked = member;
-    if (!blocked && !stat.isDirectory() && !stat.isSymbolicLink() && !stat.isFile()) blocked = member;
+    if (!blocked && (local.kind === "d" ? held && held.kind !== "d" : held?.kind === "d")) blocked = member;
+    if (!blocked && !["d", "l", "f"].includes(local.kind)) blocked = member;
     if (blocked) {
       const ended = conflict("overlay-kind", blocked);
       if (ended) return ended;
       continue;
     }
-    if (stat.isDirectory()) target.set(member, { kind: "d", mode: dirMode });
-    else {
-      const link = stat.isSymbolicLink() ? await fs.readlink(path.join(localDir, member)) : null;
-      const local = recordOf(member, stat, link);
-      target.set(
-        member,
-        link === null
-          ? { kind: "f", source: "overlay", size: local.size, mode: overlayMode(local.mode), local }
-          : { kind: "l", source: "overlay", link },
-      );
-    }
+    if (local.kind === "d") target.set(member, { kind: "d", mode: dirMode });
+    else if (local.kind === "l") target.set(member, { kind: "l", source: "overlay", link: local.link });
+    else target.set(member, { kind: "f", source: "overlay", size: local.size, mode: overlayMode(local.mode), local });
   }
   for (const at of conflicts) {
     for (const member of target.keys()) if (member === at || member.startsWith(`${at}/`)) target.delete(member);
@@ -279,17 +286,18 @@ const nulList = (names) => Buffer.from(names.map((name) => `${name}\0`).join("")
 
 /**
  * The payload of a delta and the script that applies it: sections laid end to end (the
- * objects pack, the lists, the overlay tar) read back by offset, and the commands that take
- * each (the body runs under `set -e`, from the workspace directory, with `$P` naming the
- * payload file). `git`: `{ head, branch, config, exclude }`.
+ * objects pack, `packBytes` long; the lists; the overlay tar, the rest of the payload) read
+ * back by offset, and the commands that take each (the body runs under `set -e`, from the
+ * workspace directory, with `$P` naming the payload file). Resolves `{ lists, body }`, the
+ * lists' bytes (what follows the pack) and the body. `git`: `{ head, branch, config, exclude }`.
  */
-function payloadScript({ plan, pack, overlay, git, umask }) {
-  const sections = [];
+function payloadScript({ plan, packBytes, overlay, git, umask }) {
+  const lists = [];
   const body = [];
-  let offset = 0;
+  let offset = packBytes;
   const section = (bytes) => {
     const at = offset;
-    sections.push(bytes);
+    lists.push(bytes);
     offset += bytes.length;
     return `sect ${at} ${bytes.length}`;
   };
@@ -313,7 +321,7 @@ function payloadScript({ plan, pack, overlay, git, umask }) {
     git.branch
       ? `printf 'ref: refs/heads/%s\\n' ${shellQuote(git.branch)} > .git/HEAD`
       : `printf '%s\\n' ${head} > .git/HEAD`,
-    ...(pack.length > 0 ? [`${section(pack)} | G index-pack --stdin >/dev/null`] : []),
+    ...(packBytes > 0 ? [`sect 0 ${packBytes} | G index-pack --stdin >/dev/null`] : []),
     ...(git.branch ? [`G update-ref ${shellQuote(`refs/heads/${git.branch}`)} ${head}`] : []),
     // The boundary: HEAD, and the older boundaries the objects still hold (until git's own
     // gc prunes them, their commits lack parents here too).
@@ -331,16 +339,24 @@ function payloadScript({ plan, pack, overlay, git, umask }) {
   for (const [mode, names] of plan.chmod)
     body.push(`${section(nulList(dotted(names)))} | xargs -0 -r chmod ${mode.toString(8).padStart(4, "0")} --`);
   body.push(`umask "$O"`);
-  if (overlay.length > 0) body.push(`${section(overlay)} | tar -xf -`);
-  return { payload: Buffer.concat(sections), body };
+  if (overlay) body.push(`tail -c +${offset + 1} "$P" | tar -xf -`);
+  return { lists: Buffer.concat(lists), body };
 }
 
-/** The tar archive of `only` (overlay members of `localDir`, no excludes), in memory. */
-async function overlayArchive(localDir, only, signal) {
-  if (only.length === 0) return Buffer.alloc(0);
-  const chunks = [];
-  for await (const chunk of await createTarballStreamFromDirectory({ localDir, only, signal })) chunks.push(chunk);
-  return Buffer.concat(chunks);
+/** A tar of `only` (overlay members of `localDir`, no excludes) as a stream of chunks. */
+function overlayArchive(localDir, only, signal) {
+  return createTarballStreamFromDirectory({ localDir, only, signal });
+}
+
+/** A generous bound of the size of the overlay tar of `members` (headers, long names, padding, the end blocks). */
+function overlayBound(target, members) {
+  let bytes = 1024;
+  for (const member of members) {
+    const wanted = target.get(member);
+    bytes += 3 * 512 + Math.ceil(Buffer.byteLength(member) / 512) * 512;
+    if (wanted?.kind === "f") bytes += Math.ceil(wanted.size / 512) * 512;
+  }
+  return bytes;
 }
 
 /**
@@ -486,8 +502,19 @@ export async function stageSandboxGit({
     if (!listing?.entries) return;
     const header = headerOf(listing.header);
     const effective = header.uid === 0 ? umask : umask | header.umask;
-    // What a conflict leaves to upstream's extraction order gets no row.
-    const { target } = await gitTarget({ localDir, tree, snapshot, exclude, umask: effective, header, lenient: true });
+    // What a conflict leaves to upstream's extraction order gets no row; the overlay's files
+    // as the walk saw them before the upload read them.
+    const records = new Map(locals.map((record) => [record.member, record]));
+    const { target } = await gitTarget({
+      localDir,
+      tree,
+      snapshot,
+      exclude,
+      umask: effective,
+      header,
+      lenient: true,
+      records,
+    });
     writeManifest(
       file,
       newManifest({
@@ -570,11 +597,19 @@ export async function stageSandboxGit({
   if (signal?.aborted) throw abortError(signal);
 
   const packFile = path.join(tempDir, "git-delta.pack");
-  const objects = bases.includes(head) ? 0 : await writeObjectsBeyond(localDir, head, bases, packFile);
-  const pack = objects > 0 ? await fs.readFile(packFile) : Buffer.alloc(0);
-  const overlay = await overlayArchive(localDir, plan.send, signal);
+  let objects = 0;
+  if (!bases.includes(head)) {
+    try {
+      objects = await writeObjectsBeyond(localDir, head, bases, packFile);
+    } catch {
+      // A recorded commit this host no longer has (its gc pruned it), or git failed.
+      return await full("pack-failed");
+    }
+  }
+  const packBytes = objects > 0 ? (await fs.stat(packFile)).size : 0;
   const git = { head, branch: snapshot.branchName, config: manifest.git.config, exclude: manifest.git.exclude ?? null };
-  const { payload, body } = payloadScript({ plan, pack, overlay, git, umask: effective });
+  const overlay = plan.send.length > 0;
+  const { lists, body } = payloadScript({ plan, packBytes, overlay, git, umask: effective });
   const written = new Set([...plan.checkout, ...plan.send, ...[...plan.chmod.values()].flat()]);
   const relist = sentListing(
     [...written].filter((member) => target.get(member)?.kind !== "d"),
@@ -583,8 +618,11 @@ export async function stageSandboxGit({
   );
   const prologue = [...ensureDirs.map((dir) => `mkdir -p ${shellQuote(dir)}`), `cd ${q}`];
   let post;
-  if (payload.length <= INLINE_UPLOAD_MAX) {
+  if (packBytes + lists.length + (overlay ? overlayBound(target, plan.send) : 0) <= INLINE_UPLOAD_MAX) {
     // One command: the payload on its stdin, applied, what it wrote listed.
+    const chunks = [packBytes > 0 ? await fs.readFile(packFile) : Buffer.alloc(0), lists];
+    if (overlay) for await (const chunk of await overlayArchive(localDir, plan.send, signal)) chunks.push(chunk);
+    const payload = Buffer.concat(chunks);
     const gzip = header.compressor === "gzip" && payload.length >= GZIP_FROM && !knownFast(link);
     post = await stageInline({
       bytes: payload.length,
@@ -609,7 +647,11 @@ export async function stageSandboxGit({
     // A large payload goes as a file through the client's upload; a post-upload command
     // applies it and leaves a mark when it did, the listing after it asks for the mark.
     const payloadFile = path.join(tempDir, "git-delta.payload");
-    await fs.writeFile(payloadFile, payload);
+    await pipeline(async function* payloadChunks() {
+      if (packBytes > 0) yield* createReadStream(packFile);
+      yield lists;
+      if (overlay) yield* await overlayArchive(localDir, plan.send, signal);
+    }, createWriteStream(payloadFile));
     let mark;
     await stageDelta({
       file: payloadFile,
