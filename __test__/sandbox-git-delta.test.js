@@ -360,6 +360,40 @@ describe(`sandbox git deltas (seed ${seed})`, () => {
     expectSameHosts(pair, "after a host commit");
   });
 
+  it("follows the host's branch, a detached HEAD, an executable bit, a submodule's empty directory, as upstream's clone does", async () => {
+    const pair = await pairOf(createRandom(seed ^ 0xb4a), "branches");
+    const step = async (label, change) => {
+      change?.();
+      rmSync(pair.twin, { recursive: true, force: true });
+      copyTree(pair.local, pair.twin);
+      const deltas = gitStats().delta;
+      const prepared = await prepareBoth(pair);
+      if (change) expect(gitStats().delta, label).toBe(deltas + 1);
+      expectSameSandboxes(pair, label);
+      expect(await restoreBoth(prepared), label).toEqual({ mine: null, upstreams: null });
+      expectSameHosts(pair, label);
+    };
+    await step("first");
+    await step("a new branch", () => git(pair.local, "checkout", "-q", "-b", "feature/x"));
+    await step("a commit on it with an executable file and a submodule link", () => {
+      writeFileSync(path.join(pair.local, "code", "run.sh"), "#!/bin/sh\necho run\n");
+      execFileSync("chmod", ["755", path.join(pair.local, "code", "run.sh")]);
+      git(pair.local, "add", "code/run.sh");
+      // A submodule that is not checked out: an empty directory, in the clone and here.
+      git(pair.local, "update-index", "--add", "--cacheinfo", `160000,${"1".repeat(40)},code/vendored`);
+      mkdirSync(path.join(pair.local, "code", "vendored"));
+      git(pair.local, "commit", "-q", "-m", "feature");
+    });
+    await step("an executable bit taken away, uncommitted", () =>
+      execFileSync("chmod", ["644", path.join(pair.local, "code", "run.sh")]),
+    );
+    await step("a detached HEAD", () => {
+      git(pair.local, "commit", "-q", "-m", "not executable", "code/run.sh");
+      git(pair.local, "checkout", "-q", "--detach", "HEAD");
+    });
+    await step("back on the first branch", () => git(pair.local, "checkout", "-q", "main"));
+  });
+
   it("sends a payload larger than one command's stdin through the client's upload", async () => {
     const pair = await pairOf(createRandom(seed ^ 0xb16), "large");
     let prepared = await prepareBoth(pair);
