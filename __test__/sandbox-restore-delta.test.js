@@ -409,4 +409,57 @@ describe("the restore plan", () => {
     // `pkg`, in the listed top level and not listed, is gone: the merge sees it deleted.
     expect([...plan.baseline.entries.keys()].sort()).toEqual(["kept.txt", "pkg"]);
   });
+
+  it("leaves out what tar's excludes leave out: a plain name as any component, a plain path as any run of components, AppleDouble names", async () => {
+    const file = (ino) => ({
+      kind: "f",
+      size: 1,
+      mtime: "9",
+      mtimeS: 9,
+      ctime: "9",
+      ino: String(ino),
+      mode: 0o644,
+      link: "",
+    });
+    const dir = (ino) => ({
+      kind: "d",
+      size: 0,
+      mtime: "9",
+      mtimeS: 9,
+      ctime: "9",
+      ino: String(ino),
+      mode: 0o755,
+      link: "",
+    });
+    const listing = new Map([
+      ["a", dir(1)],
+      ["a/node_modules", dir(2)],
+      ["a/node_modules/x.js", file(3)],
+      ["a/node_modulesx.js", file(4)],
+      ["gen", dir(5)],
+      ["gen/out", dir(6)],
+      ["gen/out/y.js", file(7)],
+      ["deep", dir(8)],
+      ["deep/gen", dir(9)],
+      ["deep/gen/out", file(10)],
+      ["deep/gen/outer.js", file(11)],
+      ["gen/output.js", file(12)],
+      ["._top", file(13)],
+      ["a/._meta", file(14)],
+      ["a/kept._x", file(15)],
+    ]);
+    // The directories are the baseline's: only the changed entries are pulled, each by name.
+    const entries = new Map(["a", "gen", "deep", "deep/gen"].map((member) => [member, { kind: "dir" }]));
+    const plan = await planRestoreDelta({
+      manifest: { remoteDir: "/r", localDir: "/l", listedAt: 5, compressor: "cat", files: {} },
+      local: "/l",
+      remoteDir: "/r",
+      baseline: { exclude: ["node_modules", "*/node_modules", "gen/out", "gen/out/*"], entries },
+      localWalk: Promise.resolve(JSON.stringify([])),
+      list: async () => ({ header: ["pcdelta", "ok"], entries: listing, enumerated: new Set() }),
+    });
+    expect(plan.names.sort()).toEqual(["gen/out", "node_modules"]);
+    expect(plan.trees).toEqual([]);
+    expect(plan.members.sort()).toEqual(["a/kept._x", "a/node_modulesx.js", "deep/gen/outer.js", "gen/output.js"]);
+  });
 });

@@ -530,14 +530,28 @@ export async function planRestoreDelta({
   const exclude = [...new Set(baseline.exclude ?? [])];
   const plain = plainExcludes(exclude);
   if (!plain) return await fallback("excludes");
-  // A member some run of whose components is `name` (tar's match of a plain exclude).
-  const named = (member) => {
-    const wrapped = `/${member}/`;
-    return plain.some((name) => wrapped.includes(`/${name}/`));
+  // A member some run of whose components is a plain exclude (tar's match of one), or an
+  // AppleDouble name (`._*`, never pulled either): the run ends at the member itself, or it
+  // ends at an ancestor, whose answer is remembered (a listing and a baseline ask for every
+  // entry of the tree).
+  const singles = new Set(plain.filter((name) => !name.includes("/")));
+  const paths = plain.filter((name) => name.includes("/"));
+  const excludedDirs = new Map();
+  const excluded = (member) => {
+    const slash = member.lastIndexOf("/");
+    const base = slash < 0 ? member : member.slice(slash + 1);
+    if (
+      singles.has(base) ||
+      base.startsWith("._") ||
+      paths.some((name) => member === name || member.endsWith(`/${name}`))
+    )
+      return true;
+    if (slash < 0) return false;
+    const parent = member.slice(0, slash);
+    let above = excludedDirs.get(parent);
+    if (above === undefined) excludedDirs.set(parent, (above = excluded(parent)));
+    return above;
   };
-  // AppleDouble names (`._*`) are never pulled either.
-  const appleDouble = (member) => member.startsWith("._") || member.includes("/._");
-  const excluded = (member) => named(member) || appleDouble(member);
   const q = shellQuote(remoteDir);
   // What changed since the manifest's listing (its remote time, less a margin for the
   // coarse clock of file times), and every child of a directory that changed (what is
