@@ -485,12 +485,17 @@ export async function stageSandboxGit({
   listingTree.catch(() => undefined);
   const umaskRead = hostUmask(tempDir);
   umaskRead.catch(() => undefined);
+  // What a delta checks of this host's repository, asked beside the sandbox's listing.
+  const converting = listingTree.then((tree) => convertsOnCheckout(localDir, tree));
+  converting.catch(() => undefined);
+  const origin = originUrl(localDir);
   // The manifest and the listing, when the prepare asked for them as it began, else here.
   const asked = await early;
   const taken = asked?.kind === "git" ? asked : null;
   const { file, local } = taken ?? (await manifestFile(spec, remoteDir, localDir));
   const q = shellQuote(remoteDir);
-  const settle = () => Promise.all([walking, listingTree, umaskRead].map((p) => p.catch(() => undefined)));
+  const settle = () =>
+    Promise.all([walking, listingTree, umaskRead, converting, origin].map((p) => p.catch(() => undefined)));
 
   /** After a full upload: the sandbox's tree listed, the target computed, every row recorded. */
   const recordFull = async (template) => {
@@ -527,7 +532,7 @@ export async function stageSandboxGit({
         git: {
           heads: keptHeads(head),
           branch: snapshot.branchName,
-          origin: await originUrl(localDir),
+          origin: await origin,
           config: template.config,
           exclude: template.exclude ?? null,
         },
@@ -587,8 +592,8 @@ export async function stageSandboxGit({
     if (error?.name === "AbortError") throw error;
     return await full("walk-failed");
   }
-  if (await convertsOnCheckout(localDir, tree)) return await full("git-attributes");
-  if ((await originUrl(localDir)) !== (manifest.git.origin ?? null)) return await full("origin-changed");
+  if (await converting) return await full("git-attributes");
+  if ((await origin) !== (manifest.git.origin ?? null)) return await full("origin-changed");
   const header = headerOf(listing.header);
   const effective = header.uid === 0 ? umask : umask | header.umask;
   const { target, conflict } = await gitTarget({ localDir, tree, snapshot, exclude, umask: effective, header });
