@@ -61,8 +61,14 @@ const git = (dir, ...args) =>
       stdio: ["ignore", "pipe", "pipe"],
     },
   );
-/** Commits everything git sees in `dir` (nothing when nothing changed). */
+/**
+ * Commits everything in `dir` (nothing when nothing changed), by content: the index is
+ * emptied first, so git hashes every file instead of trusting its stat cache (a file
+ * rewritten with the same size and mtime within the second the index last saw it is
+ * racily clean to git, on either side alike: which side sees it would be timing).
+ */
 const commitAll = (dir, message) => {
+  git(dir, "rm", "-r", "-q", "--cached", "--ignore-unmatch", ".");
   git(dir, "add", "-A");
   if (git(dir, "status", "--porcelain").trim() !== "") git(dir, "commit", "-q", "-m", message);
 };
