@@ -27,7 +27,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRandom, runSeed } from "./helpers/random.js";
 import { writeSwappedUpstream } from "./helpers/swapped-upstream.js";
-import { repositoryState, treeWithoutGit } from "./helpers/git-state.js";
+import { pinnedGit, repositoryState, treeWithoutGit } from "./helpers/git-state.js";
 
 const seed = runSeed();
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -39,24 +39,7 @@ let server;
 let plain;
 let swapped;
 
-const FIXED_DATE = "2026-01-02T03:04:05Z";
-const gitEnv = {
-  ...Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith("GIT_"))),
-  GIT_AUTHOR_DATE: FIXED_DATE,
-  GIT_COMMITTER_DATE: FIXED_DATE,
-  GIT_CONFIG_NOSYSTEM: "1",
-};
-function git(dir, args) {
-  return execFileSync(
-    "git",
-    ["-C", dir, "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main", ...args],
-    {
-      env: gitEnv,
-      encoding: "utf8",
-      stdio: ["ignore", "pipe", "pipe"],
-    },
-  );
-}
+const git = pinnedGit;
 
 beforeAll(async () => {
   mkdirSync(shimDir);

@@ -68,6 +68,8 @@ describe(`sandbox delta uploads (seed ${seed})`, () => {
       const local = fresh("local");
       await writeRandomTree(rng, local, { maxDepth: 3, maxEntries: 7, special: false });
       execFileSync("chmod", ["-R", "u+rwX", local]);
+      // Not a repository (a random `.git` fails both prepares' git probe alike).
+      rmSync(path.join(local, ".git"), { recursive: true, force: true });
       const remoteDir = fresh("ours");
       await prepare(local, remoteDir);
       writeFileSync(path.join(remoteDir, ".paperclip-runtime", "kept"), "runtime state");

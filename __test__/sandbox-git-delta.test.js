@@ -19,7 +19,7 @@ import * as upstream from "@paperclipai/adapter-utils/command-managed-runtime";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { prepareCommandManagedRuntime } from "../lib/command-managed-runtime.js";
 import { sandboxDeltaStats } from "../lib/sandbox/delta.js";
-import { contentState, repositoryState } from "./helpers/git-state.js";
+import { contentState, pinnedGit, repositoryState } from "./helpers/git-state.js";
 import { copyTree, inventory, mutate, REMOTE_OPS, HOST_OPS, sameSizeSameMtime } from "./helpers/merge-triples.js";
 import { createRandom, runSeed } from "./helpers/random.js";
 import { spawnRunner } from "./helpers/sandbox-runner.js";
@@ -44,23 +44,7 @@ const fresh = (label) => mkdtempSync(path.join(work, `${label}-`));
 const gitStats = () => sandboxDeltaStats().git;
 const gitFallbacks = (reason) => gitStats().fallbacks[reason] ?? 0;
 
-const FIXED_DATE = "2026-01-02T03:04:05Z";
-const gitEnv = {
-  ...Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith("GIT_"))),
-  GIT_AUTHOR_DATE: FIXED_DATE,
-  GIT_COMMITTER_DATE: FIXED_DATE,
-  GIT_CONFIG_NOSYSTEM: "1",
-};
-const git = (dir, ...args) =>
-  execFileSync(
-    "git",
-    ["-C", dir, "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main", ...args],
-    {
-      env: gitEnv,
-      encoding: "utf8",
-      stdio: ["ignore", "pipe", "pipe"],
-    },
-  );
+const git = (dir, ...args) => pinnedGit(dir, args);
 /**
  * Commits everything in `dir` (nothing when nothing changed), by content: the index is
  * emptied first, so git hashes every file instead of trusting its stat cache (a file

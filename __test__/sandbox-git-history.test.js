@@ -4,7 +4,6 @@
 // edits, deletions, renames, modes, symlinks), on a branch and detached: the same work
 // tree, refs, branch, origin, shallow boundary, one-commit history, clean status and fsck,
 // and the workspace's own repository left exactly as it was. Rerun with DIFF_SEED=<seed>.
-import { execFileSync } from "node:child_process";
 import {
   chmodSync,
   cpSync,
@@ -22,7 +21,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { withShallowHeadClone } from "../lib/sandbox/git-history.js";
 import { createRandom, runSeed } from "./helpers/random.js";
 import { treeState } from "./helpers/tar.js";
-import { repositoryState } from "./helpers/git-state.js";
+import { pinnedGit, repositoryState } from "./helpers/git-state.js";
 
 const seed = runSeed();
 const scratch = mkdtempSync(path.join(os.tmpdir(), "pc-sandbox-git-history-"));
@@ -30,22 +29,7 @@ afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 let counter = 0;
 const fresh = (label) => path.join(scratch, `${label}-${(counter += 1)}`);
 
-const gitEnv = {
-  ...Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith("GIT_"))),
-  GIT_AUTHOR_DATE: "2026-01-02T03:04:05Z",
-  GIT_COMMITTER_DATE: "2026-01-02T03:04:05Z",
-  GIT_CONFIG_NOSYSTEM: "1",
-};
-const git = (dir, args) =>
-  execFileSync(
-    "git",
-    ["-C", dir, "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main", ...args],
-    {
-      env: gitEnv,
-      encoding: "utf8",
-      stdio: ["ignore", "pipe", "pipe"],
-    },
-  );
+const git = pinnedGit;
 
 /** A repository with `commits` commits of random edits; returns its HEAD. */
 function writeRepository(rng, root, commits) {

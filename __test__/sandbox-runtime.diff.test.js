@@ -6,7 +6,6 @@
 // identical copies of the workspace and the same simulated agent work in the sandbox; the
 // remote trees, remote git state, restored workspaces, local git state, progress lines and
 // status updates must agree. Rerun a failure with DIFF_SEED=<seed>.
-import { execFileSync } from "node:child_process";
 import { chmodSync, cpSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -15,7 +14,7 @@ import * as upstream from "@paperclipai/adapter-utils/command-managed-runtime";
 import * as ours from "../lib/command-managed-runtime.js";
 import { createRandom, runSeed } from "./helpers/random.js";
 import { nativeSyncRunner, spawnRunner } from "./helpers/sandbox-runner.js";
-import { repositoryState, treeWithoutGit } from "./helpers/git-state.js";
+import { pinnedGit, repositoryState, treeWithoutGit } from "./helpers/git-state.js";
 
 const seed = runSeed();
 const scratch = mkdtempSync(path.join(os.tmpdir(), "pc-sandbox-diff-"));
@@ -27,36 +26,7 @@ const fresh = (label) => {
   return dir;
 };
 
-const FIXED_DATE = "2026-01-02T03:04:05Z";
-const gitEnv = {
-  ...Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith("GIT_"))),
-  GIT_AUTHOR_DATE: FIXED_DATE,
-  GIT_COMMITTER_DATE: FIXED_DATE,
-  GIT_CONFIG_NOSYSTEM: "1",
-};
-function git(dir, args) {
-  return execFileSync(
-    "git",
-    [
-      "-C",
-      dir,
-      "-c",
-      "user.name=t",
-      "-c",
-      "user.email=t@t",
-      "-c",
-      "init.defaultBranch=main",
-      "-c",
-      "protocol.file.allow=always",
-      ...args,
-    ],
-    {
-      env: gitEnv,
-      encoding: "utf8",
-      stdio: ["ignore", "pipe", "pipe"],
-    },
-  );
-}
+const git = pinnedGit;
 
 const NAMES = ["a.txt", "B.md", "ünïcode-名.txt", "with space.txt", "x.sh", "é", "data.json", "Zeta"];
 /** Files, dirs, symlinks and modes under `root`. */

@@ -307,21 +307,33 @@ function manifestRow(local, remote) {
   ];
 }
 
-/** Whether a recorded row still describes both sides. */
-export function unchanged(row, local, remote) {
+/** Whether a recorded row's local half (size, mtime, ctime, inode, device) still describes the local entry. */
+export function localUnchanged(row, local) {
   return (
     Array.isArray(row) &&
     row[0] === local.size &&
     row[1] === local.mtimeNs &&
     row[2] === local.ctimeNs &&
     row[3] === local.ino &&
-    row[4] === local.dev &&
+    row[4] === local.dev
+  );
+}
+
+/** Whether a recorded row's remote half (size, mtime, ctime, inode, mode) still describes the listed remote entry. */
+export function remoteUnchanged(row, remote) {
+  return (
+    Array.isArray(row) &&
     row[5] === remote.size &&
     row[6] === remote.mtime &&
     row[7] === remote.ctime &&
     row[8] === remote.ino &&
     row[9] === remote.mode
   );
+}
+
+/** Whether a recorded row still describes both sides. */
+export function unchanged(row, local, remote) {
+  return localUnchanged(row, local) && remoteUnchanged(row, remote);
 }
 
 /**
@@ -645,14 +657,7 @@ export async function planRestoreDelta({
       if (base?.kind !== "file" || listing.entries.has(member)) continue;
       const row = manifest.files[member];
       const mine = locals.get(member);
-      const sentAsIs =
-        Array.isArray(row) &&
-        mine &&
-        row[0] === mine.size &&
-        row[1] === mine.mtimeNs &&
-        row[2] === mine.ctimeNs &&
-        row[3] === mine.ino &&
-        row[4] === mine.dev;
+      const sentAsIs = Boolean(mine) && localUnchanged(row, mine);
       // The cheap test first: most of a tree was sent as it is.
       if (!sentAsIs && !excluded(member) && !isGone(member)) {
         changed.push(member);

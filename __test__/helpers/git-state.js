@@ -5,6 +5,26 @@ import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync } from "
 import path from "node:path";
 import { treeState } from "./tar.js";
 
+/** The environment of the tests' own git commands: no GIT_* of the caller, no system config, fixed commit dates. */
+export const PINNED_GIT_ENV = {
+  ...Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith("GIT_"))),
+  GIT_AUTHOR_DATE: "2026-01-02T03:04:05Z",
+  GIT_COMMITTER_DATE: "2026-01-02T03:04:05Z",
+  GIT_CONFIG_NOSYSTEM: "1",
+};
+
+/**
+ * `git -C dir …args` as the tests run it (one identity, `main` for a new repository, the
+ * pinned environment): the same commits on both sides of a comparison. Returns stdout.
+ */
+export function pinnedGit(dir, args) {
+  return execFileSync(
+    "git",
+    ["-C", dir, "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main", ...args],
+    { env: PINNED_GIT_ENV, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] },
+  );
+}
+
 const read = (dir, args) =>
   execFileSync("git", ["-C", dir, ...args], { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
 

@@ -106,6 +106,18 @@ export function sandboxDeltaSetting() {
   return "auto";
 }
 
+/**
+ * The client's delta features when a delta may run at all: `{ features }`, or `{ reason }`
+ * for upstream's path (`off`: the setting; `client`: transfers that are not ours, a
+ * provider's native `syncIn`/`syncOut`).
+ */
+export function deltaClient(client) {
+  const features = client[OUR_CLIENT];
+  if (sandboxDeltaSetting() === "off") return { reason: "off" };
+  if (!features?.streamsPackedSources || typeof features.exec !== "function") return { reason: "client" };
+  return { features };
+}
+
 function countFull(reason) {
   stats.full += 1;
   stats.fallbacks[reason] = (stats.fallbacks[reason] ?? 0) + 1;
@@ -185,9 +197,8 @@ function listTree(features, remoteDir, prune) {
  * Never rejects; its listing settles before a stage that takes it returns.
  */
 export function startEarlyListing({ client, spec, remoteDir, localDir, preserved, listGit }) {
-  const features = client[OUR_CLIENT];
-  if (sandboxDeltaSetting() === "off" || !features?.streamsPackedSources || typeof features.exec !== "function")
-    return null;
+  const { features } = deltaClient(client);
+  if (!features) return null;
   const early = (async () => {
     const { file, local } = await manifestFile(spec, remoteDir, localDir);
     const manifest = await readManifest(file);
@@ -247,11 +258,8 @@ export async function stageSandboxTree({
   ensureDirs = [],
   early = null,
 }) {
-  const setting = sandboxDeltaSetting();
-  const features = client[OUR_CLIENT];
-  if (setting === "off" || !features?.streamsPackedSources || typeof features.exec !== "function") {
-    // Off, or a client whose uploads are not ours (a provider's native syncIn).
-    const reason = setting === "off" ? "off" : "client";
+  const { features, reason } = deltaClient(client);
+  if (!features) {
     countFull(reason);
     await fullUpload();
     return { mode: "full", reason };
@@ -428,9 +436,8 @@ function countPull(reason) {
  * counted) when the setting is off or the client's transfers are not ours.
  */
 export function startRestoreDelta(client, localDir, exclude, signal) {
-  const features = client[OUR_CLIENT];
-  if (sandboxDeltaSetting() === "off") return countPull("off");
-  if (!features?.streamsPackedSources || typeof features.exec !== "function") return countPull("client");
+  const { features, reason } = deltaClient(client);
+  if (!features) return countPull(reason);
   const localWalk = walkLocalTree(localDir, [...new Set(exclude)], signal, { dotMembers: false });
   return { features, localWalk };
 }

@@ -41,6 +41,7 @@ import {
   newManifest,
   parseMembers,
   readManifest,
+  remoteUnchanged,
   RUNTIME_DIR,
   sentListing,
   settled,
@@ -48,16 +49,15 @@ import {
   walkLocalTree,
   writeManifest,
 } from "../tree-delta.js";
-import { OUR_CLIENT } from "./client-features.js";
 import {
   countGitPrepare,
+  deltaClient,
   GZIP_FROM,
   INLINE_UPLOAD_MAX,
   keptHeads,
   knownFast,
   listRemote,
   manifestFile,
-  sandboxDeltaSetting,
   UPLOAD_SCRATCH,
 } from "./delta.js";
 import { listCommitTree, originUrl, writeObjectsBeyond } from "./git-history.js";
@@ -221,18 +221,6 @@ export async function gitTarget({ localDir, tree, snapshot, exclude, umask, head
   return { target };
 }
 
-/** Whether a manifest row's sandbox half still describes the listed entry. */
-function sandboxSame(row, theirs) {
-  return (
-    Array.isArray(row) &&
-    row[5] === theirs.size &&
-    row[6] === theirs.mtime &&
-    row[7] === theirs.ctime &&
-    row[8] === theirs.ino &&
-    row[9] === theirs.mode
-  );
-}
-
 /**
  * What turns the sandbox's tree (`listing`) into `target`: `remove` (entries to delete
  * first: the sandbox's extras, outermost only, and entries of another kind), `mkdir`
@@ -260,7 +248,7 @@ export function planGitDelta(target, listing, files) {
       else if (theirs.mode !== wanted.mode) setMode(wanted.mode, member);
     } else if (wanted.source === "head") {
       const row = files[member];
-      if (!(theirs && row?.[10] === wanted.id && sandboxSame(row, theirs))) checkout.push(member);
+      if (!(theirs && row?.[10] === wanted.id && remoteUnchanged(row, theirs))) checkout.push(member);
       // A file the checkout does not write (only its mode differs) is given the target's.
       else if (wanted.kind === "f" && theirs.mode !== wanted.mode) setMode(wanted.mode, member);
     } else if (wanted.kind === "l") {
@@ -470,10 +458,8 @@ export async function stageSandboxGit({
   ensureDirs = [],
   early = null,
 }) {
-  const setting = sandboxDeltaSetting();
-  const features = client[OUR_CLIENT];
-  if (setting === "off" || !features?.streamsPackedSources || typeof features.exec !== "function") {
-    const reason = setting === "off" ? "off" : "client";
+  const { features, reason } = deltaClient(client);
+  if (!features) {
     countGitPrepare({ reason });
     await fullUpload();
     return { mode: "full", reason };
