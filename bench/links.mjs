@@ -2,7 +2,7 @@
 // across a real, slow link. The benchmark creates a network namespace, shapes its
 // loopback with `tc qdisc … tbf` (no latency is added: this kernel has no netem), starts
 // sshd (LogLevel DEBUG1, so every login, channel and command is logged) and a sandbox
-// command runner (bench/links-runner.mjs) inside it, and runs every measured step in a
+// command runner (scripts/sandbox-runner.mjs) inside it, and runs every measured step in a
 // fresh process inside it too (bench/links-worker.mjs): upstream's own
 // `prepareAdapterExecutionTargetRuntime` + `restoreWorkspace()`, plain and with
 // `--import …/register`, interleaved. Per lane and workspace, one sequence of three runs:
@@ -152,7 +152,7 @@ async function startRunner(latencyMs) {
   runnerPort += 1;
   runner = spawn(
     process.execPath,
-    [path.join(here, "links-runner.mjs"), String(runnerPort), runnerStats, String(latencyMs)],
+    [path.join(repo, "scripts", "sandbox-runner.mjs"), String(runnerPort), runnerStats, String(latencyMs)],
     { stdio: ["ignore", "pipe", "inherit"] },
   );
   await new Promise((resolve) => runner.stdout.once("data", resolve));
