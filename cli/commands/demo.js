@@ -65,7 +65,12 @@ const SSHD_PATHS = ["/usr/sbin/sshd", "/usr/local/sbin/sshd", "/usr/bin/sshd"];
 const HEAVY = ["node_modules", "vendor", "dist", "build", "out", "coverage", ".next", ".turbo", ".cache"];
 const HEAVY_EXCLUDES = HEAVY.flatMap((n) => [n, `${n}/*`, `*/${n}`, `*/${n}/*`]);
 
-function generateWorkspace(root, files) {
+/**
+ * Writes the demo's workspace under `root` (a git repository, committed): `files` source
+ * files under src/, twice as many in an ignored node_modules/, a .gitignore, an ignored .env
+ * and debug.log, a README. Deterministic. Also bench/ignore.mjs's third repository.
+ */
+export function createDemoWorkspace(root, files) {
   let seed = 12345;
   const rand = () => {
     seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
@@ -88,6 +93,9 @@ function generateWorkspace(root, files) {
   write(".env", "SECRET=do-not-ship\n");
   write("debug.log", "noise\n");
   write("README.md", "# demo workspace\n");
+  git(root, "init", "-q", "-b", "main");
+  git(root, "add", "-A");
+  git(root, "commit", "-q", "-m", "initial");
 }
 
 function git(dir, ...args) {
@@ -310,16 +318,17 @@ export async function run({ values: opts }) {
   };
   try {
     log(`Generating a workspace in ${workspace}: ${files} source files, ${files * 2} ignored dependency files …`);
-    generateWorkspace(workspace, files);
-    git(workspace, "init", "-q", "-b", "main");
-    git(workspace, "add", "-A");
-    git(workspace, "commit", "-q", "-m", "initial");
+    createDemoWorkspace(workspace, files);
     // Wait out the racy-timestamp window (a file modified within 2 s before a capture is
     // always re-read), so the incremental re-snapshot below measures reuse, as on a real host.
     await new Promise((resolve) => setTimeout(resolve, RACY_WINDOW_MS));
     log("Running the staging cycle:");
 
-    // 1. Ignore resolution: in-process, read-only (upstream spawns git twice).
+    // 1. Ignore resolution: in-process, read-only (upstream spawns git twice). Both sides sort
+    //    with the process locale's collator, and the first collator a process makes loads
+    //    ICU's collation data (a few milliseconds, once): made here, so that this one-time
+    //    cost does not land on whichever side runs first.
+    new Intl.Collator().compare("a", "b");
     const resolved = await timed(() => resolveReferencedSourceIgnore(workspace));
     if (resolved.value.kind !== "git") throw new Error(`ignore resolution gave ${JSON.stringify(resolved.value)}`);
     const ignored = resolved.value.ignoredPaths;
