@@ -8,9 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/system-packages.sh
 if [[ " $* " != *" --no-ssh "* ]]; then
-  read -ra ssh_packages <<< "$(missing_ssh_packages)"
-  install_packages "${ssh_packages[@]}"
-  prepare_sshd
+  ensure_ssh_packages
 fi
 source scripts/node-versions.sh
 ensure_supported_node

@@ -23,3 +23,12 @@ missing_ssh_packages() {
 prepare_sshd() {
   if [ "$(id -u)" = 0 ]; then mkdir -p /run/sshd; fi
 }
+
+# `ensure_ssh_packages`: the SSH steps' packages installed when missing (as root), and sshd's
+# run directory (the demo command and bench/links.mjs).
+ensure_ssh_packages() {
+  local packages
+  read -ra packages <<< "$(missing_ssh_packages)"
+  install_packages "${packages[@]}"
+  prepare_sshd
+}
