@@ -163,7 +163,7 @@ function probePair(work, workspace, label, specFor, after = () => undefined) {
   return { plain, native, same: same && native.activation.active };
 }
 
-/** `tools`' host child processes a probe run started (prepare and restore), e.g. `ssh 0, tar 0`. */
+/** How many of each of `tools` a probe run started on the host (prepare and restore), by name. */
 function hostChildren(run, tools) {
   return Object.fromEntries(tools.map((t) => [t, (run.prepare.children[t] ?? 0) + (run.restore.children[t] ?? 0)]));
 }
@@ -220,7 +220,13 @@ async function demoSshTarget(work, workspace, record, log) {
     return;
   }
   const { startSshd } = await import(helper.href);
-  const server = await startSshd(path.join(work, "sshd"));
+  let server;
+  try {
+    server = await startSshd(path.join(work, "sshd"));
+  } catch (error) {
+    record(SSH_STEP, null, null, null, `skipped: sshd did not start (${String(error.message).split("\n")[0]})`);
+    return;
+  }
   try {
     log("  (upstream's prepareAdapterExecutionTargetRuntime over SSH, with and without --import …/register)");
     const specFile = path.join(work, "ssh-spec.json");
