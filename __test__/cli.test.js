@@ -292,7 +292,8 @@ describe("paperclip-sync", () => {
   }, 60_000);
 
   it("demo runs the cycle on a generated workspace and every native step matches upstream", () => {
-    const run = cli("demo", "--files", "60", "--json");
+    // The execution-target steps: __test__/demo.test.js.
+    const run = cli("demo", "--files", "60", "--json", "--no-ssh", "--no-sandbox");
     expect(run.code, run.stderr).toBe(0);
     const { steps } = JSON.parse(run.stdout);
     const names = steps.map((s) => s.step);

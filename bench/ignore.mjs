@@ -1,14 +1,18 @@
 // Ignore-resolution benchmark: our readReferencedSourceGitIgnoredPaths (in-process) vs
-// upstream's (two hardened git processes), on a generated repository and on a real checkout,
-// in one run, runs interleaved. Asserts identical output, prints medians and ratios. The
-// floor: our walker alone over the part of the tree the answer cannot skip (everything but
-// .git and the ignored paths it reports, which a scan need not enter).
+// upstream's (two hardened git processes), on a generated repository, the demo's workspace
+// and a real checkout, in one run, runs interleaved. Asserts identical output, prints medians
+// and ratios. The floor: our walker alone over the part of the tree the answer cannot skip
+// (everything but .git and the ignored paths it reports, which a scan need not enter).
+// "first call": resolveReferencedSourceIgnore once in a fresh process (both modules
+// imported, nothing else done: what a host's first resolution pays, ICU's collation data
+// included), ours and upstream's alternately, medians.
 //
 // Usage: node bench/ignore.mjs [--runs N] [--checkout DIR]
 //   generated: 5 000 tracked files, 100 000 ignored files (a node_modules tree, per-package
 //              dist/ trees, nested .gitignore files ignoring logs, with a negation)
+//   demo:      the workspace of `paperclip-sync demo` (4 000 sources, 8 000 ignored files)
 //   checkout:  DIR (default: this repository)
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { isDeepStrictEqual } from "node:util";
 import path from "node:path";
@@ -17,11 +21,22 @@ import * as upstream from "@paperclipai/adapter-utils/git-workspace-sync";
 import * as upstreamSandbox from "@paperclipai/adapter-utils/sandbox-managed-runtime";
 import * as ours from "@paperclipai/adapter-utils-native/git-workspace-sync";
 import * as oursSandbox from "@paperclipai/adapter-utils-native/sandbox-managed-runtime";
+import { createDemoWorkspace } from "../cli/commands/demo.js";
 import { BENCH_DIR } from "./corpus.mjs";
 import { emitRows, walkFloor } from "./summary.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
+
+// `--first-call <ours|upstream> <dir>`: one resolution in this fresh process, its ms printed.
+if (args[0] === "--first-call") {
+  const resolve = (args[1] === "ours" ? oursSandbox : upstreamSandbox).resolveReferencedSourceIgnore;
+  const start = process.hrtime.bigint();
+  await resolve(args[2]);
+  console.log(Number(process.hrtime.bigint() - start) / 1e6);
+  process.exit(0);
+}
+
 const option = (name, fallback) => (args.includes(name) ? args[args.indexOf(name) + 1] : fallback);
 const runs = Number(option("--runs", 7));
 const checkout = path.resolve(option("--checkout", path.join(here, "..")));
@@ -97,7 +112,37 @@ function generatedRepository() {
   return root;
 }
 
+/** The demo's workspace (written once under .bench/, reused while complete). */
+function demoWorkspace() {
+  const root = path.join(BENCH_DIR, "ignore-demo");
+  const done = path.join(BENCH_DIR, "ignore-demo.done");
+  if (existsSync(done)) return root;
+  rmSync(root, { recursive: true, force: true });
+  createDemoWorkspace(root, 4000);
+  writeFileSync(done, "the demo's workspace, 4000 source files\n");
+  return root;
+}
+
 const median = (xs) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+/** First-call medians in fresh processes, ours and upstream's alternately: { ours, upstream }. */
+function firstCalls(dir) {
+  const once = (which) => {
+    const run = spawnSync(process.execPath, [fileURLToPath(import.meta.url), "--first-call", which, dir], {
+      encoding: "utf8",
+      env: { ...process.env, NODE_OPTIONS: "" },
+    });
+    if (run.status !== 0) throw new Error(`first call (${which}) failed: ${run.stderr}`);
+    return Number(run.stdout.trim());
+  };
+  const ours = [];
+  const theirs = [];
+  for (let i = 0; i < runs; i += 1) {
+    ours.push(once("ours"));
+    theirs.push(once("upstream"));
+  }
+  return { ours: median(ours), upstream: median(theirs) };
+}
 
 async function time(fn) {
   const start = process.hrtime.bigint();
@@ -134,6 +179,7 @@ async function compare(label, caseLabel, dir) {
   const c2 = await time(() =>
     Promise.all(Array.from({ length: 8 }, () => upstream.readReferencedSourceGitIgnoredPaths(dir))),
   );
+  const first = firstCalls(dir);
   const oursMs = median(mine);
   const upstreamMs = median(theirs);
   const floor = walkFloor(dir, { runs, skip: [".git", ...(expected?.ignoredPaths ?? [])] });
@@ -152,6 +198,8 @@ async function compare(label, caseLabel, dir) {
     "ours ms": oursMs.toFixed(1),
     "upstream ms": upstreamMs.toFixed(1),
     "upstream/ours": `${(upstreamMs / oursMs).toFixed(1)}x`,
+    "first call: ours ms": first.ours.toFixed(1),
+    "first call: upstream ms": first.upstream.toFixed(1),
     "8 at once: ours ms": c1.ms.toFixed(0),
     "8 at once: upstream ms": c2.ms.toFixed(0),
     "8 at once: ratio": `${(c2.ms / c1.ms).toFixed(1)}x`,
@@ -165,6 +213,7 @@ const summary = [];
 const generated = generatedRepository();
 const rows = [
   await compare(`generated (${TRACKED} tracked, ${IGNORED} ignored files)`, `${IGNORED} ignored files`, generated),
+  await compare("the demo's workspace (4000 sources, 8000 ignored files)", "the demo's workspace", demoWorkspace()),
   await compare(checkoutLabel, checkoutLabel, checkout),
 ];
 console.log(`ignore benchmark: median of ${runs} runs each (after one warm-up), outputs asserted identical`);

@@ -5,50 +5,16 @@
 // { prepareMs, restoreMs, prepareBytes, restoreBytes, remote, local } where the bytes are
 // what crossed the namespace's loopback (its tx counter: every packet once) and remote /
 // local digest the remote tree after the prepare and the restored workspace.
+// The sandbox runner's commands run in scripts/sandbox-runner.mjs, on the other side of the
+// shaped loopback.
 // Usage: node [--import …/register] bench/links-worker.mjs <ssh|sandbox> <spec.json|runnerPort> <workspace> <runId> <agentEdits> <remoteCwd>
 import { createHash } from "node:crypto";
 import { lstatSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
-import net from "node:net";
 import path from "node:path";
+import { tcpRunner } from "../scripts/sandbox-runner-client.mjs";
 
 const [lane, where, workspace, runId, agentEdits, remoteCwd] = process.argv.slice(2);
 const wire = () => Number(readFileSync("/sys/class/net/lo/statistics/tx_bytes", "utf8"));
-
-/** A runner whose commands run on the other side of the shaped loopback (bench/links-runner.mjs). */
-function tcpRunner(port) {
-  return {
-    execute: (input) =>
-      new Promise((resolve, reject) => {
-        const startedAt = new Date().toISOString();
-        const stdin = input.stdin == null ? Buffer.alloc(0) : Buffer.from(input.stdin);
-        const socket = net.connect(port, "127.0.0.1");
-        const parts = [];
-        socket.on("data", (d) => parts.push(d));
-        socket.on("error", reject);
-        socket.on("end", () => {
-          const all = Buffer.concat(parts);
-          const newline = all.indexOf(10);
-          const head = JSON.parse(all.subarray(0, newline).toString("utf8"));
-          const body = all.subarray(newline + 1);
-          const stdout = body.subarray(0, head.stdoutLength).toString("utf8");
-          const stderr = body.subarray(head.stdoutLength).toString("utf8");
-          resolve({
-            exitCode: head.exitCode ?? 1,
-            signal: head.signal,
-            timedOut: false,
-            stdout,
-            stderr,
-            pid: null,
-            startedAt,
-          });
-        });
-        socket.write(
-          `${JSON.stringify({ command: input.command, args: input.args, cwd: input.cwd, stdinLength: stdin.length })}\n`,
-        );
-        socket.end(stdin);
-      }),
-  };
-}
 
 /** Every entry below `root` (but `.git` and `.paperclip-runtime`) with its content digest. */
 function digest(root) {

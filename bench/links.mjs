@@ -2,7 +2,7 @@
 // across a real, slow link. The benchmark creates a network namespace, shapes its
 // loopback with `tc qdisc … tbf` (no latency is added: this kernel has no netem), starts
 // sshd (LogLevel DEBUG1, so every login, channel and command is logged) and a sandbox
-// command runner (bench/links-runner.mjs) inside it, and runs every measured step in a
+// command runner (scripts/sandbox-runner.mjs) inside it, and runs every measured step in a
 // fresh process inside it too (bench/links-worker.mjs): upstream's own
 // `prepareAdapterExecutionTargetRuntime` + `restoreWorkspace()`, plain and with
 // `--import …/register`, interleaved. Per lane and workspace, one sequence of three runs:
@@ -28,7 +28,7 @@
 //            first-ssh <t>x, first-sandbox <t>x` (repeat-sandbox: the worse of its two repeats).
 // Needs root (ip netns, tc). Workspaces and remote directories live on /dev/shm.
 import { execFileSync, spawn, spawnSync } from "node:child_process";
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -49,6 +49,20 @@ if (major < 24 || (major === 24 && minor < 11)) {
 
 // ── Outside the namespace: create it, run this script inside it, remove it. ──
 if (!process.env.PC_LINKS_NS) {
+  if (process.getuid?.() !== 0) {
+    console.error("bench/links.mjs needs root (ip netns, tc)");
+    process.exit(2);
+  }
+  // sshd and ssh-keygen, installed with apt when missing, and sshd's run directory
+  // (scripts/system-packages.sh, as the test and demo commands do).
+  execFileSync("bash", ["-c", "source scripts/system-packages.sh && ensure_ssh_packages"], {
+    cwd: repo,
+    stdio: "inherit",
+  });
+  if (!["/usr/sbin/sshd", "/usr/local/sbin/sshd", "/usr/bin/sshd"].some((f) => existsSync(f))) {
+    console.error("bench/links.mjs needs sshd: apt-get install openssh-server openssh-client");
+    process.exit(2);
+  }
   const ns = `pclinks${process.pid}`;
   execFileSync("ip", ["netns", "add", ns]);
   let status = 1;
@@ -152,7 +166,7 @@ async function startRunner(latencyMs) {
   runnerPort += 1;
   runner = spawn(
     process.execPath,
-    [path.join(here, "links-runner.mjs"), String(runnerPort), runnerStats, String(latencyMs)],
+    [path.join(repo, "scripts", "sandbox-runner.mjs"), String(runnerPort), runnerStats, String(latencyMs)],
     { stdio: ["ignore", "pipe", "inherit"] },
   );
   await new Promise((resolve) => runner.stdout.once("data", resolve));

@@ -190,7 +190,18 @@ function parseIgnoredRecords(raw) {
     }
     accepted.push(entry);
   }
-  return accepted.sort(new Intl.Collator().compare);
+  return accepted.sort(localeOrder().compare);
+}
+
+let collator = null;
+/**
+ * The process locale's collator (`localeCompare`'s order). The first one a process makes
+ * loads ICU's collation data, milliseconds of the main thread: a scan makes it while its
+ * listing runs off the main thread.
+ */
+function localeOrder() {
+  collator ??= new Intl.Collator();
+  return collator;
 }
 
 /**
@@ -211,8 +222,10 @@ export async function readReferencedSourceGitIgnoredPaths(localDir, options) {
   const toplevel = await readToplevel(localDir, signal);
   if (toplevel === null) return null;
   if (!toplevel) throw new Error(`git rev-parse --show-toplevel returned an empty path for ${localDir}`);
-  const records = await readIgnoredRecords(localDir, signal);
-  return { toplevel, ignoredPaths: parseIgnoredRecords(records) };
+  const listing = readIgnoredRecords(localDir, signal);
+  // After the listing has started (its microtasks run before this callback).
+  if (collator === null) setImmediate(localeOrder);
+  return { toplevel, ignoredPaths: parseIgnoredRecords(await listing) };
 }
 
 /** NUL-separated records without the empty ones (names keep their spaces). */

@@ -51,3 +51,12 @@ export async function scanIgnoredRecords(localDir, signal) {
   }
   return listing.records;
 }
+
+/**
+ * The physical forms of `paths` (`realpath`, or `path.resolve` when it fails), computed
+ * natively beside the scan: a process's first `fs.promises.realpath` waits for libuv's
+ * thread pool to start.
+ */
+export async function physicalPaths(paths) {
+  return await native.ignoreScanPhysicalPaths(paths);
+}

@@ -12,6 +12,7 @@ import {
   ReferencedSourceIgnoreScanLimitExceededError,
   WORKSPACE_GIT_SCAN_SATURATED_CODE,
 } from "./git-workspace-sync.js";
+import { physicalPaths } from "./ignore-scan.js";
 import { abortError, codes, native, runCancellable } from "./native.js";
 import { packInput } from "./tar-common.js";
 import { prepareSandbox } from "./sandbox/prepare.js";
@@ -52,15 +53,6 @@ function delay(ms, signal) {
     }, ms);
     signal?.addEventListener("abort", onAbort, { once: true });
   });
-}
-
-/** The symlink-free form of a path, or its resolved form when it cannot be resolved. */
-async function physicalPath(input) {
-  try {
-    return await fs.realpath(input);
-  } catch {
-    return path.resolve(input);
-  }
 }
 
 /** `localPath`'s POSIX offset under `toplevel` (`""` when equal), `null` when not below it. */
@@ -107,7 +99,9 @@ export async function resolveReferencedSourceIgnore(localPath, options) {
   }
   if (failureReason !== null) return { kind: "failed", reason: failureReason };
   if (!scan) return { kind: "other" };
-  const offset = offsetUnderToplevel(await physicalPath(scan.toplevel), await physicalPath(localPath));
+  // The symlink-free forms of both (resolved forms when they cannot be resolved).
+  const [toplevel, local] = await physicalPaths([scan.toplevel, localPath]);
+  const offset = offsetUnderToplevel(toplevel, local);
   if (offset === null)
     return { kind: "failed", reason: REFERENCED_SOURCE_IGNORE_FAILURE_REASONS.toplevelNotDescendant };
   if (offset === "") return { kind: "git", ignoredPaths: [...scan.ignoredPaths] };

@@ -849,6 +849,7 @@ module.exports.errorCodes = nativeBinding.errorCodes
 module.exports.escapeTarExcludeLiteral = nativeBinding.escapeTarExcludeLiteral
 module.exports.excludePatternMatches = nativeBinding.excludePatternMatches
 module.exports.ignoreScanList = nativeBinding.ignoreScanList
+module.exports.ignoreScanPhysicalPaths = nativeBinding.ignoreScanPhysicalPaths
 module.exports.ignoreScanToplevel = nativeBinding.ignoreScanToplevel
 module.exports.isRelativePathOrDescendant = nativeBinding.isRelativePathOrDescendant
 module.exports.listTree = nativeBinding.listTree

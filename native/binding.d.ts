@@ -135,6 +135,13 @@ export interface IgnoreScanListing {
 }
 
 /**
+ * The physical form of each of `paths` (internal; `resolveReferencedSourceIgnore`'s step 4):
+ * `realpath`, or Node's `path.resolve` when `realpath` fails. On the bounded pool, like the
+ * scan itself, so a first resolution does not wait for libuv's thread pool to start.
+ */
+export declare function ignoreScanPhysicalPaths(paths: Array<string>): Promise<Array<string>>
+
+/**
  * The work-tree top of `local_dir`, `null` when it is not inside a git work tree
  * (internal; see `readReferencedSourceGitIgnoredPaths`).
  */

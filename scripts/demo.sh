@@ -2,8 +2,14 @@
 # The demo command (README): installs and builds what is missing, then runs the CLI's
 # demo, which times the staging cycle natively next to upstream on a generated workspace.
 # Runs on a supported Node (>= 24.11; scripts/node-versions.sh fetches Node 24 when needed).
+# Its SSH step logs in to a throwaway sshd: as root, openssh-server and openssh-client are
+# installed with apt when missing (scripts/system-packages.sh, as the test command does).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/system-packages.sh
+if [[ " $* " != *" --no-ssh "* ]]; then
+  ensure_ssh_packages
+fi
 source scripts/node-versions.sh
 ensure_supported_node
 source scripts/setup.sh

@@ -1,12 +1,17 @@
 #!/usr/bin/env node
 // Runs upstream's own, unmodified `prepareAdapterExecutionTargetRuntime` (upstream
-// `execution-target`) for an SSH target over a git workspace, then an "agent run" on the
-// remote side (plain file-system edits and a commit, done directly: the remote directory is
-// on this machine), then `restoreWorkspace()`; prints one JSON line: the remote tree after
-// the prepare, the restored workspace, the host child processes started during prepare and
-// restore (sampled from /proc), timings and peak RSS, and what `nativeActivation()` reports.
-// Started with or without `--import @paperclipai/adapter-utils-native/register`: the
-// activation test, the demo and bench/activation.mjs compare the two.
+// `execution-target`) for an SSH or a sandbox target over a git workspace, then an "agent
+// run" on the remote side (plain file-system edits and a commit, done directly: the remote
+// directory is on this machine), then `restoreWorkspace()`; prints one JSON line: the remote
+// tree after the prepare, the restored workspace, the host child processes started during
+// prepare and restore (sampled from /proc), timings and peak RSS, and what
+// `nativeActivation()` reports. Started with or without
+// `--import @paperclipai/adapter-utils-native/register`: the activation test, the demo and
+// bench/activation.mjs compare the two.
+//
+// <spec.json>: an SSH target's spec (`SshRemoteExecutionSpec`), or for a sandbox target
+// `{ "runnerPort": N, "remoteCwd": "…" }`: its commands run in the scripts/sandbox-runner.mjs
+// process listening on that port, so the sandbox's own `tar` is not counted as the host's.
 //
 // Usage: node [--import …/register] scripts/execution-target-probe.mjs <spec.json> <workspace> <runId> [--agent] [--trees]
 import { execFileSync } from "node:child_process";
@@ -14,6 +19,7 @@ import { createHash } from "node:crypto";
 import { existsSync, lstatSync, readFileSync, readdirSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { nativeActivation } from "../lib/activation/state.js";
+import { tcpRunner } from "./sandbox-runner-client.mjs";
 
 const [specFile, workspace, runId, ...flags] = process.argv.slice(2);
 const spec = JSON.parse(readFileSync(specFile, "utf8"));
@@ -121,7 +127,16 @@ const { prepareAdapterExecutionTargetRuntime } = await import("@paperclipai/adap
 let prepared;
 const prepare = await sampled(async () => {
   prepared = await prepareAdapterExecutionTargetRuntime({
-    target: { kind: "remote", transport: "ssh", spec },
+    target:
+      spec.runnerPort === undefined
+        ? { kind: "remote", transport: "ssh", spec }
+        : {
+            kind: "remote",
+            transport: "sandbox",
+            remoteCwd: spec.remoteCwd,
+            runner: tcpRunner(spec.runnerPort),
+            timeoutMs: 300_000,
+          },
     runId,
     adapterKey: "probe",
     workspaceLocalDir: workspace,

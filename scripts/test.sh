@@ -24,25 +24,25 @@ step() { printf '\n==> %s\n' "$*"; }
 # own exit status, which is 1 when any recorded status is not 0.
 record() { echo "$2" > "$results/$1.status"; }
 
-# 1. System tools the suites use (tar flavours for differential tests, a C++ compiler for
-#    the fuzz run's libFuzzer). Installed with apt when missing and we are root; otherwise
-#    the suites that need them say so.
+# 1. System tools the suites use (tar flavours for differential tests, sshd, a C++ compiler
+#    for the fuzz run's libFuzzer). Installed with apt when missing and we are root
+#    (scripts/system-packages.sh, shared with the demo command); otherwise the suites that
+#    need them say so.
+source scripts/system-packages.sh
 need=()
 command -v bsdtar >/dev/null 2>&1 || need+=(libarchive-tools)
 command -v busybox >/dev/null 2>&1 || need+=(busybox)
 command -v objdump >/dev/null 2>&1 || need+=(binutils)
-{ [ -x /usr/sbin/sshd ] && command -v ssh >/dev/null 2>&1; } || need+=(openssh-server openssh-client)
+read -ra ssh_packages <<< "$(missing_ssh_packages)"
+need+=("${ssh_packages[@]}")
 command -v c++ >/dev/null 2>&1 || need+=(g++) # libfuzzer-sys compiles libFuzzer (C++) for the fuzz run
-if [ ${#need[@]} -gt 0 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-  step "apt-get install ${need[*]}"
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-fi
+install_packages "${need[@]}"
 
 ssh_user=${SSH_TEST_USER:-pcnative}
 as_root=false
 if [ "$(id -u)" = 0 ]; then
   as_root=true
-  mkdir -p /run/sshd # sshd refuses to start without its privilege-separation directory
+  prepare_sshd
   if ! id "$ssh_user" >/dev/null 2>&1; then
     step "useradd $ssh_user (the SSH suites' unprivileged user)"
     useradd --create-home --shell /bin/sh "$ssh_user"

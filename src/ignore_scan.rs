@@ -79,3 +79,11 @@ pub async fn ignore_scan_list(
     })
     .await
 }
+
+/// The physical form of each of `paths` (internal; `resolveReferencedSourceIgnore`'s step 4):
+/// `realpath`, or Node's `path.resolve` when `realpath` fails. On the bounded pool, like the
+/// scan itself, so a first resolution does not wait for libuv's thread pool to start.
+#[napi]
+pub async fn ignore_scan_physical_paths(paths: Vec<String>) -> napi::Result<Vec<String>> {
+    run_blocking(move || Ok(paths.iter().map(|p| ignore_scan::physical_path(p)).collect())).await
+}

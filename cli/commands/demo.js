@@ -2,10 +2,20 @@
 // next to upstream's TypeScript (when @paperclipai/adapter-utils, a devDependency, is
 // installed: without it only native timings are printed) and checked for the same result;
 // last, upstream's own SSH execution-target code with and without the activation.
-import { execFileSync } from "node:child_process";
-import { appendFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { execFileSync, spawn } from "node:child_process";
+import {
+  appendFileSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import {
   captureDirectorySnapshot,
   directorySnapshotSha256,
@@ -32,10 +42,13 @@ both give the same result.
   --files N  source files to generate (default 4000; dependencies get twice as many)
   --keep     keep the generated workspace and print where it is
 
-Last, when sshd is installed, upstream's own prepareAdapterExecutionTargetRuntime (unmodified)
-stages and restores a copy of the workspace over SSH twice, with and without
---import @paperclipai/adapter-utils-native/register, timed, checking equal results.
-  --no-ssh   skip that step`;
+Last, upstream's own prepareAdapterExecutionTargetRuntime (unmodified) stages and restores
+a copy of the workspace twice, with and without
+--import @paperclipai/adapter-utils-native/register, timed, checking equal results: over
+SSH (a throwaway sshd on 127.0.0.1; npm run demo installs openssh-server as root when
+missing) and into a sandbox through a command runner (its own process on 127.0.0.1).
+  --no-ssh      skip the SSH step
+  --no-sandbox  skip the sandbox step`;
 
 /** The command's options (node:util.parseArgs). */
 export const options = {
@@ -43,12 +56,21 @@ export const options = {
   keep: { type: "boolean" },
   json: { type: "boolean" },
   "no-ssh": { type: "boolean" },
+  "no-sandbox": { type: "boolean" },
 };
+
+/** Where the SSH step looks for sshd (as __test__/helpers/sshd.js does). */
+const SSHD_PATHS = ["/usr/sbin/sshd", "/usr/local/sbin/sshd", "/usr/bin/sshd"];
 
 const HEAVY = ["node_modules", "vendor", "dist", "build", "out", "coverage", ".next", ".turbo", ".cache"];
 const HEAVY_EXCLUDES = HEAVY.flatMap((n) => [n, `${n}/*`, `*/${n}`, `*/${n}/*`]);
 
-function generateWorkspace(root, files) {
+/**
+ * Writes the demo's workspace under `root` (a git repository, committed): `files` source
+ * files under src/, twice as many in an ignored node_modules/, a .gitignore, an ignored .env
+ * and debug.log, a README. Deterministic. Also bench/ignore.mjs's third repository.
+ */
+export function createDemoWorkspace(root, files) {
   let seed = 12345;
   const rand = () => {
     seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
@@ -71,6 +93,9 @@ function generateWorkspace(root, files) {
   write(".env", "SECRET=do-not-ship\n");
   write("debug.log", "noise\n");
   write("README.md", "# demo workspace\n");
+  git(root, "init", "-q", "-b", "main");
+  git(root, "add", "-A");
+  git(root, "commit", "-q", "-m", "initial");
 }
 
 function git(dir, ...args) {
@@ -95,28 +120,102 @@ async function loadUpstream() {
 // git's racy-clean window, plus a margin: see `captureDirectorySnapshot({ previous })`.
 const RACY_WINDOW_MS = 2100;
 
+const repoRoot = new URL("../../", import.meta.url);
+const probe = new URL("scripts/execution-target-probe.mjs", repoRoot);
+const register = new URL("lib/activation/register.js", repoRoot);
+// Pinned commit dates, so the plain and the activated run make the same commits.
+const PINNED_DATES = { GIT_AUTHOR_DATE: "2026-01-02T03:04:05Z", GIT_COMMITTER_DATE: "2026-01-02T03:04:05Z" };
+
 /**
- * The demo's last step: upstream's `prepareAdapterExecutionTargetRuntime` + `restoreWorkspace()`
- * for an SSH target (a throwaway sshd on 127.0.0.1) on two copies of the workspace, run by
- * scripts/execution-target-probe.mjs with and without `--import …/register`; records the
- * timings, whether the remote trees and restored workspaces are equal, and the host `ssh`/`tar`
- * processes each run started.
+ * Upstream's `prepareAdapterExecutionTargetRuntime` + `restoreWorkspace()` (with an agent run
+ * in between) on a copy of the workspace each, run by scripts/execution-target-probe.mjs in a
+ * fresh process without and then with `--import …/register`. `specFor(name)` writes the
+ * target's spec file for the run named `plain` or `native`; `after(name)` is called after each
+ * run. Returns both runs' probe reports and whether their remote trees and restored
+ * workspaces are equal.
  */
-async function demoExecutionTarget(work, workspace, record, log) {
-  const repoRoot = new URL("../../", import.meta.url);
-  const probe = new URL("scripts/execution-target-probe.mjs", repoRoot);
+function probePair(work, workspace, label, specFor, after = () => undefined) {
+  const runs = {};
+  for (const [name, activated] of [
+    ["plain", false],
+    ["native", true],
+  ]) {
+    const dir = path.join(work, `${label}-${name}`);
+    cpSync(workspace, dir, { recursive: true, verbatimSymlinks: true });
+    const args = [
+      ...(activated ? ["--import", register.href] : []),
+      fileURLToPath(probe),
+      specFor(name),
+      dir,
+      `demo-${label}-${name}`,
+      "--agent",
+    ];
+    const out = execFileSync(process.execPath, args, {
+      encoding: "utf8",
+      env: { ...process.env, ...PINNED_DATES, NODE_OPTIONS: "" },
+      maxBuffer: 1 << 26,
+    });
+    runs[name] = JSON.parse(out.trim().split("\n").pop());
+    after(name);
+  }
+  const { plain, native } = runs;
+  const same = JSON.stringify([plain.remote, plain.local]) === JSON.stringify([native.remote, native.local]);
+  return { plain, native, same: same && native.activation.active };
+}
+
+/** How many of each of `tools` a probe run started on the host (prepare and restore), by name. */
+function hostChildren(run, tools) {
+  return Object.fromEntries(tools.map((t) => [t, (run.prepare.children[t] ?? 0) + (run.restore.children[t] ?? 0)]));
+}
+
+/** Records an execution-target step from `probePair`'s result. */
+function recordPair(record, step, { plain, native, same }, tools, extra = {}) {
+  const children = { native: hostChildren(native, tools), plain: hostChildren(plain, tools) };
+  const list = (counts) =>
+    Object.entries(counts)
+      .map(([t, n]) => `${t} ${n}`)
+      .join(", ");
+  const ms = (run) => ({ prepare: Math.round(run.prepare.ms), restore: Math.round(run.restore.ms) });
+  record(
+    step,
+    native.prepare.ms + native.restore.ms,
+    plain.prepare.ms + plain.restore.ms,
+    same,
+    `prepare ${ms(native).prepare} vs ${ms(plain).prepare} ms, restore ${ms(native).restore} vs ${ms(plain).restore} ms; ` +
+      `host children: activated ${list(children.native)}, plain ${list(children.plain)}` +
+      Object.entries(extra)
+        .map(([key, value]) => `; ${key}: activated ${value.native}, plain ${value.plain}`)
+        .join(""),
+    {
+      native: { ...ms(native), hostChildren: children.native },
+      plain: { ...ms(plain), hostChildren: children.plain },
+      ...extra,
+    },
+  );
+}
+
+const SSH_STEP = "execution target over SSH (upstream code)";
+const SANDBOX_STEP = "execution target in a sandbox (upstream code)";
+
+/**
+ * Upstream's own `prepareAdapterExecutionTargetRuntime` + `restoreWorkspace()` for an SSH
+ * target (a throwaway sshd on 127.0.0.1, __test__/helpers/sshd.js) with and without the
+ * activation: timings, whether the remote trees and restored workspaces are equal, and the
+ * host `ssh`/`tar` processes each run started.
+ */
+async function demoSshTarget(work, workspace, record, log) {
   const helper = new URL("__test__/helpers/sshd.js", repoRoot);
-  if (
-    !existsSync(probe) ||
-    !existsSync(helper) ||
-    !["/usr/sbin/sshd", "/usr/local/sbin/sshd"].some((f) => existsSync(f))
-  ) {
+  if (!existsSync(probe) || !existsSync(helper)) {
+    record(SSH_STEP, null, null, null, "skipped: needs a checkout of this repository");
+    return;
+  }
+  if (!SSHD_PATHS.some((f) => existsSync(f))) {
     record(
-      "execution target over SSH (upstream code)",
+      SSH_STEP,
       null,
       null,
       null,
-      "skipped: needs sshd and a checkout of this repository",
+      "skipped: sshd is not installed (npm run demo installs openssh-server when run as root; or apt-get install openssh-server openssh-client)",
     );
     return;
   }
@@ -125,55 +224,73 @@ async function demoExecutionTarget(work, workspace, record, log) {
   try {
     server = await startSshd(path.join(work, "sshd"));
   } catch (error) {
-    record(
-      "execution target over SSH (upstream code)",
-      null,
-      null,
-      null,
-      `skipped: sshd did not start (${String(error.message).split("\n")[0]})`,
-    );
+    record(SSH_STEP, null, null, null, `skipped: sshd did not start (${String(error.message).split("\n")[0]})`);
     return;
   }
   try {
     log("  (upstream's prepareAdapterExecutionTargetRuntime over SSH, with and without --import …/register)");
     const specFile = path.join(work, "ssh-spec.json");
     writeFileSync(specFile, JSON.stringify(server.spec));
-    const pinned = { GIT_AUTHOR_DATE: "2026-01-02T03:04:05Z", GIT_COMMITTER_DATE: "2026-01-02T03:04:05Z" };
-    const runs = {};
-    for (const [name, activated] of [
-      ["plain", false],
-      ["native", true],
-    ]) {
-      const dir = path.join(work, `target-${name}`);
-      cpSync(workspace, dir, { recursive: true, verbatimSymlinks: true });
-      const args = [
-        ...(activated ? ["--import", new URL("lib/activation/register.js", repoRoot).href] : []),
-        probe.pathname,
-        specFile,
-        dir,
-        `demo-${name}`,
-        "--agent",
-      ];
-      const out = execFileSync(process.execPath, args, {
-        encoding: "utf8",
-        env: { ...process.env, ...pinned, NODE_OPTIONS: "" },
-        maxBuffer: 1 << 26,
-      });
-      runs[name] = JSON.parse(out.trim().split("\n").pop());
-    }
-    const { plain, native } = runs;
-    const same = JSON.stringify([plain.remote, plain.local]) === JSON.stringify([native.remote, native.local]);
-    const hostTools = (r) =>
-      ["ssh", "tar"].map((t) => `${t} ${(r.prepare.children[t] ?? 0) + (r.restore.children[t] ?? 0)}`).join(", ");
-    record(
-      "execution target over SSH (upstream code)",
-      native.prepare.ms + native.restore.ms,
-      plain.prepare.ms + plain.restore.ms,
-      same && native.activation.active,
-      `prepare ${native.prepare.ms.toFixed(0)} vs ${plain.prepare.ms.toFixed(0)} ms, restore ${native.restore.ms.toFixed(0)} vs ${plain.restore.ms.toFixed(0)} ms; host children: activated ${hostTools(native)}, plain ${hostTools(plain)}`,
+    recordPair(
+      record,
+      SSH_STEP,
+      probePair(work, workspace, "ssh", () => specFile),
+      ["ssh", "tar"],
     );
   } finally {
     await server.stop();
+  }
+}
+
+/**
+ * The same for a sandbox target: its commands go through a command runner
+ * (scripts/sandbox-runner.mjs, its own process on 127.0.0.1, so the sandbox's own `tar` is
+ * not the host's), into a remote directory on this machine. Also counts the runner commands
+ * each run sent.
+ */
+async function demoSandboxTarget(work, workspace, record, log) {
+  const runnerScript = new URL("scripts/sandbox-runner.mjs", repoRoot);
+  if (!existsSync(probe) || !existsSync(runnerScript)) {
+    record(SANDBOX_STEP, null, null, null, "skipped: needs a checkout of this repository");
+    return;
+  }
+  const stats = path.join(work, "sandbox-runner.json");
+  const runner = spawn(process.execPath, [fileURLToPath(runnerScript), "0", stats], {
+    stdio: ["ignore", "pipe", "inherit"],
+    env: { ...process.env, NODE_OPTIONS: "" },
+  });
+  try {
+    const port = await new Promise((resolve, reject) => {
+      runner.once("error", reject);
+      runner.once("exit", (code) => reject(new Error(`the sandbox runner exited (${code}) before listening`)));
+      runner.stdout.setEncoding("utf8");
+      runner.stdout.once("data", (line) => resolve(Number(/^ready (\d+)/.exec(line)?.[1])));
+    });
+    log("  (upstream's prepareAdapterExecutionTargetRuntime in a sandbox, with and without --import …/register)");
+    const commandsServed = () => JSON.parse(readFileSync(stats, "utf8")).commands;
+    const commands = {};
+    let before = commandsServed();
+    const pair = probePair(
+      work,
+      workspace,
+      "sandbox",
+      (name) => {
+        const specFile = path.join(work, `sandbox-spec-${name}.json`);
+        writeFileSync(
+          specFile,
+          JSON.stringify({ runnerPort: port, remoteCwd: path.join(work, `sandbox-remote-${name}`) }),
+        );
+        return specFile;
+      },
+      (name) => {
+        const now = commandsServed();
+        commands[name] = now - before;
+        before = now;
+      },
+    );
+    recordPair(record, SANDBOX_STEP, pair, ["tar"], { "runner commands": commands });
+  } finally {
+    runner.kill();
   }
 }
 
@@ -189,7 +306,7 @@ export async function run({ values: opts }) {
   const workspace = path.join(work, "workspace");
   const remote = path.join(work, "remote");
   const rows = [];
-  const record = (step, native, theirs, same, note = "") => {
+  const record = (step, native, theirs, same, note = "", details = undefined) => {
     rows.push({
       step,
       "native ms": native === null ? "-" : native.toFixed(0),
@@ -197,6 +314,7 @@ export async function run({ values: opts }) {
       speedup: native !== null && theirs !== null ? `${(theirs / Math.max(native, 0.01)).toFixed(1)}x` : "-",
       "same result": same === null ? "-" : same ? "yes" : "NO",
       note,
+      ...(details && { details }),
     });
     const parts = [];
     if (native !== null) parts.push(`native ${native.toFixed(0)} ms`);
@@ -206,16 +324,17 @@ export async function run({ values: opts }) {
   };
   try {
     log(`Generating a workspace in ${workspace}: ${files} source files, ${files * 2} ignored dependency files …`);
-    generateWorkspace(workspace, files);
-    git(workspace, "init", "-q", "-b", "main");
-    git(workspace, "add", "-A");
-    git(workspace, "commit", "-q", "-m", "initial");
+    createDemoWorkspace(workspace, files);
     // Wait out the racy-timestamp window (a file modified within 2 s before a capture is
     // always re-read), so the incremental re-snapshot below measures reuse, as on a real host.
     await new Promise((resolve) => setTimeout(resolve, RACY_WINDOW_MS));
     log("Running the staging cycle:");
 
-    // 1. Ignore resolution: in-process, read-only (upstream spawns git twice).
+    // 1. Ignore resolution: in-process, read-only (upstream spawns git twice). Both sides sort
+    //    with the process locale's collator, and the first collator a process makes loads
+    //    ICU's collation data (a few milliseconds, once): made here, so that this one-time
+    //    cost does not land on whichever side runs first.
+    new Intl.Collator().compare("a", "b");
     const resolved = await timed(() => resolveReferencedSourceIgnore(workspace));
     if (resolved.value.kind !== "git") throw new Error(`ignore resolution gave ${JSON.stringify(resolved.value)}`);
     const ignored = resolved.value.ignoredPaths;
@@ -356,7 +475,8 @@ export async function run({ values: opts }) {
     } else record("merge remote result back", merged.ms, null, matchesRemote);
 
     // 8. Upstream's own execution-target code, unmodified, with and without the activation.
-    if (!opts["no-ssh"]) await demoExecutionTarget(work, workspace, record, log);
+    if (!opts["no-ssh"]) await demoSshTarget(work, workspace, record, log);
+    if (!opts["no-sandbox"]) await demoSandboxTarget(work, workspace, record, log);
 
     if (opts.json) {
       console.log(JSON.stringify({ workspace: opts.keep ? workspace : null, steps: rows }));

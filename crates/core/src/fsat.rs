@@ -125,13 +125,29 @@ impl Dir {
     }
 
     /// The names in the directory, without `.` and `..`, in the order the kernel returns them.
+    pub fn names(&self) -> io::Result<Vec<OsString>> {
+        let mut out = Vec::new();
+        self.each_entry(|name, _| out.push(OsString::from_vec(name.to_vec())))?;
+        Ok(out)
+    }
+
+    /// The names in the directory with their `d_type` (`libc::DT_*`; `DT_UNKNOWN` where the
+    /// file system does not say), without `.` and `..`, in the order the kernel returns them.
+    pub fn entries(&self) -> io::Result<Vec<(OsString, u8)>> {
+        let mut out = Vec::new();
+        self.each_entry(|name, kind| out.push((OsString::from_vec(name.to_vec()), kind)))?;
+        Ok(out)
+    }
+
+    /// Calls `each(name, d_type)` for every entry but `.` and `..`.
     ///
     /// On Linux this is `lseek` to the start and `getdents64` on the handle itself: no
     /// duplicate descriptor, `fstat`, `fcntl` or `close` per directory, as `fdopendir` needs.
     #[cfg(any(target_os = "linux", target_os = "android"))]
-    pub fn names(&self) -> io::Result<Vec<OsString>> {
+    fn each_entry(&self, mut each: impl FnMut(&[u8], u8)) -> io::Result<()> {
         // Offsets of `struct linux_dirent64`: d_ino u64, d_off i64, d_reclen u16, d_type u8, d_name.
         const RECLEN_AT: usize = 16;
+        const TYPE_AT: usize = 18;
         const NAME_AT: usize = 19;
         let fd = self.fd.as_raw_fd();
         // SAFETY: valid descriptor; the result is checked. Rewinds, so a second call lists again.
@@ -141,7 +157,6 @@ impl Dir {
         // u64 words: the kernel writes 8-byte aligned records.
         let mut buf = vec![0u64; 4096];
         let bytes = buf.len() * std::mem::size_of::<u64>();
-        let mut out = Vec::new();
         loop {
             // SAFETY: `buf` is writable for `bytes` bytes; the result is checked.
             let n = unsafe { libc::syscall(libc::SYS_getdents64, fd, buf.as_mut_ptr(), bytes) };
@@ -153,7 +168,7 @@ impl Dir {
                 return Err(err);
             }
             if n == 0 {
-                return Ok(out);
+                return Ok(());
             }
             // SAFETY: the kernel initialised the first `n` bytes of `buf`.
             let filled = unsafe { std::slice::from_raw_parts(buf.as_ptr().cast::<u8>(), n as usize) };
@@ -166,16 +181,16 @@ impl Dir {
                 let record = &filled[at + NAME_AT..at + reclen];
                 let name = &record[..record.iter().position(|&b| b == 0).unwrap_or(record.len())];
                 if name != b"." && name != b".." {
-                    out.push(OsString::from_vec(name.to_vec()));
+                    each(name, filled[at + TYPE_AT]);
                 }
                 at += reclen;
             }
         }
     }
 
-    /// The names in the directory, without `.` and `..`, in the order the kernel returns them.
+    /// Calls `each(name, d_type)` for every entry but `.` and `..`.
     #[cfg(not(any(target_os = "linux", target_os = "android")))]
-    pub fn names(&self) -> io::Result<Vec<OsString>> {
+    fn each_entry(&self, mut each: impl FnMut(&[u8], u8)) -> io::Result<()> {
         // fdopendir takes ownership of its descriptor, so give it a duplicate.
         // SAFETY: valid descriptor; results are checked.
         let dup = unsafe { libc::fcntl(self.fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 0) };
@@ -193,7 +208,6 @@ impl Dir {
         // Rewind: the duplicate shares the file offset with `self.fd`.
         // SAFETY: `stream` is a valid DIR*.
         unsafe { libc::rewinddir(stream) };
-        let mut out = Vec::new();
         let result = loop {
             // SAFETY: errno is thread-local; resetting it distinguishes end from error.
             unsafe { *errno_location() = 0 };
@@ -207,12 +221,13 @@ impl Dir {
             // SAFETY: `d_name` is a NUL-terminated array inside the entry.
             let name = unsafe { CStr::from_ptr((*entry).d_name.as_ptr()) }.to_bytes();
             if name != b"." && name != b".." {
-                out.push(OsString::from_vec(name.to_vec()));
+                // SAFETY: `entry` is valid until the next readdir.
+                each(name, unsafe { (*entry).d_type });
             }
         };
         // SAFETY: closes the stream and the duplicate descriptor it owns.
         unsafe { libc::closedir(stream) };
-        result.map(|()| out)
+        result
     }
 
     /// `lstat` of a child (`fstatat` with `AT_SYMLINK_NOFOLLOW`).

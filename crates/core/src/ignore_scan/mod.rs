@@ -20,11 +20,12 @@
 //!   without following symlinks.
 //!
 //! Known differences from git, all failing closed (`Failed`) where git would succeed:
-//! index formats libgit2 cannot read (split index, sparse index), SHA-256 or reftable
+//! index formats this scan does not read (split index, sparse index), SHA-256 or reftable
 //! repositories, `core.excludesFile = ~user/...`, and a `.gitignore`/excludes file that is
 //! a FIFO (git would hang). `include.path` values starting with `~/` are not expanded
 //! (libgit2 has no home directory once hardened).
 
+mod index_file;
 mod patterns;
 mod repo;
 mod walk;

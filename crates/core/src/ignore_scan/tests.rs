@@ -334,6 +334,10 @@ fn differential_case(seed: u64) {
     }
     let tracked: Vec<Vec<u8>> = files.iter().filter(|_| rng.chance(30)).map(|f| f.as_bytes().to_vec()).collect();
     git_add(&repo, &home, &tracked);
+    if rng.chance(25) {
+        // Format 4: names prefix-compressed against the previous entry's.
+        run_git(&repo, &home, &["update-index", "--index-version", "4"]);
+    }
     assert_same(&repo, &home, &format!("seed {seed} at the top"));
     for _ in 0..2 {
         if let Some(dir) = (!dirs.is_empty()).then(|| rng.pick(&dirs).clone()) {
@@ -787,4 +791,37 @@ fn a_changed_index_is_read_again() {
     settle();
     assert_eq!(listed(&repo), ["a.log", "b.log"]);
     assert_same(&repo, &home, "after git rm --cached");
+}
+
+#[test]
+fn index_formats_2_3_4_and_skip_worktree_ignore_files_match_git() {
+    let tmp = TempDir::new("index-formats");
+    let (repo, home) = fresh_repo(&tmp);
+    write(&repo.join(".gitignore"), "*.log\n");
+    write(&repo.join("sub/.gitignore"), "*.tmp\n!keep.tmp\n");
+    for rel in ["a.log", "sub/x.tmp", "sub/keep.tmp", "sub/y.txt", "sub/deeper/z.tmp", "sub/deeper/w.txt"] {
+        write(&repo.join(rel), "x");
+    }
+    let tracked: Vec<Vec<u8>> =
+        [".gitignore", "sub/.gitignore", "sub/y.txt", "sub/deeper/w.txt"].map(|p| p.into()).to_vec();
+    git_add(&repo, &home, &tracked);
+    let listed = |repo: &Path| scan(repo, &home).unwrap().unwrap().ignored_paths;
+    let expected = ["a.log", "sub/deeper/z.tmp", "sub/x.tmp"];
+    for version in ["2", "3", "4"] {
+        run_git(&repo, &home, &["update-index", "--index-version", version]);
+        assert_same(&repo, &home, &format!("index format {version}"));
+        assert_eq!(listed(&repo), expected, "index format {version}");
+    }
+    // A skip-worktree `.gitignore` missing from the work tree (a sparse checkout): git reads
+    // its patterns from the blob the index names. Formats 3 (extended flags) and 4.
+    run_git(&repo, &home, &["update-index", "--skip-worktree", "sub/.gitignore"]);
+    fs::remove_file(repo.join("sub/.gitignore")).unwrap();
+    for version in ["3", "4"] {
+        run_git(&repo, &home, &["update-index", "--index-version", version]);
+        assert_same(&repo, &home, &format!("skip-worktree .gitignore, index format {version}"));
+        assert_eq!(listed(&repo), expected, "skip-worktree .gitignore, index format {version}");
+    }
+    // A split index (its `link` extension): not read, the scan fails (git reads it).
+    run_git(&repo, &home, &["update-index", "--split-index"]);
+    assert!(matches!(scan(&repo, &home), Err(ScanError::Failed(_))));
 }

@@ -15,7 +15,7 @@
 //!   treated one by one first, as git does with its cwd pathspec, including git's failure
 //!   when the start directory lies inside an excluded directory.
 
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::fs::{self, File, OpenOptions};
 use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
@@ -28,6 +28,7 @@ use git2::Repository;
 use super::patterns::{Kind, PatternList, PATTERN_MAX_FILE_SIZE};
 use super::repo::{is_nonbare_repository_dir, InIndex, IndexFacts};
 use super::ScanError;
+use crate::fsat::Dir;
 
 /// git's `path_treatment`, ordered by significance.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -56,6 +57,17 @@ enum EntryType {
     FileOrLink,
     /// FIFO, socket, device, or unknown: git ignores these.
     Other,
+}
+
+/// Where a directory's `.gitignore` is opened.
+#[derive(Clone, Copy)]
+enum IgnoreFile<'d> {
+    /// By its path from the top.
+    ByPath,
+    /// Relative to the directory's handle.
+    In(&'d Dir),
+    /// Nowhere: the directory's listing names none.
+    Absent,
 }
 
 /// Collected output records in one arena, bounded by the raw-output allowance.
@@ -126,10 +138,10 @@ impl<'a> Walker<'a> {
 
     /// Run the walk and return the collected records.
     pub fn run(mut self) -> Result<Collected, ScanError> {
-        let root = self.load_dir_patterns(b"")?;
+        let root = self.load_dir_patterns(b"", IgnoreFile::ByPath)?;
         self.dir_lists.push(root);
         if self.prefix.is_empty() {
-            self.read_directory(b"", false)?;
+            self.read_directory(b"", None, false)?;
         } else {
             self.walk_leading_path()?;
         }
@@ -169,7 +181,7 @@ impl<'a> Walker<'a> {
                 break;
             }
             let leading = if i + 1 == components.len() { Leading::Start } else { Leading::Ancestor };
-            (state, excluded) = self.treat_path(&path, EntryType::Dir, ancestor_excluded, leading)?;
+            (state, excluded) = self.treat_path(&path, None, EntryType::Dir, ancestor_excluded, leading)?;
             path.push(b'/');
             reached = path.clone();
             if state != Treatment::Recurse || i + 1 == components.len() {
@@ -178,7 +190,7 @@ impl<'a> Walker<'a> {
             if excluded {
                 ancestor_excluded = true;
             } else if !ancestor_excluded {
-                let list = self.load_dir_patterns(&path)?;
+                let list = self.load_dir_patterns(&path, IgnoreFile::ByPath)?;
                 self.dir_lists.push(list);
             }
             rel = path;
@@ -186,7 +198,7 @@ impl<'a> Walker<'a> {
         match state {
             Treatment::Excluded => self.add(&reached)?,
             Treatment::Recurse => {
-                self.read_directory(&prefix, ancestor_excluded || excluded)?;
+                self.read_directory(&prefix, None, ancestor_excluded || excluded)?;
             }
             _ => {}
         }
@@ -194,49 +206,84 @@ impl<'a> Walker<'a> {
     }
 
     /// git's `read_directory_recursive` for `dir` (toplevel-relative with a trailing `/`, or
-    /// empty). `dir_excluded`: the directory itself (or an ancestor) is excluded, so every
-    /// path inside is, and its `.gitignore` is not read.
-    fn read_directory(&mut self, dir: &[u8], dir_excluded: bool) -> Result<Treatment, ScanError> {
+    /// empty), opened relative to `parent` (the handle of the directory holding it) or, with
+    /// none, by path. `dir_excluded`: the directory itself (or an ancestor) is excluded, so
+    /// every path inside is, and its `.gitignore` is not read.
+    fn read_directory(&mut self, dir: &[u8], parent: Option<&Dir>, dir_excluded: bool) -> Result<Treatment, ScanError> {
+        // Like git, an unreadable directory reads as empty, and a failing readdir ends it;
+        // but one too deep to open by path (as git opens it) fails the scan (git would read
+        // it as empty and miss everything ignored below it).
+        if self.too_long(dir) {
+            return Err(too_deep(dir));
+        }
+        let opened = match parent {
+            Some(parent) => {
+                let name = dir.strip_suffix(b"/").unwrap_or(dir);
+                let name = &name[name.iter().rposition(|&c| c == b'/').map_or(0, |i| i + 1)..];
+                parent.open_dir_nofollow(OsStr::from_bytes(name))
+            }
+            None => Dir::open(&self.abs(dir)),
+        };
+        let Ok(handle) = opened else { return Ok(Treatment::None) };
+        let mut listed: Vec<(OsString, EntryType)> = handle
+            .entries()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(name, kind)| {
+                let kind = match kind {
+                    libc::DT_DIR => EntryType::Dir,
+                    libc::DT_REG | libc::DT_LNK => EntryType::FileOrLink,
+                    libc::DT_UNKNOWN => match handle.lstat(&name) {
+                        Ok(st) => match st.0.st_mode & libc::S_IFMT {
+                            libc::S_IFDIR => EntryType::Dir,
+                            libc::S_IFREG | libc::S_IFLNK => EntryType::FileOrLink,
+                            _ => EntryType::Other,
+                        },
+                        Err(_) => EntryType::Other,
+                    },
+                    _ => EntryType::Other,
+                };
+                (name, kind)
+            })
+            .collect();
+        listed.shrink_to_fit();
         let pushed = !dir_excluded && !dir.is_empty();
         if pushed {
-            let list = self.load_dir_patterns(dir)?;
+            // git opens `.gitignore` in every directory it reads; one the listing does not
+            // name (in any case, for case-insensitive file systems) cannot be opened.
+            let present = listed.iter().any(|(name, _)| name.as_bytes().eq_ignore_ascii_case(b".gitignore"));
+            let list =
+                self.load_dir_patterns(dir, if present { IgnoreFile::In(&handle) } else { IgnoreFile::Absent })?;
             self.dir_lists.push(list);
         }
-        let result = self.read_entries(dir, dir_excluded);
+        let result = self.treat_entries(dir, &handle, &listed, dir_excluded);
         if pushed {
             self.dir_lists.pop();
         }
         result
     }
 
-    fn read_entries(&mut self, dir: &[u8], dir_excluded: bool) -> Result<Treatment, ScanError> {
-        // Like git, an unreadable directory reads as empty, and a failing readdir ends it;
-        // but one too deep to open by path fails the scan (git would read it as empty and
-        // miss everything ignored below it).
-        let entries = match fs::read_dir(self.abs(dir)) {
-            Ok(entries) => entries,
-            Err(err) if err.raw_os_error() == Some(libc::ENAMETOOLONG) => return Err(too_deep(dir)),
-            Err(_) => return Ok(Treatment::None),
-        };
+    fn treat_entries(
+        &mut self,
+        dir: &[u8],
+        handle: &Dir,
+        listed: &[(OsString, EntryType)],
+        dir_excluded: bool,
+    ) -> Result<Treatment, ScanError> {
         let mut dir_state = Treatment::None;
         let mut path = dir.to_vec();
-        for entry in entries {
-            let Ok(entry) = entry else { break };
+        for (name, kind) in listed {
+            let kind = *kind;
             self.tick()?;
-            let kind = match entry.file_type() {
-                Ok(t) if t.is_dir() => EntryType::Dir,
-                Ok(t) if t.is_file() || t.is_symlink() => EntryType::FileOrLink,
-                _ => EntryType::Other,
-            };
             path.truncate(dir.len());
-            path.extend_from_slice(entry.file_name().as_bytes());
-            let (state, excluded) = self.treat_path(&path, kind, dir_excluded, Leading::No)?;
+            path.extend_from_slice(name.as_bytes());
+            let (state, excluded) = self.treat_path(&path, Some(handle), kind, dir_excluded, Leading::No)?;
             dir_state = dir_state.max(state);
             if kind == EntryType::Dir {
                 path.push(b'/');
             }
             if state == Treatment::Recurse {
-                let sub = self.read_directory(&path, excluded)?;
+                let sub = self.read_directory(&path, Some(handle), excluded)?;
                 dir_state = dir_state.max(sub);
             }
             if state == Treatment::Excluded {
@@ -246,10 +293,18 @@ impl<'a> Walker<'a> {
         Ok(dir_state)
     }
 
+    /// Whether `rel` (toplevel-relative) names a path git could not open: `PATH_MAX` bytes
+    /// or more once joined to the top.
+    fn too_long(&self, rel: &[u8]) -> bool {
+        let len = if rel.is_empty() { self.top.as_os_str().len() } else { self.top.as_os_str().len() + 1 + rel.len() };
+        len >= libc::PATH_MAX as usize
+    }
+
     /// git's `treat_path`: how one entry is treated, and whether it is excluded.
     fn treat_path(
         &mut self,
         path: &[u8],
+        parent: Option<&Dir>,
         kind: EntryType,
         ancestor_excluded: bool,
         leading: Leading,
@@ -266,7 +321,7 @@ impl<'a> Walker<'a> {
         let pattern_kind = if kind == EntryType::Dir { Kind::Dir } else { Kind::NotDir };
         let excluded = ancestor_excluded || self.is_excluded(path, name_at, pattern_kind);
         let state = if kind == EntryType::Dir {
-            self.treat_directory(path, excluded, leading)?
+            self.treat_directory(path, parent, excluded, leading)?
         } else if excluded {
             Treatment::Excluded
         } else {
@@ -276,7 +331,13 @@ impl<'a> Walker<'a> {
     }
 
     /// git's `treat_directory` for `--directory --ignored` without `--no-empty-directory`.
-    fn treat_directory(&mut self, path: &[u8], excluded: bool, leading: Leading) -> Result<Treatment, ScanError> {
+    fn treat_directory(
+        &mut self,
+        path: &[u8],
+        parent: Option<&Dir>,
+        excluded: bool,
+        leading: Leading,
+    ) -> Result<Treatment, ScanError> {
         match self.index.directory_status(path) {
             InIndex::Directory => return Ok(Treatment::Recurse),
             InIndex::Gitlink => return Ok(Treatment::None),
@@ -298,7 +359,7 @@ impl<'a> Walker<'a> {
         }
         let mut dir = path.to_vec();
         dir.push(b'/');
-        let state = self.read_directory(&dir, false)?;
+        let state = self.read_directory(&dir, parent, false)?;
         Ok(if state == Treatment::None { Treatment::Untracked } else { state })
     }
 
@@ -350,11 +411,18 @@ impl<'a> Walker<'a> {
 
     /// The `.gitignore` of `dir` (with a trailing `/`, or empty), read like git: never
     /// through a symlink, falling back to the index blob of a skip-worktree entry.
-    fn load_dir_patterns(&self, dir: &[u8]) -> Result<PatternList, ScanError> {
+    fn load_dir_patterns(&self, dir: &[u8], file: IgnoreFile<'_>) -> Result<PatternList, ScanError> {
         let mut rel = dir.to_vec();
         rel.extend_from_slice(b".gitignore");
         let path = self.abs(&rel);
-        let opened = OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(&path);
+        let opened = match file {
+            IgnoreFile::Absent => Err(std::io::Error::from_raw_os_error(libc::ENOENT)),
+            _ if self.too_long(&rel) => Err(std::io::Error::from_raw_os_error(libc::ENAMETOOLONG)),
+            IgnoreFile::In(handle) => handle.open_file_for_reading(OsStr::new(".gitignore"), false),
+            IgnoreFile::ByPath => {
+                OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(&path)
+            }
+        };
         let contents = match opened {
             Ok(file) => read_pattern_file(file, &path, false)?,
             Err(err) if err.raw_os_error() == Some(libc::ENAMETOOLONG) => return Err(too_deep(&rel)),

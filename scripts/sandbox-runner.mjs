@@ -1,12 +1,15 @@
-// The sandbox side of bench/links.mjs: a command runner listening on 127.0.0.1 inside the
-// benchmark's network namespace, so that everything a sandbox runner moves (the base64
-// upload on stdin, what the sandbox prints) crosses the shaped loopback. One TCP connection
-// per command: the request is a JSON line `{command, args, cwd, stdinLength}` then the
-// stdin bytes; the reply a JSON line `{exitCode, signal, stdoutLength, stderrLength}` then
-// stdout and stderr. The count of commands served is written to `<stats file>` after each.
-// `<latency ms>` (default 0): a delay before each command's answer, as a provider's API
-// round trip adds to every command.
-// Usage: node bench/links-runner.mjs <port> <stats file> [<latency ms>]
+// The sandbox side of a sandbox execution target on this machine (bench/links.mjs, inside its
+// network namespace, so that everything a sandbox runner moves crosses the shaped loopback;
+// the demo's sandbox step): a command runner listening on 127.0.0.1, each command run with
+// sh/bash in its own process, a descendant of this one (never of the process staging the
+// workspace, which can then count its own `tar` children apart). One TCP connection per
+// command: the request is a JSON line `{command, args, cwd, stdinLength}` then the stdin
+// bytes; the reply a JSON line `{exitCode, signal, stdoutLength, stderrLength}` then stdout
+// and stderr. Prints `ready <port>` once listening (port 0: any free port). The count of
+// commands served is written to `<stats file>` after each. `<latency ms>` (default 0): a
+// delay before each command's answer, as a provider's API round trip adds to every command.
+// The client side: scripts/sandbox-runner-client.mjs.
+// Usage: node scripts/sandbox-runner.mjs <port> <stats file> [<latency ms>]
 import { spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import net from "node:net";
@@ -64,4 +67,6 @@ net
     });
     socket.on("error", () => undefined);
   })
-  .listen(Number(port), "127.0.0.1", () => process.stdout.write("ready\n"));
+  .listen(Number(port), "127.0.0.1", function () {
+    process.stdout.write(`ready ${this.address().port}\n`);
+  });
