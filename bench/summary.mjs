@@ -12,6 +12,21 @@ const FLOOR_BIN = path.join(repo, "target", "release", "examples", "bench_floor"
 export const median = (xs) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 /**
+ * Before a measured run that writes into `dir`: writes back what is dirty on its file
+ * system (`sync -f`), so the run does not pay for the previous run's writeback. Scripts
+ * whose runs create many files also remove a round's trees only after every run of the
+ * round: on ext4 without a journal (this VM's disk) the kernel does not reuse an inode
+ * within 60 s of its removal (6 minutes while its inode table block is not written back)
+ * and, for every file it creates, walks the block group's inode bitmap past each such inode
+ * again, so creating a tree right after removing a sibling one costs time per removed
+ * inode for every file (`perf`: `find_inode_bit` → `recently_deleted`, most of the creating
+ * process's time). See docs/benchmarks.md, "Why each path sits where it does".
+ */
+export function settle(dir) {
+  execFileSync("sync", ["-f", dir]);
+}
+
+/**
  * Prints the script's summary rows as one JSON line `{"rows":[…]}` (bench/run.mjs collects
  * them). A row, times in ms (medians), peak RSS in MB of 2^20 bytes:
  *   path         the row's label in the tables of docs/benchmarks.md
