@@ -4,9 +4,9 @@
 // rev-list | pack-objects --window=0 | index-pack, then the checkout), each followed by the
 // clone's removal, on a git repository made from a corpus of bench/corpus.mjs (node_modules
 // ignored, the rest committed). A run's time is the making of its clone plus its removal;
-// a round makes both clones before it removes either (on ext4 without a journal, making a
-// tree right after removing one costs time per removed inode: bench/summary.mjs settle).
-// Interleaved runs, the order swapped every round, medians, then the summary row
+// off tmpfs every clone stays until all are made, after an untimed warm-up round
+// (bench/summary.mjs keepTrees: a clone removed before the next is made would charge that
+// one alone). Interleaved runs, the order swapped every round, medians, then the summary row
 // (bench/summary.mjs; both run in this process, so no peak RSS). The clone goes to os.tmpdir()
 // (set TMPDIR=/dev/shm for tmpfs); the repository is on tmpfs unless `--repo disk`.
 // Usage: [TMPDIR=…] node bench/sandbox-git.mjs [c] [--runs N] [--repo tmpfs|disk]
@@ -16,7 +16,7 @@ import { promises as fs } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { corpus } from "./corpus.mjs";
-import { emitRows, median, settle } from "./summary.mjs";
+import { emitRows, keepTrees, median, settle } from "./summary.mjs";
 import { withShallowHeadClone } from "../lib/sandbox/git-history.js";
 
 const args = process.argv.slice(2);
@@ -43,9 +43,10 @@ try {
   const files = git(repo, "ls-files").split("\n").filter(Boolean).length;
 
   // Each takes `hold`, which it awaits with the clone made, before it removes it.
+  let upstreamRuns = 0;
   const upstream = async (hold) => {
     const clone = await fs.mkdtemp(path.join(os.tmpdir(), "paperclip-git-workspace-"));
-    const ref = `refs/paperclip/git-sync/import/bench-${process.pid}`;
+    const ref = `refs/paperclip/git-sync/import/bench-${process.pid}-${(upstreamRuns += 1)}`;
     try {
       git(repo, "update-ref", ref, head);
       git(clone, "init", "-q");
@@ -97,18 +98,29 @@ try {
 
   const times = { upstream: [], ours: [] };
   const impls = { upstream, ours };
-  for (let run = 0; run < runs; run += 1) {
-    const made = [];
-    for (const label of run % 2 === 0 ? ["upstream", "ours"] : ["ours", "upstream"]) {
-      settle(os.tmpdir());
-      made.push([label, await make(impls[label])]);
+  const keep = keepTrees(os.tmpdir());
+  const held = []; // [label, clone]; the warm-up round's label is null
+  const removeHeld = async () => {
+    for (const [label, clone] of held.splice(0)) {
+      const removeMs = await clone.remove();
+      if (label) times[label].push(clone.makeMs + removeMs);
     }
-    for (const [label, clone] of made) times[label].push(clone.makeMs + (await clone.remove()));
+  };
+  try {
+    for (let run = keep ? -1 : 0; run < runs; run += 1) {
+      for (const label of run % 2 === 0 ? ["upstream", "ours"] : ["ours", "upstream"]) {
+        settle(os.tmpdir());
+        held.push([run >= 0 ? label : null, await make(impls[label])]);
+        if (!keep) await removeHeld();
+      }
+    }
+  } finally {
+    await removeHeld();
   }
   const up = median(times.upstream);
   const me = median(times.ours);
   console.log(
-    `corpus ${name}: ${files} tracked files; repository on ${repoOn}, clone in ${os.tmpdir()}; ${runs} interleaved runs (a round makes both clones, then removes them), medians`,
+    `corpus ${name}: ${files} tracked files; repository on ${repoOn}, clone in ${os.tmpdir()}; ${runs} interleaved runs${keep ? " (clones kept until all are made, after a warm-up round)" : ""}, medians`,
   );
   console.log(
     `| upstream's clone | ours | upstream / ours |\n|---|---|---|\n| ${(up / 1000).toFixed(2)} s | ${(me / 1000).toFixed(2)} s | ${(up / me).toFixed(1)}x |`,
