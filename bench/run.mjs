@@ -14,13 +14,13 @@
 //                the same kind of file system: /dev/shm when D is on tmpfs, else os.tmpdir()
 //                ($BENCH_SCRATCH overrides), so one run measures one kind
 //   --save F     also write the summary rows to F as JSON `{"rows":[…]}` (bench/table.mjs reads it)
-import { execFileSync, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { BENCH_DIR } from "./corpus.mjs";
-import { summaryColumns } from "./summary.mjs";
+import { fsType, summaryColumns } from "./summary.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
@@ -67,8 +67,7 @@ if (unknown.length > 0) {
 // One kind of file system for the whole run: the corpora's.
 const corporaDir = dir ? path.resolve(dir) : BENCH_DIR;
 mkdirSync(corporaDir, { recursive: true });
-const place =
-  execFileSync("stat", ["-f", "-c", "%T", corporaDir], { encoding: "utf8" }).trim() === "tmpfs" ? "tmpfs" : "disk";
+const place = fsType(corporaDir) === "tmpfs" ? "tmpfs" : "disk";
 const scratch = process.env.BENCH_SCRATCH ?? (place === "tmpfs" ? "/dev/shm" : os.tmpdir());
 
 /** The argument lists one script runs with (several for a script that takes one corpus at a time). */

@@ -14,7 +14,7 @@ import { fileURLToPath } from "node:url";
 import { startSshd } from "../__test__/helpers/sshd.js";
 import { native } from "../lib/native.js";
 import { corpus } from "./corpus.mjs";
-import { emitRows, median } from "./summary.mjs";
+import { emitRows, keepTrees, median, settle } from "./summary.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
@@ -66,19 +66,26 @@ try {
     const mb = tarBytes / 1e6;
     const results = {};
     for (const direction of ["push", "pull"]) {
-      // Interleaved (upstream, ours, upstream, …) so that a change in the machine's load
-      // during the run weighs on both alike.
+      // Interleaved, the order swapped every round (upstream, ours, ours, upstream, …), so
+      // that a change in the machine's load during the run weighs on both alike. Off tmpfs
+      // every target stays until the direction's runs are done, after an untimed warm-up
+      // round (keepTrees in summary.mjs: a target removed between two runs would charge the
+      // next run alone).
+      const keep = keepTrees(scratch);
       const samplesOf = { upstream: [], ours: [] };
-      for (let i = 0; i < runs; i += 1) {
-        for (const impl of ["upstream", "ours"]) {
+      const targets = [];
+      for (let i = keep ? -1 : 0; i < runs; i += 1) {
+        for (const impl of i % 2 === 0 ? ["upstream", "ours"] : ["ours", "upstream"]) {
           const target = mkdtempSync(path.join(scratch, `${impl}-${direction}-`));
+          targets.push(target);
+          settle(scratch);
           // push: corpus → remote target; pull: remote corpus → local target.
-          samplesOf[impl].push(
-            direction === "push" ? measure(impl, "push", dir, target) : measure(impl, "pull", target, dir),
-          );
-          rmSync(target, { recursive: true, force: true });
+          const sample = direction === "push" ? measure(impl, "push", dir, target) : measure(impl, "pull", target, dir);
+          if (i >= 0) samplesOf[impl].push(sample);
+          if (!keep) rmSync(target, { recursive: true, force: true });
         }
       }
+      if (keep) for (const target of targets) rmSync(target, { recursive: true, force: true });
       for (const impl of ["upstream", "ours"]) {
         const samples = samplesOf[impl];
         results[`${impl}-${direction}`] = {

@@ -11,6 +11,40 @@ const FLOOR_BIN = path.join(repo, "target", "release", "examples", "bench_floor"
 
 export const median = (xs) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
+/** The file system type of `dir` (`tmpfs`, `ext2/ext3`, …), or null when it cannot be told. */
+export function fsType(dir) {
+  try {
+    return execFileSync("stat", ["-f", "-c", "%T", dir], { encoding: "utf8" }).trim();
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Whether the scripts whose runs create many files keep every tree a series made until the
+ * series ends, after an untimed warm-up round (true unless `dir` is on tmpfs, where removing
+ * them at once keeps memory bounded and costs the next run nothing). On ext4 without a
+ * journal (this VM's disk) the kernel does not hand out an inode removed less than 60 s ago
+ * (6 minutes while its inode table block is not written back) while another is free, and to
+ * tell, every file it creates walks the block group's inode bitmap past each such inode
+ * (`perf`: `find_inode_bit` → `recently_deleted`, most of the creating process's time); when
+ * it finds no other, it reuses the last one. So the first tree made a second or more after a
+ * removal pays per removed inode for every entry it creates, and the trees after it do not:
+ * a tree removed between two runs charges the next one alone, and the warm-up round takes
+ * what earlier removals left. See docs/benchmarks.md, "Why each path sits where it does".
+ */
+export function keepTrees(dir) {
+  return fsType(dir) !== "tmpfs";
+}
+
+/**
+ * Before a measured run that writes into `dir`: writes back what is dirty on its file
+ * system (`sync -f`), so the run does not pay for the previous run's writeback.
+ */
+export function settle(dir) {
+  execFileSync("sync", ["-f", dir]);
+}
+
 /**
  * Prints the script's summary rows as one JSON line `{"rows":[…]}` (bench/run.mjs collects
  * them). A row, times in ms (medians), peak RSS in MB of 2^20 bytes:

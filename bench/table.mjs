@@ -17,13 +17,13 @@
 // Options: --doc FILE (default docs/benchmarks.md), --readme FILE (default README.md),
 // --results DIR (default bench/results).
 // Example: node bench/table.mjs -- --runs 3 --dir /dev/shm/pc-bench
-import { execFileSync, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { speedLines } from "./speed.mjs";
-import { summaryColumns } from "./summary.mjs";
+import { fsType, summaryColumns } from "./summary.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const repo = path.join(here, "..");
@@ -35,15 +35,6 @@ const option = (name, fallback) => (own.includes(name) ? own[own.indexOf(name) +
 const docFile = path.resolve(option("--doc", path.join(repo, "docs", "benchmarks.md")));
 const readmeFile = path.resolve(option("--readme", path.join(repo, "README.md")));
 const resultsDir = path.resolve(option("--results", path.join(here, "results")));
-
-/** The file system type of `dir` (`tmpfs`, `ext2/ext3`, …), or null when it cannot be told. */
-function fsType(dir) {
-  try {
-    return execFileSync("stat", ["-f", "-c", "%T", dir], { encoding: "utf8" }).trim();
-  } catch {
-    return null;
-  }
-}
 
 /** The machine kind the run measured: what the table's heading names and its file is called. */
 function machineKind(corporaDir) {
