@@ -410,6 +410,34 @@ describe("the restore plan", () => {
     expect([...plan.baseline.entries.keys()].sort()).toEqual(["kept.txt", "pkg"]);
   });
 
+  it("pulls a file the remote did not touch whose remote mode is not the baseline's (a remote umask), and not one whose mode is", async () => {
+    const local = { size: 3, mtimeNs: "1", ctimeNs: "2", ino: "3", dev: "4" };
+    const row = (mode) => [3, "1", "2", "3", "4", 3, "9", "9", "7", mode];
+    const plan = await planRestoreDelta({
+      manifest: {
+        remoteDir: "/r",
+        localDir: "/l",
+        listedAt: 5,
+        compressor: "cat",
+        files: { "narrowed.txt": row(0o640), "kept.txt": row(0o664) },
+      },
+      local: "/l",
+      remoteDir: "/r",
+      baseline: {
+        exclude: [],
+        entries: new Map([
+          ["narrowed.txt", { kind: "file", mode: 0o100664, hash: "x" }],
+          ["kept.txt", { kind: "file", mode: 0o100664, hash: "y" }],
+        ]),
+      },
+      localWalk: Promise.resolve(
+        JSON.stringify(["narrowed.txt", "kept.txt"].map((member) => [member, "f", 3, 0o664, "1", "2", "3", "4", null])),
+      ),
+      list: async () => ({ header: ["pcdelta", "ok"], entries: new Map(), enumerated: new Set() }),
+    });
+    expect(plan.members).toEqual(["narrowed.txt"]);
+  });
+
   it("leaves out what tar's excludes leave out: a plain name as any component, a plain path as any run of components, AppleDouble names", async () => {
     const file = (ino) => ({
       kind: "f",

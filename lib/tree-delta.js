@@ -652,12 +652,14 @@ export async function planRestoreDelta({
   };
   if (since != null) {
     // Unchanged on the remote since the listing: still pulled when the host's copy moved
-    // since it was sent (the baseline may then not be what was sent) or was never recorded.
+    // since it was sent (the baseline may then not be what was sent) or was never recorded,
+    // or when the remote's copy has another mode than the baseline's (a remote umask: the
+    // full pull would bring that mode back, and the merge apply it).
     for (const [member, base] of entries) {
       if (base?.kind !== "file" || listing.entries.has(member)) continue;
       const row = manifest.files[member];
       const mine = locals.get(member);
-      const sentAsIs = Boolean(mine) && localUnchanged(row, mine);
+      const sentAsIs = Boolean(mine) && localUnchanged(row, mine) && row[9] === (base.mode & 0o7777);
       // The cheap test first: most of a tree was sent as it is.
       if (!sentAsIs && !excluded(member) && !isGone(member)) {
         changed.push(member);
