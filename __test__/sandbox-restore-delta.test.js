@@ -411,7 +411,6 @@ describe("the restore plan", () => {
   });
 
   it("pulls a file the remote did not touch whose remote mode is not the baseline's (a remote umask), and not one whose mode is", async () => {
-    const local = { size: 3, mtimeNs: "1", ctimeNs: "2", ino: "3", dev: "4" };
     const row = (mode) => [3, "1", "2", "3", "4", 3, "9", "9", "7", mode];
     const plan = await planRestoreDelta({
       manifest: {
