@@ -5,15 +5,16 @@
 // a directory, a directory moved whole, deletions) and on both hosts while the run is on;
 // after each restore the two workspaces are equal entry by entry (kinds, modes, contents,
 // link targets). Then every fallback to the full pull, an abort
-// mid-restore, and the runner commands of a repeat run.
+// mid-restore, the runner commands of a repeat run, and the listing's archive of what
+// changed used in place of the pull only when it holds every member.
 import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, renameSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import * as upstream from "@paperclipai/adapter-utils/command-managed-runtime";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { prepareCommandManagedRuntime } from "../lib/command-managed-runtime.js";
-import { sandboxDeltaStats } from "../lib/sandbox/delta.js";
+import { deltaMark, sandboxDeltaStats } from "../lib/sandbox/delta.js";
 import { planRestoreDelta } from "../lib/tree-delta.js";
 import { copyTree, HOST_OPS, inventory, mutate, REMOTE_OPS, sameSizeSameMtime } from "./helpers/merge-triples.js";
 import { createRandom, runSeed } from "./helpers/random.js";
@@ -290,31 +291,80 @@ describe(`sandbox delta restores (seed ${seed})`, () => {
     expect(remoteState(pair.local)["moved-pkg/deep/deeper/x.txt"]).toMatch(/^file /);
   });
 
-  it("takes two runner commands for a small repeat restore: the listing and the pull", async () => {
+  it("takes one runner command for a small repeat restore (the listing brings the changed files back), two when a new directory comes whole", async () => {
     const pair = await pairOf(createRandom(seed ^ 0xc0de), "commands");
     writeFileSync(path.join(pair.local, "kept.txt"), "kept\n");
     rmSync(pair.twin, { recursive: true, force: true });
     copyTree(pair.local, pair.twin);
-    const prepared = await prepareBoth(pair);
+    const kinds = (calls) => calls.map((call) => (call.script.includes("pcpull") ? "pull" : "listing"));
+    let prepared = await prepareBoth(pair);
     writeFileSync(path.join(pair.remote, "kept.txt"), "the agent's\n");
+    writeFileSync(path.join(pair.remote, "added.txt"), "added\n");
+    mirror(pair.remote, pair.twinRemote);
+    let calls = pair.made.calls.length;
+    const inline = restores().inline;
+    expect(await restoreBoth(prepared)).toEqual({ mine: null, upstreams: null });
+    expect(kinds(pair.made.calls.slice(calls))).toEqual(["listing"]);
+    expect(restores().inline).toBe(inline + 1);
+    expect(differences(pair.local, pair.twin)).toEqual({});
+    // A directory the baseline does not hold comes whole, by the pull's own command.
+    prepared = await prepareBoth(pair);
+    writeFileSync(path.join(pair.remote, "kept.txt"), "the agent's, again\n");
     mkdirSync(path.join(pair.remote, "made"));
     writeFileSync(path.join(pair.remote, "made", "new.txt"), "new\n");
     mirror(pair.remote, pair.twinRemote);
-    const calls = pair.made.calls.length;
+    calls = pair.made.calls.length;
     expect(await restoreBoth(prepared)).toEqual({ mine: null, upstreams: null });
-    expect(pair.made.calls.slice(calls).map((call) => (call.script.includes("pcpull") ? "pull" : "listing"))).toEqual([
-      "listing",
-      "pull",
-    ]);
+    expect(kinds(pair.made.calls.slice(calls))).toEqual(["listing", "pull"]);
+    expect(restores().inline).toBe(inline + 1);
     expect(differences(pair.local, pair.twin)).toEqual({});
+  });
+
+  it("pulls by its own command when the listing's archive lacks a member (a host file moved since the prepare)", async () => {
+    const pair = await pairOf(createRandom(seed ^ 0x1a1e), "inline-short");
+    writeFileSync(path.join(pair.local, "host-moved.txt"), "as sent\n");
+    rmSync(pair.twin, { recursive: true, force: true });
+    copyTree(pair.local, pair.twin);
+    const prepared = await prepareBoth(pair);
+    writeFileSync(path.join(pair.remote, "agent.txt"), "the agent's\n");
+    mirror(pair.remote, pair.twinRemote);
+    for (const host of [pair.local, pair.twin]) writeFileSync(path.join(host, "host-moved.txt"), "the host's edit\n");
+    const calls = pair.made.calls.length;
+    const { inline, delta } = restores();
+    expect(await restoreBoth(prepared)).toEqual({ mine: null, upstreams: null });
+    expect(pair.made.calls.slice(calls).map((call) => call.script.includes("pcpull"))).toEqual([false, true]);
+    expect(restores()).toMatchObject({ inline, delta: delta + 1 });
+    expect(differences(pair.local, pair.twin)).toEqual({});
+  });
+
+  it("without the prepare's mark, merges only the plan's members of the listing's archive (which then holds what the prepare wrote too)", async () => {
+    const pair = await pairOf(createRandom(seed ^ 0x3a4c), "inline-extra");
+    const prepared = await prepareBoth(pair);
+    // The mark is the sandbox's (this host's: the runner runs here), named for the remote directory.
+    const mark = execFileSync("sh", ["-c", `echo ${deltaMark(pair.remote)}`], { encoding: "utf8" }).trim();
+    expect(statSync(mark).isFile()).toBe(true);
+    rmSync(mark);
+    writeFileSync(path.join(pair.remote, "agent.txt"), "the agent's\n");
+    mirror(pair.remote, pair.twinRemote);
+    // What the prepare wrote, changed on the host since: the archive's copy must not win.
+    const written = inventory(pair.local).files[0];
+    for (const host of [pair.local, pair.twin]) writeFileSync(path.join(host, written), "the host's edit\n");
+    const calls = pair.made.calls.length;
+    const { inline } = restores();
+    expect(await restoreBoth(prepared)).toEqual({ mine: null, upstreams: null });
+    expect(differences(pair.local, pair.twin)).toEqual({});
+    expect(readFileSync(path.join(pair.local, written), "utf8")).toBe("the host's edit\n");
+    expect(pair.made.calls.length - calls).toBe(1);
+    expect(restores().inline).toBe(inline + 1);
   });
 
   it("falls back to the full pull, counted: no manifest, a listing cut short, a failed pull, excludes it cannot apply, the setting off", async () => {
     const rng = createRandom(seed ^ 0xfa11);
     const pair = await pairOf(rng, "fallback");
-    const round = async (reason, arrange, options) => {
+    const round = async (reason, arrange, options, { steady = null } = {}) => {
+      if (steady) for (const host of [pair.local, pair.twin]) writeFileSync(path.join(host, steady), "as sent\n");
       const prepared = await prepareBoth(pair, options);
-      sandboxChanges(rng, pair, []);
+      if (!steady) sandboxChanges(rng, pair, []);
       // Always something to pull.
       writeFileSync(path.join(pair.remote, `pulled-${(counter += 1)}.txt`), "the agent's\n");
       mirror(pair.remote, pair.twinRemote);
@@ -344,15 +394,20 @@ describe(`sandbox delta restores (seed ${seed})`, () => {
             : result;
       });
     }
-    // The pull fails in the sandbox, or its archive comes back cut short.
-    await round("pull-failed", () => {
-      pair.made.hooks.edit = (call, result) =>
-        call.script.includes("pcpull") ? { ...result, exitCode: 1, stderr: "injected failure" } : result;
-    });
-    await round("pull-failed", () => {
-      pair.made.hooks.edit = (call, result) =>
-        call.script.includes("pcpull") ? { ...result, stdout: result.stdout.slice(0, 40) } : result;
-    });
+    // The pull fails in the sandbox, or its archive comes back cut short (a host file moved
+    // since the prepare, which the sandbox left alone, is among what it pulls: the listing's
+    // archive lacks it, so the pull runs).
+    for (const edit of [
+      (result) => ({ ...result, exitCode: 1, stderr: "injected failure" }),
+      (result) => ({ ...result, stdout: result.stdout.slice(0, 40) }),
+    ]) {
+      const steady = `steady-${(counter += 1)}.txt`;
+      const arrange = () => {
+        for (const host of [pair.local, pair.twin]) writeFileSync(path.join(host, steady), "the host's edit\n");
+        pair.made.hooks.edit = (call, result) => (call.script.includes("pcpull") ? edit(result) : result);
+      };
+      await round("pull-failed", arrange, undefined, { steady });
+    }
     // An exclude that is not a plain name (tar's match of it is not one a listing can apply).
     await round("excludes", null, { workspaceExclude: ["*.skip/x"] });
     process.env.PAPERCLIP_NATIVE_SANDBOX_DELTA = "off";
@@ -368,9 +423,9 @@ describe(`sandbox delta restores (seed ${seed})`, () => {
     writeFileSync(path.join(pair.remote, "the-agent-was-here.txt"), "something to pull\n");
     mirror(pair.remote, pair.twinRemote);
     const host = remoteState(pair.local);
-    // Aborted as the pull runs: nothing reaches the workspace.
+    // Aborted as the listing runs (which brings what changed back): nothing reaches the workspace.
     pair.made.hooks.before = (call) => {
-      if (call.script.includes("pcpull")) controller.abort();
+      if (call.script.includes("-newerct")) controller.abort();
     };
     await expect(prepared.ours.restoreWorkspace()).rejects.toMatchObject({ name: "AbortError" });
     pair.made.hooks.before = null;

@@ -17,7 +17,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeEach, describe, expect, it, onTestFinished } from "vitest";
 import { prepareCommandManagedRuntime } from "../lib/command-managed-runtime.js";
-import { spawnRunner } from "./helpers/sandbox-runner.js";
+import { spawnRunner, withInlinePull } from "./helpers/sandbox-runner.js";
 import { RawArchive, treeState } from "./helpers/tar.js";
 
 const scratch = mkdtempSync(path.join(os.tmpdir(), "pc-sandbox-safety-"));
@@ -41,6 +41,12 @@ afterEach(() => {
   if (savedTmp === undefined) delete process.env.TMPDIR;
   else process.env.TMPDIR = savedTmp;
 });
+/**
+ * The host temp files left in `tmp`. The runner runs the sandbox's commands here, with the
+ * same TMPDIR: the sandbox's delta mark (lib/sandbox/delta.js `deltaMark`), which a prepare
+ * leaves in the sandbox on purpose, is not one of them.
+ */
+const hostTemps = () => readdirSync(tmp).filter((name) => !name.startsWith("paperclip-delta-mark-"));
 
 const git = (dir, args) =>
   execFileSync(
@@ -106,7 +112,7 @@ const HOSTILE = [
   ],
 ];
 
-/** A runner whose sandbox answers the restore (the full pull's archive, a delta's pull) with `archive` instead of its real workspace. */
+/** A runner whose sandbox answers the restore (the full pull's archive, a delta's pull or listing) with `archive` instead of its real workspace. */
 function hostileRunner(archive) {
   const made = spawnRunner();
   const execute = made.runner.execute;
@@ -117,10 +123,12 @@ function hostileRunner(archive) {
       script.replace(/'"'"'/g, "'"),
     );
     if (match && result.exitCode === 0) writeFileSync(match[1] ?? match[2], archive);
-    // A delta restore's pull that prints its archive: the hostile one instead.
+    // A delta restore's pull that prints its archive, or its listing that carries one: the
+    // hostile one instead.
     if (script.includes("pcpull") && result.stdout.startsWith("pcpull inline\n"))
       return { ...result, stdout: `pcpull inline\n${archive.toString("base64")}\n` };
-    return result;
+    const listing = script.includes("-newerct") ? withInlinePull(result.stdout, archive) : null;
+    return listing ? { ...result, stdout: listing } : result;
   };
   return made.runner;
 }
@@ -153,7 +161,7 @@ describe("restoreWorkspace refuses hostile archives from the sandbox", () => {
         if (gitBacked) expect(gitState(local)).toEqual(beforeGit);
         expect(existsSync(path.join(path.dirname(local), "escaped.txt"))).toBe(false);
         expect(existsSync(`/tmp/${outsideName}-abs`)).toBe(false);
-        expect(readdirSync(tmp)).toEqual([]);
+        expect(hostTemps()).toEqual([]);
         // The transfer itself completed: its line says so; the refusal is the extractor's.
         expect(lines.filter((line) => /Restoring workspace from environment: failed/.test(line))).toEqual([]);
       });
@@ -184,7 +192,7 @@ describe("restoreWorkspace and the workspace's own links out of the tree", () =>
       expect(readlinkSync(path.join(local, ".venv", "bin", "python3"))).toBe("/usr/bin/python3");
       expect(readlinkSync(path.join(local, ".venv", "up"))).toBe("../../outside-target");
       expect(treeState(local)["agent.txt"]).toBeDefined();
-      expect(readdirSync(tmp)).toEqual([]);
+      expect(hostTemps()).toEqual([]);
     });
   }
 
@@ -254,7 +262,7 @@ describe("restoreWorkspace bounds what the sandbox sends back (limits)", () => {
       expect(error.code).toBe("ERR_PAPERCLIP_NATIVE_ARCHIVE_LIMIT_EXCEEDED");
       expect(error.limit).toBe(limit);
       expect(treeState(local)).toEqual(before);
-      expect(readdirSync(tmp)).toEqual([]);
+      expect(hostTemps()).toEqual([]);
     });
   }
 
@@ -330,7 +338,7 @@ describe("a runner that fails or times out mid-transfer", () => {
     ).rejects.toThrow(/skip=1 count=1 2>\/dev\/null \| base64 failed with exit code 255:\nstderr: connection reset/);
     expect(treeState(local)).toEqual(before);
     expect(gitState(local)).toEqual(beforeGit);
-    expect(readdirSync(tmp)).toEqual([]);
+    expect(hostTemps()).toEqual([]);
     expect(
       lines.some((line) => /Restoring workspace from environment: failed at \d+% \(3\.0\/\d+\.\d MB\)/.test(line)),
     ).toBe(true);
@@ -376,7 +384,7 @@ describe("a runner that fails or times out mid-transfer", () => {
     expect(lines).toContainEqual(
       expect.stringMatching(/^\[paperclip\] Syncing workspace to environment: failed at 4\d% \(3\.0\/7\.\d MB\)/),
     );
-    expect(readdirSync(tmp)).toEqual([]);
+    expect(hostTemps()).toEqual([]);
     const leftovers = [];
     const walk = (dir) => {
       for (const name of readdirSync(dir, { withFileTypes: true })) {
@@ -412,7 +420,7 @@ describe("signal (our addition)", () => {
       }),
     ).rejects.toMatchObject({ name: "AbortError", code: "ABORT_ERR" });
     expect(slices).toBeLessThan(4);
-    expect(readdirSync(tmp)).toEqual([]);
+    expect(hostTemps()).toEqual([]);
     const leftovers = [];
     const walk = (dir) => {
       for (const entry of readdirSync(dir, { withFileTypes: true })) {
@@ -442,6 +450,6 @@ describe("signal (our addition)", () => {
     await expect(prepared.restoreWorkspace()).rejects.toMatchObject({ name: "AbortError" });
     expect(treeState(local)).toEqual(before);
     expect(gitState(local)).toEqual(beforeGit);
-    expect(readdirSync(tmp)).toEqual([]);
+    expect(hostTemps()).toEqual([]);
   });
 });

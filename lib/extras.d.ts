@@ -144,6 +144,8 @@ export interface SandboxDeltaStats {
     pulled: number;
     /** Pulled files recorded as the host holds them after the merge (the next prepare does not send them again). */
     recorded: number;
+    /** Delta restores whose members came back with the restore's listing, without a pull command. */
+    inline: number;
     /**
      * Full pulls by reason: `no-manifest`, `excludes` (an exclude that is not a plain name
      * or path), `remote-cannot-answer`, `walk-failed`, `too-many-changes`, `pull-failed`,

@@ -515,12 +515,19 @@ export function plainExcludes(exclude) {
  * notes }` (the members to pull alone and the new directories to pull whole, sorted; the
  * plain names the excludes come to; the baseline to merge against; the listed bytes of the
  * members' files; the remote listing of each file among `members`, for
- * {@link rowsAfterRestore}; the listing's `pcdelta-note` records) or `{ fallback, notes }`,
+ * {@link rowsAfterRestore}; the listing's `pcdelta-note` records; `inline`, see below) or
+ * `{ fallback, notes }`,
  * the reason for the full pull. `localWalk`: the walk of the local tree
  * ({@link walkLocalTree}, the baseline's excludes), always settled before this resolves.
  * `before`: script lines the listing command runs first (after its header), `lead`: a
  * command inside the listing's pipeline whose `pcdelta-note` records come first (a git
- * workspace's restore exports its history in the same command).
+ * workspace's restore exports its history in the same command). `inline` (`{ max, mark }`,
+ * or `null`): the listing's command also archives the files and links it found changed
+ * (when the remote file `mark`, a shell word, exists: only those whose status changed after
+ * its time) and
+ * prints that archive when it is at most `max` bytes; the plan's `inline` is then its
+ * bytes (a tar archive of `./`-named members, the pull's excludes applied), else `null`.
+ * The caller uses it in place of the pull when it holds every member the plan pulls.
  */
 export async function planRestoreDelta({
   manifest,
@@ -531,6 +538,7 @@ export async function planRestoreDelta({
   list,
   before = [],
   lead = "",
+  inline = null,
 }) {
   let notes = [];
   const fallback = async (reason) => {
@@ -564,6 +572,22 @@ export async function planRestoreDelta({
     if (above === undefined) excludedDirs.set(parent, (above = excluded(parent)));
     return above;
   };
+  const entries = baseline.entries instanceof Map ? baseline.entries : new Map(Object.entries(baseline.entries ?? {}));
+  // The host side, made ready while the listing runs: the walk, and the baseline's files
+  // whose host copy is not what was sent, or was sent with another mode (the cheap test
+  // first: most of a tree was sent as it is).
+  const hostSide = localWalk.then((json) => {
+    const locals = new Map(parseMembers(json).map((m) => [m.member, m]));
+    const moved = [];
+    for (const [member, base] of entries) {
+      if (base?.kind !== "file") continue;
+      const row = manifest.files[member];
+      const mine = locals.get(member);
+      if (!(Boolean(mine) && localUnchanged(row, mine) && row[9] === (base.mode & 0o7777))) moved.push(member);
+    }
+    return { locals, moved };
+  });
+  hostSide.catch(() => undefined);
   const q = shellQuote(remoteDir);
   // What changed since the manifest's listing (its remote time, less a margin for the
   // coarse clock of file times), and every child of a directory that changed (what is
@@ -593,10 +617,24 @@ export async function planRestoreDelta({
           // One walk: the changed entries on stdout, the changed directories (`.` too) in a
           // file, whose children are then listed.
           `D=$(mktemp)`,
-          `trap 'rm -f "$D"' EXIT`,
-          `{ ${lead ? `${lead}; ` : ""}find . ${pruned}-newerct @${since} \\( -type d -fprint0 "$D" -o -true \\) ! -path . -printf '${LISTING_FORMAT.replace("%P", "./%P")}'; ` +
+          ...(inline
+            ? [
+                `P=$(mktemp)`,
+                `T=$(mktemp)`,
+                `trap 'rm -f "$D" "$P" "$T"' EXIT`,
+                // The files and links to archive: those changed after the mark, when there is one.
+                `M=${inline.mark}`,
+                `if [ -e "$M" ]; then set -- -cnewer "$M"; else set --; fi`,
+              ]
+            : [`trap 'rm -f "$D"' EXIT`]),
+          `{ ${lead ? `${lead}; ` : ""}find . ${pruned}-newerct @${since} \\( -type d -fprint0 "$D" ${inline ? `-o \\( -type f -o -type l \\) "$@" -fprint0 "$P" ` : ""}-o -true \\) ! -path . -printf '${LISTING_FORMAT.replace("%P", "./%P")}'; ` +
             `xargs -0 -r sh -c 'for d; do printf "pcdelta-dir %s\\0\\0" "$d"; done; find "$@" -mindepth 1 -maxdepth 1 -printf "$0"' "$F" < "$D"; ` +
-            `printf 'pcdelta-end %s\\0' "$?"; } | $Z`,
+            (inline
+              ? // What changed, archived as the pull would, when small (else the pull runs; a
+                // larger archive is cut off as it passes the size).
+                `E=$?; if [ -s "$P" ] && { tar ${pullExcludes(plain).join(" ")} --null --no-recursion -cf - -T "$P" 2>/dev/null | head -c ${inline.max + 1} > "$T"; } && [ "$(wc -c < "$T")" -le ${inline.max} ]; then ` +
+                `printf 'pcdelta-note pull '; base64 < "$T" | tr -d '\\n'; printf '\\0\\0'; fi; printf 'pcdelta-end %s\\0' "$E"; } | $Z`
+              : `printf 'pcdelta-end %s\\0' "$?"; } | $Z`),
         ];
   let listing;
   try {
@@ -608,15 +646,14 @@ export async function planRestoreDelta({
   }
   notes = listing?.notes ?? [];
   if (!listing?.entries) return await fallback("remote-cannot-answer");
-  let walked;
+  let host;
   try {
-    walked = parseMembers(await localWalk);
+    host = await hostSide;
   } catch (error) {
     if (error?.name === "AbortError") throw error;
     return { fallback: "walk-failed", notes };
   }
-  const locals = new Map(walked.map((m) => [m.member, m]));
-  const entries = baseline.entries instanceof Map ? baseline.entries : new Map(Object.entries(baseline.entries ?? {}));
+  const { locals, moved } = host;
   const changed = [];
   let bytes = 0;
   for (const [member, theirs] of listing.entries) {
@@ -655,16 +692,11 @@ export async function planRestoreDelta({
     // since it was sent (the baseline may then not be what was sent) or was never recorded,
     // or when the remote's copy has another mode than the baseline's (a remote umask: the
     // full pull would bring that mode back, and the merge apply it).
-    for (const [member, base] of entries) {
-      if (base?.kind !== "file" || listing.entries.has(member)) continue;
+    for (const member of moved) {
+      if (listing.entries.has(member) || excluded(member) || isGone(member)) continue;
+      changed.push(member);
       const row = manifest.files[member];
-      const mine = locals.get(member);
-      const sentAsIs = Boolean(mine) && localUnchanged(row, mine) && row[9] === (base.mode & 0o7777);
-      // The cheap test first: most of a tree was sent as it is.
-      if (!sentAsIs && !excluded(member) && !isGone(member)) {
-        changed.push(member);
-        bytes += Array.isArray(row) ? row[5] : (mine?.size ?? 0);
-      }
+      bytes += Array.isArray(row) ? row[5] : (locals.get(member)?.size ?? 0);
     }
   }
   const keep = new Set(changed);
@@ -692,6 +724,7 @@ export async function planRestoreDelta({
     const theirs = listing.entries.get(member);
     if (theirs?.kind === "f") listed.set(member, theirs);
   }
+  const pulled = notes.find((note) => note.startsWith("pull "));
   return {
     members,
     trees: [...trees],
@@ -700,6 +733,7 @@ export async function planRestoreDelta({
     bytes,
     listed,
     notes,
+    inline: pulled === undefined ? null : Buffer.from(pulled.slice("pull ".length), "base64"),
   };
 }
 
@@ -759,6 +793,11 @@ function within(member, dirs) {
   return false;
 }
 
+/** The `--exclude` arguments of a delta restore's pull: AppleDouble names and the plain excludes `names`. */
+function pullExcludes(names) {
+  return [constants.appleDoubleExclude, ...names].map((name) => `--exclude=${shellQuote(name)}`);
+}
+
 /**
  * The remote `tar` arguments that archive a delta restore's pull (`{ members, trees }` of
  * {@link planRestoreDelta}) from the remote directory: each member alone, each tree whole
@@ -767,7 +806,7 @@ function within(member, dirs) {
  */
 export function pullArguments({ members, trees, names }) {
   return [
-    ...[constants.appleDoubleExclude, ...names].map((name) => `--exclude=${shellQuote(name)}`),
+    ...pullExcludes(names),
     "-cf",
     "-",
     "--no-recursion",

@@ -5,6 +5,7 @@
 import { execFileSync, spawn } from "node:child_process";
 import { copyFileSync, chmodSync, mkdirSync, rmSync } from "node:fs";
 import path from "node:path";
+import { gunzipSync, gzipSync } from "node:zlib";
 
 /** A runner that spawns each command on this host and records the calls. */
 export function spawnRunner({ singleStream = false, duplex = false, failOnCall = null, onCall = null } = {}) {
@@ -154,4 +155,25 @@ export function nativeSyncRunner() {
   runner.syncIn = async (operations) => place(operations, "in");
   runner.syncOut = async (operations) => place(operations, "out");
   return { runner, calls, syncCalls };
+}
+
+/**
+ * A delta restore's listing output (`stdout`: base64 of the header line and the body, the
+ * body gzip'd when the header says so) with its inline archive (the `pcdelta-note pull`
+ * record) replaced by `archive`; `null` when the listing carries none.
+ */
+export function withInlinePull(stdout, archive) {
+  const raw = Buffer.from(stdout, "base64");
+  const newline = raw.indexOf(10);
+  if (newline < 0) return null;
+  const header = raw.subarray(0, newline + 1);
+  const gzipped = header.toString("utf8").trim().split(" ")[5] === "gzip";
+  const body = (gzipped ? gunzipSync(raw.subarray(newline + 1)) : raw.subarray(newline + 1)).toString("latin1");
+  const replaced = body.replace(
+    /pcdelta-note pull [A-Za-z0-9+/=]*\0/,
+    `pcdelta-note pull ${archive.toString("base64")}\0`,
+  );
+  if (replaced === body) return null;
+  const out = Buffer.from(replaced, "latin1");
+  return Buffer.concat([header, gzipped ? gzipSync(out) : out]).toString("base64");
 }

@@ -60,7 +60,7 @@ export const INLINE_UPLOAD_MAX = SLICE_BYTES;
 export const GZIP_FROM = 64 * 1024;
 
 const stats = { delta: 0, full: 0, sent: 0, removed: 0, touched: 0, fallbacks: {} };
-const pulls = { delta: 0, full: 0, pulled: 0, recorded: 0, fallbacks: {} };
+const pulls = { delta: 0, full: 0, pulled: 0, recorded: 0, inline: 0, fallbacks: {} };
 const histories = { delta: 0, full: 0, objects: 0, checkedOut: 0, sent: 0, removed: 0, fallbacks: {} };
 
 /**
@@ -70,8 +70,9 @@ const histories = { delta: 0, full: 0, objects: 0, checkedOut: 0, sent: 0, remov
  * `git`, the prepares of git workspaces done as deltas, their full uploads (and reasons),
  * the git objects they sent, the files the sandbox checked out of its own history, the
  * working-tree files sent and the entries removed; and `restore`, the restores done as
- * deltas, the full pulls (and their reasons), the members the deltas pulled and the pulled
- * files recorded as the host now holds them (`recorded`).
+ * deltas, the full pulls (and their reasons), the members the deltas pulled, the pulled
+ * files recorded as the host now holds them (`recorded`) and the deltas whose members came
+ * back with the listing, without a pull command (`inline`).
  */
 export function sandboxDeltaStats() {
   return {
@@ -87,6 +88,7 @@ export function sandboxDeltaStats() {
       full: pulls.full,
       pulled: pulls.pulled,
       recorded: pulls.recorded,
+      inline: pulls.inline,
       fallbacks: { ...pulls.fallbacks },
     },
   };
@@ -243,6 +245,7 @@ export async function settleEarlyListing(early) {
  *   prepare's status and progress lines (`bytes`, the archive's size as planned), and
  *   resolves `listed`. A small delta's path.
  * - `early`: what {@link startEarlyListing} started as the prepare began, or `null`.
+ * - `mark`: the file ({@link deltaMark}'s word) touched once the upload is in place.
  */
 export async function stageSandboxTree({
   client,
@@ -257,6 +260,7 @@ export async function stageSandboxTree({
   stageInline,
   ensureDirs = [],
   early = null,
+  mark,
 }) {
   const { features, reason } = deltaClient(client);
   if (!features) {
@@ -293,9 +297,10 @@ export async function stageSandboxTree({
   const recordFull = async () => {
     const locals = await walking.then(parseMembers, () => null);
     if (!locals) return;
-    const listing = await listRemote(features, [`cd ${q}`, ...HEADER, listingPipeline("", prune)].join("\n")).catch(
-      () => null,
-    );
+    const listing = await listRemote(
+      features,
+      [`cd ${q}`, touchMark(mark), ...HEADER, listingPipeline("", prune)].join("\n"),
+    ).catch(() => null);
     if (!listing?.entries) return;
     const { now, compressor } = headerOf(listing.header);
     writeManifest(
@@ -377,6 +382,7 @@ export async function stageSandboxTree({
           ...removal,
           ...(archive ? [gzip ? "base64 -d | gzip -dc | tar -xf -" : "base64 -d | tar -xf -"] : []),
           ...touches,
+          touchMark(mark),
           ...lightHeader(header.compressor),
           relist.script,
         ].join("\n");
@@ -391,9 +397,14 @@ export async function stageSandboxTree({
     await stageDelta({
       pack: { localDir, exclude, only, signal },
       command: (remoteTar) =>
-        [`cd ${q}`, ...removal, `tar -xf ${shellQuote(remoteTar)}`, ...touches, `rm -f ${shellQuote(remoteTar)}`].join(
-          " && ",
-        ),
+        [
+          `cd ${q}`,
+          ...removal,
+          `tar -xf ${shellQuote(remoteTar)}`,
+          ...touches,
+          `rm -f ${shellQuote(remoteTar)}`,
+          touchMark(mark),
+        ].join(" && "),
     });
     post = await listRemote(features, [`cd ${q}`, ...lightHeader(header.compressor), relist.script].join("\n"), {
       dotted: relist.dotted,
@@ -448,9 +459,20 @@ export function startRestoreDelta(client, localDir, exclude, signal) {
  * upstream's full pull (counted). `started`: what {@link startRestoreDelta} returned; its
  * walk is settled when this resolves. `git`: the workspace is a git workspace (its manifest
  * is git-delta.js's); `before` and `lead`: what the listing's command does first
- * (`planRestoreDelta`'s).
+ * (`planRestoreDelta`'s); `mark`: the prepare's mark ({@link deltaMark}'s word): the listing's
+ * command brings back what changed after it (the plan's `inline`) when that is small.
  */
-export async function planSandboxRestore({ started, spec, remoteDir, localDir, baseline, git = false, before, lead }) {
+export async function planSandboxRestore({
+  started,
+  spec,
+  remoteDir,
+  localDir,
+  baseline,
+  git = false,
+  before,
+  lead,
+  mark,
+}) {
   const { features, localWalk } = started;
   const { file, local } = await manifestFile(spec, remoteDir, localDir).catch(async (error) => {
     await localWalk.catch(() => undefined);
@@ -468,6 +490,7 @@ export async function planSandboxRestore({ started, spec, remoteDir, localDir, b
     list: (script, options) => listRemote(features, script, options),
     before,
     lead,
+    inline: { max: INLINE_PULL_MAX, mark },
   });
   if (plan.fallback) {
     countPull(plan.fallback);
@@ -485,8 +508,24 @@ export function keptHeads(head, heads = []) {
   return [...new Set([head, ...heads])].filter((id) => /^[0-9a-f]{40,64}$/.test(id)).slice(0, HEADS_KEPT);
 }
 
-/** A delta pull's archive up to this size comes back on the stdout of the command that makes it. */
+/**
+ * A delta pull's archive up to this size comes back on the stdout of the command that makes
+ * it: the restore's listing, or the pull's own command.
+ */
 const INLINE_PULL_MAX = SLICE_BYTES;
+
+/**
+ * The file a prepare touches in the sandbox once its upload is in place, as a shell word (in
+ * the sandbox's temporary directory, named for the remote directory: never in the tree the
+ * run compares): a restore's listing archives only what changed after it (tree-delta.js
+ * `planRestoreDelta`'s `inline`), not what the prepare itself wrote. Without it (a
+ * temporary directory cleared, another lease), the listing archives all it lists.
+ */
+export const deltaMark = (remoteDir) =>
+  `"\${TMPDIR:-/tmp}"/paperclip-delta-mark-${createHash("sha256").update(remoteDir).digest("hex").slice(0, 16)}`;
+
+/** The command that touches `mark` ({@link deltaMark}'s word): never fails the command it ends. */
+export const touchMark = (mark) => `{ touch ${mark} 2>/dev/null || :; }`;
 
 /**
  * The one command of a delta restore's pull: archives the plan's members into `remoteTar`
@@ -505,6 +544,11 @@ export function pullScript(plan, remoteDir, remoteTar, gzip) {
     `S=$(wc -c < ${tar})`,
     `if [ "$S" -le ${INLINE_PULL_MAX} ]; then echo 'pcpull inline'; base64 < ${tar}; rm -f ${tar}; else echo "pcpull file $S"; fi`,
   ].join("\n");
+}
+
+/** Counts a delta restore whose members came back with its listing (no pull command). */
+export function countRestoreInline() {
+  pulls.inline += 1;
 }
 
 /** Counts a restore done as a delta, and the members (and trees) it pulled. */

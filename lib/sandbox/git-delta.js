@@ -58,6 +58,7 @@ import {
   knownFast,
   listRemote,
   manifestFile,
+  touchMark,
   UPLOAD_SCRATCH,
 } from "./delta.js";
 import { listCommitTree, originUrl, writeObjectsBeyond } from "./git-history.js";
@@ -435,7 +436,7 @@ export function listGit(features, remoteDir, heads) {
  * `{ config, exclude }`), then records what the sandbox holds for the next prepare (unless
  * the setting is off).
  * - `client`, `spec`, `localDir`, `remoteDir`, `signal`, `ensureDirs`, `stageInline`,
- *   `stageDelta`: as `stageSandboxTree`'s (delta.js); `stageDelta` takes `{ file, command }`,
+ *   `mark`, `stageDelta`: as `stageSandboxTree`'s (delta.js); `stageDelta` takes `{ file, command }`,
  *   a host file to upload and the command that applies it.
  * - `snapshot`: the workspace's git snapshot; `exclude`: the overlay's excludes (the
  *   workspace archive's); `tempDir`: the prepare's private directory; `startedNs`: when the
@@ -457,6 +458,7 @@ export async function stageSandboxGit({
   stageDelta,
   ensureDirs = [],
   early = null,
+  mark,
 }) {
   const { features, reason } = deltaClient(client);
   if (!features) {
@@ -487,9 +489,10 @@ export async function stageSandboxGit({
   const recordFull = async (template) => {
     if (!template?.config) return;
     const [locals, tree, umask] = await Promise.all([walking.then(parseMembers), listingTree, umaskRead]);
-    const listing = await listRemote(features, [`cd ${q}`, ...HEADER, listingPipeline("", PRUNE)].join("\n")).catch(
-      () => null,
-    );
+    const listing = await listRemote(
+      features,
+      [`cd ${q}`, touchMark(mark), ...HEADER, listingPipeline("", PRUNE)].join("\n"),
+    ).catch(() => null);
     if (!listing?.entries) return;
     const header = headerOf(listing.header);
     const effective = header.uid === 0 ? umask : umask | header.umask;
@@ -626,6 +629,7 @@ export async function stageSandboxGit({
           `trap 'rm -f "$P"' EXIT`,
           gzip ? `base64 -d | gzip -dc > "$P"` : `base64 -d > "$P"`,
           ...body,
+          touchMark(mark),
           ...lightHeader(header.compressor),
           relist.script,
         ].join("\n");
@@ -643,13 +647,13 @@ export async function stageSandboxGit({
       yield lists;
       if (overlay) yield* await overlayArchive(localDir, plan.send, signal);
     }, createWriteStream(payloadFile));
-    let mark;
+    let applied;
     await stageDelta({
       file: payloadFile,
       command: (remoteFile) => {
-        mark = `${remoteFile}.applied`;
+        applied = `${remoteFile}.applied`;
         return [
-          `rm -f ${shellQuote(mark)}`,
+          `rm -f ${shellQuote(applied)}`,
           `(`,
           "set -e",
           ...prologue,
@@ -658,16 +662,17 @@ export async function stageSandboxGit({
           `)`,
           `s=$?`,
           `rm -f ${shellQuote(remoteFile)}`,
-          `if [ "$s" = 0 ]; then : > ${shellQuote(mark)}; fi`,
+          `if [ "$s" = 0 ]; then : > ${shellQuote(applied)}; fi`,
         ].join("\n");
       },
     });
     post = await listRemote(
       features,
       [
-        `if [ ! -f ${shellQuote(mark)} ]; then echo 'pcdelta failed'; exit 0; fi`,
-        `rm -f ${shellQuote(mark)}`,
+        `if [ ! -f ${shellQuote(applied)} ]; then echo 'pcdelta failed'; exit 0; fi`,
+        `rm -f ${shellQuote(applied)}`,
         `cd ${q}`,
+        touchMark(mark),
         ...lightHeader(header.compressor),
         relist.script,
       ].join("\n"),

@@ -18,7 +18,7 @@ import { captureDirectorySnapshot } from "../workspace-restore-merge.js";
 import { asBuffer } from "./base64-transfer.js";
 import { OUR_CLIENT, PACKED_SOURCE } from "./client-features.js";
 import { assertSyncOperationsConfined } from "./confinement.js";
-import { settleEarlyListing, stageSandboxTree, startEarlyListing } from "./delta.js";
+import { deltaMark, settleEarlyListing, stageSandboxTree, startEarlyListing } from "./delta.js";
 import { listGit, stageSandboxGit } from "./git-delta.js";
 import { withShallowHeadClone } from "./git-history.js";
 import { restoreSandboxWorkspace } from "./restore.js";
@@ -461,6 +461,7 @@ export async function prepareSandbox(input, sources) {
                 startedNs,
                 signal,
                 ensureDirs: [runtimeRootDir],
+                mark: deltaMark(workspaceRemoteDir),
                 fullUpload: () =>
                   withShallowHeadClone(input.workspaceLocalDir, gitSnapshot, async (cloneDir) => {
                     const template = await cloneTemplate(cloneDir);
@@ -484,6 +485,7 @@ export async function prepareSandbox(input, sources) {
                 preserved: [...preserved],
                 signal,
                 ensureDirs: [runtimeRootDir],
+                mark: deltaMark(workspaceRemoteDir),
                 fullUpload: () => packAndStage(null),
                 stageInline,
                 stageDelta,

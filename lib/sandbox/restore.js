@@ -16,6 +16,8 @@ import { assertSyncOperationsConfined } from "./confinement.js";
 import {
   countRestoreDelta,
   countRestoreFallback,
+  countRestoreInline,
+  deltaMark,
   planSandboxRestore,
   pullScript,
   recordRestore,
@@ -128,6 +130,7 @@ export async function restoreSandboxWorkspace(run, sink) {
           localDir: input.workspaceLocalDir,
           baseline,
           git: Boolean(gitSnapshot),
+          mark: deltaMark(workspaceRemoteDir),
           ...options,
         });
       /** The delta's plan once the listing is taken: `null` for the full pull. */
@@ -393,6 +396,22 @@ export async function restoreSandboxWorkspace(run, sink) {
  */
 async function pullDelta({ client, plan, remoteDir, remoteTar, extractedDir, options, signal, limits, knownLinks }) {
   if (plan.members.length + plan.trees.length === 0) return 0;
+  // What the listing's command archived, when it holds every member the plan pulls: only
+  // those are kept (the rest, changed but the same as the baseline, is removed again).
+  if (plan.inline && plan.trees.length === 0) {
+    await extractTarballToDirectory({
+      source: plan.inline,
+      localDir: extractedDir,
+      signal,
+      knownLinks,
+      ...(limits !== undefined ? { limits } : {}),
+    });
+    if (await keepOnly(extractedDir, plan.members)) {
+      countRestoreInline();
+      return plan.inline.length;
+    }
+    await emptyDirectory(extractedDir);
+  }
   const { stdout } = await client[OUR_CLIENT].exec(
     `sh -c ${shellQuote(pullScript(plan, remoteDir, remoteTar, plan.gzip))}`,
   );
@@ -415,6 +434,35 @@ async function pullDelta({ client, plan, remoteDir, remoteTar, extractedDir, opt
   } finally {
     await client.remove(remoteTar).catch(() => undefined);
   }
+}
+
+/**
+ * Removes from `dir` every entry that is neither one of `members` nor a directory above
+ * one; resolves whether every member was there (as a file or a link).
+ */
+async function keepOnly(dir, members) {
+  const wanted = new Set(members);
+  const above = new Set();
+  for (const member of members) {
+    for (let at = member.indexOf("/"); at > 0; at = member.indexOf("/", at + 1)) above.add(member.slice(0, at));
+  }
+  let found = 0;
+  const visit = async (relative) => {
+    const entries = await fs.readdir(relative ? path.join(dir, relative) : dir, { withFileTypes: true });
+    for (const entry of entries) {
+      const member = relative ? `${relative}/${entry.name}` : entry.name;
+      if (wanted.has(member) && !entry.isDirectory()) found += 1;
+      else if (above.has(member) && entry.isDirectory()) await visit(member);
+      else await fs.rm(path.join(dir, member), { recursive: true, force: true });
+    }
+  };
+  await visit("");
+  return found === wanted.size;
+}
+
+/** Removes everything inside `dir`, keeping `dir`. */
+async function emptyDirectory(dir) {
+  for (const name of await fs.readdir(dir)) await fs.rm(path.join(dir, name), { recursive: true, force: true });
 }
 
 /** The remote file's bytes as slices: the client's `readStream` when it has one, else one `readFile`. */
