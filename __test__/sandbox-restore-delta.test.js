@@ -8,6 +8,7 @@
 // mid-restore, the runner commands of a repeat run, and the listing's archive of what
 // changed used in place of the pull only when it holds every member.
 import { execFileSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -291,7 +292,7 @@ describe(`sandbox delta restores (seed ${seed})`, () => {
     expect(remoteState(pair.local)["moved-pkg/deep/deeper/x.txt"]).toMatch(/^file /);
   });
 
-  it("takes one runner command for a small repeat restore (the listing brings the changed files back), two when a new directory comes whole", async () => {
+  it("takes one runner command for a small repeat restore (the listing brings the changed files back), two when a new directory comes whole or the changes are large", async () => {
     const pair = await pairOf(createRandom(seed ^ 0xc0de), "commands");
     writeFileSync(path.join(pair.local, "kept.txt"), "kept\n");
     rmSync(pair.twin, { recursive: true, force: true });
@@ -312,6 +313,15 @@ describe(`sandbox delta restores (seed ${seed})`, () => {
     writeFileSync(path.join(pair.remote, "kept.txt"), "the agent's, again\n");
     mkdirSync(path.join(pair.remote, "made"));
     writeFileSync(path.join(pair.remote, "made", "new.txt"), "new\n");
+    mirror(pair.remote, pair.twinRemote);
+    calls = pair.made.calls.length;
+    expect(await restoreBoth(prepared)).toEqual({ mine: null, upstreams: null });
+    expect(kinds(pair.made.calls.slice(calls))).toEqual(["listing", "pull"]);
+    expect(restores().inline).toBe(inline + 1);
+    expect(differences(pair.local, pair.twin)).toEqual({});
+    // More changed bytes than the listing carries (1 MiB of archive): the pull's own command.
+    prepared = await prepareBoth(pair);
+    writeFileSync(path.join(pair.remote, "large.bin"), randomBytes(1536 * 1024));
     mirror(pair.remote, pair.twinRemote);
     calls = pair.made.calls.length;
     expect(await restoreBoth(prepared)).toEqual({ mine: null, upstreams: null });
@@ -339,6 +349,12 @@ describe(`sandbox delta restores (seed ${seed})`, () => {
 
   it("without the prepare's mark, merges only the plan's members of the listing's archive (which then holds what the prepare wrote too)", async () => {
     const pair = await pairOf(createRandom(seed ^ 0x3a4c), "inline-extra");
+    // A small tree: all of it fits the listing's archive.
+    rmSync(pair.local, { recursive: true, force: true });
+    mkdirSync(path.join(pair.local, "src"), { recursive: true });
+    for (const name of ["a.txt", "src/b.txt", "src/c.txt"]) writeFileSync(path.join(pair.local, name), `${name}\n`);
+    rmSync(pair.twin, { recursive: true, force: true });
+    copyTree(pair.local, pair.twin);
     const prepared = await prepareBoth(pair);
     // The mark is the sandbox's (this host's: the runner runs here), named for the remote directory.
     const mark = execFileSync("sh", ["-c", `echo ${deltaMark(pair.remote)}`], { encoding: "utf8" }).trim();

@@ -490,7 +490,7 @@ export async function planSandboxRestore({
     list: (script, options) => listRemote(features, script, options),
     before,
     lead,
-    inline: { max: INLINE_PULL_MAX, mark },
+    inline: { max: LISTING_PULL_MAX, mark },
   });
   if (plan.fallback) {
     countPull(plan.fallback);
@@ -508,11 +508,15 @@ export function keptHeads(head, heads = []) {
   return [...new Set([head, ...heads])].filter((id) => /^[0-9a-f]{40,64}$/.test(id)).slice(0, HEADS_KEPT);
 }
 
-/**
- * A delta pull's archive up to this size comes back on the stdout of the command that makes
- * it: the restore's listing, or the pull's own command.
- */
+/** A delta pull's archive up to this size comes back on the stdout of the command that makes it. */
 const INLINE_PULL_MAX = SLICE_BYTES;
+
+/**
+ * The restore's listing carries the changed files up to this size of archive (its answer
+ * also holds the listing, and a git workspace's bundle: kept well below what a provider's
+ * stdout takes); more goes by the pull's own command.
+ */
+const LISTING_PULL_MAX = 1024 * 1024;
 
 /**
  * The file a prepare touches in the sandbox once its upload is in place, as a shell word (in

@@ -389,8 +389,9 @@ export async function restoreSandboxWorkspace(run, sink) {
 }
 
 /**
- * A delta restore's pull into `extractedDir`: one command archives the plan's members in
- * the sandbox and prints the archive when it is small (delta.js `pullScript`), else the
+ * A delta restore's pull into `extractedDir`: the archive the listing's command brought
+ * (`plan.inline`) when it holds every member; else one command archives the plan's members
+ * in the sandbox and prints the archive when it is small (delta.js `pullScript`), or the
  * archive is read slice by slice; either way into the safe extractor. Returns the archive's
  * size. Throws on any answer it does not expect.
  */
