@@ -298,36 +298,34 @@ describe(`sandbox delta restores (seed ${seed})`, () => {
     rmSync(pair.twin, { recursive: true, force: true });
     copyTree(pair.local, pair.twin);
     const kinds = (calls) => calls.map((call) => (call.script.includes("pcpull") ? "pull" : "listing"));
-    let prepared = await prepareBoth(pair);
-    writeFileSync(path.join(pair.remote, "kept.txt"), "the agent's\n");
-    writeFileSync(path.join(pair.remote, "added.txt"), "added\n");
-    mirror(pair.remote, pair.twinRemote);
-    let calls = pair.made.calls.length;
     const inline = restores().inline;
-    expect(await restoreBoth(prepared)).toEqual({ mine: null, upstreams: null });
-    expect(kinds(pair.made.calls.slice(calls))).toEqual(["listing"]);
+    /** One run whose agent does `agent` in the sandbox: the restore's commands, the workspaces equal. */
+    const run = async (agent) => {
+      const prepared = await prepareBoth(pair);
+      agent();
+      mirror(pair.remote, pair.twinRemote);
+      const calls = pair.made.calls.length;
+      expect(await restoreBoth(prepared)).toEqual({ mine: null, upstreams: null });
+      expect(differences(pair.local, pair.twin)).toEqual({});
+      return kinds(pair.made.calls.slice(calls));
+    };
+    const edits = await run(() => {
+      writeFileSync(path.join(pair.remote, "kept.txt"), "the agent's\n");
+      writeFileSync(path.join(pair.remote, "added.txt"), "added\n");
+    });
+    expect(edits).toEqual(["listing"]);
     expect(restores().inline).toBe(inline + 1);
-    expect(differences(pair.local, pair.twin)).toEqual({});
     // A directory the baseline does not hold comes whole, by the pull's own command.
-    prepared = await prepareBoth(pair);
-    writeFileSync(path.join(pair.remote, "kept.txt"), "the agent's, again\n");
-    mkdirSync(path.join(pair.remote, "made"));
-    writeFileSync(path.join(pair.remote, "made", "new.txt"), "new\n");
-    mirror(pair.remote, pair.twinRemote);
-    calls = pair.made.calls.length;
-    expect(await restoreBoth(prepared)).toEqual({ mine: null, upstreams: null });
-    expect(kinds(pair.made.calls.slice(calls))).toEqual(["listing", "pull"]);
-    expect(restores().inline).toBe(inline + 1);
-    expect(differences(pair.local, pair.twin)).toEqual({});
+    const made = await run(() => {
+      writeFileSync(path.join(pair.remote, "kept.txt"), "the agent's, again\n");
+      mkdirSync(path.join(pair.remote, "made"));
+      writeFileSync(path.join(pair.remote, "made", "new.txt"), "new\n");
+    });
+    expect(made).toEqual(["listing", "pull"]);
     // More changed bytes than the listing carries (1 MiB of archive): the pull's own command.
-    prepared = await prepareBoth(pair);
-    writeFileSync(path.join(pair.remote, "large.bin"), randomBytes(1536 * 1024));
-    mirror(pair.remote, pair.twinRemote);
-    calls = pair.made.calls.length;
-    expect(await restoreBoth(prepared)).toEqual({ mine: null, upstreams: null });
-    expect(kinds(pair.made.calls.slice(calls))).toEqual(["listing", "pull"]);
+    const large = await run(() => writeFileSync(path.join(pair.remote, "large.bin"), randomBytes(1536 * 1024)));
+    expect(large).toEqual(["listing", "pull"]);
     expect(restores().inline).toBe(inline + 1);
-    expect(differences(pair.local, pair.twin)).toEqual({});
   });
 
   it("pulls by its own command when the listing's archive lacks a member (a host file moved since the prepare)", async () => {

@@ -516,18 +516,16 @@ export function plainExcludes(exclude) {
  * plain names the excludes come to; the baseline to merge against; the listed bytes of the
  * members' files; the remote listing of each file among `members`, for
  * {@link rowsAfterRestore}; the listing's `pcdelta-note` records; `inline`, see below) or
- * `{ fallback, notes }`,
- * the reason for the full pull. `localWalk`: the walk of the local tree
- * ({@link walkLocalTree}, the baseline's excludes), always settled before this resolves.
- * `before`: script lines the listing command runs first (after its header), `lead`: a
- * command inside the listing's pipeline whose `pcdelta-note` records come first (a git
- * workspace's restore exports its history in the same command). `inline` (`{ max, mark }`,
- * or `null`): the listing's command also archives the files and links it found changed
+ * `{ fallback, notes }`, the reason for the full pull. `localWalk`: the walk of the local
+ * tree ({@link walkLocalTree}, the baseline's excludes), always settled before this
+ * resolves. `before`: script lines the listing command runs first (after its header),
+ * `lead`: a command inside the listing's pipeline whose `pcdelta-note` records come first (a
+ * git workspace's restore exports its history in the same command). `inline` (`{ max, mark
+ * }`, or `null`): the listing's command also archives the files and links it found changed
  * (when the remote file `mark`, a shell word, exists: only those whose status changed after
- * its time) and
- * prints that archive when it is at most `max` bytes; the plan's `inline` is then its
- * bytes (a tar archive of `./`-named members, the pull's excludes applied), else `null`.
- * The caller uses it in place of the pull when it holds every member the plan pulls.
+ * its time) and prints that archive when it is at most `max` bytes; the plan's `inline` is
+ * then its bytes (a tar archive of `./`-named members, the pull's excludes applied), else
+ * `null`. The caller uses it in place of the pull when it holds every member the plan pulls.
  */
 export async function planRestoreDelta({
   manifest,
