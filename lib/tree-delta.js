@@ -571,13 +571,17 @@ export async function planRestoreDelta({
     return above;
   };
   const entries = baseline.entries instanceof Map ? baseline.entries : new Map(Object.entries(baseline.entries ?? {}));
-  // The host side, made ready while the listing runs: the walk, and the baseline's files
-  // whose host copy is not what was sent, or was sent with another mode (the cheap test
-  // first: most of a tree was sent as it is).
+  // What changed since the manifest's listing (its remote time, less a margin for the
+  // coarse clock of file times), and every child of a directory that changed (what is
+  // gone); the whole tree when the manifest has no time.
+  const since = Number.isFinite(manifest.listedAt) ? manifest.listedAt - 2 : null;
+  // The host side, made ready while the listing runs: the walk, and (for a listing of what
+  // changed) the baseline's files whose host copy is not what was sent, or was sent with
+  // another mode (the cheap test first: most of a tree was sent as it is).
   const hostSide = localWalk.then((json) => {
     const locals = new Map(parseMembers(json).map((m) => [m.member, m]));
     const moved = [];
-    for (const [member, base] of entries) {
+    for (const [member, base] of since == null ? [] : entries) {
       if (base?.kind !== "file") continue;
       const row = manifest.files[member];
       const mine = locals.get(member);
@@ -587,10 +591,6 @@ export async function planRestoreDelta({
   });
   hostSide.catch(() => undefined);
   const q = shellQuote(remoteDir);
-  // What changed since the manifest's listing (its remote time, less a margin for the
-  // coarse clock of file times), and every child of a directory that changed (what is
-  // gone); the whole tree when the manifest has no time.
-  const since = Number.isFinite(manifest.listedAt) ? manifest.listedAt - 2 : null;
   // Our runtime directory is never listed, nor what the excludes leave out (a git
   // workspace's repository, the heavy directories): not walked on the remote either.
   // A name by `-name` (a match of the last component alone: `-path` globs every entry's

@@ -436,8 +436,8 @@ export function listGit(features, remoteDir, heads) {
  * `{ config, exclude }`), then records what the sandbox holds for the next prepare (unless
  * the setting is off).
  * - `client`, `spec`, `localDir`, `remoteDir`, `signal`, `ensureDirs`, `stageInline`,
- *   `mark`, `stageDelta`: as `stageSandboxTree`'s (delta.js); `stageDelta` takes `{ file, command }`,
- *   a host file to upload and the command that applies it.
+ *   `mark`, `stageDelta`: as `stageSandboxTree`'s (delta.js); `stageDelta` takes
+ *   `{ file, command }`, a host file to upload and the command that applies it.
  * - `snapshot`: the workspace's git snapshot; `exclude`: the overlay's excludes (the
  *   workspace archive's); `tempDir`: the prepare's private directory; `startedNs`: when the
  *   prepare began (process.hrtime is not a file time: `BigInt(Date.now()) * 1_000_000n`);
