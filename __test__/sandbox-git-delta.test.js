@@ -19,7 +19,7 @@ import * as upstream from "@paperclipai/adapter-utils/command-managed-runtime";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { prepareCommandManagedRuntime } from "../lib/command-managed-runtime.js";
 import { sandboxDeltaStats } from "../lib/sandbox/delta.js";
-import { contentState, pinnedGit, repositoryState } from "./helpers/git-state.js";
+import { contentState, PINNED_GIT_ENV, pinnedGit, repositoryState } from "./helpers/git-state.js";
 import { copyTree, inventory, mutate, REMOTE_OPS, HOST_OPS, sameSizeSameMtime } from "./helpers/merge-triples.js";
 import { createRandom, runSeed } from "./helpers/random.js";
 import { spawnRunner } from "./helpers/sandbox-runner.js";
@@ -27,13 +27,22 @@ import { writeRandomTree } from "./helpers/trees.js";
 
 const seed = runSeed();
 const work = mkdtempSync(path.join(os.tmpdir(), "pc-sandbox-git-delta-"));
-const savedHome = process.env.PAPERCLIP_HOME;
+// Pinned commit dates for the merge and graft commits both restores write with the process
+// environment (lib/git-integration.js): the same ids whatever second each restore runs in.
+const PINNED = {
+  PAPERCLIP_HOME: path.join(work, "home"),
+  GIT_AUTHOR_DATE: PINNED_GIT_ENV.GIT_AUTHOR_DATE,
+  GIT_COMMITTER_DATE: PINNED_GIT_ENV.GIT_COMMITTER_DATE,
+};
+const saved = Object.fromEntries(Object.keys(PINNED).map((key) => [key, process.env[key]]));
 beforeAll(() => {
-  process.env.PAPERCLIP_HOME = path.join(work, "home");
+  Object.assign(process.env, PINNED);
 });
 afterAll(() => {
-  if (savedHome === undefined) delete process.env.PAPERCLIP_HOME;
-  else process.env.PAPERCLIP_HOME = savedHome;
+  for (const [key, value] of Object.entries(saved)) {
+    if (value === undefined) delete process.env[key];
+    else process.env[key] = value;
+  }
   rmSync(work, { recursive: true, force: true });
 });
 afterEach(() => {
