@@ -16,7 +16,7 @@ import * as upstream from "@paperclipai/adapter-utils/command-managed-runtime";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { prepareCommandManagedRuntime } from "../lib/command-managed-runtime.js";
 import { deltaMark, sandboxDeltaStats } from "../lib/sandbox/delta.js";
-import { planRestoreDelta } from "../lib/tree-delta.js";
+import { parseListing, planRestoreDelta } from "../lib/tree-delta.js";
 import { copyTree, HOST_OPS, inventory, mutate, REMOTE_OPS, sameSizeSameMtime } from "./helpers/merge-triples.js";
 import { createRandom, runSeed } from "./helpers/random.js";
 import { spawnRunner } from "./helpers/sandbox-runner.js";
@@ -328,6 +328,47 @@ describe(`sandbox delta restores (seed ${seed})`, () => {
     expect(restores().inline).toBe(inline + 1);
   });
 
+  it("lists what changed after the sandbox's own file time the prepare read: a repeat run's restore does not list the tree the run before wrote (by the remote's date less 2 s it does)", async () => {
+    /** A first run (a full upload), 0.3 s, a second one whose agent edits `edited.txt`: the members its restore's listing named. */
+    const listed = async (label, withoutClock) => {
+      const pair = await pairOf(createRandom(seed ^ 0xc10c), label);
+      writeFileSync(path.join(pair.local, "edited.txt"), "as sent\n");
+      rmSync(pair.twin, { recursive: true, force: true });
+      copyTree(pair.local, pair.twin);
+      const answers = [];
+      pair.made.hooks.edit = (call, result) => {
+        let stdout = result.stdout;
+        const answer = Buffer.from(stdout, "base64");
+        const newline = answer.indexOf(10);
+        const header = answer.subarray(0, newline).toString("utf8").split(" ");
+        // A sandbox whose listings cannot read its file time (no runtime directory): `-`.
+        if (withoutClock && header[0] === "pcdelta" && header.length === 7) {
+          header[6] = "-";
+          stdout = Buffer.concat([Buffer.from(header.join(" ")), answer.subarray(newline)]).toString("base64");
+        }
+        if (call.script.includes("-newerct")) answers.push(stdout);
+        return { ...result, stdout };
+      };
+      expect(await restoreBoth(await prepareBoth(pair))).toEqual({ mine: null, upstreams: null });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const prepared = await prepareBoth(pair);
+      writeFileSync(path.join(pair.remote, "edited.txt"), "the agent's\n");
+      mirror(pair.remote, pair.twinRemote);
+      answers.length = 0;
+      expect(await restoreBoth(prepared)).toEqual({ mine: null, upstreams: null });
+      expect(differences(pair.local, pair.twin)).toEqual({});
+      expect(answers).toHaveLength(1);
+      const { entries } = parseListing(Buffer.from(answers[0], "base64"), { dotted: true });
+      return { members: [...entries.keys()].sort(), files: inventory(pair.local).files.length };
+    };
+    const clocked = await listed("clocked", false);
+    expect(clocked.members).toEqual(["edited.txt"]);
+    // The tree the first run's upload wrote 0.3 s before: within the date's margin, all listed.
+    const dated = await listed("dated", true);
+    expect(dated.members).toContain("edited.txt");
+    expect(dated.members.length).toBeGreaterThanOrEqual(dated.files);
+  });
+
   it("pulls by its own command when the listing's archive lacks a member (a host file moved since the prepare)", async () => {
     const pair = await pairOf(createRandom(seed ^ 0x1a1e), "inline-short");
     writeFileSync(path.join(pair.local, "host-moved.txt"), "as sent\n");
@@ -353,6 +394,11 @@ describe(`sandbox delta restores (seed ${seed})`, () => {
     for (const name of ["a.txt", "src/b.txt", "src/c.txt"]) writeFileSync(path.join(pair.local, name), `${name}\n`);
     rmSync(pair.twin, { recursive: true, force: true });
     copyTree(pair.local, pair.twin);
+    expect(await restoreBoth(await prepareBoth(pair))).toEqual({ mine: null, upstreams: null });
+    // A host edit the next prepare sends: written after its listing read the sandbox's time,
+    // so the restore lists it.
+    const written = "src/b.txt";
+    for (const host of [pair.local, pair.twin]) writeFileSync(path.join(host, written), "sent by the delta\n");
     const prepared = await prepareBoth(pair);
     // The mark is the sandbox's (this host's: the runner runs here), named for the remote directory.
     const mark = execFileSync("sh", ["-c", `echo ${deltaMark(pair.remote)}`], { encoding: "utf8" }).trim();
@@ -361,7 +407,6 @@ describe(`sandbox delta restores (seed ${seed})`, () => {
     writeFileSync(path.join(pair.remote, "agent.txt"), "the agent's\n");
     mirror(pair.remote, pair.twinRemote);
     // What the prepare wrote, changed on the host since: the archive's copy must not win.
-    const written = inventory(pair.local).files[0];
     for (const host of [pair.local, pair.twin]) writeFileSync(path.join(host, written), "the host's edit\n");
     const calls = pair.made.calls.length;
     const { inline } = restores();

@@ -18,6 +18,14 @@ const MANIFEST_VERSION = 1;
 /** What every remote listing prints per entry: kind, size, mtime, ctime, inode, mode, path, link target. */
 export const LISTING_FORMAT = "%y %s %T@ %C@ %i %m %P\\0%l\\0";
 
+/**
+ * How far before the filesystem time a listing read (CLOCKED_HEADER) a restore's listing
+ * begins: a change made after it has a ctime at that time or later by the same clock (one
+ * that is not stepped back), so only an equal time needs the margin; 0.1 s also takes a
+ * clock stepped back that little.
+ */
+const CLOCK_MARGIN_S = 0.1;
+
 /** Above this many bytes of removal arguments a delta does not name them on its command line. */
 export const INLINE_REMOVALS_MAX = 64 * 1024;
 /** The sent members listed by name after a delta (else a walk of the tree) up to this much script. */
@@ -238,6 +246,20 @@ export const HEADER = [
 ];
 
 /**
+ * The sandbox lane's header: {@link HEADER}'s fields and a sixth, the time of the remote
+ * directory's own filesystem as the listing begins (the ctime of the workspace's runtime
+ * directory, touched first; `-` without one, or when it is a link). A restore lists what
+ * changed after that time by the same clock (planRestoreDelta), whatever the remote's
+ * `date` says and however coarse its file times are.
+ */
+export const CLOCKED_HEADER = [
+  HEADER[0],
+  HEADER[1],
+  `c=-; if [ -d ${RUNTIME_DIR} ] && [ ! -h ${RUNTIME_DIR} ] && touch -c ${RUNTIME_DIR} 2>/dev/null; then c=$(find ${RUNTIME_DIR} -maxdepth 0 -printf '%C@' 2>/dev/null) || c=-; fi`,
+  `printf 'pcdelta ok %s %s %s %s %s\\n' "$(umask)" "$(id -u)" "$(date +%s)" "$z" "$c"`,
+];
+
+/**
  * The header of a listing on a remote already probed (`compressor` as the probe found it):
  * only the time is asked again (each `$(…)` is a process on a busy remote).
  */
@@ -432,6 +454,8 @@ export function headerOf(fields) {
     uid: Number(fields[3]),
     now: Number(fields[4]),
     compressor: fields[5],
+    // CLOCKED_HEADER's filesystem time, or null.
+    clock: /^\d+(\.\d+)?$/.test(fields[6] ?? "") ? Number(fields[6]) : null,
   };
 }
 
@@ -571,10 +595,16 @@ export async function planRestoreDelta({
     return above;
   };
   const entries = baseline.entries instanceof Map ? baseline.entries : new Map(Object.entries(baseline.entries ?? {}));
-  // What changed since the manifest's listing (its remote time, less a margin for the
-  // coarse clock of file times), and every child of a directory that changed (what is
-  // gone); the whole tree when the manifest has no time.
-  const since = Number.isFinite(manifest.listedAt) ? manifest.listedAt - 2 : null;
+  // What changed since the manifest's listing, and every child of a directory that changed
+  // (what is gone): by the remote filesystem's own clock when the listing read it (less
+  // CLOCK_MARGIN_S), else by the remote's `date` less 2 s (the coarse clock of file times,
+  // and a filesystem that keeps whole or even seconds); the whole tree when the manifest has
+  // no time.
+  const since = Number.isFinite(manifest.clockedAt)
+    ? (Math.floor((manifest.clockedAt - CLOCK_MARGIN_S) * 1000) / 1000).toFixed(3)
+    : Number.isFinite(manifest.listedAt)
+      ? String(manifest.listedAt - 2)
+      : null;
   // The host side, made ready while the listing runs: the walk, and (for a listing of what
   // changed) the baseline's files whose host copy is not what was sent, or was sent with
   // another mode (the cheap test first: most of a tree was sent as it is).

@@ -23,7 +23,7 @@ import { resolveInstanceRoot } from "../merge-lock.js";
 import { abortError } from "../native.js";
 import { createTarballStreamFromDirectory } from "../tar-stream.js";
 import {
-  HEADER,
+  CLOCKED_HEADER,
   headerOf,
   INLINE_REMOVALS_MAX,
   lightHeader,
@@ -181,9 +181,12 @@ function listTree(features, remoteDir, prune) {
   const q = shellQuote(remoteDir);
   return listRemote(
     features,
-    [`if [ ! -d ${q} ]; then echo 'pcdelta absent'; exit 0; fi`, `cd ${q}`, ...HEADER, listingPipeline("", prune)].join(
-      "\n",
-    ),
+    [
+      `if [ ! -d ${q} ]; then echo 'pcdelta absent'; exit 0; fi`,
+      `cd ${q}`,
+      ...CLOCKED_HEADER,
+      listingPipeline("", prune),
+    ].join("\n"),
   );
 }
 
@@ -299,16 +302,17 @@ export async function stageSandboxTree({
     if (!locals) return;
     const listing = await listRemote(
       features,
-      [`cd ${q}`, touchMark(mark), ...HEADER, listingPipeline("", prune)].join("\n"),
+      [`cd ${q}`, touchMark(mark), ...CLOCKED_HEADER, listingPipeline("", prune)].join("\n"),
     ).catch(() => null);
     if (!listing?.entries) return;
-    const { now, compressor } = headerOf(listing.header);
+    const { now, clock, compressor } = headerOf(listing.header);
     writeManifest(
       file,
       newManifest({
         localDir: local,
         remoteDir,
         listedAt: now,
+        clockedAt: clock,
         compressor,
         link: link.bytesPerSecond,
         files: rowsAfterFull(locals, listing.entries),
@@ -427,6 +431,7 @@ export async function stageSandboxTree({
       localDir: local,
       remoteDir,
       listedAt: header.now,
+      clockedAt: header.clock,
       compressor: header.compressor,
       link: link.bytesPerSecond,
       files: rowsAfterDelta(locals, sent, listing.entries, post.entries),

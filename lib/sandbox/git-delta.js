@@ -34,7 +34,7 @@ import { runLocalGit } from "../local-git.js";
 import { abortError } from "../native.js";
 import { createTarballStreamFromDirectory } from "../tar-stream.js";
 import {
-  HEADER,
+  CLOCKED_HEADER,
   headerOf,
   lightHeader,
   listingPipeline,
@@ -419,7 +419,7 @@ export function listGit(features, remoteDir, heads) {
     [
       `if [ ! -d ${q}/.git ] || [ -L ${q}/.git ] || [ ! -d ${q}/.git/objects ] || [ -L ${q}/.git/objects ]; then echo 'pcdelta absent'; exit 0; fi`,
       `cd ${q}`,
-      ...HEADER,
+      ...CLOCKED_HEADER,
       listingPipeline(
         "",
         PRUNE,
@@ -491,7 +491,7 @@ export async function stageSandboxGit({
     const [locals, tree, umask] = await Promise.all([walking.then(parseMembers), listingTree, umaskRead]);
     const listing = await listRemote(
       features,
-      [`cd ${q}`, touchMark(mark), ...HEADER, listingPipeline("", PRUNE)].join("\n"),
+      [`cd ${q}`, touchMark(mark), ...CLOCKED_HEADER, listingPipeline("", PRUNE)].join("\n"),
     ).catch(() => null);
     if (!listing?.entries) return;
     const header = headerOf(listing.header);
@@ -516,6 +516,7 @@ export async function stageSandboxGit({
         localDir: local,
         remoteDir,
         listedAt: header.now,
+        clockedAt: header.clock,
         compressor: header.compressor,
         link: link.bytesPerSecond,
         git: {
@@ -693,6 +694,7 @@ export async function stageSandboxGit({
     newManifest({
       ...manifest,
       listedAt: header.now,
+      clockedAt: header.clock,
       compressor: header.compressor,
       link: link.bytesPerSecond ?? manifest.link,
       git: { ...manifest.git, heads: keptHeads(head, bases), branch: snapshot.branchName },
