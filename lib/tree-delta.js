@@ -26,6 +26,12 @@ export const LISTING_FORMAT = "%y %s %T@ %C@ %i %m %P\\0%l\\0";
  */
 const CLOCK_MARGIN_S = 0.1;
 
+/**
+ * How far before a listing's `date` (whole seconds) what changed after it is listed: the
+ * coarse clock of file times, and a filesystem that keeps whole or even seconds.
+ */
+const DATE_MARGIN_S = 2;
+
 /** Above this many bytes of removal arguments a delta does not name them on its command line. */
 export const INLINE_REMOVALS_MAX = 64 * 1024;
 /** The sent members listed by name after a delta (else a walk of the tree) up to this much script. */
@@ -46,7 +52,7 @@ export function sentListing(sent, header, prune) {
       ? `printf 'pcdelta-end 0\\0' | $Z`
       : dotted
         ? `{ find ${names.join(" ")} -maxdepth 0 -printf '${LISTING_FORMAT.replace("%P", "%p")}'; printf 'pcdelta-end %s\\0' "$?"; } | $Z`
-        : listingPipeline(`-newerct @${header.now - 2} `, prune);
+        : listingPipeline(`-newerct @${header.now - DATE_MARGIN_S} `, prune);
   return { script, dotted };
 }
 
@@ -238,12 +244,14 @@ export function parseListing(buffer, { dotted = false } = {}) {
   return { header, entries: ended ? entries : null, enumerated, notes };
 }
 
-/** The header line every listing command prints first: `pcdelta ok <umask> <uid> <now> <gzip|cat>`. */
-export const HEADER = [
+/** What a listing's header probes first: GNU tar (else `pcdelta no-gnu-tar`), then gzip (`$Z`, `$z`). */
+const PROBES = [
   `if ! tar --version 2>/dev/null | grep -q 'GNU tar'; then echo 'pcdelta no-gnu-tar'; exit 0; fi`,
   `if command -v gzip >/dev/null 2>&1; then Z='gzip -1'; z=gzip; else Z=cat; z=cat; fi`,
-  `printf 'pcdelta ok %s %s %s %s\\n' "$(umask)" "$(id -u)" "$(date +%s)" "$z"`,
 ];
+
+/** The header line every listing command prints first: `pcdelta ok <umask> <uid> <now> <gzip|cat>`. */
+export const HEADER = [...PROBES, `printf 'pcdelta ok %s %s %s %s\\n' "$(umask)" "$(id -u)" "$(date +%s)" "$z"`];
 
 /**
  * The sandbox lane's header: {@link HEADER}'s fields and a sixth, the time of the remote
@@ -253,8 +261,7 @@ export const HEADER = [
  * `date` says and however coarse its file times are.
  */
 export const CLOCKED_HEADER = [
-  HEADER[0],
-  HEADER[1],
+  ...PROBES,
   `c=-; if [ -d ${RUNTIME_DIR} ] && [ ! -h ${RUNTIME_DIR} ] && touch -c ${RUNTIME_DIR} 2>/dev/null; then c=$(find ${RUNTIME_DIR} -maxdepth 0 -printf '%C@' 2>/dev/null) || c=-; fi`,
   `printf 'pcdelta ok %s %s %s %s %s\\n' "$(umask)" "$(id -u)" "$(date +%s)" "$z" "$c"`,
 ];
@@ -597,13 +604,12 @@ export async function planRestoreDelta({
   const entries = baseline.entries instanceof Map ? baseline.entries : new Map(Object.entries(baseline.entries ?? {}));
   // What changed since the manifest's listing, and every child of a directory that changed
   // (what is gone): by the remote filesystem's own clock when the listing read it (less
-  // CLOCK_MARGIN_S), else by the remote's `date` less 2 s (the coarse clock of file times,
-  // and a filesystem that keeps whole or even seconds); the whole tree when the manifest has
-  // no time.
+  // CLOCK_MARGIN_S), else by the remote's `date` (less DATE_MARGIN_S); the whole tree when
+  // the manifest has no time.
   const since = Number.isFinite(manifest.clockedAt)
     ? (Math.floor((manifest.clockedAt - CLOCK_MARGIN_S) * 1000) / 1000).toFixed(3)
     : Number.isFinite(manifest.listedAt)
-      ? String(manifest.listedAt - 2)
+      ? String(manifest.listedAt - DATE_MARGIN_S)
       : null;
   // The host side, made ready while the listing runs: the walk, and (for a listing of what
   // changed) the baseline's files whose host copy is not what was sent, or was sent with
