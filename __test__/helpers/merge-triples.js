@@ -19,6 +19,7 @@ import {
   writeFileSync,
 } from "node:fs";
 import path from "node:path";
+import { NAME_POOL } from "./trees.js";
 
 /** Copies a tree exactly (modes, symlinks as links). */
 export function copyTree(from, to) {
@@ -77,10 +78,23 @@ function bytes(rng, tag) {
   return out;
 }
 
+/**
+ * The prefixes of fresh names. A generated name is a pool name and, now and then, digits
+ * (helpers/trees.js): a fresh name (a prefix and digits) meets one only when a prefix is a
+ * pool name and digits, or a pool name is a prefix and digits (`z97` did, with "z").
+ */
+const FRESH_PREFIXES = ["new", "N", "é-new", "zz", "a.new", "a-new", "_n"];
+const digitsAfter = (whole, start) => whole.startsWith(start) && /^\d*$/.test(whole.slice(start.length));
+for (const prefix of FRESH_PREFIXES) {
+  const met = NAME_POOL.find((name) => digitsAfter(prefix, name) || digitsAfter(name, prefix));
+  if (met !== undefined) throw new Error(`fresh names with prefix ${prefix} can meet generated ones (${met})`);
+}
+
 let fresh = 0;
+/** A name no entry has yet: a prefix and a counter (see FRESH_PREFIXES). */
 function freshName(rng) {
   fresh += 1;
-  return `${rng.pick(["new", "N", "é-new", "z", "a.new", "a-new", "_n"])}${fresh}`;
+  return `${rng.pick(FRESH_PREFIXES)}${fresh}`;
 }
 
 function writeFile(rng, root, rel, tag) {

@@ -6,7 +6,8 @@ import { chmodSync, mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import net from "node:net";
 import path from "node:path";
 
-const NAME_POOL = [
+/** The names the generator gives entries (now and then followed by a number below 100). */
+export const NAME_POOL = [
   "a",
   "A.txt",
   "a.txt",
