@@ -1,21 +1,27 @@
 #!/usr/bin/env node
-// `npm run pack:release -- --out DIR`: writes the tarballs a release publishes, exactly as
-// they are published (the release workflow calls this script and publishes its output):
+// `npm run pack:release -- [--targets all|LIST] [--out DIR]`: writes the tarballs a release
+// publishes, exactly as they are published (the release workflow calls this script and
+// publishes its output), into DIR (default dist/):
 //
 //   - the root package, its package.json given `optionalDependencies` on the platform package
 //     of every target in `napi.targets`, each at the root's exact version (npm installs the
 //     one whose `os`/`cpu`/`libc` match the machine);
-//   - one platform package per binary found (`npm/<platform>/` plus
+//   - one platform package per binary (`npm/<platform>/` plus
 //     `adapter-utils-native.<platform>.node`), at the root's version.
 //
-// Binaries are taken from native/ (this machine's build) and from every `--binaries DIR`
-// (searched recursively: the release workflow's downloaded build artifacts). Unless
-// `--no-build`, the addon is built first (incremental; on linux-x64 against glibc 2.17 and
-// checked). A linux-gnu binary that needs a newer glibc than 2.17 is refused. Prints one
-// line per tarball, or a JSON summary with `--json`: `{ version, root, platforms: [{ platform,
-// file }], missing: [platform] }`.
+// Which platforms: with `--targets all` (or a comma-separated list of triples or platform
+// names), those, each built first (scripts/build.mjs, every target on a Linux x64 host) and
+// a missing binary is an error; without it, this machine's platform (built first) and every
+// binary found in a `--binaries DIR` (searched recursively: the release workflow's
+// downloaded build artifacts). `--no-build` packs what is there. Every binary is checked
+// before it is packed (scripts/binary-checks.mjs: a linux-gnu binary within glibc 2.17, a
+// musl one linking only musl's libc, a darwin one's Mach-O load commands and exports) and
+// refused when a check fails, so each tarball holds a binary that passed. Prints one line per
+// tarball, or a JSON summary with `--json`: `{ version, root, platforms: [{ platform, file }],
+// missing: [platform] }`.
 //
-// Usage: node scripts/pack-release.mjs --out DIR [--binaries DIR]... [--no-build] [--json]
+// Usage: node scripts/pack-release.mjs [--out DIR] [--targets all|LIST] [--binaries DIR]...
+//        [--no-build] [--json]
 import { execFileSync } from "node:child_process";
 import {
   cpSync,
@@ -32,28 +38,30 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { binaryFileName, platformPackageName, platformOfTarget } from "../lib/platforms.js";
+import { checkBinary } from "./binary-checks.mjs";
+import { buildTarget, parseTargets } from "./build.mjs";
+import { hostTriple } from "./cross.mjs";
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const USAGE =
+  "Usage: npm run pack:release -- [--out DIR] [--targets all|LIST] [--binaries DIR]... [--no-build] [--json]";
 
 function parseArgs(argv) {
-  const out = { out: null, binaries: [], build: true, json: false };
+  const out = { out: path.join(repo, "dist"), targets: null, binaries: [], build: true, json: false };
   for (let i = 0; i < argv.length; i += 1) {
     const arg = argv[i];
     if (arg === "--out") out.out = path.resolve(argv[++i] ?? "");
+    else if (arg === "--targets") out.targets = argv[++i] ?? "";
     else if (arg === "--binaries") out.binaries.push(path.resolve(argv[++i] ?? ""));
     else if (arg === "--no-build") out.build = false;
     else if (arg === "--json") out.json = true;
     else if (arg === "--help" || arg === "-h") {
-      console.log("Usage: npm run pack:release -- --out DIR [--binaries DIR]... [--no-build] [--json]");
+      console.log(USAGE);
       process.exit(0);
     } else {
-      console.error(`pack-release: unknown argument ${arg}`);
+      console.error(`pack-release: unknown argument ${arg}\n${USAGE}`);
       process.exit(2);
     }
-  }
-  if (!out.out) {
-    console.error("pack-release: --out DIR is required");
-    process.exit(2);
   }
   return out;
 }
@@ -86,10 +94,56 @@ const opts = parseArgs(process.argv.slice(2));
 const pkg = JSON.parse(readFileSync(path.join(repo, "package.json"), "utf8"));
 const targets = pkg.napi.targets.map((triple) => ({ triple, platform: platformOfTarget(triple) }));
 
+// The targets asked for (built unless --no-build), or this machine's own.
+let listed;
+try {
+  listed = opts.targets === null ? null : parseTargets(opts.targets);
+} catch (error) {
+  console.error(`pack-release: ${error.message}`);
+  process.exit(2);
+}
+const host = hostTriple();
+const own = targets.some((t) => t.triple === host) ? [host] : [];
 if (opts.build) {
-  const host = execFileSync("rustc", ["-vV"], { encoding: "utf8" }).match(/^host: (.+)$/m)[1];
-  const script = host === "x86_64-unknown-linux-gnu" ? "build:linux-x64-gnu" : "build";
-  execFileSync("npm", ["run", "--silent", script], { cwd: repo, stdio: ["ignore", process.stderr, "inherit"] });
+  for (const triple of listed ?? own) {
+    try {
+      buildTarget(triple);
+    } catch (error) {
+      console.error(`pack-release: ${error.message}`);
+      process.exit(1);
+    }
+  }
+}
+
+// Each platform's binary: a listed target's from native/ or the artifacts; without a list,
+// this machine's own from native/ and any platform's from the artifacts. The newest when
+// there are several (native/ and an artifact of the same platform).
+const chosen = [];
+const missing = [];
+for (const { triple, platform } of targets) {
+  if (listed && !listed.includes(triple)) continue;
+  const file = binaryFileName(platform);
+  const candidates = [
+    ...((listed ?? own).includes(triple) ? [path.join(repo, "native", file)] : []),
+    ...opts.binaries.flatMap((dir) => findFiles(dir, file)),
+  ].filter((f) => existsSync(f));
+  if (candidates.length === 0) missing.push(platform);
+  else
+    chosen.push({ triple, platform, binary: candidates.sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs)[0] });
+}
+if (listed && missing.length) {
+  console.error(`pack-release: no binary for ${missing.join(", ")} (build with npm run build -- --target <triple>)`);
+  process.exit(1);
+}
+// Nothing is packed from a binary that fails its checks.
+for (const { triple, binary } of chosen) {
+  const failed = checkBinary(triple, binary).filter((c) => !c.ok);
+  if (failed.length) {
+    console.error(
+      `pack-release: ${path.relative(repo, binary)} fails its checks, not packed: ${failed.map((c) => `${c.check}: ${c.detail}`).join("; ")}`,
+    );
+    process.exit(1);
+  }
 }
 
 mkdirSync(opts.out, { recursive: true });
@@ -97,23 +151,8 @@ const stage = mkdtempSync(path.join(os.tmpdir(), "pc-native-release-"));
 try {
   // The platform packages: npm/<platform>/ with its binary, at the root's version.
   const platforms = [];
-  const missing = [];
-  for (const { platform } of targets) {
+  for (const { platform, binary } of chosen) {
     const file = binaryFileName(platform);
-    const candidates = [
-      path.join(repo, "native", file),
-      ...opts.binaries.flatMap((dir) => findFiles(dir, file)),
-    ].filter((f) => existsSync(f));
-    if (candidates.length === 0) {
-      missing.push(platform);
-      continue;
-    }
-    // The newest build when there are several (native/ and an artifact of the same platform).
-    const binary = candidates.sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs)[0];
-    if (platform.endsWith("-gnu"))
-      execFileSync(process.execPath, [path.join(repo, "scripts/check-glibc.mjs"), binary], {
-        stdio: ["ignore", process.stderr, "inherit"],
-      });
     const dir = path.join(stage, platform);
     cpSync(path.join(repo, "npm", platform), dir, { recursive: true });
     cpSync(binary, path.join(dir, file));
@@ -156,7 +195,7 @@ try {
       console.log(`pack-release: ${path.relative(process.cwd(), file) || file} (${platform})`);
     if (missing.length)
       console.log(
-        `pack-release: no binary here for ${missing.join(", ")} (built by the release workflow on their own runners)`,
+        `pack-release: no binary here for ${missing.join(", ")} (npm run pack:release -- --targets ${missing.join(",")} builds them)`,
       );
   }
 } finally {
