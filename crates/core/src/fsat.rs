@@ -502,7 +502,8 @@ fn mtime_only(mtime: i64) -> [libc::timespec; 2] {
     omit.tv_nsec = libc::UTIME_OMIT;
     // SAFETY: as above.
     let mut modified: libc::timespec = unsafe { std::mem::zeroed() };
-    modified.tv_sec = mtime as libc::time_t;
+    // `as _`: the field's own type, `time_t` (the libc crate marks that alias deprecated on musl).
+    modified.tv_sec = mtime as _;
     [omit, modified]
 }
 

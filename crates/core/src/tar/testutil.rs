@@ -381,8 +381,9 @@ pub fn set_mtime(path: &Path, mtime: i64) {
     use std::os::unix::ffi::OsStrExt;
     let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
     let times = [
-        libc::timespec { tv_sec: mtime as libc::time_t, tv_nsec: 0 },
-        libc::timespec { tv_sec: mtime as libc::time_t, tv_nsec: 0 },
+        // `as _`: `time_t`, whose alias the libc crate marks deprecated on musl.
+        libc::timespec { tv_sec: mtime as _, tv_nsec: 0 },
+        libc::timespec { tv_sec: mtime as _, tv_nsec: 0 },
     ];
     // SAFETY: valid path and two timespecs.
     let rc = unsafe { libc::utimensat(libc::AT_FDCWD, c_path.as_ptr(), times.as_ptr(), libc::AT_SYMLINK_NOFOLLOW) };
