@@ -41,6 +41,13 @@ first native serve). Exit code 1 when nothing has been served natively there.`;
 
 const REGISTER_FILE = fileURLToPath(new URL("../../lib/activation/register.js", import.meta.url));
 
+/**
+ * How long the child that starts with the hook may take. It loads upstream's covered modules
+ * through the hook: well under a second natively, tens of seconds for Node under emulation
+ * (linux-arm64 in qemu, `npm run test:platforms`), so the bound only catches a hung child.
+ */
+const PROBE_TIMEOUT_MS = 300_000;
+
 /** The command's options (node:util.parseArgs). */
 export const options = { json: { type: "boolean" }, "node-options": { type: "boolean" }, pid: { type: "string" } };
 
@@ -141,16 +148,24 @@ export async function run({ values: opts }) {
     const { nativeActivation } = await import(${JSON.stringify(state)}); console.log(JSON.stringify(nativeActivation()));`;
   let child = null;
   let childStderr = "";
+  const probeRun = spawnSync(process.execPath, ["--import", register, "--input-type=module", "-e", probe], {
+    encoding: "utf8",
+    cwd: process.cwd(),
+    timeout: PROBE_TIMEOUT_MS,
+  });
   try {
-    const probeRun = spawnSync(process.execPath, ["--import", register, "--input-type=module", "-e", probe], {
-      encoding: "utf8",
-      cwd: process.cwd(),
-      timeout: 60_000,
-    });
     childStderr = probeRun.stderr.trim();
     child = JSON.parse(probeRun.stdout.trim().split("\n").pop());
   } catch {
-    child = null;
+    // What the child did instead of reporting: the reason of an inactive hook.
+    child = {
+      active: false,
+      reason:
+        probeRun.error?.code === "ETIMEDOUT"
+          ? `the process started with the hook did not finish within ${PROBE_TIMEOUT_MS / 1000} s`
+          : `the process started with the hook ${probeRun.error ? `failed: ${probeRun.error.message}` : `exited ${probeRun.status ?? probeRun.signal} without its report`}`,
+      upstream: [],
+    };
   }
   const report = {
     platform: nativePlatform(),
