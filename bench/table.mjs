@@ -22,6 +22,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { markdownTable, withBlock } from "../scripts/doc-block.mjs";
 import { speedLines } from "./speed.mjs";
 import { fsType, summaryColumns } from "./summary.mjs";
 
@@ -63,7 +64,6 @@ function runBenchmarks(args) {
 }
 
 const quote = (arg) => (/^[\w./,=:@%+-]+$/.test(arg) ? arg : `'${arg.replaceAll("'", "'\\''")}'`);
-const cell = (value) => String(value).replaceAll("|", "\\|");
 
 /** One saved result as a markdown section: heading, the command that made it, the table. */
 function renderResult(result) {
@@ -74,9 +74,7 @@ function renderResult(result) {
     "",
     `Made by \`${result.command}\` (Node ${result.node}, upstream ${result.upstream}); medians in ms.`,
     "",
-    `| ${names.join(" | ")} |`,
-    `|${names.map(() => "---").join("|")}|`,
-    ...columns.map((row) => `| ${names.map((name) => cell(row[name])).join(" | ")} |`),
+    ...markdownTable(names, columns),
   ].join("\n");
 }
 
@@ -112,15 +110,6 @@ function blocks() {
       lines: [written, ...(speed.length > 0 ? speed : none)],
     },
   ];
-}
-
-/** `file`'s text and its text with the block between `start` and `end` replaced by `lines`. */
-function withBlock({ file, start, end, lines }) {
-  const doc = readFileSync(file, "utf8");
-  const from = doc.indexOf(start);
-  const to = doc.indexOf(end);
-  if (from < 0 || to < from) throw new Error(`${file} has no ${start} … ${end} block`);
-  return { file, doc, updated: doc.slice(0, from) + [start, ...lines, end].join("\n") + doc.slice(to + end.length) };
 }
 
 if (runArgs) {
