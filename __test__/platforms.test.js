@@ -1,11 +1,15 @@
 // The shipped platforms are one list: package.json `napi.targets`, the per-platform
 // packages under npm/, the builds of build.yml (called by the pull-request and the release
 // workflows), and the test jobs of the pull-request workflow.
-import { readFileSync, readdirSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { existsSync, readFileSync, readdirSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { platformOfTarget } from "../lib/platforms.js";
+import { checkBinary } from "../scripts/binary-checks.mjs";
+import { parseTargets } from "../scripts/build.mjs";
+import { EMULATION_SKIPS, portableVitestFiles } from "../scripts/test-platforms.mjs";
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const read = (rel) => readFileSync(path.join(repo, rel), "utf8");
@@ -59,4 +63,70 @@ describe("shipped platforms", () => {
     expect(tested).toEqual(targets);
     expect(read(ci)).toMatch(/\n {2}test-linux-x64-gnu:\n/);
   });
+});
+
+describe("building and checking every platform on one Linux x64 machine", () => {
+  it("build.yml builds every target on a Linux x64 runner with the one build entry", () => {
+    const text = read(".github/workflows/build.yml");
+    const rows = [...text.matchAll(/\{ host: ([\w.-]+), target: ([\w-]+) \}/g)];
+    expect(rows.map((m) => m[2]).sort()).toEqual(targets);
+    for (const [, host] of rows) expect(host).toBe("ubuntu-latest");
+    expect(text).toContain("run: npm run build -- --target ${{ matrix.target }}");
+    expect(JSON.parse(read("package.json")).scripts.build).toBe("node scripts/build.mjs");
+  });
+
+  it("names targets by triple or platform, in napi.targets order, and refuses others", () => {
+    expect(parseTargets("all")).toEqual(JSON.parse(read("package.json")).napi.targets);
+    expect(parseTargets("darwin-arm64,linux-arm64-gnu,x86_64-unknown-linux-gnu")).toEqual([
+      "x86_64-unknown-linux-gnu",
+      "aarch64-unknown-linux-gnu",
+      "aarch64-apple-darwin",
+    ]);
+    expect(() => parseTargets("x86_64-pc-windows-msvc")).toThrow(/not|unknown/);
+    expect(() => parseTargets("linux-riscv64-gnu")).toThrow(/unknown target/);
+  });
+
+  it("the portable vitest list names existing files, and the pull-request workflow reads it", () => {
+    const files = portableVitestFiles();
+    expect(files.length).toBeGreaterThan(5);
+    for (const file of files) expect(existsSync(path.join(repo, file)), file).toBe(true);
+    // The arm64/darwin job and the musl job run the list's files.
+    expect(read(".github/workflows/ci.yml").match(/grep -v '\^#' scripts\/portable-vitest\.txt/g)?.length).toBe(2);
+  });
+
+  it("every test skipped under emulation is one the file holds, with its reason", () => {
+    expect(EMULATION_SKIPS.length).toBeGreaterThan(0);
+    for (const skip of EMULATION_SKIPS) {
+      expect(skip.reason.length, skip.test).toBeGreaterThan(20);
+      if (skip.where === "cargo") {
+        const sources = execFileSync("grep", ["-rl", `fn ${skip.test.split("::").pop()}(`, "crates/core/src"], {
+          cwd: repo,
+          encoding: "utf8",
+        });
+        expect(sources.trim(), skip.test).not.toBe("");
+      } else {
+        expect(portableVitestFiles()).toContain(skip.where);
+        // The name (or the fixed part of a templated name) as the file spells it.
+        expect(read(skip.where), skip.test).toContain(skip.test);
+      }
+    }
+  });
+
+  const x64 = path.join(repo, "native", "adapter-utils-native.linux-x64-gnu.node");
+  it.skipIf(!existsSync(x64))(
+    "the static checks pass the built binary and refuse what another platform or glibc needs",
+    () => {
+      const failing = (triple, file) =>
+        checkBinary(triple, file)
+          .filter((c) => !c.ok)
+          .map((c) => c.check);
+      expect(failing("x86_64-unknown-linux-gnu", x64)).toEqual([]);
+      // The same file taken for arm64: the architecture is refused.
+      expect(failing("aarch64-unknown-linux-gnu", x64)).toEqual(["ELF"]);
+      // A library linked against this machine's glibc (Debian 12: 2.34+) and exporting its API.
+      const system = "/usr/lib/x86_64-linux-gnu/libstdc++.so.6";
+      if (existsSync(system))
+        expect(failing("x86_64-unknown-linux-gnu", system)).toEqual(expect.arrayContaining(["glibc floor", "exports"]));
+    },
+  );
 });

@@ -26,6 +26,7 @@ import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { VERIFIED_UPSTREAM_VERSIONS } from "../lib/activation/coverage.js";
 import { binaryFileName, PACKAGE_NAME, platformOfTarget, platformPackageName } from "../lib/platforms.js";
 import { checkBinary } from "./binary-checks.mjs";
@@ -380,85 +381,99 @@ function binaryOfTarball(tarball, platform, work) {
   return path.join(dir, "package", binaryFileName(platform));
 }
 
-const opts = parseArgs(process.argv.slice(2));
-const version = readJson("package.json").version;
-const wanted = opts.targets === null ? TARGETS : parseTargets(opts.targets);
-const root = path.join(opts.dir, tarballName(PACKAGE_NAME, version));
-if (!existsSync(root)) {
-  console.error(`test-platforms: no ${path.relative(repo, root)}; first: npm run pack:release -- --targets all`);
-  process.exit(2);
-}
-const work = mkdtempSync(path.join(os.tmpdir(), "pc-native-platforms-"));
-const rows = [];
-const missing = [];
-const nodeVersion = node24Version();
-try {
-  for (const triple of wanted) {
-    const platform = platformOfTarget(triple);
-    const tarball = path.join(opts.dir, tarballName(platformPackageName(platform), version));
-    if (!existsSync(tarball)) {
-      missing.push(platform);
-      continue;
-    }
-    process.stderr.write(`\n==> ${platform}\n`);
-    const add = (row) => {
-      rows.push({ target: platform, ...row });
-      process.stderr.write(`${row.ok ? "pass" : "FAIL"}  ${row.check}: ${row.result}\n`);
-    };
-    const binary = binaryOfTarball(tarball, platform, work);
-    for (const c of checkBinary(triple, binary)) {
-      add({ check: c.check, ran: `read from the tarball's ${binaryFileName(platform)}`, ok: c.ok, result: c.detail });
-    }
-    if (platform === "linux-x64-gnu") {
-      const node = nodeX64(nodeVersion);
-      for (const row of installedChecks({ platform, node, nodeLabel: `Node ${nodeVersion} x64`, work, root, tarball }))
-        add(row);
-    } else if (platform === "linux-arm64-gnu") {
-      ensureQemuAarch64();
-      const node = nodeArm64(nodeVersion);
-      const nodeLabel = `Node ${nodeVersion} linux-arm64 in qemu`;
-      const installed = installedChecks({ platform, node, nodeLabel, work, root, tarball });
-      for (const row of installed) add(row);
-      if (installed.every((r) => r.ok))
-        add(arm64Vitest({ node, nodeLabel, binary: installed[0].installedBinary, work }));
-    } else if (platform.includes("musl")) {
-      add(muslLoad(triple, binary, work));
-      add(muslCoreTests(triple));
-    }
+/** Runs the checks the command line asks for and prints the table; returns the exit code. */
+function main() {
+  const opts = parseArgs(process.argv.slice(2));
+  const version = readJson("package.json").version;
+  const wanted = opts.targets === null ? TARGETS : parseTargets(opts.targets);
+  const root = path.join(opts.dir, tarballName(PACKAGE_NAME, version));
+  if (!existsSync(root)) {
+    console.error(`test-platforms: no ${path.relative(repo, root)}; first: npm run pack:release -- --targets all`);
+    process.exit(2);
   }
-} finally {
-  rmSync(work, { recursive: true, force: true });
+  const work = mkdtempSync(path.join(os.tmpdir(), "pc-native-platforms-"));
+  const rows = [];
+  const missing = [];
+  const nodeVersion = node24Version();
+  try {
+    for (const triple of wanted) {
+      const platform = platformOfTarget(triple);
+      const tarball = path.join(opts.dir, tarballName(platformPackageName(platform), version));
+      if (!existsSync(tarball)) {
+        missing.push(platform);
+        continue;
+      }
+      process.stderr.write(`\n==> ${platform}\n`);
+      const add = (row) => {
+        rows.push({ target: platform, ...row });
+        process.stderr.write(`${row.ok ? "pass" : "FAIL"}  ${row.check}: ${row.result}\n`);
+      };
+      const binary = binaryOfTarball(tarball, platform, work);
+      for (const c of checkBinary(triple, binary)) {
+        add({ check: c.check, ran: `read from the tarball's ${binaryFileName(platform)}`, ok: c.ok, result: c.detail });
+      }
+      if (platform === "linux-x64-gnu") {
+        const node = nodeX64(nodeVersion);
+        for (const row of installedChecks({
+          platform,
+          node,
+          nodeLabel: `Node ${nodeVersion} x64`,
+          work,
+          root,
+          tarball,
+        }))
+          add(row);
+      } else if (platform === "linux-arm64-gnu") {
+        ensureQemuAarch64();
+        const node = nodeArm64(nodeVersion);
+        const nodeLabel = `Node ${nodeVersion} linux-arm64 in qemu`;
+        const installed = installedChecks({ platform, node, nodeLabel, work, root, tarball });
+        for (const row of installed) add(row);
+        if (installed.every((r) => r.ok))
+          add(arm64Vitest({ node, nodeLabel, binary: installed[0].installedBinary, work }));
+      } else if (platform.includes("musl")) {
+        add(muslLoad(triple, binary, work));
+        add(muslCoreTests(triple));
+      }
+    }
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+
+  const columns = ["target", "check", "what ran", "result"];
+  const table = rows.map((r) => ({
+    target: r.target,
+    check: r.check,
+    "what ran": r.ran,
+    result: `${r.ok ? "pass" : "FAIL"}: ${r.result}`,
+  }));
+  console.log(`\n${markdownTable(columns, table).join("\n")}`);
+  if (missing.length)
+    console.log(`\nnot packed (no tarball in ${path.relative(repo, opts.dir) || "."}): ${missing.join(", ")}`);
+  const failed = rows.filter((r) => !r.ok).length;
+  console.log(`\n${rows.length - failed} passed, ${failed} failed`);
+  if (opts.json) writeFileSync(opts.json, `${JSON.stringify({ rows, missing }, null, 2)}\n`);
+  if (opts.doc) {
+    const command = ["npm run test:platforms --", ...(opts.targets ? ["--targets", opts.targets] : []), "--doc"].join(
+      " ",
+    );
+    const block = withBlock({
+      file: path.join(repo, "docs/platforms.md"),
+      start: "<!-- platforms-table:start -->",
+      end: "<!-- platforms-table:end -->",
+      lines: [
+        `<!-- written by \`node scripts/test-platforms.mjs --doc\`: do not edit by hand -->`,
+        "",
+        `Made by \`${command}\` after \`npm run pack:release -- --targets all\`, on linux x64.${missing.length ? ` Not packed: ${missing.join(", ")}.` : ""}`,
+        "",
+        ...markdownTable(columns, table),
+        "",
+      ],
+    });
+    writeFileSync(block.file, block.updated);
+    console.log("rewrote docs/platforms.md's table");
+  }
+  return failed === 0 && rows.length > 0 ? 0 : 1;
 }
 
-const columns = ["target", "check", "what ran", "result"];
-const table = rows.map((r) => ({
-  target: r.target,
-  check: r.check,
-  "what ran": r.ran,
-  result: `${r.ok ? "pass" : "FAIL"}: ${r.result}`,
-}));
-console.log(`\n${markdownTable(columns, table).join("\n")}`);
-if (missing.length)
-  console.log(`\nnot packed (no tarball in ${path.relative(repo, opts.dir) || "."}): ${missing.join(", ")}`);
-const failed = rows.filter((r) => !r.ok).length;
-console.log(`\n${rows.length - failed} passed, ${failed} failed`);
-if (opts.json) writeFileSync(opts.json, `${JSON.stringify({ rows, missing }, null, 2)}\n`);
-if (opts.doc) {
-  const command = ["npm run test:platforms", ...(opts.targets ? ["--", "--targets", opts.targets] : [])].join(" ");
-  const block = withBlock({
-    file: path.join(repo, "docs/platforms.md"),
-    start: "<!-- platforms-table:start -->",
-    end: "<!-- platforms-table:end -->",
-    lines: [
-      `<!-- written by \`node scripts/test-platforms.mjs --doc\`: do not edit by hand -->`,
-      "",
-      `Made by \`${command} -- --doc\` after \`npm run pack:release -- --targets all\`, on linux x64.${missing.length ? ` Not packed: ${missing.join(", ")}.` : ""}`,
-      "",
-      ...markdownTable(columns, table),
-      "",
-    ],
-  });
-  writeFileSync(block.file, block.updated);
-  console.log("rewrote docs/platforms.md's table");
-}
-process.exit(failed === 0 && rows.length > 0 ? 0 : 1);
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) process.exit(main());
