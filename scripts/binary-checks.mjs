@@ -220,7 +220,7 @@ function machoChecks(triple, file) {
       "binds",
       undefinedLines.length > 0 && unbound.length === 0,
       unbound.length
-        ? `not bound to a dylib: ${some(unbound.map((l) => l.trim().split(/\s+/).at(-3)))}`
+        ? `not bound to a dylib: ${some(unbound.map((l) => /external (\S+)/.exec(l)?.[1] ?? l.trim()))}`
         : `${undefinedLines.length} undefined symbols, each bound to ${from.join(" or ")}`,
     ),
   );

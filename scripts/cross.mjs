@@ -147,9 +147,7 @@ export function rustToolchain(triple) {
 
 /**
  * zig and cargo-zigbuild (PyPI, pinned) in a virtual environment under .cache/cross, and a
- * directory of command shims (`zig`; `rust-objcopy`, which rustc runs to strip darwin
- * binaries and Debian's rustc does not ship: Debian's llvm-objcopy does the job). Returns
- * the directories to put first on PATH.
+ * `zig` command in .cache/cross/bin. Returns the directories to put first on PATH.
  */
 export function ensureZig() {
   const venv = path.join(cache, `py-ziglang-${ZIG_VERSION}-cargo-zigbuild-${CARGO_ZIGBUILD_VERSION}`);
@@ -166,19 +164,30 @@ export function ensureZig() {
   }
   const site = path.join(venv, "lib");
   const python = readdirSync(site).find((d) => d.startsWith("python"));
-  const zig = path.join(site, python, "site-packages", "ziglang", "zig");
+  return [shim("zig", path.join(site, python, "site-packages", "ziglang", "zig")), path.join(venv, "bin")];
+}
+
+/** `.cache/cross/bin/<name>` made a link to `target`; returns the directory. */
+function shim(name, target) {
+  const dir = path.join(cache, "bin");
+  mkdirSync(dir, { recursive: true });
+  const link = path.join(dir, name);
+  rmSync(link, { force: true });
+  symlinkSync(target, link);
+  return dir;
+}
+
+/**
+ * `rust-objcopy`, which rustc runs to strip darwin binaries, from its sysroot's tools or,
+ * where they lack it (Debian's rustc), Debian's llvm-objcopy under that name (the shims'
+ * directory on the build's PATH, where rustc looks after its own).
+ */
+function ensureRustObjcopy(rustc) {
+  const sysroot = execFileSync(rustc, ["--print", "sysroot"], { encoding: "utf8" }).trim();
+  const host = execFileSync(rustc, ["-vV"], { encoding: "utf8" }).match(/^host: (.+)$/m)[1];
+  if (existsSync(path.join(sysroot, "lib", "rustlib", host, "bin", "rust-objcopy"))) return [];
   ensureDebianPackages(["llvm"]);
-  const shims = path.join(cache, "bin");
-  mkdirSync(shims, { recursive: true });
-  for (const [name, target] of [
-    ["zig", zig],
-    ["rust-objcopy", "/usr/bin/llvm-objcopy"],
-  ]) {
-    const link = path.join(shims, name);
-    rmSync(link, { force: true });
-    symlinkSync(target, link);
-  }
-  return [shims, path.join(venv, "bin")];
+  return [shim("rust-objcopy", "/usr/bin/llvm-objcopy")];
 }
 
 /** zig's `lib` directory (its libc headers, crt sources and symbol lists). */
@@ -230,31 +239,86 @@ export function napiCrossAarch64Env() {
 }
 
 /**
- * Stub macOS frameworks for the linker: libgit2-sys asks to link Security and
- * CoreFoundation on every Apple target, although without its `https` feature (off here) it
- * uses no symbol of either, and zig has no macOS SDK to find them in. Each stub is a
- * text-based dylib stub naming the framework's real install name and no symbol; the link
- * drops both (`-dead_strip_dylibs`: nothing is used from them), so the binary does not load
- * them. Returns the directory to pass as `-L framework=…`.
+ * A macOS SDK of text-based stubs only, for the final link of darwin binaries (no headers: C
+ * is compiled by zig with its own): libSystem (zig's stub, its arm64e-only target lists made
+ * to name arm64 too, which lld reads; libc, libm, libpthread and libdl are links to it, as in
+ * Apple's SDKs), libiconv (the names libgit2 uses, `/usr/lib/
+ * libiconv.2.dylib`), and the Security and CoreFoundation frameworks, which libgit2-sys asks
+ * to link on every Apple target although without its `https` feature (off here) it uses
+ * neither: each names the framework's real install name and no symbol, and the link drops
+ * both (`-dead_strip_dylibs`), so the binary loads neither. Returns the SDK's directory.
  */
-export function macosFrameworkStubs() {
-  const dir = path.join(cache, "macos-frameworks");
+export function macosSdk() {
+  const sdk = path.join(cache, "macos-sdk");
+  const lib = path.join(sdk, "usr", "lib");
+  mkdirSync(lib, { recursive: true });
+  const libSystem = readFileSync(path.join(zigLibDir(), "libc", "darwin", "libSystem.tbd"), "utf8")
+    .replace(/,\s*arm64e\.x1-(macos|maccatalyst)/g, "")
+    .replace(/arm64e\.x1-(macos|maccatalyst),\s*/g, "")
+    .replaceAll("arm64e-macos", "arm64-macos, arm64e-macos");
+  writeFileSync(path.join(lib, "libSystem.tbd"), libSystem);
+  // As in Apple's SDKs: libc, libm, libpthread and libdl are libSystem.
+  for (const alias of ["c", "m", "pthread", "dl"]) {
+    rmSync(path.join(lib, `lib${alias}.tbd`), { force: true });
+    symlinkSync("libSystem.tbd", path.join(lib, `lib${alias}.tbd`));
+  }
+  const stub = (installName, symbols = []) =>
+    [
+      "--- !tapi-tbd",
+      "tbd-version: 4",
+      "targets: [ x86_64-macos, arm64-macos ]",
+      `install-name: '${installName}'`,
+      ...(symbols.length
+        ? ["exports:", "  - targets: [ x86_64-macos, arm64-macos ]", `    symbols: [ ${symbols.join(", ")} ]`]
+        : []),
+      "...",
+      "",
+    ].join("\n");
+  writeFileSync(
+    path.join(lib, "libiconv.tbd"),
+    stub("/usr/lib/libiconv.2.dylib", [
+      "_iconv",
+      "_iconv_open",
+      "_iconv_close",
+      "_iconvctl",
+      "_iconvlist",
+      "_iconv_canonicalize",
+    ]),
+  );
   for (const name of ["Security", "CoreFoundation"]) {
-    const fw = path.join(dir, `${name}.framework`);
+    const fw = path.join(sdk, "System", "Library", "Frameworks", `${name}.framework`);
     mkdirSync(fw, { recursive: true });
     writeFileSync(
       path.join(fw, `${name}.tbd`),
-      [
-        "--- !tapi-tbd",
-        "tbd-version: 4",
-        "targets: [ x86_64-macos, arm64-macos ]",
-        `install-name: '/System/Library/Frameworks/${name}.framework/Versions/A/${name}'`,
-        "...",
-        "",
-      ].join("\n"),
+      stub(`/System/Library/Frameworks/${name}.framework/Versions/A/${name}`),
     );
   }
-  return dir;
+  return sdk;
+}
+
+/**
+ * The linker of a darwin target: Debian's clang driving lld's Mach-O linker (ld64.lld) on the
+ * stub SDK of `macosSdk()`, through a wrapper in .cache/cross/bin. zig links darwin binaries
+ * too, but ignores `-exported_symbols_list`, so every global of the vendored C libraries
+ * (some 10 000 names) would be exported; ld64.lld honours rustc's list (the addon's entry
+ * only) and signs arm64 binaries ad hoc, as Apple's linker does. Returns the wrapper's path.
+ */
+export function darwinLinker(triple) {
+  ensureDebianPackages(["clang-14", "lld-14"]);
+  const arch = triple.startsWith("aarch64") ? "arm64" : "x86_64";
+  const wrapper = path.join(cache, "bin", `${triple}-cc`);
+  mkdirSync(path.dirname(wrapper), { recursive: true });
+  writeFileSync(
+    wrapper,
+    [
+      "#!/bin/sh",
+      "# Written by scripts/cross.mjs: the darwin linker (clang + ld64.lld on a stub SDK).",
+      `exec clang-14 -target ${arch}-apple-macos${MACOSX_DEPLOYMENT_TARGET} -fuse-ld=lld -isysroot '${macosSdk()}' "$@"`,
+      "",
+    ].join("\n"),
+    { mode: 0o755 },
+  );
+  return wrapper;
 }
 
 /**
@@ -288,9 +352,11 @@ export function buildSetup(triple) {
       rustflags.push("-C", "target-feature=-crt-static", "-C", "link-self-contained=no");
       describe = "zig (cargo-zigbuild): musl libc.so";
     } else if (system === "darwin") {
+      env.PATH = [...ensureRustObjcopy(env.RUSTC ?? "rustc"), env.PATH].join(path.delimiter);
       env.MACOSX_DEPLOYMENT_TARGET = MACOSX_DEPLOYMENT_TARGET;
-      rustflags.push("-L", `framework=${macosFrameworkStubs()}`, "-C", "link-arg=-Wl,-dead_strip_dylibs");
-      describe = `zig (cargo-zigbuild): libSystem stubs, macOS ${MACOSX_DEPLOYMENT_TARGET}`;
+      env[`CARGO_TARGET_${tripleEnv(triple)}_LINKER`] = darwinLinker(triple);
+      rustflags.push("-C", "link-arg=-Wl,-dead_strip_dylibs");
+      describe = `zig (cargo-zigbuild) compiles C; clang + ld64.lld link on stub SDK, macOS ${MACOSX_DEPLOYMENT_TARGET}`;
     } else {
       throw new Error(`no cross toolchain for ${triple}`);
     }

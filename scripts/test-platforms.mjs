@@ -102,7 +102,7 @@ function npmCli() {
   return realpathSync(npm);
 }
 
-/** The first and last lines of a failure's output, for the table. */
+/** The last lines of a failure's output, for the table. */
 function tail(text, lines = 3) {
   return String(text ?? "")
     .trim()
