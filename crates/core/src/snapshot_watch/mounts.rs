@@ -5,13 +5,16 @@
 //! reading. Elsewhere than Linux there is nothing to poll: [`Mounts::open`] gives `None`.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+#[cfg(target_os = "linux")]
+use std::path::PathBuf;
 
 /// The mount points under one root, kept current.
 pub(super) struct Mounts {
     #[cfg(target_os = "linux")]
     file: std::fs::File,
     /// The root, canonical (mount points are listed by their real paths).
+    #[cfg(target_os = "linux")]
     root: PathBuf,
     /// Mount point (relative to the root, `""` the root itself) → its mounts' ids, in the
     /// table's order (stacked mounts at one point each have one).
@@ -89,6 +92,7 @@ impl Mounts {
 
 /// The mount points under `root` in `mountinfo` text (`<id> <parent> <dev> <root> <mount
 /// point> …`, the mount point with `\ooo` escapes).
+#[cfg(any(target_os = "linux", test))]
 fn parse(text: &[u8], root: &Path) -> BTreeMap<String, Vec<u64>> {
     use std::os::unix::ffi::OsStrExt;
     let mut points: BTreeMap<String, Vec<u64>> = BTreeMap::new();
@@ -105,6 +109,7 @@ fn parse(text: &[u8], root: &Path) -> BTreeMap<String, Vec<u64>> {
 }
 
 /// Undoes `mountinfo`'s octal escapes (`\040` for a space, `\134` for a backslash, …).
+#[cfg(any(target_os = "linux", test))]
 fn unescape(raw: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(raw.len());
     let mut i = 0;
