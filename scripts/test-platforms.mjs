@@ -14,9 +14,11 @@
 //                     qemu-user-static, binfmt_misc), npm itself running there; then the
 //                     portable vitest files (scripts/portable-vitest.txt) under that Node,
 //                     loading the installed binary
-//   linux-*-musl      the core crate's `cargo test` for the target (x86_64 natively, aarch64
-//                     in qemu), built by the target's toolchain (scripts/cross.mjs)
-//   darwin-*          nothing runs darwin code here: the Mach-O checks are the evidence
+//   linux-*-musl      the binary loaded by musl's own loader (dlopen, Debian's musl); the core
+//                     crate's unit tests for the target (x86_64 natively, aarch64 in qemu),
+//                     built by the target's toolchain (scripts/cross.mjs)
+//   darwin-*          nothing runs darwin code here: the Mach-O checks, and the core crate's
+//                     unit tests compiled and linked for the target
 //
 // Tests that cannot pass under emulation are skipped by name and listed in the table with
 // the reason (EMULATION_SKIPS). `--doc` rewrites docs/platforms.md's table with this run's.
@@ -121,27 +123,31 @@ function run(cmd, args, options = {}) {
 /**
  * Installs the root and `platform`'s tarballs with upstream into an empty project by npm
  * under `node`, then runs the installed `paperclip-sync doctor` and the demo's differential
- * steps there. Rows for the table.
+ * steps there, each a row given to `add`. Returns `{ ok, installedBinary }`.
  */
-function installedChecks({ platform, node, nodeLabel, work, root, tarball, env }) {
+function installedChecks({ platform, node, nodeLabel, work, root, tarball, env }, add) {
   const rows = [];
+  const push = (row) => {
+    rows.push(row);
+    add(row);
+  };
   const project = path.join(work, `project-${platform}`);
   const upstream = `@paperclipai/adapter-utils@${VERIFIED_UPSTREAM_VERSIONS[0]}`;
   const ran = `npm (under ${nodeLabel}) installs the root and ${platform} tarballs and ${upstream} into an empty project`;
   try {
     installTarballs(project, { root, platformFiles: [tarball], npm: [node, npmCli()], env, timeout: 1_800_000 });
   } catch (error) {
-    rows.push({ check: "install", ran, ok: false, result: `npm failed: ${tail(error.stderr ?? error.message)}` });
-    return rows;
+    push({ check: "install", ran, ok: false, result: `npm failed: ${tail(error.stderr ?? error.message)}` });
+    return { ok: false };
   }
   const installedBinary = path.join(project, "node_modules", platformPackageName(platform), binaryFileName(platform));
-  rows.push({
+  push({
     check: "install",
     ran,
     ok: existsSync(installedBinary),
     result: existsSync(installedBinary) ? "installed" : `no ${path.relative(project, installedBinary)}`,
   });
-  if (!existsSync(installedBinary)) return rows;
+  if (!existsSync(installedBinary)) return { ok: false };
   const cli = path.join(project, "node_modules", PACKAGE_NAME, "bin", "paperclip-sync.mjs");
   const inProject = (args) =>
     run(node, [cli, ...args], { cwd: project, env: { ...process.env, ...env, NODE_OPTIONS: "" }, timeout: 1_800_000 });
@@ -159,7 +165,7 @@ function installedChecks({ platform, node, nodeLabel, work, root, tarball, env }
     report?.nativeBinary === "loads" &&
     report?.upstream?.verified === true &&
     report?.withRegister?.active === true;
-  rows.push({
+  push({
     check: "doctor",
     ran: `paperclip-sync doctor --json (installed, ${nodeLabel})`,
     ok: doctorOk,
@@ -177,7 +183,7 @@ function installedChecks({ platform, node, nodeLabel, work, root, tarball, env }
   }
   const compared = (steps ?? []).filter((s) => s["same result"] !== "-");
   const demoOk = demo.status === 0 && compared.length >= 6 && compared.every((s) => s["same result"] === "yes");
-  rows.push({
+  push({
     check: "lanes vs upstream",
     ran: `paperclip-sync demo --files 300 --no-ssh --no-sandbox (installed, ${nodeLabel}): each step natively and by upstream, compared`,
     ok: demoOk,
@@ -192,7 +198,7 @@ function installedChecks({ platform, node, nodeLabel, work, root, tarball, env }
             : tail(demo.stderr)
         }`,
   });
-  return rows.map((r) => ({ ...r, installedBinary }));
+  return { ok: rows.every((r) => r.ok), installedBinary };
 }
 
 /** The vitest files every platform runs (scripts/portable-vitest.txt). */
@@ -373,6 +379,31 @@ function muslLoad(triple, binary, work) {
   };
 }
 
+/**
+ * The core crate's unit tests compiled and linked for a darwin target by its toolchain (the
+ * binary's own): they cannot run here, but a test that does not compile for macOS is caught.
+ */
+function darwinCoreTestsBuild(triple) {
+  const setup = buildSetup(triple);
+  const r = run(
+    "cargo-zigbuild",
+    ["test", "--no-run", "--release", "-p", "paperclip-sync-core", "--lib", "--target", triple],
+    { cwd: repo, env: { ...process.env, ...setup.env }, timeout: 7_200_000 },
+  );
+  const exe = /Executable unittests src\/lib\.rs \(([^)]+)\)/.exec(`${r.stdout}\n${r.stderr}`)?.[1];
+  const header =
+    r.status === 0 && exe ? run("llvm-objdump", ["--macho", "--private-header", path.resolve(repo, exe)]).stdout : "";
+  const fields = header.trim().split("\n").pop()?.trim().split(/\s+/) ?? [];
+  const cputype = triple.startsWith("aarch64") ? "ARM64" : "X86_64";
+  const ok = r.status === 0 && fields[1] === cputype && fields[4] === "EXECUTE";
+  return {
+    check: "core tests build",
+    ran: `cargo test --no-run --release -p paperclip-sync-core --lib --target ${triple} (${setup.describe}); not run: no Mac here`,
+    ok,
+    result: ok ? `compiled and linked: a ${cputype} Mach-O executable` : `cargo exited ${r.status}: ${tail(r.stderr)}`,
+  };
+}
+
 /** Extracts `platform`'s binary from its tarball into `work`; returns its path. */
 function binaryOfTarball(tarball, platform, work) {
   const dir = path.join(work, `binary-${platform}`);
@@ -404,9 +435,13 @@ function main() {
         continue;
       }
       process.stderr.write(`\n==> ${platform}\n`);
+      // The log (not the table) shows how long each check took since the last one.
+      let since = Date.now();
       const add = (row) => {
         rows.push({ target: platform, ...row });
-        process.stderr.write(`${row.ok ? "pass" : "FAIL"}  ${row.check}: ${row.result}\n`);
+        const seconds = ((Date.now() - since) / 1000).toFixed(0);
+        since = Date.now();
+        process.stderr.write(`${row.ok ? "pass" : "FAIL"}  ${row.check} (${seconds} s): ${row.result}\n`);
       };
       const binary = binaryOfTarball(tarball, platform, work);
       for (const c of checkBinary(triple, binary)) {
@@ -414,23 +449,15 @@ function main() {
       }
       if (platform === "linux-x64-gnu") {
         const node = nodeX64(nodeVersion);
-        for (const row of installedChecks({
-          platform,
-          node,
-          nodeLabel: `Node ${nodeVersion} x64`,
-          work,
-          root,
-          tarball,
-        }))
-          add(row);
+        installedChecks({ platform, node, nodeLabel: `Node ${nodeVersion} x64`, work, root, tarball }, add);
       } else if (platform === "linux-arm64-gnu") {
         ensureQemuAarch64();
         const node = nodeArm64(nodeVersion);
         const nodeLabel = `Node ${nodeVersion} linux-arm64 in qemu`;
-        const installed = installedChecks({ platform, node, nodeLabel, work, root, tarball });
-        for (const row of installed) add(row);
-        if (installed.every((r) => r.ok))
-          add(arm64Vitest({ node, nodeLabel, binary: installed[0].installedBinary, work }));
+        const installed = installedChecks({ platform, node, nodeLabel, work, root, tarball }, add);
+        if (installed.ok) add(arm64Vitest({ node, nodeLabel, binary: installed.installedBinary, work }));
+      } else if (platform.startsWith("darwin")) {
+        add(darwinCoreTestsBuild(triple));
       } else if (platform.includes("musl")) {
         add(muslLoad(triple, binary, work));
         add(muslCoreTests(triple));

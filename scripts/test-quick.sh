@@ -20,8 +20,10 @@ slow_cargo=(
   differential_against_gnu_tar mutated_archives_fail_safely names_and_targets_at_every_block_boundary
 )
 
-addon=$(ls native/*.node 2>/dev/null | head -1)
-if [ -z "$addon" ]; then
+# This machine's binary (native/ may also hold other platforms' builds, scripts/build.mjs).
+platform=$(node --input-type=module -e 'import { currentPlatform } from "./lib/platforms.js"; console.log(currentPlatform())')
+addon="native/adapter-utils-native.$platform.node"
+if [ ! -f "$addon" ]; then
   echo "test:quick: no built addon in native/; build first: bash -c 'source scripts/setup.sh'" >&2
   exit 1
 fi
