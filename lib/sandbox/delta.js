@@ -24,6 +24,7 @@ import { abortError } from "../native.js";
 import { createTarballStreamFromDirectory } from "../tar-stream.js";
 import {
   CLOCKED_HEADER,
+  endsTheCall,
   headerOf,
   INLINE_REMOVALS_MAX,
   lightHeader,
@@ -48,6 +49,7 @@ import {
 import { SLICE_BYTES } from "./base64-transfer.js";
 import { OUR_CLIENT } from "./client-features.js";
 import { shellQuote } from "./shell.js";
+import { guarded, workspaceGuardLine } from "./workspace-guard.js";
 
 /** A top-level name upstream's clear spares that the listing can prune as it is: no glob, no slash. */
 const PLAIN_NAME = /^[^/*?[\\]+$/;
@@ -333,7 +335,7 @@ export async function stageSandboxTree({
     if (answer instanceof Error) throw answer;
     listing = answer;
   } catch (error) {
-    if (error?.name === "AbortError") {
+    if (endsTheCall(error)) {
       await walking.catch(() => undefined);
       throw error;
     }
@@ -465,7 +467,9 @@ export function startRestoreDelta(client, localDir, exclude, signal) {
  * walk is settled when this resolves. `git`: the workspace is a git workspace (its manifest
  * is git-delta.js's); `before` and `lead`: what the listing's command does first
  * (`planRestoreDelta`'s); `mark`: the prepare's mark ({@link deltaMark}'s word): the listing's
- * command brings back what changed after it (the plan's `inline`) when that is small.
+ * command brings back what changed after it (the plan's `inline`) when that is small;
+ * `guard`: the workspace the listing checks first (workspace-guard.js): a workspace gone
+ * rejects with its coded refusal, never falls back to the full pull.
  */
 export async function planSandboxRestore({
   started,
@@ -477,6 +481,7 @@ export async function planSandboxRestore({
   before,
   lead,
   mark,
+  guard,
 }) {
   const { features, localWalk } = started;
   const { file, local } = await manifestFile(spec, remoteDir, localDir).catch(async (error) => {
@@ -492,7 +497,8 @@ export async function planSandboxRestore({
     remoteDir,
     baseline,
     localWalk,
-    list: (script, options) => listRemote(features, script, options),
+    list: (script, options) => guarded(guard, () => listRemote(features, script, options)),
+    first: workspaceGuardLine(guard),
     before,
     lead,
     inline: { max: LISTING_PULL_MAX, mark },
