@@ -572,6 +572,9 @@ export function plainExcludes(exclude) {
  * its time) and prints that archive when it is at most `max` bytes; the plan's `inline` is
  * then its bytes (a tar archive of `./`-named members, the pull's excludes applied), else
  * `null`. The caller uses it in place of the pull when it holds every member the plan pulls.
+ * `unsent`: baseline members the prepare never put on the remote (a git workspace's empty
+ * directories: neither the clone nor the overlay holds them), gone unless listed, as the
+ * full pull, which cannot bring them, leaves them.
  */
 export async function planRestoreDelta({
   manifest,
@@ -584,6 +587,7 @@ export async function planRestoreDelta({
   before = [],
   lead = "",
   inline = null,
+  unsent = null,
 }) {
   let notes = [];
   const fallback = async (reason) => {
@@ -729,7 +733,7 @@ export async function planRestoreDelta({
   const goneMemo = new Map();
   const isGone = (member) => {
     if (listing.entries.has(member)) return false;
-    if (since == null) return true;
+    if (since == null || unsent?.has(member)) return true;
     if (goneMemo.has(member)) return goneMemo.get(member);
     const slash = member.lastIndexOf("/");
     const parent = slash < 0 ? "" : member.slice(0, slash);

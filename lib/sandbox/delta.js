@@ -498,6 +498,7 @@ export async function planSandboxRestore({
     baseline,
     localWalk,
     list: (script, options) => guarded(guard, () => listRemote(features, script, options)),
+    unsent: git ? unsentDirectories(baseline) : null,
     first: workspaceGuardLine(guard),
     before,
     lead,
@@ -509,6 +510,27 @@ export async function planSandboxRestore({
   }
   // gzip'd when the sandbox has it and the link is not known fast.
   return { ...plan, gzip: manifest.compressor === "gzip" && !knownFast(features.link()) };
+}
+
+/**
+ * The directories of a git workspace's baseline that its prepare never put in the sandbox:
+ * those with no file or link below them (the depth-1 clone holds only HEAD's files, the
+ * overlay only files and the directories above them).
+ */
+export function unsentDirectories(baseline) {
+  const entries = baseline.entries instanceof Map ? baseline.entries : new Map(Object.entries(baseline.entries ?? {}));
+  const holding = new Set();
+  for (const [member, entry] of entries) {
+    if (entry?.kind === "dir") continue;
+    for (let at = member.lastIndexOf("/"); at > 0; at = member.lastIndexOf("/", at - 1)) {
+      const parent = member.slice(0, at);
+      if (holding.has(parent)) break;
+      holding.add(parent);
+    }
+  }
+  return new Set(
+    [...entries].filter(([member, entry]) => entry?.kind === "dir" && !holding.has(member)).map(([m]) => m),
+  );
 }
 
 /** Commits a git workspace's manifest remembers the sandbox holding (the newest first). */
