@@ -14,7 +14,7 @@ import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
 import * as upstream from "@paperclipai/adapter-utils/command-managed-runtime";
 import { prepareCommandManagedRuntime } from "../lib/command-managed-runtime.js";
 import { RUNNER_GRACE_MS } from "../lib/sandbox/runner-deadline.js";
-import { pinnedGit, repositoryState, treeWithoutGit } from "./helpers/git-state.js";
+import { pinnedGit, repositoryState, treeWithoutGit, writeNestedRepository } from "./helpers/git-state.js";
 import { nativeSyncRunner, spawnRunner } from "./helpers/sandbox-runner.js";
 import { treeState } from "./helpers/tar.js";
 
@@ -57,15 +57,7 @@ function workspace({ gitBacked = false, big = false, nested = false } = {}) {
     writeFileSync(path.join(dir, "a.txt"), "dirty\n");
     writeFileSync(path.join(dir, "untracked.txt"), "new\n");
   }
-  if (nested) {
-    const repo = path.join(dir, ".paperclip-repositories", "proj");
-    mkdirSync(repo, { recursive: true });
-    writeFileSync(path.join(repo, "README.md"), "nested\n");
-    pinnedGit(repo, ["init", "-q"]);
-    pinnedGit(repo, ["add", "-A"]);
-    pinnedGit(repo, ["commit", "-q", "-m", "nested"]);
-    writeFileSync(path.join(repo, "work.txt"), "nested work\n");
-  }
+  if (nested) writeNestedRepository(dir);
   return dir;
 }
 
