@@ -69,13 +69,13 @@ const TRANSPORTS = {
 
 /**
  * What a test compares of the host workspace: every entry (modes, bytes, times), and the
- * repository's state. The index's time is left out: the `git status` of that state may
- * write the index again, with the same bytes.
+ * repository's state. The indexes' times are left out: a `git status` of the tests' may
+ * write an index again, with the same bytes.
  */
 function hostState(dir, gitBacked) {
   const repository = gitBacked ? repositoryState(dir) : null;
   const tree = treeState(dir);
-  if (tree[".git/index"]) tree[".git/index"].mtime = undefined;
+  for (const [member, entry] of Object.entries(tree)) if (/(^|\/)\.git\/index$/.test(member)) entry.mtime = undefined;
   return { repository, tree };
 }
 

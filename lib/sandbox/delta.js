@@ -49,7 +49,7 @@ import {
 import { SLICE_BYTES } from "./base64-transfer.js";
 import { OUR_CLIENT } from "./client-features.js";
 import { shellQuote } from "./shell.js";
-import { guarded, workspaceGuardLine } from "./workspace-guard.js";
+import { guarded, workspaceGuardLine } from "../workspace-guard.js";
 
 /** A top-level name upstream's clear spares that the listing can prune as it is: no glob, no slash. */
 const PLAIN_NAME = /^[^/*?[\\]+$/;
@@ -468,7 +468,7 @@ export function startRestoreDelta(client, localDir, exclude, signal) {
  * is git-delta.js's); `before` and `lead`: what the listing's command does first
  * (`planRestoreDelta`'s); `mark`: the prepare's mark ({@link deltaMark}'s word): the listing's
  * command brings back what changed after it (the plan's `inline`) when that is small;
- * `guard`: the workspace the listing checks first (workspace-guard.js): a workspace gone
+ * `guard`: the workspace the listing checks first (../workspace-guard.js): a workspace gone
  * rejects with its coded refusal, never falls back to the full pull.
  */
 export async function planSandboxRestore({

@@ -128,7 +128,7 @@ async function copyOverlay(sourceDir, targetDir, relativePaths, exclude) {
  * holds sandbox-managed-runtime.js's `createTarballFromDirectory`, `mergeExcludes`,
  * `referencedSourceIgnoreExcludeEntries` and `resolveReferencedSourceIgnore` (that module
  * passes them in, so this one does not import it back). `guard`: the restore's check of the
- * sandbox workspace (workspace-guard.js), given to a project repository's nested prepare by
+ * sandbox workspace (../workspace-guard.js), given to a project repository's nested prepare by
  * the restore that runs it (the workspace's own: a repository the agent removed is the
  * agent's change); by default the workspace this prepare stages.
  */

@@ -37,7 +37,7 @@ import {
   resetIndexToHead,
 } from "./git-history.js";
 import { shellQuote } from "./shell.js";
-import { guarded, workspaceGuardLine } from "./workspace-guard.js";
+import { guarded, workspaceGuardLine } from "../workspace-guard.js";
 import {
   emitStatus,
   HEAVY_EXCLUDES,
@@ -55,7 +55,7 @@ const REFUSALS = new Set([codes.UNSAFE_ARCHIVE_ENTRY, codes.ARCHIVE_LIMIT_EXCEED
  * prepare settled: `{ input, signal, limits, stopIfAborted, repositories, baseline,
  * gitSnapshot, workspaceRemoteDir, runtimeRootDir, workspaceRestoreExclude, nativeSyncOut,
  * nextOperationId, mergeExcludes, guard, prepareNested }` (`guard`: the sandbox workspace
- * the first command of each step checks before it reads anything, workspace-guard.js;
+ * the first command of each step checks before it reads anything, ../workspace-guard.js;
  * `prepareNested(input, guard)` prepares a project repository's own runtime, whose restore
  * runs first).
  */

@@ -1,12 +1,12 @@
-// The restore's check that the sandbox still holds the workspace this prepare staged
-// (docs/sandbox.md, "A workspace that vanished"): a shell line that every restore path puts
-// first in its first command in the sandbox, and the coded refusal its answer becomes.
-// Upstream's pull begins with `mkdir -p` of a directory inside the workspace, which recreates
-// a vanished workspace empty, and its merge then takes the empty tree for an agent that
-// deleted everything: the host workspace is emptied. Ours refuses instead, before anything
-// reaches the host.
-import { codes } from "../native.js";
-import { shellQuote } from "./shell.js";
+// The restore's check that the remote (a sandbox, an SSH host) still holds the workspace
+// the prepare staged (docs/sandbox.md, "A workspace that vanished"): a shell line that every
+// restore path puts first in its first command on the remote, and the coded refusal its
+// answer becomes. Upstream's sandbox pull begins with `mkdir -p` of a directory inside the
+// workspace, which recreates a vanished workspace empty, and its merge then takes the empty
+// tree for an agent that deleted everything: the host workspace is emptied. Ours refuses
+// instead, before anything reaches the host.
+import { codes } from "./native.js";
+import { shellQuote } from "./ssh-common.js";
 
 /** The exit status of a command the guard stopped (an answer no other step of ours gives). */
 const GUARD_EXIT = 86;
@@ -59,9 +59,9 @@ export function goneError(remoteDir, reason, cause) {
       ? "is missing"
       : "holds nothing, not even the .paperclip-runtime directory the prepare left in it, so it is not the tree the prepare staged";
   const error = new Error(
-    `The sandbox workspace ${remoteDir} ${what} (a recycled or re-created sandbox, an expired lease, a cleaned disk): ` +
-      "nothing was restored and the host workspace is unchanged. The run's work is only where the sandbox kept it; " +
-      "prepare again to stage the workspace into a new sandbox.",
+    `The remote workspace ${remoteDir} ${what} (a recycled or re-created sandbox or host, an expired lease, a cleaned disk): ` +
+      "nothing was restored and the host workspace is unchanged. The run's work is only where the remote kept it; " +
+      "prepare again to stage the workspace anew.",
     cause ? { cause } : undefined,
   );
   error.code = codes.REMOTE_WORKSPACE_GONE;
