@@ -24,6 +24,7 @@ import path from "node:path";
 import { resolveInstanceRoot } from "./merge-lock.js";
 import { native, runCancellable } from "./native.js";
 import { shellQuote, transferTarget } from "./ssh-common.js";
+import { guarded, workspaceGuardLine } from "./workspace-guard.js";
 import {
   HEADER,
   headerOf,
@@ -322,7 +323,7 @@ export async function stageTree({
     "set -e",
     ...(seed
       ? [
-          `if [ ! -e ${q} ] && [ -d ${shellQuote(seed)} ]; then mkdir -p ${shellQuote(path.posix.dirname(remoteDir))} && mv ${shellQuote(seed)} ${q} && rm -rf ${shellQuote(`${remoteDir}/${RUNTIME_DIR}`)}; fi`,
+          `if [ ! -e ${q} ] && [ -d ${shellQuote(seed)} ]; then mkdir -p ${shellQuote(path.posix.dirname(remoteDir))} && mv ${shellQuote(seed)} ${q} && rm -rf ${shellQuote(`${remoteDir}/${RUNTIME_DIR}`)} && mkdir ${shellQuote(`${remoteDir}/${RUNTIME_DIR}`)}; fi`,
         ]
       : []),
     `if [ ! -d ${q} ]; then echo 'pcdelta absent'; exit 0; fi`,
@@ -432,9 +433,20 @@ async function recordFull({ target, signal, file, local, remoteDir, members, pru
  * the baseline to merge against). `loaded`: the manifest as
  * {@link deltaCandidate} read it; `localWalk`: the walk of `localDir` that the caller
  * started with {@link walkLocalTree} and the baseline's excludes, `null` when the delta is
- * off (`PAPERCLIP_NATIVE_SSH_DELTA=0`, read once by the caller).
+ * off (`PAPERCLIP_NATIVE_SSH_DELTA=0`, read once by the caller); `guard`: the remote
+ * workspace the listing checks first (workspace-guard.js: a workspace gone rejects with its
+ * coded refusal).
  */
-export async function planRestore({ spec, connection, remoteDir, localDir, baseline, loaded = null, localWalk }) {
+export async function planRestore({
+  spec,
+  connection,
+  remoteDir,
+  localDir,
+  baseline,
+  loaded = null,
+  localWalk,
+  guard,
+}) {
   if (!localWalk) return null;
   const started = performance.now();
   const { local, manifest } = loaded ?? (await loadManifest(spec, remoteDir, localDir));
@@ -445,7 +457,9 @@ export async function planRestore({ spec, connection, remoteDir, localDir, basel
     remoteDir,
     baseline,
     localWalk,
-    list: async (script, options) => parseListing(await exec(target, script, connection.signal), options),
+    list: (script, options) =>
+      guarded(guard, async () => parseListing(await exec(target, script, connection.signal), options)),
+    first: workspaceGuardLine(guard),
   });
   trace("restore: planned", started);
   if (plan.fallback) return countPull(plan.fallback);

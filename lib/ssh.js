@@ -14,6 +14,7 @@ import { prepareWorkspaceOverSsh, restoreWorkspaceOverSsh } from "./ssh-workspac
 import { archiveLimits, checkSignal, invalidArgument, requireString } from "./arguments.js";
 import { isReservedName, reportForeignStaging } from "./staging.js";
 import { packInput } from "./tar-common.js";
+import { guarded, workspaceGuardLine } from "./workspace-guard.js";
 
 /** Upstream's default `timeoutMs` and `maxBuffer` for `runSshCommand`. */
 const DEFAULT_COMMAND_TIMEOUT_MS = 15_000;
@@ -373,17 +374,20 @@ export async function syncDirectoryFromSsh(input) {
 /**
  * One pull of `input.remoteDir` into `input.localDir` (checked as `syncDirectoryFromSsh`
  * checks it), upstream's: the whole tree, or with `delta` (`{ members, trees, names }`,
- * the restore delta's plan) only those entries (tree-delta.js `pullArguments`).
+ * the restore delta's plan) only those entries (tree-delta.js `pullArguments`). `guard`: a
+ * workspace restore's check of the remote workspace (workspace-guard.js), run first; a
+ * workspace gone rejects with its coded refusal.
  */
-async function pullTree(input, { delta }) {
+async function pullTree(input, { delta, guard }) {
   const { signal, target } = transferInput(input, "localDir");
   const excludeArgs = [APPLE_DOUBLE, ...(input.exclude ?? [])].flatMap((entry) => ["--exclude", entry]);
-  const remoteScript = [
+  const pull = [
     `cd ${shellQuote(input.remoteDir)}`,
     delta
       ? `tar ${pullArguments(delta).join(" ")}`
       : `tar ${[...excludeArgs.map(shellQuote), "-cf", "-", "."].join(" ")}`,
   ].join(" && ");
+  const remoteScript = guard ? `${workspaceGuardLine(guard)}\n${pull}` : pull;
   const command = `sh -c ${shellQuote(remoteScript)}`;
   const limits = archiveLimits(input.limits);
   if (signal?.aborted) throw abortError(signal);
@@ -398,18 +402,20 @@ async function pullTree(input, { delta }) {
   });
   let failed = true;
   try {
-    const summary = await runCancellable(signal, (id) =>
-      native.sshDownloadTar(
-        target,
-        command,
-        {
-          dest: staging.tree,
-          preserveMtime: true,
-          limits,
-          knownLinks: input.knownLinks === undefined ? input.localDir : requireString(input.knownLinks, "knownLinks"),
-        },
-        id,
-        progress ? (bytes) => progress.update(bytes) : undefined,
+    const summary = await guarded(guard, () =>
+      runCancellable(signal, (id) =>
+        native.sshDownloadTar(
+          target,
+          command,
+          {
+            dest: staging.tree,
+            preserveMtime: true,
+            limits,
+            knownLinks: input.knownLinks === undefined ? input.localDir : requireString(input.knownLinks, "knownLinks"),
+          },
+          id,
+          progress ? (bytes) => progress.update(bytes) : undefined,
+        ),
       ),
     );
     if (signal?.aborted) throw abortError(signal);

@@ -9,7 +9,7 @@ import { codes } from "./native.js";
 import { shellQuote } from "./ssh-common.js";
 
 /** The exit status of a command the guard stopped (an answer no other step of ours gives). */
-const GUARD_EXIT = 86;
+const GUARD_EXIT = 85;
 
 /**
  * What the guard prints on stderr when it stops a command: `pcguard:<reason>`, written by
