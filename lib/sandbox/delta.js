@@ -46,10 +46,10 @@ import {
   walkLocalTree,
   writeManifest,
 } from "../tree-delta.js";
+import { guarded, workspaceGuardLine } from "../workspace-guard.js";
 import { SLICE_BYTES } from "./base64-transfer.js";
 import { OUR_CLIENT } from "./client-features.js";
 import { shellQuote } from "./shell.js";
-import { guarded, workspaceGuardLine } from "../workspace-guard.js";
 
 /** A top-level name upstream's clear spares that the listing can prune as it is: no glob, no slash. */
 const PLAIN_NAME = /^[^/*?[\\]+$/;

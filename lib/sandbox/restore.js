@@ -10,6 +10,7 @@ import { GIT_ARCHIVE_EXCLUDES } from "../git-workspace-sync.js";
 import { codes, native } from "../native.js";
 import { extractTarballToDirectory } from "../tar-stream.js";
 import { endsTheCall } from "../tree-delta.js";
+import { guarded, workspaceGuardLine } from "../workspace-guard.js";
 import { mergeDirectoryWithBaseline } from "../workspace-restore-merge.js";
 import { asBuffer } from "./base64-transfer.js";
 import { OUR_CLIENT } from "./client-features.js";
@@ -37,7 +38,6 @@ import {
   resetIndexToHead,
 } from "./git-history.js";
 import { shellQuote } from "./shell.js";
-import { guarded, workspaceGuardLine } from "../workspace-guard.js";
 import {
   emitStatus,
   HEAVY_EXCLUDES,
