@@ -23,6 +23,10 @@
 //!   call goes on with a fresh connection instead (once).
 //! * Host keys are verified when a session is opened; a reused session was verified for the
 //!   same key (the `known_hosts` digest is part of it).
+//! * A checkout is one connect phase (connect_phase.rs): the wait for a session opened ahead,
+//!   the probe of a reused session (at most half the connect timeout) and the fresh
+//!   connection that replaces a dead one all end within one connect timeout (and within the
+//!   call's connect budget).
 //! * A session may be opened ahead ([`SessionPool::open_ahead`]: a lifecycle that knows it will
 //!   talk to a server opens the session while it does its local work). The next checkout for
 //!   its key takes it, waiting while it opens (cancellable, bounded by its deadline); its
@@ -35,6 +39,7 @@ use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 
+use super::connect_phase::{connect_timed_out, ConnectPhase};
 use super::connection::timed_out;
 use super::known_hosts::known_hosts_content;
 use super::warm;
@@ -50,6 +55,9 @@ pub const MAX_IDLE_TOTAL: usize = 16;
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Shortest sleep of the reaper thread between two expiry checks.
 const REAPER_MIN_SLEEP: Duration = Duration::from_millis(20);
+/// How long a checkout waits for a session opened ahead past its own connect deadline: the
+/// opener notices that deadline itself within a poll, and its error says where it stood.
+const CLAIM_GRACE: Duration = Duration::from_millis(200);
 
 /// Everything that decides whom a session talks to and as whom.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -259,12 +267,16 @@ impl SessionPool {
         let target = target.clone();
         let ahead = Arc::clone(&opening);
         let started = std::thread::Builder::new().name("paperclip-ssh-open-ahead".into()).spawn(move || {
-            let opened = Connection::open(&target, Arc::new(AtomicBool::new(false)), None).map(|mut conn| {
-                conn.keep_warm = warm::enabled();
-                conn.start_warm();
-                conn.ahead = true;
-                conn
-            });
+            // One connect phase: the login and the first warm channel's start.
+            let phase = ConnectPhase::begin(&target);
+            let opened =
+                Connection::open_in(&target, Arc::new(AtomicBool::new(false)), None, &phase).and_then(|mut conn| {
+                    conn.keep_warm = warm::enabled();
+                    conn.start_warm(&phase)?;
+                    conn.ahead = true;
+                    Ok(conn)
+                });
+            phase.finish(&opened);
             self.deliver(&key, &ahead, opened);
         });
         if started.is_err() {
@@ -302,14 +314,15 @@ impl SessionPool {
         }
     }
 
-    /// Waits for a claimed opening ahead, as a checkout with `cancel` and `deadline` would
-    /// wait for its own connection.
+    /// Waits for a claimed opening ahead, as a checkout with `cancel`, `deadline` and `phase`
+    /// would wait for its own connection.
     fn claim(
         &self,
         target: &SshTarget,
         opening: &Opening,
         cancel: &AtomicBool,
         deadline: Option<Instant>,
+        phase: &ConnectPhase,
     ) -> Result<Connection> {
         let mut slot = opening.slot.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         loop {
@@ -320,6 +333,8 @@ impl SessionPool {
                 Some(Error::aborted())
             } else if deadline.is_some_and(|d| Instant::now() >= d) {
                 Some(timed_out(target))
+            } else if Instant::now() >= phase.clock().deadline() + CLAIM_GRACE {
+                Some(phase.spent(target).unwrap_or_else(|| connect_timed_out(target)))
             } else {
                 None
             };
@@ -335,12 +350,27 @@ impl SessionPool {
     /// Leases a session for `target`: with `reuse`, the newest idle one of its key (re-armed
     /// with `cancel` and `deadline`, its first channel opened; a dead one is replaced by a
     /// fresh connection once) or the one being opened ahead for it, else a fresh connection.
+    /// All of it is one connect phase (see the module documentation).
     pub fn checkout(
         &self,
         target: &SshTarget,
         reuse: bool,
         cancel: Arc<AtomicBool>,
         deadline: Option<Instant>,
+    ) -> Result<Lease<'_>> {
+        let phase = ConnectPhase::begin(target);
+        let leased = self.checkout_in(target, reuse, cancel, deadline, &phase);
+        phase.finish(&leased);
+        leased
+    }
+
+    fn checkout_in(
+        &self,
+        target: &SshTarget,
+        reuse: bool,
+        cancel: Arc<AtomicBool>,
+        deadline: Option<Instant>,
+        phase: &ConnectPhase,
     ) -> Result<Lease<'_>> {
         let key = reuse.then(|| PoolKey::of(target));
         if let Some(key) = &key {
@@ -356,7 +386,7 @@ impl SessionPool {
             };
             drop(expired);
             if let Some(opening) = ahead {
-                let mut conn = self.claim(target, &opening, &cancel, deadline)?;
+                let mut conn = self.claim(target, &opening, &cancel, deadline, phase)?;
                 conn.ahead = false;
                 conn.rearm(target, cancel, deadline);
                 conn.keep_warm = warm::enabled();
@@ -366,7 +396,10 @@ impl SessionPool {
             if let Some(mut conn) = found {
                 conn.rearm(target, Arc::clone(&cancel), deadline);
                 conn.keep_warm = warm::enabled();
-                match conn.open_first_channel() {
+                // A live server answers in a round trip; half the connect timeout at most, so
+                // a fresh connection still has the rest when this one is dead.
+                let probe_by = phase.clock().deadline().min(Instant::now() + phase.clock().limit() / 2);
+                match conn.open_first_channel(probe_by) {
                     Ok(()) => {
                         // Opened ahead and gone idle before its first call came: that call's.
                         let first = std::mem::take(&mut conn.ahead);
@@ -390,7 +423,7 @@ impl SessionPool {
                 }
             }
         }
-        let mut conn = Connection::open(target, cancel, deadline)?;
+        let mut conn = Connection::open_in(target, cancel, deadline, phase)?;
         // A session the pool may keep starts the next command's shell ahead (warm.rs).
         conn.keep_warm = reuse && warm::enabled();
         self.lock().stats.opened += 1;
@@ -584,7 +617,7 @@ impl<K: PartialEq, C> IdleSet<K, C> {
 mod tests {
     use super::*;
     use crate::error::codes;
-    use crate::ssh::DEFAULT_CONNECT_TIMEOUT;
+    use crate::ssh::{ConnectBudget, DEFAULT_CONNECT_TIMEOUT};
 
     fn target() -> SshTarget {
         SshTarget {
@@ -596,6 +629,7 @@ mod tests {
             strict_host_key_checking: true,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             inactivity_timeout: None,
+            connect_budget: None,
         }
     }
 
@@ -775,6 +809,39 @@ mod tests {
         let err = pool.checkout(&t, true, Arc::new(AtomicBool::new(false)), deadline).err().unwrap();
         assert_eq!(err.code, codes::SSH_TIMEOUT);
         assert_eq!(connections.load(Ordering::SeqCst), 2);
+    }
+
+    #[test]
+    fn a_checkout_and_the_session_opened_ahead_for_it_share_one_connect_deadline() {
+        // A server that never speaks: the opening ahead and the checkout that waits for it end
+        // at the call's connect timeout together (the connect covers the banner), not at the
+        // inactivity limit, and not one connect timeout after the other.
+        let (port, connections) = counting_server(true);
+        let pool = leaked_pool();
+        let budget = ConnectBudget::new(Duration::from_millis(500));
+        let t = SshTarget {
+            port,
+            known_hosts: Some(String::new()),
+            connect_timeout: Duration::from_millis(500),
+            inactivity_timeout: Some(Duration::from_secs(30)),
+            connect_budget: Some(budget),
+            ..target()
+        };
+        let started = Instant::now();
+        pool.open_ahead(&t);
+        std::thread::sleep(Duration::from_millis(200));
+        let err = pool.checkout(&t, true, Arc::new(AtomicBool::new(false)), None).err().unwrap();
+        let took = started.elapsed();
+        assert_eq!(err.code, "ETIMEDOUT", "{}", err.message);
+        assert!(err.message.ends_with("Connection timed out during banner exchange"), "{}", err.message);
+        assert!(took >= Duration::from_millis(500) && took < Duration::from_millis(2000), "{took:?}");
+        assert_eq!(connections.load(Ordering::SeqCst), 1, "the checkout waited for the opening ahead");
+        // The budget is spent: the call's next checkout fails at once, connecting nowhere.
+        let again = Instant::now();
+        let next = pool.checkout(&t, true, Arc::new(AtomicBool::new(false)), None).err().unwrap();
+        assert!(again.elapsed() < Duration::from_millis(100));
+        assert_eq!(next.message, err.message);
+        assert_eq!(connections.load(Ordering::SeqCst), 1);
     }
 
     #[test]
