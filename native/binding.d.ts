@@ -420,6 +420,8 @@ export interface SshPoolStats {
   closed: number
   /** Idle sessions closed after the idle timeout. */
   expired: number
+  /** Idle sessions closed because they stopped answering keepalives (docs/ssh.md). */
+  dead: number
   /** Pooled sessions found closed by the server at checkout and replaced by a new one. */
   retried: number
   /** Calls served by a session opened ahead of them (counted in `opened`, not `reused`). */

@@ -372,6 +372,8 @@ pub struct SshPoolStats {
     pub closed: f64,
     /// Idle sessions closed after the idle timeout.
     pub expired: f64,
+    /// Idle sessions closed because they stopped answering keepalives (docs/ssh.md).
+    pub dead: f64,
     /// Pooled sessions found closed by the server at checkout and replaced by a new one.
     pub retried: f64,
     /// Calls served by a session opened ahead of them (counted in `opened`, not `reused`).
@@ -400,6 +402,7 @@ pub fn ssh_pool_stats() -> SshPoolStats {
         dropped: s.dropped as f64,
         closed: s.closed as f64,
         expired: s.expired as f64,
+        dead: s.dead as f64,
         retried: s.retried as f64,
         opened_ahead: s.opened_ahead as f64,
         idle: s.idle as f64,

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use ssh2::{BlockDirections, Channel, CheckResult, ErrorCode, KnownHostFileKind, MethodType, Session};
 
 use super::connect_phase::{handshake_timed_out, ConnectClock, ConnectPhase};
+use super::keepalive::Keepalive;
 use super::key_file::PrivateKeyFile;
 use super::known_hosts::{
     fingerprint, key_type_name, known_hosts_content, known_hosts_lines, known_key_types, revoked,
@@ -35,7 +36,7 @@ const EAGAIN: ErrorCode = ErrorCode::Session(-37);
 /// An authenticated SSH session. Dropping it disconnects.
 pub struct Connection {
     pub(super) session: Session,
-    socket: TcpStream,
+    pub(super) socket: TcpStream,
     pub(super) target: SshTarget,
     cancel: Arc<AtomicBool>,
     deadline: Option<Instant>,
@@ -57,6 +58,8 @@ pub struct Connection {
     /// A round trip of this session went unanswered for a connect timeout (warm.rs launch):
     /// it is not put back into the pool.
     pub(super) silent: bool,
+    /// Keepalives while it waits in the pool (keepalive.rs).
+    pub(super) keepalive: Keepalive,
 }
 
 /// Where a connection stands in its handshake (for the message of a connect timeout).
@@ -118,6 +121,7 @@ impl Connection {
             ahead: false,
             connecting: Some((phase.clock().clone(), Handshake::KeyExchange)),
             silent: false,
+            keepalive: Keepalive::default(),
         };
         conn.prefer_methods()?;
         // `handshake` wants `&mut Session`; a clone shares the same libssh2 session.

@@ -27,6 +27,7 @@
 mod connect_phase;
 mod connection;
 mod exec;
+mod keepalive;
 mod key_file;
 mod known_hosts;
 mod pool;
@@ -41,6 +42,7 @@ use std::time::Duration;
 pub use connect_phase::{ConnectBudget, ConnectPhase};
 pub use connection::Connection;
 pub use exec::{ExecOutcome, Input, Output, Piece, StderrLimit};
+pub use keepalive::{KeepaliveSettings, DEFAULT_KEEPALIVE_COUNT_MAX, DEFAULT_KEEPALIVE_INTERVAL};
 pub use pool::{
     Lease, PoolKey, PoolLimits, PoolStats, SessionPool, Sessions, IDLE_TIMEOUT, MAX_IDLE_PER_KEY, MAX_IDLE_TOTAL,
 };

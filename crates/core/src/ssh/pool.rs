@@ -27,6 +27,8 @@
 //!   the probe of a reused session (at most half the connect timeout) and the fresh
 //!   connection that replaces a dead one all end within one connect timeout (and within the
 //!   call's connect budget).
+//! * Idle sessions get keepalives (keepalive.rs, from the reaper thread): one that stops
+//!   answering is closed and dropped ([`PoolStats::dead`]).
 //! * A session may be opened ahead ([`SessionPool::open_ahead`]: a lifecycle that knows it will
 //!   talk to a server opens the session while it does its local work). The next checkout for
 //!   its key takes it, waiting while it opens (cancellable, bounded by its deadline); its
@@ -41,6 +43,7 @@ use sha2::{Digest, Sha256};
 
 use super::connect_phase::{connect_timed_out, ConnectPhase};
 use super::connection::timed_out;
+use super::keepalive::KeepaliveSettings;
 use super::known_hosts::known_hosts_content;
 use super::warm;
 use super::{Connection, SshTarget, POLL_INTERVAL};
@@ -139,6 +142,8 @@ pub struct PoolStats {
     pub closed: u64,
     /// Idle sessions closed after [`PoolLimits::idle_timeout`].
     pub expired: u64,
+    /// Idle sessions closed because they stopped answering keepalives (keepalive.rs).
+    pub dead: u64,
     /// Reused sessions found dead at checkout and replaced by a fresh connection.
     pub retried: u64,
     /// Checkouts served by a session opened ahead ([`SessionPool::open_ahead`]) on its first
@@ -193,6 +198,8 @@ pub struct SessionPool {
 
 struct Shared {
     state: Mutex<State>,
+    /// Wakes the reaper when a session goes idle (its keepalives start).
+    wake: Condvar,
 }
 
 struct State {
@@ -202,6 +209,8 @@ struct State {
     stats: PoolStats,
     /// True while a reaper thread runs for this pool.
     reaper: bool,
+    /// Counts the sessions that went idle (the reaper waits only when none did meanwhile).
+    generation: u64,
 }
 
 impl SessionPool {
@@ -214,7 +223,9 @@ impl SessionPool {
                     opening: Vec::new(),
                     stats: PoolStats::default(),
                     reaper: false,
+                    generation: 0,
                 }),
+                wake: Condvar::new(),
             }),
         }
     }
@@ -440,11 +451,15 @@ impl SessionPool {
         self.put_idle(key, conn);
     }
 
-    /// Keeps `conn` idle under `key` (closing what that pushes out) and starts the reaper.
-    fn put_idle(&self, key: PoolKey, conn: Connection) {
+    /// Keeps `conn` idle under `key` (closing what that pushes out) and starts the reaper (or
+    /// wakes it: the session's keepalives start).
+    fn put_idle(&self, key: PoolKey, mut conn: Connection) {
+        let now = Instant::now();
+        conn.keepalive_start(now, KeepaliveSettings::from_env());
         let (closed, start_reaper) = {
             let mut state = self.lock();
-            let closed = state.idle.put(key, conn, Instant::now());
+            let closed = state.idle.put(key, conn, now);
+            state.generation += 1;
             state.stats.closed += closed.len() as u64;
             let start = !state.reaper && state.idle.len() > 0;
             if start {
@@ -452,6 +467,7 @@ impl SessionPool {
             }
             (closed, start)
         };
+        self.shared.wake.notify_all();
         drop(closed);
         if start_reaper {
             let weak = Arc::downgrade(&self.shared);
@@ -464,27 +480,38 @@ impl SessionPool {
     }
 }
 
-/// The reaper: closes idle sessions as they expire; ends when the pool holds none (or the
-/// pool itself is gone).
+/// The reaper: closes idle sessions as they expire and those that stop answering their
+/// keepalives; ends when the pool holds none (or the pool itself is gone).
 fn reap(pool: Weak<Shared>) {
     loop {
         let Some(shared) = pool.upgrade() else { return };
-        let (expired, next) = {
+        let settings = KeepaliveSettings::from_env();
+        let (closing, next, generation) = {
             let mut state = shared.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
             let now = Instant::now();
             let expired = state.idle.expire(now);
             state.stats.expired += expired.len() as u64;
-            let next = state.idle.next_expiry();
+            // Non-blocking: a look at each socket and at most one small packet each.
+            let dead = state.idle.retain(|conn| conn.keepalive_tick(now, settings));
+            state.stats.dead += dead.len() as u64;
+            let keepalive = state.idle.items().filter_map(Connection::keepalive_due).min();
+            let next = match (state.idle.next_expiry(), keepalive) {
+                (Some(expiry), Some(keepalive)) => Some(expiry.min(keepalive)),
+                (next, _) => next,
+            };
             if next.is_none() {
                 state.reaper = false;
             }
-            (expired, next.map(|at| at.saturating_duration_since(now)))
+            ((expired, dead), next, state.generation)
         };
-        drop(shared);
-        drop(expired);
-        match next {
-            None => return,
-            Some(wait) => std::thread::sleep(wait.max(REAPER_MIN_SLEEP)),
+        // Closed outside the lock (a goodbye each, without waiting).
+        drop(closing);
+        let Some(at) = next else { return };
+        let wait = at.saturating_duration_since(Instant::now()).max(REAPER_MIN_SLEEP);
+        let state = shared.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        // Woken early when a session goes idle (its keepalives start), or went idle meanwhile.
+        if state.generation == generation {
+            drop(shared.wake.wait_timeout(state, wait).unwrap_or_else(|poisoned| poisoned.into_inner()));
         }
     }
 }
@@ -590,17 +617,33 @@ impl<K: PartialEq, C> IdleSet<K, C> {
 
     /// Removes and returns the entries idle for the timeout or longer.
     fn expire(&mut self, now: Instant) -> Vec<C> {
+        let timeout = self.limits.idle_timeout;
+        self.split(|_, since| now.saturating_duration_since(since) < timeout)
+    }
+
+    /// Removes and returns the entries `keep` refuses.
+    fn retain(&mut self, mut keep: impl FnMut(&mut C) -> bool) -> Vec<C> {
+        self.split(|c, _| keep(c))
+    }
+
+    /// Removes and returns the entries `keep` (given each with the time it went idle) refuses.
+    fn split(&mut self, mut keep: impl FnMut(&mut C, Instant) -> bool) -> Vec<C> {
         let mut out = Vec::new();
         let mut kept = VecDeque::with_capacity(self.entries.len());
-        for (k, c, since) in self.entries.drain(..) {
-            if now.saturating_duration_since(since) >= self.limits.idle_timeout {
-                out.push(c);
-            } else {
+        for (k, mut c, since) in self.entries.drain(..) {
+            if keep(&mut c, since) {
                 kept.push_back((k, c, since));
+            } else {
+                out.push(c);
             }
         }
         self.entries = kept;
         out
+    }
+
+    /// The entries, oldest first.
+    fn items(&self) -> impl Iterator<Item = &C> {
+        self.entries.iter().map(|(_, c, _)| c)
     }
 
     /// When the next entry expires.
@@ -842,6 +885,18 @@ mod tests {
         assert!(again.elapsed() < Duration::from_millis(100));
         assert_eq!(next.message, err.message);
         assert_eq!(connections.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn idle_entries_are_dropped_when_refused() {
+        let now = Instant::now();
+        let mut set = IdleSet::new(limits(4, 16, 10_000));
+        for i in 1..=4 {
+            set.put("a", i, now);
+        }
+        assert_eq!(set.retain(|i| *i % 2 == 0), vec![1, 3]);
+        assert_eq!(set.items().copied().collect::<Vec<_>>(), vec![2, 4]);
+        assert_eq!(set.next_expiry(), Some(now + Duration::from_millis(10_000)));
     }
 
     #[test]
