@@ -31,7 +31,7 @@ export function sshSessionReuse() {
 export const CONNECT_BUDGET = Symbol("paperclip-native.sshConnectBudget");
 
 /**
- * Runs `fn(options)` with a connect budget on `options` (docs/ssh.md, "Deadlines"): every
+ * Runs `fn(options)` with a connect budget on `options` (docs/ssh.md, "Connect deadline"): every
  * connection the call opens, at any step, shares it, so the call loses at most its connect
  * timeout to connections that fail, however many it opens. A call made by another (options
  * that carry a budget already) shares its caller's. Options that are not an object are
