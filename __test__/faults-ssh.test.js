@@ -137,6 +137,19 @@ function workTree(dir) {
 const quiet = () => undefined;
 const options = { connectTimeoutMs: CONNECT_TIMEOUT_MS };
 
+/** A prepare of case `c`, and what the remote must hold after it. */
+const prepareCall = (c) =>
+  prepareWorkspaceForSshExecution({
+    spec: c.spec,
+    localDir: c.local,
+    remoteDir: c.remote,
+    onProgress: quiet,
+    ...options,
+  });
+function prepareCheck(c) {
+  expect(workTree(c.remote)).toEqual(workTree(c.local));
+}
+
 /**
  * The calls under test, each `{ name, setup, call, next }`: `setup(base)` makes its places
  * (and, where the case says so, a prepare or a pull before) and returns its context; `call`
@@ -176,17 +189,8 @@ const CALLS = {
       gitWorkspace(local);
       return { spec: specFor(base, n), local, remote };
     },
-    call: (c) =>
-      prepareWorkspaceForSshExecution({
-        spec: c.spec,
-        localDir: c.local,
-        remoteDir: c.remote,
-        onProgress: quiet,
-        ...options,
-      }),
-    check(c) {
-      expect(workTree(c.remote)).toEqual(workTree(c.local));
-    },
+    call: prepareCall,
+    check: prepareCheck,
   },
   "prepare (after a prepare)": {
     async setup(base) {
@@ -198,17 +202,8 @@ const CALLS = {
       writeFileSync(path.join(local, "new-since.txt"), "new since the last prepare\n");
       return { spec, local, remote };
     },
-    call: (c) =>
-      prepareWorkspaceForSshExecution({
-        spec: c.spec,
-        localDir: c.local,
-        remoteDir: c.remote,
-        onProgress: quiet,
-        ...options,
-      }),
-    check(c) {
-      expect(workTree(c.remote)).toEqual(workTree(c.local));
-    },
+    call: prepareCall,
+    check: prepareCheck,
   },
   syncDirectoryFromSsh: {
     async setup(base) {

@@ -565,17 +565,7 @@ mod tests {
             let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
             l.local_addr().unwrap().port()
         };
-        let target = SshTarget {
-            host: "127.0.0.1".into(),
-            port,
-            username: "u".into(),
-            private_key: None,
-            known_hosts: Some(String::new()),
-            strict_host_key_checking: true,
-            connect_timeout: Duration::from_secs(2),
-            inactivity_timeout: None,
-            connect_budget: None,
-        };
+        let target = SshTarget { inactivity_timeout: None, ..silent_target(port, 2000) };
         let err = Connection::open(&target, Arc::new(AtomicBool::new(false)), None).err().unwrap();
         assert_eq!(err.code, "ECONNREFUSED");
         assert!(err.message.contains(&format!("port {port}")), "{}", err.message);
