@@ -16,6 +16,7 @@ import { INTEGRATION_LABELS, integrateImportedHead as integrateInto } from "./gi
 import { runLocalGit } from "./local-git.js";
 import { abortError, native } from "./native.js";
 import {
+  CONNECT_BUDGET,
   openSshSessionAhead,
   runTransfer,
   shellQuote,
@@ -62,12 +63,14 @@ function lifecycleInput(input) {
   if (typeof remoteDir !== "string" || remoteDir === "")
     throw invalidArgument("remoteDir (or spec.remoteCwd) must be a non-empty string");
   const signal = checkSignal(input.signal);
-  // The connection options (cancellation and timeouts) every step of the lifecycle passes
-  // on; `input.limits` is something else: the archive bounds of a restore.
+  // The connection options (cancellation, timeouts and the call's connect budget) every step
+  // of the lifecycle passes on; `input.limits` is something else: the archive bounds of a
+  // restore.
   const connection = {
     signal,
     connectTimeoutMs: input.connectTimeoutMs,
     inactivityTimeoutMs: input.inactivityTimeoutMs,
+    [CONNECT_BUDGET]: input[CONNECT_BUDGET],
   };
   // Validated once here, so a bad config fails before any local git work.
   sshTarget(input.spec, connection);

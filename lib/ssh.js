@@ -8,7 +8,15 @@
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import { abortError, codes, constants, native, runCancellable, toJsError } from "./native.js";
-import { shellQuote, sshTarget, transferProgress, transferTarget, uploadProgress } from "./ssh-common.js";
+import {
+  CONNECT_BUDGET,
+  shellQuote,
+  sshTarget,
+  transferProgress,
+  transferTarget,
+  uploadProgress,
+  withConnectBudget,
+} from "./ssh-common.js";
 import { parseMembers, pullArguments } from "./tree-delta.js";
 import { prepareWorkspaceOverSsh, restoreWorkspaceOverSsh } from "./ssh-workspace.js";
 import { archiveLimits, checkSignal, invalidArgument, requireString } from "./arguments.js";
@@ -59,6 +67,10 @@ function commandFailure(error, { stdout = "", stderr, code, signal = null, kille
  * on exit status 0; rejects like upstream otherwise.
  */
 export async function runSshCommand(config, remoteCommand, options = {}) {
+  return await withConnectBudget(options, (withBudget) => runCommand(config, remoteCommand, withBudget));
+}
+
+async function runCommand(config, remoteCommand, options) {
   if (typeof remoteCommand !== "string") throw invalidArgument("remoteCommand must be a string");
   const envEntries = Object.entries(options.env ?? {}).filter((entry) => typeof entry[1] === "string");
   for (const [key] of envEntries) {
@@ -189,7 +201,9 @@ function transferInput(input, dirKey) {
  */
 export async function syncDirectoryToSsh(input) {
   const remoteDir = shellQuote(input?.remoteDir ?? "");
-  await uploadTree(input, { command: `sh -c ${shellQuote(`mkdir -p ${remoteDir} && tar -xf - -C ${remoteDir}`)}` });
+  await withConnectBudget(input, (withBudget) =>
+    uploadTree(withBudget, { command: `sh -c ${shellQuote(`mkdir -p ${remoteDir} && tar -xf - -C ${remoteDir}`)}` }),
+  );
 }
 
 /**
@@ -235,13 +249,18 @@ async function uploadTree(input, { command, only, record = false, collectStdout,
   return { stdout: result.stdout ?? null, members: result.members ? parseMembers(result.members) : [] };
 }
 
-/** Upstream's remote size estimate for a restore: `du -sk` in bytes, `null` when unknown. */
-async function probeRemoteDirSize(spec, remoteDir, signal) {
+/**
+ * Upstream's remote size estimate for a restore: `du -sk` in bytes, `null` when unknown. On
+ * the pull's connection options (`input`: its connect timeout and budget).
+ */
+async function probeRemoteDirSize(input, signal) {
   try {
-    const result = await runSshCommand(spec, `du -sk ${shellQuote(remoteDir)} 2>/dev/null | cut -f1`, {
+    const result = await runSshCommand(input.spec, `du -sk ${shellQuote(input.remoteDir)} 2>/dev/null | cut -f1`, {
       timeoutMs: PROBE_TIMEOUT_MS,
       maxBuffer: PROBE_MAX_BUFFER,
       signal,
+      connectTimeoutMs: input.connectTimeoutMs,
+      [CONNECT_BUDGET]: input[CONNECT_BUDGET],
     });
     const kilobytes = Number.parseInt(result.stdout.trim(), 10);
     return Number.isFinite(kilobytes) && kilobytes > 0 ? kilobytes * 1024 : null;
@@ -368,7 +387,7 @@ async function completeInterruptedPulls(localDir) {
  * one session; only a complete, successful transfer replaces the contents of `localDir`.
  */
 export async function syncDirectoryFromSsh(input) {
-  await pullTree(input, {});
+  await withConnectBudget(input, (withBudget) => pullTree(withBudget, {}));
 }
 
 /**
@@ -398,7 +417,7 @@ async function pullTree(input, { delta, guard }) {
     phase: "Restoring",
     direction: "from",
     label: input.progressLabel,
-    total: input.onProgress ? probeRemoteDirSize(input.spec, input.remoteDir, signal) : null,
+    total: input.onProgress ? probeRemoteDirSize(input, signal) : null,
   });
   let failed = true;
   try {
@@ -440,7 +459,7 @@ const TRANSFERS = { runSshCommand, syncDirectoryToSsh, syncDirectoryFromSsh, upl
  * ssh-workspace.js).
  */
 export function prepareWorkspaceForSshExecution(input) {
-  return prepareWorkspaceOverSsh(input, TRANSFERS);
+  return withConnectBudget(input, (withBudget) => prepareWorkspaceOverSsh(withBudget, TRANSFERS));
 }
 
 /**
@@ -448,5 +467,5 @@ export function prepareWorkspaceForSshExecution(input) {
  * ssh.d.ts and ssh-workspace.js).
  */
 export function restoreWorkspaceFromSshExecution(input) {
-  return restoreWorkspaceOverSsh(input, TRANSFERS);
+  return withConnectBudget(input, (withBudget) => restoreWorkspaceOverSsh(withBudget, TRANSFERS));
 }

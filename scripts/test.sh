@@ -8,7 +8,9 @@
 # real sshd on 127.0.0.1 and log in to it as the current user. sshd and upstream's fixture
 # refuse root logins, so as root they run as an unprivileged user ($SSH_TEST_USER, created
 # when missing) from a copy of the repository that user owns; their results are folded into
-# the closing line. A suite that skips instead of transferring counts as failed.
+# the closing line. A suite that skips instead of transferring counts as failed. The SSH fault
+# suite (__test__/faults-ssh.test.js) needs root for its network namespace: it runs in the
+# root vitest pass (step 5), starts sshd as root and logs in as $SSH_TEST_USER.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
@@ -46,6 +48,11 @@ if [ "$(id -u)" = 0 ]; then
   if ! id "$ssh_user" >/dev/null 2>&1; then
     step "useradd $ssh_user (the SSH suites' unprivileged user)"
     useradd --create-home --shell /bin/sh "$ssh_user"
+  fi
+  # sshd running as root (the SSH fault suite's, in a network namespace) refuses a locked
+  # account ('!' in its password field, as useradd leaves it): no password, not locked.
+  if [ "$(getent shadow "$ssh_user" | cut -d: -f2 | cut -c1)" = '!' ]; then
+    usermod -p '*' "$ssh_user"
   fi
 fi
 
