@@ -168,10 +168,10 @@ let sqliteModule;
 
 /**
  * node:sqlite, loaded on first use (only once a newer-protocol process has used this instance
- * root), or null where this Node has none (`--no-experimental-sqlite`). Node 24 before 24.22
- * marks it experimental and prints an ExperimentalWarning when it loads; that one warning is
- * not this process's owner's to see (a 2026.916.1 host never printed it), so it is dropped
- * while the module loads; every other warning passes.
+ * root), or null where this Node has none (`--no-experimental-sqlite`). Node 24.11 prints an
+ * ExperimentalWarning when it loads (24.22 and 26 do not); that one warning is not this
+ * process's owner's to see (a 2026.916.1 host never printed it), so it is dropped while the
+ * module loads; every other warning passes.
  */
 function loadSqlite() {
   if (sqliteModule !== undefined) return sqliteModule;
