@@ -26,6 +26,7 @@ import {
 } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { DatabaseSync } from "node:sqlite";
 import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { withDirectoryMergeLockWaiting } from "../lib/merge-lock.js";
@@ -101,6 +102,26 @@ async function spawnHolder(impl, { until = "held", waitMs = 20_000 } = {}) {
   };
 }
 
+/**
+ * Whether someone holds the lock database (a probe connection of this process: SQLite keeps
+ * the locks of its connections to one file apart, in one process too).
+ */
+function databaseIsLocked() {
+  if (!existsSync(database())) return false;
+  const probe = new DatabaseSync(database());
+  try {
+    probe.exec("PRAGMA busy_timeout = 0;");
+    probe.exec("BEGIN IMMEDIATE;");
+    probe.exec("ROLLBACK;");
+    return false;
+  } catch (error) {
+    if ((error.errcode & 0xff) === 5) return true;
+    throw error;
+  } finally {
+    probe.close();
+  }
+}
+
 /** Creates the lock database as a newer-protocol process does on first use (one quick run of the stand-in). */
 async function newerProcessWasHere() {
   await newer(async () => undefined);
@@ -161,10 +182,11 @@ describe("the merge lock beside the newer SQLite protocol", () => {
     });
     await sleep(200);
     expect(entered).toBe(0);
+    // The holder cannot release before it is asked to.
+    const askedAt = Date.now();
     await holder.release();
-    const releasedAt = Date.now();
     await waiting;
-    expect(entered).toBeGreaterThanOrEqual(releasedAt - 100);
+    expect(entered).toBeGreaterThanOrEqual(askedAt);
   });
 
   it("ours holding the directory alone (no database yet) blocks a newer process: it waits for our directory", async () => {
@@ -174,9 +196,9 @@ describe("the merge lock beside the newer SQLite protocol", () => {
     const waiting = newer(async () => {
       entered = true;
     });
-    await sleep(400);
-    // The newer process created the database and holds it, waiting for our directory.
-    expect(existsSync(database())).toBe(true);
+    // The newer process creates the database and takes it, then waits for our directory.
+    await vi.waitFor(() => expect(databaseIsLocked()).toBe(true), { timeout: 15_000, interval: 50 });
+    await sleep(200);
     expect(entered).toBe(false);
     await holder.release();
     await waiting;
@@ -191,7 +213,8 @@ describe("the merge lock beside the newer SQLite protocol", () => {
       order.push("ours");
       await sleep(100);
     });
-    await sleep(300);
+    // Ours holds the database (waiting for the directory) before the newer process starts.
+    await vi.waitFor(() => expect(databaseIsLocked()).toBe(true), { timeout: 15_000, interval: 50 });
     const newerTurn = spawnHolder("newer").then(async (holder) => {
       order.push("newer");
       await holder.release();
@@ -220,10 +243,10 @@ describe("the merge lock beside the newer SQLite protocol", () => {
     await sleep(400);
     expect(holder.isHolding()).toBe(true);
     expect(entered).toBe(0);
+    const askedAt = Date.now();
     await holder.release();
-    const releasedAt = Date.now();
     await waiting;
-    expect(entered).toBeGreaterThanOrEqual(releasedAt - 100);
+    expect(entered).toBeGreaterThanOrEqual(askedAt);
   });
 
   it("a database that appears after ours took the directory: the newer process waits for it, ours backs off; no deadlock", async () => {
