@@ -7,8 +7,8 @@
 // markers name what newer upstreams do that this package does not implement, so a refusal
 // can say why. Shared by the admission (lib/activation/admission.js) and the command that
 // records a verified upstream (scripts/verify-upstream.mjs).
-// Built-ins through process.getBuiltinModule, as in coverage.js (on the register path).
-const { createHash } = process.getBuiltinModule("node:crypto");
+// Built-ins through process.getBuiltinModule, as in coverage.js (on the register path; node:crypto
+// only when a fingerprint is taken, which only the workspace opt-in and verify-upstream do).
 const { existsSync, readFileSync } = process.getBuiltinModule("node:fs");
 const path = process.getBuiltinModule("node:path");
 
@@ -34,7 +34,7 @@ export const REFUSAL_MARKERS = Object.freeze([
  */
 export function sourceFingerprint(text) {
   const normalised = text.replace(/\r\n/g, "\n").replace(/\n?\/\/# sourceMappingURL=[^\n]*\s*$/, "");
-  return createHash("sha256").update(normalised).digest("hex");
+  return process.getBuiltinModule("node:crypto").createHash("sha256").update(normalised).digest("hex");
 }
 
 /** The markers (entries of `REFUSAL_MARKERS`) found in `text`. */
