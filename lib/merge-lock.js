@@ -179,7 +179,8 @@ function loadSqlite() {
   process.emitWarning = function filtered(warning, ...rest) {
     const type = typeof rest[0] === "string" ? rest[0] : rest[0]?.type;
     const message = typeof warning === "string" ? warning : warning?.message;
-    if (type === "ExperimentalWarning" && String(message).startsWith("SQLite is an experimental feature")) return undefined;
+    if (type === "ExperimentalWarning" && String(message).startsWith("SQLite is an experimental feature"))
+      return undefined;
     return emitWarning.call(this, warning, ...rest);
   };
   try {
