@@ -30,11 +30,11 @@ import { DatabaseSync } from "node:sqlite";
 import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { withDirectoryMergeLockWaiting } from "../lib/merge-lock.js";
+import { spawnLockHolder } from "./helpers/lock-holders.js";
 import { withNewerDirectoryMergeLock } from "./helpers/newer-merge-lock.mjs";
 import { createRandom, runSeed } from "./helpers/random.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const holderScript = path.join(here, "helpers", "lock-holder.mjs");
 const cyclesScript = path.join(here, "helpers", "lock-cycles.mjs");
 const work = mkdtempSync(path.join(os.tmpdir(), "pc-native-lock-protocols-"));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
@@ -64,43 +64,8 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const ours = (fn, waitMs = 10_000) => withDirectoryMergeLockWaiting(target, fn, env, waitMs);
 const newer = (fn, waitMs = 10_000, probes) => withNewerDirectoryMergeLock(target, fn, env, waitMs, probes);
 
-/** Spawns a process holding the lock through `impl`; resolves once it printed `until` ("held" or "database"). */
-async function spawnHolder(impl, { until = "held", waitMs = 20_000 } = {}) {
-  const child = spawn(process.execPath, [holderScript, impl, target], {
-    env: { ...process.env, ...env, HOLDER_WAIT_MS: String(waitMs) },
-    stdio: ["pipe", "pipe", "pipe"],
-  });
-  children.push(child);
-  let output = "";
-  let stderr = "";
-  child.stderr.on("data", (d) => {
-    stderr += d;
-  });
-  const exited = new Promise((resolve) => child.on("exit", resolve));
-  const reached = (word) =>
-    new Promise((resolve, reject) => {
-      const check = () => output.includes(word) && resolve();
-      child.stdout.on("data", (d) => {
-        output += d;
-        check();
-      });
-      check();
-      child.on("exit", () => reject(new Error(`holder ${impl} exited before "${word}": ${stderr}`)));
-    });
-  await reached(until);
-  return {
-    child,
-    exited,
-    stderr: () => stderr,
-    held: () => reached("held"),
-    isHolding: () => output.includes("held") && !output.includes("released"),
-    release: async () => {
-      child.stdin.write("release\n");
-      await exited;
-      return output;
-    },
-  };
-}
+/** A holder of the target's lock through `impl` in another process (helpers/lock-holders.js). */
+const spawnHolder = (impl, options = {}) => spawnLockHolder(impl, target, env, { ...options, children });
 
 /**
  * Whether someone holds the lock database (a probe connection of this process: SQLite keeps

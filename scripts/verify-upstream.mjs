@@ -345,7 +345,7 @@ function upstreamSuites(pkgDir) {
 }
 
 /** Folds a runner's JSON summary into per-row results: regressions by suite, and skipped lines. */
-function suiteResults(summary, moduleNames, label) {
+function suiteResults(summary, moduleNames) {
   const results = {};
   const row = (module) => (results[module] ??= { ok: true, problems: [] });
   for (const line of [...summary.regressions, ...(summary.skipped ?? []), ...(summary.inactive ?? [])]) {
@@ -360,34 +360,43 @@ function suiteResults(summary, moduleNames, label) {
     result.summary = `FAILED (${result.problems.length})`;
     result.details = result.problems;
   }
-  return { results, passed: summary.checks?.passed ?? 0, failed: summary.checks?.failed ?? 0, label };
+  return { results, passed: summary.checks?.passed ?? 0, failed: summary.checks?.failed ?? 0 };
+}
+
+/**
+ * Runs one of the suite runners (`scripts/<script>` with `argv`), leaving out as root what
+ * needs an unprivileged user (and saying so in `notes`); resolves to its JSON summary.
+ */
+async function runSuites({ script, argv, label, selection, candidate, notes }) {
+  const json = path.join(candidate.scratch, `${label}.json`);
+  const args = [...argv, "--json", json];
+  if (selection) args.push("--suites", selection.join(","));
+  if (asRoot) {
+    args.push("--exclude-suites", ROOTLESS_SUITES.join(","));
+    if (!selection || selection.some((s) => ROOTLESS_SUITES.includes(s)))
+      notes.push(
+        `left out of the ${label} run as root (needs sshd and an unprivileged user): upstream's ${ROOTLESS_SUITES.join(", ")}`,
+      );
+  }
+  await run(process.execPath, [path.join(repo, "scripts", script), ...args], { label });
+  if (!existsSync(json)) throw new Error(`${script} produced no report`);
+  return JSON.parse(readFileSync(json, "utf8"));
 }
 
 /** The swapped part: upstream's suites with our exports swapped in. */
 async function swappedPart(candidate, args, modules, notes) {
   const moduleNames = new Set(modules.map((m) => m.module));
   const selection = suiteSelection(args, modules, upstreamSuites(candidate.pkgDir));
-  const json = path.join(candidate.scratch, "swapped.json");
-  const argv = [
-    path.join(repo, "scripts/upstream-swap.mjs"),
-    "--upstream",
-    candidate.pkgDir,
-    "--swap-dir",
-    path.join(candidate.scratch, "swap"),
-    "--json",
-    json,
-  ];
-  if (selection) argv.push("--suites", selection.join(","));
-  if (asRoot) {
-    argv.push("--exclude-suites", ROOTLESS_SUITES.join(","));
-    if (!selection || selection.some((s) => ROOTLESS_SUITES.includes(s)))
-      notes.push(`left out as root (needs sshd and an unprivileged user): upstream's ${ROOTLESS_SUITES.join(", ")}`);
-  }
   if (selection && selection.length === 0) return { results: {}, passed: 0, failed: 0, suites: [] };
-  await run(process.execPath, argv, { label: "swapped" });
-  if (!existsSync(json)) throw new Error("the upstream-swap runner produced no report");
-  const summary = JSON.parse(readFileSync(json, "utf8"));
-  return { ...suiteResults(summary, moduleNames, "swapped"), suites: summary.suites };
+  const summary = await runSuites({
+    script: "upstream-swap.mjs",
+    argv: ["--upstream", candidate.pkgDir, "--swap-dir", path.join(candidate.scratch, "swap")],
+    label: "swapped",
+    selection,
+    candidate,
+    notes,
+  });
+  return { ...suiteResults(summary, moduleNames), suites: summary.suites };
 }
 
 /**
@@ -413,33 +422,25 @@ async function activationPart(candidate, args, modules, entry, notes) {
   const available = upstreamSuites(candidate.pkgDir);
   const selection = suiteSelection(args, modules, available);
   if (selection && selection.length === 0) return { results: {}, passed: 0, failed: 0, suites: [] };
-  const json = path.join(candidate.scratch, "activation.json");
-  const argv = [
-    path.join(repo, "scripts/activation-suites.mjs"),
-    "--package",
-    UPSTREAM_PACKAGE,
-    "--package-dir",
-    candidate.pkgDir,
-    "--native",
-    candidatePackage(candidate, entry),
-    "--modes",
-    args.quick ? "hook" : ACTIVATION_MODES,
-    "--json",
-    json,
-  ];
-  if (selection) argv.push("--suites", selection.join(","));
-  if (asRoot) {
-    argv.push("--exclude-suites", ROOTLESS_SUITES.join(","));
-    if (!selection || selection.some((s) => ROOTLESS_SUITES.includes(s)))
-      notes.push(
-        `left out of the activation runs as root (needs sshd and an unprivileged user): ${ROOTLESS_SUITES.join(", ")}`,
-      );
-  }
-  await run(process.execPath, argv, { label: "activation" });
-  if (!existsSync(json)) throw new Error("the activation suite runner produced no report");
-  const summary = JSON.parse(readFileSync(json, "utf8"));
+  const summary = await runSuites({
+    script: "activation-suites.mjs",
+    argv: [
+      "--package",
+      UPSTREAM_PACKAGE,
+      "--package-dir",
+      candidate.pkgDir,
+      "--native",
+      candidatePackage(candidate, entry),
+      "--modes",
+      args.quick ? "hook" : ACTIVATION_MODES,
+    ],
+    label: "activation",
+    selection,
+    candidate,
+    notes,
+  });
   const ran = (selection ?? [...available]).filter((suite) => !(asRoot && ROOTLESS_SUITES.includes(suite)));
-  return { ...suiteResults(summary, moduleNames, "activation"), suites: ran };
+  return { ...suiteResults(summary, moduleNames), suites: ran };
 }
 
 /** The candidate's entry for lib/activation/verified-upstream.json. */
