@@ -72,9 +72,12 @@ beforeAll(() => {
   };
 });
 
-afterAll(() => {
+afterAll(async () => {
+  // Both runs end (and remove their scratch projects under .verify-upstream/), even when a
+  // filtered run awaited only one.
+  if (runs) await Promise.allSettled(Object.values(runs));
   if (work) rmSync(work, { recursive: true, force: true });
-});
+}, 300_000);
 
 const row = (result, module) => result.rows.find((r) => r.module === module);
 
