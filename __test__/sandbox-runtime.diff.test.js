@@ -10,11 +10,12 @@ import { chmodSync, cpSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, unlinkS
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import * as upstream from "@paperclipai/adapter-utils/command-managed-runtime";
+import { oracle } from "./helpers/oracle.js";
 import * as ours from "../lib/command-managed-runtime.js";
 import { createRandom, runSeed } from "./helpers/random.js";
 import { nativeSyncRunner, spawnRunner } from "./helpers/sandbox-runner.js";
 import { pinnedGit, repositoryState, treeWithoutGit, writeNestedRepository } from "./helpers/git-state.js";
+const upstream = await oracle("command-managed-runtime");
 
 const seed = runSeed();
 const scratch = mkdtempSync(path.join(os.tmpdir(), "pc-sandbox-diff-"));

@@ -64,7 +64,7 @@ source scripts/node-versions.sh
 NODE26_VITEST="__test__/activation.test.js __test__/activation-parts.test.js __test__/activation-vitest.test.js
   __test__/release-install.test.js __test__/error-codes.test.js __test__/cli.test.js __test__/doctor.test.js __test__/types.test.js
   __test__/exclude.diff.test.js __test__/ignore.diff.test.js __test__/limits.test.js __test__/merge.diff.test.js
-  __test__/merge-lock.test.js __test__/mirror.diff.test.js __test__/runtime-progress.diff.test.js
+  __test__/merge-lock.test.js __test__/merge-lock-protocols.test.js __test__/mirror.diff.test.js __test__/runtime-progress.diff.test.js
   __test__/snapshot.diff.test.js __test__/tar-extract.test.js __test__/transfer-deadline.test.js"
 # The vitest files of the lowest supported Node's pass (step 8): the quick loop's
 # (scripts/quick-files.sh) and the activation tests.
@@ -165,7 +165,7 @@ if $as_root; then
   #    and copies inside the tree.
   step "SSH suites as $ssh_user"
   copy=$(mktemp -d /tmp/pc-native-ssh.XXXXXX)
-  tar -C "$repo" --exclude=./target --exclude=./.git --exclude=./.swap --exclude=./.cache \
+  tar -C "$repo" --exclude=./target --exclude=./.git --exclude=./.swap --exclude=./.verify-upstream --exclude=./.cache \
       --exclude=./.test-results --exclude=./.bench --exclude=./fuzz -cf - . | tar -xf - -C "$copy"
   # This run's Node, inside the copy (the repository's .cache may not be readable by the user),
   # and the release tarballs installed as an operator would (the activation suites load the
