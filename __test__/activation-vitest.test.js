@@ -209,12 +209,12 @@ describe("adapterUtilsNative() and an unpublished upstream workspace (0.3.1)", (
     expect(report.activation.reason).toMatch(/0\.3\.1, not a verified version|0\.3\.1 is not a verified version/);
   }, 180_000);
 
-  it('with upstream: "workspace", composes the modules whose exports match and names the one left upstream\'s', () => {
+  it("with upstream: \"workspace\", composes the modules identical to 2026.916.1's and names the one left upstream's, and why", () => {
     const { status, lines, report } = workspaceRun("ws-plugin-opt-in", { upstream: "workspace" });
     expect(status).toBe(0);
     expect(lines).toEqual([
       expect.stringMatching(
-        /0\.3\.1 at .* is an unverified workspace version, composed by opt-in: serving .*ssh.*; left upstream's where the exports differ: acpx-engine\/execute \(referencedSourceContentSignature\)$/,
+        /0\.3\.1 at .* is an unverified workspace version, composed by opt-in where a module is identical to a verified upstream's: serving .*ssh.*; left upstream's: acpx-engine\/execute \(differs from 2026\.916\.1: dist\/acpx-engine\/execute\.js\)$/,
       ),
     ]);
     expect(report).toMatchObject({ ssh: true, signature: "string", activation: { active: true, reason: null } });
@@ -222,5 +222,7 @@ describe("adapterUtilsNative() and an unpublished upstream workspace (0.3.1)", (
     expect(served.version).toBe("0.3.1");
     expect(served.modules.ssh).toContain("syncDirectoryToSsh");
     expect(Object.keys(served.modules)).not.toContain("acpx-engine/execute");
+    // The plugin decides in vitest's main process; its served modules tell the workers why the rest is not.
+    expect(served.refused).toEqual({ "acpx-engine/execute": "differs from 2026.916.1: dist/acpx-engine/execute.js" });
   }, 180_000);
 });

@@ -14,6 +14,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { coveredModules, VERIFIED_UPSTREAM_VERSIONS } from "../lib/activation/coverage.js";
 import { INHERITED_ENV } from "../lib/activation/env.js";
+import { NEWER_MODULE_MARKERS } from "./helpers/newer-upstream.js";
 import { upstreamWorkspace } from "./helpers/upstream-workspace.js";
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -371,9 +372,9 @@ describe.skipIf(!onLinux)('NODE_OPTIONS="--import @paperclipai/adapter-utils-nat
 // The monorepo's workspace package: upstream's published modules under a development version
 // (0.3.1), in a directory outside node_modules that the project links to, as a workspace does.
 describe("an unpublished upstream workspace (version 0.3.1)", () => {
-  function workspace(name) {
+  function workspace(name, options) {
     const root = path.join(work, name);
-    upstreamWorkspace(root);
+    upstreamWorkspace(root, options);
     writeFileSync(
       path.join(root, "app.mjs"),
       `${APP}
@@ -398,7 +399,7 @@ console.log(JSON.stringify({ ...out, signature: typeof signature === "string" ? 
     expect(out.activation.reason).toMatch(/0\.3\.1 is not a verified version/);
   });
 
-  it("with PAPERCLIP_ADAPTER_UTILS_NATIVE_UPSTREAM=workspace: the modules whose exports match are composed, the other stays upstream's, one line says which", () => {
+  it("with PAPERCLIP_ADAPTER_UTILS_NATIVE_UPSTREAM=workspace: the modules identical to 2026.916.1's are composed, the changed one stays upstream's, one line says which and why", () => {
     const dir = workspace("ws-opt-in");
     const { status, stderr, out } = run(dir, "app.mjs", {
       env: { PAPERCLIP_ADAPTER_UTILS_NATIVE_UPSTREAM: "workspace" },
@@ -407,7 +408,7 @@ console.log(JSON.stringify({ ...out, signature: typeof signature === "string" ? 
     const lines = stderrLines(stderr);
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatch(
-      /@paperclipai\/adapter-utils 0\.3\.1 at .* is an unverified workspace version, composed by opt-in: serving exclude-patterns, .*ssh.*; left upstream's where the exports differ: acpx-engine\/execute \(referencedSourceContentSignature\)$/,
+      /@paperclipai\/adapter-utils 0\.3\.1 at .* is an unverified workspace version, composed by opt-in where a module is identical to a verified upstream's: serving exclude-patterns, .*ssh.*; left upstream's: acpx-engine\/execute \(differs from 2026\.916\.1: dist\/acpx-engine\/execute\.js\)$/,
     );
     expect(out).toMatchObject({
       ssh: true,
@@ -421,5 +422,58 @@ console.log(JSON.stringify({ ...out, signature: typeof signature === "string" ? 
     expect(out.activation).toMatchObject({ active: true, mechanism: "node-hooks", reason: null });
     expect(out.activation.upstream[0].version).toBe("0.3.1");
     expect(Object.keys(out.activation.upstream[0].modules)).not.toContain("acpx-engine/execute");
+    expect(out.activation.upstream[0].refused).toEqual({
+      "acpx-engine/execute": "differs from 2026.916.1: dist/acpx-engine/execute.js",
+    });
+  });
+
+  // The newer releases' modules (stand-ins written from the reference, helpers/newer-upstream.js):
+  // their exports would pass a check by name; their behaviour is not ours to serve.
+  it("with the opt-in, modules carrying the newer releases' behaviour are refused, with it and the modules importing them; an unchanged module is still served", () => {
+    const dir = workspace("ws-newer", { newer: true });
+    const { status, stderr, out } = run(dir, "app.mjs", {
+      env: { PAPERCLIP_ADAPTER_UTILS_NATIVE_UPSTREAM: "workspace" },
+    });
+    expect(status).toBe(EXIT);
+    const lines = stderrLines(stderr);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(
+      /composed by opt-in where a module is identical to a verified upstream's: serving runtime-progress; left upstream's: /,
+    );
+    for (const [module, marker] of Object.entries(NEWER_MODULE_MARKERS))
+      expect(lines[0]).toContain(`${module} (carries ${marker} (`);
+    // Upstream's own modules run: the newer matcher unescapes, ours would not.
+    expect(out).toMatchObject({ ssh: false, remote: false, exclude: false, excludeWorks: true, internal: true });
+    expect(out.activation).toMatchObject({ active: true, reason: null });
+    const [found] = out.activation.upstream;
+    expect(Object.keys(found.modules)).toEqual(["runtime-progress"]);
+    const refused = Object.keys(found.refused).sort();
+    expect(refused).toEqual(
+      coveredModules()
+        .map((m) => m.module)
+        .filter((m) => m !== "runtime-progress")
+        .sort(),
+    );
+    expect(found.refused["exclude-patterns"]).toMatch(
+      /^carries unescapeTarExcludeLiteral \(an exclude matcher that unescapes/,
+    );
+    expect(found.refused["remote-managed-runtime"]).toMatch(/^imports .*dist\/ssh\.js \(transferExclude\)/);
+  });
+
+  it("with the opt-in and no module identical to a verified upstream's: nothing served, the report says not active and why, per module", () => {
+    const dir = workspace("ws-none", { newer: true, touch: ["runtime-progress"] });
+    const { status, stderr, out } = run(dir, "app.mjs", {
+      env: { PAPERCLIP_ADAPTER_UTILS_NATIVE_UPSTREAM: "workspace" },
+    });
+    expect(status).toBe(EXIT);
+    expect(stderrLines(stderr)).toEqual([expect.stringMatching(/: serving nothing; left upstream's: /)]);
+    expect(out).toMatchObject({ ssh: false, remote: false, exclude: false });
+    expect(out.activation).toMatchObject({ active: false, upstream: [] });
+    expect(out.activation.reason).toBe(
+      "@paperclipai/adapter-utils 0.3.1: no module is identical to a verified upstream's",
+    );
+    const [skipped] = out.activation.skipped;
+    expect(skipped.refused["runtime-progress"]).toBe("differs from 2026.916.1: dist/runtime-progress.js");
+    expect(Object.keys(skipped.refused)).toHaveLength(coveredModules().length);
   });
 });

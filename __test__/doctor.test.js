@@ -21,6 +21,7 @@ import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { INHERITED_ENV } from "../lib/activation/env.js";
+import { upstreamWorkspace } from "./helpers/upstream-workspace.js";
 import { currentPlatform, platformPackageName } from "../lib/platforms.js";
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -263,5 +264,25 @@ describe("doctor without the platform package", () => {
     expect(report.withRegister).toMatchObject({ active: false });
     expect(report.withRegister.reason).toMatch(reason);
     expect(report.thisProcess.reason).toMatch(reason);
+  });
+});
+
+describe("doctor and an unpublished upstream workspace, by opt-in", () => {
+  it("lists the modules left upstream's and why (the newer releases' stand-ins)", () => {
+    const root = path.join(work, "workspace-newer");
+    upstreamWorkspace(root, { newer: true });
+    const bin = path.join(repo, "bin/paperclip-sync.mjs");
+    const text = doctor(bin, root, [], { PAPERCLIP_ADAPTER_UTILS_NATIVE_UPSTREAM: "workspace" });
+    // runtime-progress is served: the activation is on.
+    expect(text.status, text.stdout + text.stderr).toBe(0);
+    expect(text.stdout).toMatch(/^runtime-progress\s+1 name\s/m);
+    expect(text.stdout).toMatch(/^exclude-patterns\s+no \(refused\)\s/m);
+    expect(line(text.stdout, "refused             exclude-patterns:")).toMatch(/carries unescapeTarExcludeLiteral/);
+    expect(line(text.stdout, "refused             ssh:")).toMatch(/carries transferExclude/);
+    const report = JSON.parse(
+      doctor(bin, root, ["--json"], { PAPERCLIP_ADAPTER_UTILS_NATIVE_UPSTREAM: "workspace" }).stdout,
+    );
+    expect(Object.keys(report.withRegister.modules)).toEqual(["runtime-progress"]);
+    expect(Object.keys(report.withRegister.refused)).toContain("workspace-restore-merge");
   });
 });

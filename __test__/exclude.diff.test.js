@@ -1,12 +1,13 @@
 // Differential tests of the exclude-pattern escaping against the upstream package on seeded random inputs.
 import { describe, expect, it } from "vitest";
-import * as upstreamExclude from "@paperclipai/adapter-utils/exclude-patterns";
-import * as upstreamSandbox from "@paperclipai/adapter-utils/sandbox-managed-runtime";
-import * as upstreamGit from "@paperclipai/adapter-utils/git-workspace-sync";
+import { oracle } from "./helpers/oracle.js";
 import * as ours from "@paperclipai/adapter-utils-native";
 import * as oursExclude from "@paperclipai/adapter-utils-native/exclude-patterns";
 import * as oursSandbox from "@paperclipai/adapter-utils-native/sandbox-managed-runtime";
 import { createRandom, randomPattern, randomRelativePath, randomSegment, runSeed } from "./helpers/random.js";
+const upstreamExclude = await oracle("exclude-patterns");
+const upstreamSandbox = await oracle("sandbox-managed-runtime");
+const upstreamGit = await oracle("git-workspace-sync");
 
 const CASES = 10_000;
 const SEED = runSeed();

@@ -6,13 +6,14 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import * as upstreamGit from "@paperclipai/adapter-utils/git-workspace-sync";
-import * as upstreamSandbox from "@paperclipai/adapter-utils/sandbox-managed-runtime";
+import { oracle } from "./helpers/oracle.js";
 import * as ours from "@paperclipai/adapter-utils-native/git-workspace-sync";
 import * as oursSandbox from "@paperclipai/adapter-utils-native/sandbox-managed-runtime";
 import { native } from "../lib/native.js";
 import { createRandom, runSeed } from "./helpers/random.js";
 import { writeRandomRepo } from "./helpers/repos.js";
+const upstreamGit = await oracle("git-workspace-sync");
+const upstreamSandbox = await oracle("sandbox-managed-runtime");
 
 const SEED = runSeed();
 const REPOSITORIES = Number(process.env.IGNORE_DIFF_REPOSITORIES ?? 200);

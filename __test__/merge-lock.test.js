@@ -1,7 +1,7 @@
 // The directory-merge lock (interoperability with upstream's TypeScript lock, in one
 // process and across processes, staleness, refusals, timeout) and the merge's own
 // behaviour around it (hooks, failures releasing the lock, safety refusals, opt-in options).
-import { execFileSync, spawn } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import {
   existsSync,
@@ -25,9 +25,9 @@ import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
 import * as upstream from "@paperclipai/adapter-utils/workspace-restore-merge";
 import * as ours from "@paperclipai/adapter-utils-native/workspace-restore-merge";
 import { withDirectoryMergeLockWaiting } from "../lib/merge-lock.js";
+import { spawnLockHolder } from "./helpers/lock-holders.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const holderScript = path.join(here, "helpers", "lock-holder.mjs");
 const work = mkdtempSync(path.join(os.tmpdir(), "pc-native-lock-"));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
@@ -50,36 +50,8 @@ const lockDirOf = (target) =>
   path.join(lockRoot(), `${createHash("sha256").update(realpathSync(target)).digest("hex")}.lock`);
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** Spawns a process holding the lock through `impl` ("ours" or "upstream"). */
-async function spawnHolder(impl, target) {
-  const child = spawn(process.execPath, [holderScript, impl, target], {
-    env: { ...process.env, ...env },
-    stdio: ["pipe", "pipe", "pipe"],
-  });
-  children.push(child);
-  let output = "";
-  let stderr = "";
-  child.stderr.on("data", (d) => {
-    stderr += d;
-  });
-  const exited = new Promise((resolve) => child.on("exit", resolve));
-  await new Promise((resolve, reject) => {
-    child.stdout.on("data", (d) => {
-      output += d;
-      if (output.includes("held")) resolve();
-    });
-    child.on("exit", () => reject(new Error(`holder exited early: ${stderr}`)));
-  });
-  return {
-    child,
-    exited,
-    release: async () => {
-      child.stdin.write("release\n");
-      await exited;
-      return output;
-    },
-  };
-}
+/** A process holding the lock through `impl` ("ours" or "upstream"; helpers/lock-holders.js). */
+const spawnHolder = (impl, target) => spawnLockHolder(impl, target, env, { children });
 
 async function expectTimeout(target, waitMs = 300) {
   const started = Date.now();

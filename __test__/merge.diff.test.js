@@ -6,11 +6,12 @@ import { lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, w
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import * as upstream from "@paperclipai/adapter-utils/workspace-restore-merge";
+import { oracle } from "./helpers/oracle.js";
 import * as ours from "@paperclipai/adapter-utils-native/workspace-restore-merge";
 import { createRandom, runSeed } from "./helpers/random.js";
 import { randomExcludes, writeRandomTree } from "./helpers/trees.js";
 import { HOST_OPS, REMOTE_OPS, copyTree, describeTree, inventory, mutate } from "./helpers/merge-triples.js";
+const upstream = await oracle("workspace-restore-merge");
 
 const SEED = runSeed();
 const ROUNDS = 64;

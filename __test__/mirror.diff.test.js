@@ -3,11 +3,12 @@ import { lstatSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import * as upstream from "@paperclipai/adapter-utils/sandbox-managed-runtime";
+import { oracle } from "./helpers/oracle.js";
 import * as ours from "@paperclipai/adapter-utils-native/sandbox-managed-runtime";
 import { createRandom, runSeed } from "./helpers/random.js";
 import { writeRandomTree } from "./helpers/trees.js";
 import { REMOTE_OPS, copyTree, describeTree, inventory, mutate } from "./helpers/merge-triples.js";
+const upstream = await oracle("sandbox-managed-runtime");
 
 const SEED = runSeed();
 const work = mkdtempSync(path.join(os.tmpdir(), "pc-native-mirror-"));

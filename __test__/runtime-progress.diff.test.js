@@ -1,10 +1,11 @@
 // Differential test of createRuntimeProgressReporter against upstream's: random call
 // sequences on a shared fake clock must produce byte-identical lines in the same order.
 import { describe, expect, it } from "vitest";
-import * as upstream from "@paperclipai/adapter-utils/runtime-progress";
+import { oracle } from "./helpers/oracle.js";
 import * as ours from "@paperclipai/adapter-utils-native/runtime-progress";
 import { createRuntimeProgressReporter as fromRoot } from "@paperclipai/adapter-utils-native";
 import { createRandom, runSeed } from "./helpers/random.js";
+const upstream = await oracle("runtime-progress");
 
 const SEED = runSeed();
 const MB = 1024 * 1024;

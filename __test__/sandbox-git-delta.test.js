@@ -89,6 +89,9 @@ async function writeGitWorkspace(rng, root) {
   writeFileSync(path.join(root, "debug.log"), "ignored\n");
   mkdirSync(path.join(root, "ignored-dir"));
   writeFileSync(path.join(root, "ignored-dir", "x"), "ignored\n");
+  // Empty directories: neither the clone nor the overlay takes them to the sandbox, so
+  // upstream's restore deletes them here (the generator makes some only now and then).
+  mkdirSync(path.join(root, "empty", "inner"), { recursive: true });
 }
 
 /** A seeded git workspace and its twin; ours keeps its sandbox directory, upstream's gets a fresh one each run. */

@@ -15,7 +15,7 @@ import path from "node:path";
 import * as upstream from "@paperclipai/adapter-utils/command-managed-runtime";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { prepareCommandManagedRuntime } from "../lib/command-managed-runtime.js";
-import { deltaMark, sandboxDeltaStats } from "../lib/sandbox/delta.js";
+import { deltaMark, sandboxDeltaStats, unsentDirectories } from "../lib/sandbox/delta.js";
 import { parseListing, planRestoreDelta } from "../lib/tree-delta.js";
 import { copyTree, HOST_OPS, inventory, mutate, REMOTE_OPS, sameSizeSameMtime } from "./helpers/merge-triples.js";
 import { createRandom, runSeed } from "./helpers/random.js";
@@ -522,6 +522,43 @@ describe("the restore plan", () => {
     expect(plan).toMatchObject({ members: ["kept.txt"], trees: ["moved"], names: ["node_modules"] });
     // `pkg`, in the listed top level and not listed, is gone: the merge sees it deleted.
     expect([...plan.baseline.entries.keys()].sort()).toEqual(["kept.txt", "pkg"]);
+  });
+
+  it("takes a git workspace's directories the prepare never sent (no file below them) as gone unless listed, as the full pull does", async () => {
+    const baseline = {
+      exclude: [],
+      entries: new Map([
+        ["empty", { kind: "dir" }],
+        ["empty/inner", { kind: "dir" }],
+        ["src", { kind: "dir" }],
+        ["src/deep", { kind: "dir" }],
+        ["src/deep/a", { kind: "symlink", target: "y" }],
+        ["link-dir", { kind: "dir" }],
+        ["link-dir/l", { kind: "symlink", target: "x" }],
+        ["refilled", { kind: "dir" }],
+      ]),
+    };
+    const unsent = unsentDirectories(baseline);
+    expect([...unsent].sort()).toEqual(["empty", "empty/inner", "refilled"]);
+    // The agent made `refilled` again (listed, changed); nothing else moved since the prepare.
+    const listing = new Map([
+      ["refilled", { kind: "d", size: 0, mtime: "9", mtimeS: 9, ctime: "9", ino: "1", mode: 0o755, link: "" }],
+    ]);
+    const plan = (withUnsent) =>
+      planRestoreDelta({
+        manifest: { remoteDir: "/r", localDir: "/l", listedAt: 5, compressor: "cat", files: {} },
+        local: "/l",
+        remoteDir: "/r",
+        baseline,
+        localWalk: Promise.resolve(JSON.stringify([])),
+        list: async () => ({ header: ["pcdelta", "ok"], entries: listing, enumerated: new Set() }),
+        ...(withUnsent ? { unsent } : {}),
+      });
+    // Gone (in the cut baseline, absent from the pull): the merge deletes them, as upstream's
+    // does; `refilled`, listed as a directory again, is the baseline's and needs nothing.
+    expect([...(await plan(true)).baseline.entries.keys()].sort()).toEqual(["empty", "empty/inner"]);
+    // Without them, an unlisted directory counts as unchanged and stays.
+    expect([...(await plan(false)).baseline.entries.keys()]).toEqual([]);
   });
 
   it("pulls a file the remote did not touch whose remote mode is not the baseline's (a remote umask), and not one whose mode is", async () => {

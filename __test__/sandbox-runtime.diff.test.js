@@ -10,11 +10,12 @@ import { chmodSync, cpSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, unlinkS
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import * as upstream from "@paperclipai/adapter-utils/command-managed-runtime";
+import { oracle } from "./helpers/oracle.js";
 import * as ours from "../lib/command-managed-runtime.js";
 import { createRandom, runSeed } from "./helpers/random.js";
 import { nativeSyncRunner, spawnRunner } from "./helpers/sandbox-runner.js";
-import { pinnedGit, repositoryState, treeWithoutGit } from "./helpers/git-state.js";
+import { pinnedGit, repositoryState, treeWithoutGit, writeNestedRepository } from "./helpers/git-state.js";
+const upstream = await oracle("command-managed-runtime");
 
 const seed = runSeed();
 const scratch = mkdtempSync(path.join(os.tmpdir(), "pc-sandbox-diff-"));
@@ -72,15 +73,7 @@ function writeWorkspace(rng, root, { gitBacked, nested }) {
   const big = Buffer.alloc(3 * 1024 * 1024 + 4097);
   for (let i = 0; i < big.length; i += 509) big[i] = rng.int(256);
   writeFileSync(path.join(root, "big.bin"), big);
-  if (nested) {
-    const repo = path.join(root, ".paperclip-repositories", "proj");
-    mkdirSync(repo, { recursive: true });
-    writeFileSync(path.join(repo, "README.md"), "nested\n");
-    git(repo, ["init", "-q"]);
-    git(repo, ["add", "-A"]);
-    git(repo, ["commit", "-q", "-m", "nested initial"]);
-    writeFileSync(path.join(repo, "dirty.txt"), "dirty\n");
-  }
+  if (nested) writeNestedRepository(root);
 }
 
 /** The sandbox agent's work, identical on both sides. */

@@ -5,12 +5,13 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
-import * as upstream from "@paperclipai/adapter-utils/workspace-restore-merge";
-import * as upstreamExecute from "@paperclipai/adapter-utils/acpx-engine/execute";
+import { oracle } from "./helpers/oracle.js";
 import * as ours from "@paperclipai/adapter-utils-native/workspace-restore-merge";
 import * as oursRoot from "@paperclipai/adapter-utils-native";
 import { createRandom, runSeed } from "./helpers/random.js";
 import { randomExcludes, writeRandomTree } from "./helpers/trees.js";
+const upstream = await oracle("workspace-restore-merge");
+const upstreamExecute = await oracle("acpx-engine/execute");
 
 const SEED = runSeed();
 const here = path.dirname(fileURLToPath(import.meta.url));

@@ -16,12 +16,13 @@
 import { linkSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import * as upstream from "@paperclipai/adapter-utils/ssh";
+import { oracle } from "./helpers/oracle.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { syncDirectoryToSsh } from "../lib/ssh.js";
 import { createRandom, runSeed } from "./helpers/random.js";
 import { scratchPlaces, startSshd } from "./helpers/sshd.js";
 import { gnuTar } from "./helpers/tar.js";
+const upstream = await oracle("ssh");
 
 const seed = runSeed();
 let server;

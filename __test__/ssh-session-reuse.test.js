@@ -343,7 +343,8 @@ describe("SSH session reuse", () => {
   it.each([
     // A remote that is no git repository: the export fails, the tree would pull fine.
     ["no-git", true],
-    // A remote directory that does not exist: both fail; the export's error is the one.
+    // A remote directory that does not exist: both fail, refused as a workspace gone (the
+    // export's check is the one).
     ["missing", false],
   ])(
     "an overlapped restore fails as the sequential steps do when the history export fails (%s)",
@@ -382,7 +383,12 @@ describe("SSH session reuse", () => {
           refs: git(localDir, ["for-each-ref"]),
         };
       }
-      expect(results.on.message).toMatch(/not a git repository|fatal|No such file/);
+      expect(results.on.message).toMatch(
+        name === "missing" ? /^The remote workspace <remote> is missing/ : /not a git repository|fatal|No such file/,
+      );
+      expect(results.on.code).toBe(
+        name === "missing" ? "ERR_PAPERCLIP_NATIVE_REMOTE_WORKSPACE_GONE" : "ERR_PAPERCLIP_NATIVE_SSH_REMOTE_FAILED",
+      );
       expect(results.on).toEqual(results["0"]);
       // Nothing of the tree pull was shown.
       expect(results.on.lines.some((line) => line.includes("Restoring"))).toBe(false);

@@ -6,12 +6,13 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
-import * as upstream from "@paperclipai/adapter-utils/sandbox-managed-runtime";
+import { oracle } from "./helpers/oracle.js";
 import * as ours from "@paperclipai/adapter-utils-native/sandbox-managed-runtime";
 import { extractTarballToDirectory, packDirectoryToFile } from "@paperclipai/adapter-utils-native";
 import { createRandom, runSeed } from "./helpers/random.js";
 import { randomExcludes, writeRandomTree } from "./helpers/trees.js";
 import { gnuCreate, gnuExtract, haveGnuTar, listMembers, removeEscapingSymlinks, treeState } from "./helpers/tar.js";
+const upstream = await oracle("sandbox-managed-runtime");
 
 const SEED = runSeed();
 const work = mkdtempSync(path.join(os.tmpdir(), "pc-native-tar-"));

@@ -21,6 +21,9 @@ import { OUR_CLIENT, PACKED_SOURCE } from "./sandbox/client-features.js";
 import { assertPostUploadCommandsConfined } from "./sandbox/confinement.js";
 import { readThroughDuplexChannel, writeThroughDuplexChannel } from "./sandbox/duplex-transfer.js";
 import { prepareSandboxManagedRuntime } from "./sandbox-managed-runtime.js";
+import { ARCHIVE_TRANSFER_MAX_MS } from "./extras.js";
+import { codes } from "./native.js";
+import { transferDeadlineMs, withRunnerDeadline } from "./sandbox/runner-deadline.js";
 import { requireSuccess, sandboxShell, shellQuote } from "./sandbox/shell.js";
 
 export { assertPostUploadCommandsConfined };
@@ -72,15 +75,31 @@ async function fileSource(sourcePath) {
 export function createCommandManagedRuntimeClient(input) {
   const { runner } = input;
   const shell = sandboxShell(input.shellCommand);
+  /**
+   * One runner call under the deadline we enforce (runner-deadline.js): its `timeoutMs`, or
+   * for a call carrying part of a transfer of `options.transferBytes` bytes, that transfer's
+   * archive deadline; `options.what` names the call in a timeout's message.
+   */
+  const execute = (request, options = {}) =>
+    withRunnerDeadline(
+      runner.execute(request),
+      options.transferBytes === undefined
+        ? (request.timeoutMs ?? input.timeoutMs)
+        : transferDeadlineMs(options.transferBytes, request.timeoutMs ?? input.timeoutMs),
+      options.what ?? "a command",
+    );
   const exec = (script, options = {}) =>
-    runner.execute({
-      command: shell,
-      args: ["-c", script],
-      cwd: options.cwd ?? input.commandCwd,
-      ...(options.stdin !== undefined ? { stdin: options.stdin } : {}),
-      timeoutMs: options.timeoutMs ?? input.timeoutMs,
-      ...(options.onLog ? { onLog: options.onLog } : {}),
-    });
+    execute(
+      {
+        command: shell,
+        args: ["-c", script],
+        cwd: options.cwd ?? input.commandCwd,
+        ...(options.stdin !== undefined ? { stdin: options.stdin } : {}),
+        timeoutMs: options.timeoutMs ?? input.timeoutMs,
+        ...(options.onLog ? { onLog: options.onLog } : {}),
+      },
+      options,
+    );
   const runShell = async (script, options = {}) => {
     const result = await exec(script, options);
     requireSuccess(result, script);
@@ -158,8 +177,9 @@ export function createCommandManagedRuntimeClient(input) {
       requireSuccess(await exec(`rm -rf ${shellQuote(remotePath)}`), `remove ${remotePath}`);
     },
     run: async (command, options) => {
-      // The caller's timeout as given (upstream does not default it to the client's).
-      const result = await runner.execute({
+      // The caller's timeout as given (upstream does not default it to the client's); our
+      // deadline is the client's when the caller gives none.
+      const result = await execute({
         command: shell,
         args: ["-c", command],
         cwd: input.commandCwd,
@@ -246,11 +266,17 @@ export function createCommandManagedRuntimeClient(input) {
   // A second argument `{ onBytes(sent, total) }` (our addition, used by our prepare to say
   // where a failed upload stopped) receives the running byte count of the fallback's
   // uploads and the total known so far (the mappings started so far).
+  // A provider's own transfers run under deadlines too (runner-deadline.js): a `syncIn`, the
+  // archive deadline of its files' bytes plus its post-upload commands' timeouts; a
+  // `syncOut`, whose size is not known before it ends, the archive deadline's cap.
   client.syncIn = async (operations, options) => {
     assertPostUploadCommandsConfined(operations);
-    return native ? await nativeSyncIn(operations) : await fallbackSyncIn(operations, options?.onBytes);
+    if (!native) return await fallbackSyncIn(operations, options?.onBytes);
+    return await withRunnerDeadline(nativeSyncIn(operations), await syncInDeadlineMs(operations), "a syncIn");
   };
-  if (native) client.syncOut = (operations) => nativeSyncOut(operations);
+  if (native)
+    client.syncOut = (operations) =>
+      withRunnerDeadline(nativeSyncOut(operations), ARCHIVE_TRANSFER_MAX_MS, "a syncOut");
   Object.defineProperty(client, OUR_CLIENT, {
     value: {
       streamsPackedSources: !native,
@@ -264,6 +290,19 @@ export function createCommandManagedRuntimeClient(input) {
       link: () => runnerLink(runner),
     },
   });
+
+  /** A native `syncIn`'s deadline: its files' transfer deadline plus its commands' timeouts. */
+  async function syncInDeadlineMs(operations) {
+    let bytes = 0;
+    let commands = 0;
+    for (const operation of operations) {
+      for (const mapping of operation.files) {
+        if (mapping.kind === "file") bytes += (await fs.stat(mapping.sourcePath).catch(() => null))?.size ?? 0;
+      }
+      for (const command of operation.postUploadCommands ?? []) commands += command.timeoutMs ?? input.timeoutMs;
+    }
+    return transferDeadlineMs(bytes, input.timeoutMs) + commands;
+  }
   return client;
 }
 
@@ -327,16 +366,22 @@ export async function prepareCommandManagedRuntime(input) {
   const install = input.installCommand?.trim();
   if (install) {
     const detect = input.detectCommand?.trim();
-    if (detect) {
-      const probe = await input.runner.execute({
-        command: shell,
-        args: ["-c", `command -v ${shellQuote(detect)} >/dev/null 2>&1`],
-        cwd: commandCwd,
+    // Under our deadline (runner-deadline.js); a runner that never answers is taken as
+    // having timed out, which only warns, as the runner's own timeout does.
+    const answer = (script, what) =>
+      withRunnerDeadline(
+        input.runner.execute({ command: shell, args: ["-c", script], cwd: commandCwd, timeoutMs }),
         timeoutMs,
+        what,
+      ).catch((error) => {
+        if (error?.code !== codes.SANDBOX_TIMEOUT) throw error;
+        return { exitCode: null, timedOut: true, stdout: "", stderr: error.message };
       });
+    if (detect) {
+      const probe = await answer(`command -v ${shellQuote(detect)} >/dev/null 2>&1`, "the install probe");
       if (!probe.timedOut && (probe.exitCode ?? 1) === 0) return await prepare();
     }
-    const result = await input.runner.execute({ command: shell, args: ["-c", install], cwd: commandCwd, timeoutMs });
+    const result = await answer(install, "the install command");
     if (result.timedOut || (result.exitCode ?? 0) !== 0) {
       const reason = result.timedOut ? "timed out" : `exited ${result.exitCode ?? "?"}`;
       console.warn(

@@ -42,6 +42,8 @@ export interface SshPoolStats {
   closed: number;
   /** Idle sessions closed after 10 s unused. */
   expired: number;
+  /** Idle sessions closed because they stopped answering keepalives (a link that died, a wedged server; docs/ssh.md). */
+  dead: number;
   /** Pooled sessions found closed by the server at checkout and replaced by a new connection. */
   retried: number;
   /** Calls served by a session opened ahead of them (the SSH prepare and restore start their first command's login while they do their local work); counted in `opened`, not in `reused`. */

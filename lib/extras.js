@@ -45,10 +45,11 @@ export function archiveTransferTimeoutMs(input) {
  * `opened`, calls served by a pooled session (`reused`), sessions put back after a clean
  * call (`returned`), disconnected after an error, cancellation or timeout (`dropped`),
  * closed after a clean call without being kept (`closed`: reuse off, pool full), closed
- * idle (`expired`), pooled sessions the server had closed, replaced at checkout
- * (`retried`), calls served by a session opened ahead of them (`openedAhead`, counted in
- * `opened`), the idle sessions held now (`idle`), and commands run on a warm channel
- * (`warmUsed`) or run without the warm channel that was dropped (`warmDropped`).
+ * idle (`expired`), closed idle because they stopped answering keepalives (`dead`), pooled
+ * sessions the server had closed, replaced at checkout (`retried`), calls served by a
+ * session opened ahead of them (`openedAhead`, counted in `opened`), the idle sessions held
+ * now (`idle`), and commands run on a warm channel (`warmUsed`) or run without the warm
+ * channel that was dropped (`warmDropped`).
  */
 export function sshPoolStats() {
   return { ...native.sshPoolStats() };

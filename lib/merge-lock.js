@@ -1,5 +1,6 @@
-// Internal: the directory-merge lock, with upstream's exact on-disk protocol (docs/merge.md) so a holder in this package and a holder in
-// `@paperclipai/adapter-utils` exclude each other, in one process or across processes:
+// Internal: the directory-merge lock. It keeps upstream 2026.916.1's exact on-disk protocol
+// (docs/merge.md), so a holder in this package and a holder in `@paperclipai/adapter-utils`
+// 2026.916.1 exclude each other, in one process or across processes:
 //
 //   <instance root>/locks/directory-merge/            mode 0700, must be a plain directory
 //   <instance root>/locks/directory-merge/<sha256(realpath(target))>.lock/owner.json
@@ -11,11 +12,23 @@
 // holder passes through that state between its mkdir and its write). Waiters poll every
 // 50 ms for up to 30 s.
 //
-// Everything is asynchronous `fs.promises` calls (never a blocking call on the JS thread),
-// looked up on the `promises` object at call time like upstream's, so tests that spy on
-// `fs.promises.mkdir`, `Date.now` or `os.homedir` observe the same calls.
+// Newer upstream releases (v2026.1009.0) lock with SQLite instead: `BEGIN IMMEDIATE` on the
+// permanent `<hash>.lock.sqlite` beside the directory (busy_timeout 0, retried every 50 ms),
+// then they wait while a `<hash>.lock/` directory exists, then write `<hash>.lock.owner.json`.
+// So that a process on either protocol excludes ours and ours excludes it, the lock also takes
+// that SQLite lock, database first and directory second (the newer protocol's own order, so no
+// wait can go round in a cycle), whenever `<hash>.lock.sqlite` exists: a newer process creates
+// it before it locks and never removes it. Before it exists, the lock takes the directory
+// alone, exactly as 2026.916.1, and looks again once it holds it: a database that appeared
+// meanwhile makes it give the directory back and start again, database first (a newer process
+// that created it then waits for our directory before entering, never the other way round).
+//
+// Everything is asynchronous `fs.promises` calls (never a blocking call on the JS thread,
+// except node:sqlite's own immediate, non-waiting calls), looked up on the `promises` object at
+// call time like upstream's, so tests that spy on `fs.promises.mkdir`, `Date.now` or
+// `os.homedir` observe the same calls.
 import { createHash } from "node:crypto";
-import { promises as fs } from "node:fs";
+import { constants as fsConstants, promises as fs } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 
@@ -111,13 +124,14 @@ function timeoutError(lockDir) {
   return error;
 }
 
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
 /**
- * Takes the lock directory `lockDir`, waiting up to `waitMs`; resolves to its release
- * function. Unlike upstream, a failure to write owner.json removes the just-created lock
- * directory instead of leaving it to go stale after 30 s.
+ * Takes the lock directory `lockDir`, waiting until `deadline` (a `Date.now()` time); resolves
+ * to its release function. Unlike upstream, a failure to write owner.json removes the
+ * just-created lock directory instead of leaving it to go stale after 30 s.
  */
-async function acquire(lockDir, waitMs) {
-  const deadline = Date.now() + waitMs;
+async function acquireDirectory(lockDir, deadline) {
   for (;;) {
     try {
       await fs.mkdir(lockDir);
@@ -128,7 +142,7 @@ async function acquire(lockDir, waitMs) {
         continue;
       }
       if (Date.now() >= deadline) throw timeoutError(lockDir);
-      await new Promise((resolve) => setTimeout(resolve, LOCK_POLL_MS));
+      await sleep(LOCK_POLL_MS);
       continue;
     }
     const owner = `${JSON.stringify({ pid: process.pid, createdAt: new Date().toISOString() })}\n`;
@@ -139,6 +153,159 @@ async function acquire(lockDir, waitMs) {
       throw error;
     }
     return () => removeLockDirectory(lockDir);
+  }
+}
+
+// The newer protocol's half: `<hash>.lock.sqlite`, locked with node:sqlite.
+
+/** The lock database beside `lockDir` (the newer protocol's), and its diagnostic sidecar. */
+const databaseOf = (lockDir) => `${lockDir}.sqlite`;
+const sidecarOf = (lockDir) => `${lockDir}.owner.json`;
+const LOCK_DATABASE_MODE = 0o600;
+const SQLITE_BUSY = 5;
+
+let sqliteModule;
+
+/**
+ * node:sqlite, loaded on first use (only once a newer-protocol process has used this instance
+ * root), or null where this Node has none (`--no-experimental-sqlite`). Node 24.11 prints an
+ * ExperimentalWarning when it loads (24.22 and 26 do not); that one warning is not this
+ * process's owner's to see (a 2026.916.1 host never printed it), so it is dropped while the
+ * module loads; every other warning passes.
+ */
+function loadSqlite() {
+  if (sqliteModule !== undefined) return sqliteModule;
+  const emitWarning = process.emitWarning;
+  process.emitWarning = function filtered(warning, ...rest) {
+    const type = typeof rest[0] === "string" ? rest[0] : rest[0]?.type;
+    const message = typeof warning === "string" ? warning : warning?.message;
+    if (type === "ExperimentalWarning" && String(message).startsWith("SQLite is an experimental feature"))
+      return undefined;
+    return emitWarning.call(this, warning, ...rest);
+  };
+  try {
+    sqliteModule = process.getBuiltinModule("node:sqlite") ?? null;
+  } catch {
+    sqliteModule = null;
+  } finally {
+    process.emitWarning = emitWarning;
+  }
+  return sqliteModule;
+}
+
+/** Whether `file` exists (lstat: a link counts). */
+async function exists(file) {
+  return fs.lstat(file).then(
+    () => true,
+    (error) => {
+      if (error?.code === "ENOENT") return false;
+      throw error;
+    },
+  );
+}
+
+/** The newer protocol's refusal of a lock database that is not a plain file with one link. */
+async function checkLockDatabase(file) {
+  const stats = await fs.lstat(file).catch((error) => {
+    if (error?.code === "ENOENT") return null;
+    throw error;
+  });
+  if (stats && (!stats.isFile() || stats.isSymbolicLink() || stats.nlink !== 1)) {
+    throw new Error("Directory merge lock database is not a plain, unshared file.");
+  }
+}
+
+/**
+ * Opens the lock database `file` as the newer protocol does: a plain file with one link
+ * (checked before and after opening), extensions off, mode 0600, `busy_timeout = 0`. Only
+ * SQLite opens it: closing a descriptor of our own on that inode would drop this process's
+ * POSIX locks on it, another connection's included. The file is never deleted, replaced or
+ * renamed: its inode is what every process locks.
+ */
+async function openLockDatabase(file) {
+  const sqlite = loadSqlite();
+  if (!sqlite) {
+    const error = new Error(
+      `No such built-in module: node:sqlite (this Node runs without it), which the directory-merge lock needs where a newer Paperclip has used ${file}`,
+    );
+    error.code = "ERR_UNKNOWN_BUILTIN_MODULE";
+    throw error;
+  }
+  await checkLockDatabase(file);
+  const database = new sqlite.DatabaseSync(file, { allowExtension: false });
+  try {
+    await checkLockDatabase(file);
+    await fs.chmod(file, LOCK_DATABASE_MODE);
+    database.exec("PRAGMA busy_timeout = 0;");
+    return database;
+  } catch (error) {
+    database.close();
+    throw error;
+  }
+}
+
+/** Takes `BEGIN IMMEDIATE` on `lockDir`'s database, retrying every 50 ms until `deadline`. */
+async function acquireDatabase(lockDir, deadline) {
+  const database = await openLockDatabase(databaseOf(lockDir));
+  try {
+    for (;;) {
+      try {
+        database.exec("BEGIN IMMEDIATE;");
+        return database;
+      } catch (error) {
+        if ((error?.errcode & 0xff) !== SQLITE_BUSY) throw error;
+      }
+      if (Date.now() >= deadline) throw timeoutError(lockDir);
+      await sleep(LOCK_POLL_MS);
+    }
+  } catch (error) {
+    database.close();
+    throw error;
+  }
+}
+
+/** Writes the newer protocol's diagnostic sidecar `<hash>.lock.owner.json` (no link followed, 0600). */
+async function writeSidecar(lockDir) {
+  const flags = fsConstants.O_WRONLY | fsConstants.O_CREAT | fsConstants.O_TRUNC | fsConstants.O_NOFOLLOW;
+  const handle = await fs.open(sidecarOf(lockDir), flags, LOCK_DATABASE_MODE);
+  try {
+    await handle.writeFile(`${JSON.stringify({ pid: process.pid, createdAt: new Date().toISOString() })}\n`, "utf8");
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * Takes the lock of `lockDir` on both protocols, waiting up to `waitMs` in all; resolves to
+ * its release function (see the module comment for the order and why it cannot deadlock).
+ */
+async function acquire(lockDir, waitMs) {
+  // The first Date.now() of the acquisition sets the deadline (upstream's suite spies on it).
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    if (await exists(databaseOf(lockDir))) {
+      const database = await acquireDatabase(lockDir, deadline);
+      let releaseDirectory = null;
+      try {
+        releaseDirectory = await acquireDirectory(lockDir, deadline);
+        await writeSidecar(lockDir);
+      } catch (error) {
+        if (releaseDirectory) await releaseDirectory();
+        database.close();
+        throw error;
+      }
+      return async () => {
+        // The directory first, so a newer process that gets the database next finds it gone.
+        await releaseDirectory();
+        await fs.unlink(sidecarOf(lockDir)).catch(() => undefined);
+        database.close();
+      };
+    }
+    const releaseDirectory = await acquireDirectory(lockDir, deadline);
+    if (!(await exists(databaseOf(lockDir)))) return releaseDirectory;
+    // A newer-protocol process created the database meanwhile: it may hold it already and be
+    // waiting for our directory, so give the directory back and start again, database first.
+    await releaseDirectory();
   }
 }
 
@@ -159,7 +326,8 @@ export async function withDirectoryMergeLockWaiting(targetDir, fn, env, waitMs) 
 
 /**
  * Runs `fn(canonicalTargetDir)` while holding the directory-merge lock of `targetDir`
- * (upstream's protocol; see the module comment).
+ * (upstream 2026.916.1's protocol, and the newer SQLite one where it is in use; see the
+ * module comment).
  */
 export function withDirectoryMergeLock(targetDir, fn, env = process.env) {
   return withDirectoryMergeLockWaiting(targetDir, fn, env, LOCK_WAIT_MS);

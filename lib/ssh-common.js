@@ -24,8 +24,36 @@ export function sshSessionReuse() {
   return process.env.PAPERCLIP_NATIVE_SSH_REUSE !== "0";
 }
 
-/** The native connection target for an upstream `SshConnectionConfig` and our connection options (timeouts). */
-export function sshTarget(config, { connectTimeoutMs, inactivityTimeoutMs } = {}) {
+/**
+ * Where the connect budget of a public SSH call travels on the options it hands to the steps
+ * it runs (a symbol: no upstream field can collide with it; an object spread keeps it).
+ */
+export const CONNECT_BUDGET = Symbol("paperclip-native.sshConnectBudget");
+
+/**
+ * Runs `fn(options)` with a connect budget on `options` (docs/ssh.md, "Connect deadline"): every
+ * connection the call opens, at any step, shares it, so the call loses at most its connect
+ * timeout to connections that fail, however many it opens. A call made by another (options
+ * that carry a budget already) shares its caller's. Options that are not an object are
+ * passed on as they are (the call rejects them).
+ */
+export async function withConnectBudget(options, fn) {
+  if (!options || typeof options !== "object" || options[CONNECT_BUDGET] != null) return await fn(options);
+  const ms = options.connectTimeoutMs;
+  const id = native.sshConnectBudgetCreate(typeof ms === "number" && ms > 0 ? ms : undefined);
+  try {
+    return await fn({ ...options, [CONNECT_BUDGET]: id });
+  } finally {
+    native.sshConnectBudgetRelease(id);
+  }
+}
+
+/**
+ * The native connection target for an upstream `SshConnectionConfig` and our connection
+ * options (timeouts; the call's connect budget, when it has one).
+ */
+export function sshTarget(config, options = {}) {
+  const { connectTimeoutMs, inactivityTimeoutMs } = options;
   if (!config || typeof config !== "object") throw invalidArgument("config must be an SshConnectionConfig");
   if (typeof config.host !== "string" || config.host === "")
     throw invalidArgument("config.host must be a non-empty string");
@@ -45,13 +73,15 @@ export function sshTarget(config, { connectTimeoutMs, inactivityTimeoutMs } = {}
     connectTimeoutMs: positive(connectTimeoutMs, "connectTimeoutMs"),
     inactivityTimeoutMs: positive(inactivityTimeoutMs, "inactivityTimeoutMs"),
     reuse: sshSessionReuse(),
+    connectBudget: options[CONNECT_BUDGET],
   };
 }
 
 /**
  * Starts opening the pooled session a lifecycle's first remote command will take (the
- * connection options as that command's, `transferTarget`), while the caller does its local
- * work; nothing without session reuse. The login's failure is that command's error.
+ * connection options as that command's, `transferTarget`, its connect budget included),
+ * while the caller does its local work; nothing without session reuse. The login's failure
+ * is that command's error.
  */
 export function openSshSessionAhead(config, connection) {
   try {
@@ -193,10 +223,11 @@ export function uploadProgress({ onProgress, label, estimate }) {
 }
 
 /** The native target of a transfer: [`sshTarget`] with the transfers' default inactivity timeout. */
-export function transferTarget(config, { connectTimeoutMs, inactivityTimeoutMs } = {}) {
+export function transferTarget(config, options = {}) {
   return sshTarget(config, {
-    connectTimeoutMs,
-    inactivityTimeoutMs: inactivityTimeoutMs ?? DEFAULT_TRANSFER_INACTIVITY_MS,
+    connectTimeoutMs: options.connectTimeoutMs,
+    inactivityTimeoutMs: options.inactivityTimeoutMs ?? DEFAULT_TRANSFER_INACTIVITY_MS,
+    [CONNECT_BUDGET]: options[CONNECT_BUDGET],
   });
 }
 

@@ -22,8 +22,9 @@ import { createHash, randomBytes } from "node:crypto";
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import { resolveInstanceRoot } from "./merge-lock.js";
-import { native, runCancellable } from "./native.js";
+import { codes, native, runCancellable } from "./native.js";
 import { shellQuote, transferTarget } from "./ssh-common.js";
+import { guarded, workspaceGuardLine } from "./workspace-guard.js";
 import {
   HEADER,
   headerOf,
@@ -213,6 +214,16 @@ export async function markRestored(spec, remoteDir, localDir, importedHead = nul
   );
 }
 
+/**
+ * True when `error` came from the remote's answer (the command failed, or said too much), so
+ * the full path may still work; false for a connection that failed (a connect timeout, a
+ * refused or lost connection): falling back would only connect again, so the call fails with
+ * it, as upstream's first failing step ends its call.
+ */
+function remoteAnswered(error) {
+  return error?.code === codes.SSH_REMOTE_FAILED || error?.code === codes.MAX_BUFFER;
+}
+
 /** Runs one internal command on the pooled session, its stdout as a Buffer. */
 async function exec(target, script, signal, stdin) {
   const result = await runCancellable(signal, (id) =>
@@ -322,7 +333,7 @@ export async function stageTree({
     "set -e",
     ...(seed
       ? [
-          `if [ ! -e ${q} ] && [ -d ${shellQuote(seed)} ]; then mkdir -p ${shellQuote(path.posix.dirname(remoteDir))} && mv ${shellQuote(seed)} ${q} && rm -rf ${shellQuote(`${remoteDir}/${RUNTIME_DIR}`)}; fi`,
+          `if [ ! -e ${q} ] && [ -d ${shellQuote(seed)} ]; then mkdir -p ${shellQuote(path.posix.dirname(remoteDir))} && mv ${shellQuote(seed)} ${q} && rm -rf ${shellQuote(`${remoteDir}/${RUNTIME_DIR}`)} && mkdir ${shellQuote(`${remoteDir}/${RUNTIME_DIR}`)}; fi`,
         ]
       : []),
     `if [ ! -d ${q} ]; then echo 'pcdelta absent'; exit 0; fi`,
@@ -335,7 +346,7 @@ export async function stageTree({
     listing = parseListing(await exec(target, probe, signal));
   } catch (error) {
     await walking.catch(() => undefined);
-    if (error?.name === "AbortError") throw error;
+    if (error?.name === "AbortError" || !remoteAnswered(error)) throw error;
     return await full("remote-cannot-answer");
   }
   if (!listing.entries) {
@@ -432,21 +443,45 @@ async function recordFull({ target, signal, file, local, remoteDir, members, pru
  * the baseline to merge against). `loaded`: the manifest as
  * {@link deltaCandidate} read it; `localWalk`: the walk of `localDir` that the caller
  * started with {@link walkLocalTree} and the baseline's excludes, `null` when the delta is
- * off (`PAPERCLIP_NATIVE_SSH_DELTA=0`, read once by the caller).
+ * off (`PAPERCLIP_NATIVE_SSH_DELTA=0`, read once by the caller); `guard`: the remote
+ * workspace the listing checks first (workspace-guard.js: a workspace gone rejects with its
+ * coded refusal).
  */
-export async function planRestore({ spec, connection, remoteDir, localDir, baseline, loaded = null, localWalk }) {
+export async function planRestore({
+  spec,
+  connection,
+  remoteDir,
+  localDir,
+  baseline,
+  loaded = null,
+  localWalk,
+  guard,
+}) {
   if (!localWalk) return null;
   const started = performance.now();
   const { local, manifest } = loaded ?? (await loadManifest(spec, remoteDir, localDir));
   const target = transferTarget(spec, connection);
+  // A listing whose connection failed fails the restore (the plan would fall back to the full
+  // pull, which would only connect again).
+  let lost = null;
   const plan = await planRestoreDelta({
     manifest,
     local,
     remoteDir,
     baseline,
     localWalk,
-    list: async (script, options) => parseListing(await exec(target, script, connection.signal), options),
+    list: (script, options) =>
+      guarded(guard, async () => {
+        try {
+          return parseListing(await exec(target, script, connection.signal), options);
+        } catch (error) {
+          if (error?.name !== "AbortError" && !remoteAnswered(error)) lost = error;
+          throw error;
+        }
+      }),
+    first: workspaceGuardLine(guard),
   });
+  if (lost) throw lost;
   trace("restore: planned", started);
   if (plan.fallback) return countPull(plan.fallback);
   pulls.delta += 1;

@@ -16,6 +16,7 @@ import { INTEGRATION_LABELS, integrateImportedHead as integrateInto } from "./gi
 import { runLocalGit } from "./local-git.js";
 import { abortError, native } from "./native.js";
 import {
+  CONNECT_BUDGET,
   openSshSessionAhead,
   runTransfer,
   shellQuote,
@@ -37,6 +38,7 @@ import {
 } from "./ssh-delta.js";
 import { walkLocalTree } from "./tree-delta.js";
 import { mergeDirectoryWithBaseline } from "./workspace-restore-merge.js";
+import { guarded, workspaceGuardLine } from "./workspace-guard.js";
 
 /** The remote directory Paperclip keeps for itself: never synced, never cleared. */
 const RUNTIME_DIR = ".paperclip-runtime";
@@ -61,12 +63,14 @@ function lifecycleInput(input) {
   if (typeof remoteDir !== "string" || remoteDir === "")
     throw invalidArgument("remoteDir (or spec.remoteCwd) must be a non-empty string");
   const signal = checkSignal(input.signal);
-  // The connection options (cancellation and timeouts) every step of the lifecycle passes
-  // on; `input.limits` is something else: the archive bounds of a restore.
+  // The connection options (cancellation, timeouts and the call's connect budget) every step
+  // of the lifecycle passes on; `input.limits` is something else: the archive bounds of a
+  // restore.
   const connection = {
     signal,
     connectTimeoutMs: input.connectTimeoutMs,
     inactivityTimeoutMs: input.inactivityTimeoutMs,
+    [CONNECT_BUDGET]: input[CONNECT_BUDGET],
   };
   // Validated once here, so a bad config fails before any local git work.
   sshTarget(input.spec, connection);
@@ -321,11 +325,12 @@ async function pushGitHistory({ spec, localDir, remoteDir, state, onProgress, co
  * back to the whole history by itself when it does not hold `base` (or is shallow), and a
  * thin bundle this host cannot take is fetched again whole.
  */
-async function pullGitHistory({ spec, localDir, remoteDir, ref, reset, onProgress, connection, base = null }) {
+async function pullGitHistory({ spec, localDir, remoteDir, ref, reset, onProgress, connection, base = null, guard }) {
   const q = shellQuote;
   const git = `git -C ${q(remoteDir)}`;
   const script = (thin) =>
     [
+      workspaceGuardLine(guard),
       "set -e",
       `${git} update-ref ${EXPORT_REF} HEAD`,
       `mkdir -p ${q(path.posix.join(remoteDir, RUNTIME_DIR))}`,
@@ -348,8 +353,10 @@ async function pullGitHistory({ spec, localDir, remoteDir, ref, reset, onProgres
     await withBundleFile(async (bundle) => {
       const target = transferTarget(spec, connection);
       const progress = transferProgress({ onProgress, phase: "Exporting git history", direction: "from", total: null });
-      await runTransfer(progress, connection.signal, (id, onBytes) =>
-        native.sshDownloadFile(target, `sh -c ${q(script(thin))}`, bundle, id, onBytes),
+      await guarded(guard, () =>
+        runTransfer(progress, connection.signal, (id, onBytes) =>
+          native.sshDownloadFile(target, `sh -c ${q(script(thin))}`, bundle, id, onBytes),
+        ),
       );
       // An empty bundle: the remote HEAD is still `base`.
       if (thin && (await fs.stat(bundle)).size === 0) {
@@ -523,9 +530,11 @@ export async function prepareWorkspaceOverSsh(input, transfers) {
   // Upstream's clear and full upload, or (to a host that kept the tree) only what changed.
   await stageWorkspaceTree(input, transfers, connection, remoteDir, {
     exclude: [RUNTIME_DIR],
+    // The clear also leaves the runtime directory (upstream's spares one that is there): what
+    // tells the restore this is the workspace a prepare staged (workspace-guard.js).
     beforeFullUpload: [
       "set -e",
-      `mkdir -p ${shellQuote(remoteDir)}`,
+      `mkdir -p ${shellQuote(path.posix.join(remoteDir, RUNTIME_DIR))}`,
       `find ${shellQuote(remoteDir)} -mindepth 1 -maxdepth 1 ! -name ${shellQuote(RUNTIME_DIR)} -exec rm -rf -- {} +`,
     ].join("\n"),
   });
@@ -579,10 +588,13 @@ async function stageWorkspaceTree(input, transfers, connection, remoteDir, optio
  * `transfers` as for {@link prepareWorkspaceOverSsh}.
  */
 export async function restoreWorkspaceOverSsh(input, transfers) {
-  const { syncDirectoryFromSsh } = transfers;
   const { remoteDir, signal, connection } = lifecycleInput(input);
   const { spec, localDir, onProgress, baselineSnapshot } = input;
   if (!signal?.aborted) openSshSessionAhead(spec, connection);
+  // The remote workspace checked by the first command of every step: missing, or with no
+  // entry at all (the prepare leaves its runtime directory there), it is gone and nothing
+  // is restored (workspace-guard.js).
+  const guard = { dir: remoteDir, staged: true };
   // Ours: the extraction's bounds, checked before any work and passed to every pull.
   const archive = { limits: archiveLimits(input.limits) };
   if (baselineSnapshot) {
@@ -613,6 +625,7 @@ export async function restoreWorkspaceOverSsh(input, transfers) {
         baseline: baselineSnapshot,
         loaded: candidate?.loaded,
         localWalk,
+        guard,
       });
       const pullTree = (over) => {
         // The workspace's own links out of the tree come back as they went (knownLinks).
@@ -628,11 +641,11 @@ export async function restoreWorkspaceOverSsh(input, transfers) {
           progressLabel: "workspace",
           ...over,
         };
-        if (!delta) return syncDirectoryFromSsh(tree);
-        return delta.members.length + delta.trees.length > 0 ? transfers.pullTree(tree, { delta }) : undefined;
+        if (!delta) return transfers.pullTree(tree, { guard });
+        return delta.members.length + delta.trees.length > 0 ? transfers.pullTree(tree, { delta, guard }) : undefined;
       };
       const exportHistory = () =>
-        pullGitHistory({ spec, localDir, remoteDir, ref, reset: false, onProgress, connection, base });
+        pullGitHistory({ spec, localDir, remoteDir, ref, reset: false, onProgress, connection, base, guard });
       let imported = null;
       if (ref && pullMayOverlapExport(baselineSnapshot.exclude)) {
         // Both only read the remote tree and write different local places (the repository's
@@ -671,29 +684,35 @@ export async function restoreWorkspaceOverSsh(input, transfers) {
   if (state) {
     const ref = `refs/paperclip/ssh-sync/imported/${randomUUID()}`;
     const base = (await deltaCandidate({ spec, remoteDir, localDir }))?.git?.head ?? null;
-    await pullGitHistory({ spec, localDir, remoteDir, ref, reset: true, onProgress, connection, base });
+    await pullGitHistory({ spec, localDir, remoteDir, ref, reset: true, onProgress, connection, base, guard });
     throwIfAborted(signal);
-    await syncDirectoryFromSsh({
+    await transfers.pullTree(
+      {
+        ...connection,
+        ...archive,
+        spec,
+        remoteDir,
+        localDir,
+        exclude: [".git", RUNTIME_DIR],
+        preserveLocalEntries: [".git"],
+        onProgress,
+        progressLabel: "workspace",
+      },
+      { guard },
+    );
+    return;
+  }
+  await transfers.pullTree(
+    {
       ...connection,
       ...archive,
       spec,
       remoteDir,
       localDir,
-      exclude: [".git", RUNTIME_DIR],
-      preserveLocalEntries: [".git"],
+      exclude: [RUNTIME_DIR],
       onProgress,
       progressLabel: "workspace",
-    });
-    return;
-  }
-  await syncDirectoryFromSsh({
-    ...connection,
-    ...archive,
-    spec,
-    remoteDir,
-    localDir,
-    exclude: [RUNTIME_DIR],
-    onProgress,
-    progressLabel: "workspace",
-  });
+    },
+    { guard },
+  );
 }

@@ -28,7 +28,12 @@ export interface SshRemoteExecutionSpec extends SshConnectionConfig {
 export interface SshCallOptions {
   /** Aborting rejects the call with an `AbortError` and closes its session. */
   signal?: AbortSignal;
-  /** Limit on the TCP connect, in ms (default 10 000, upstream's `ConnectTimeout=10`). */
+  /**
+   * Limit on reaching an authenticated session (the TCP connect, the SSH banner, the key
+   * exchange and authentication, as OpenSSH's `ConnectTimeout`), in ms (default 10 000,
+   * upstream's `ConnectTimeout=10`); past it, `ETIMEDOUT`. Every connection the call opens
+   * honours it, and the call as a whole loses at most this much to connections that fail.
+   */
   connectTimeoutMs?: number;
   /** Fail when no byte moved for this long, in ms (transfers: default 300 000; 0 or absent on a command: none). */
   inactivityTimeoutMs?: number;

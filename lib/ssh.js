@@ -8,12 +8,21 @@
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import { abortError, codes, constants, native, runCancellable, toJsError } from "./native.js";
-import { shellQuote, sshTarget, transferProgress, transferTarget, uploadProgress } from "./ssh-common.js";
+import {
+  CONNECT_BUDGET,
+  shellQuote,
+  sshTarget,
+  transferProgress,
+  transferTarget,
+  uploadProgress,
+  withConnectBudget,
+} from "./ssh-common.js";
 import { parseMembers, pullArguments } from "./tree-delta.js";
 import { prepareWorkspaceOverSsh, restoreWorkspaceOverSsh } from "./ssh-workspace.js";
 import { archiveLimits, checkSignal, invalidArgument, requireString } from "./arguments.js";
 import { isReservedName, reportForeignStaging } from "./staging.js";
 import { packInput } from "./tar-common.js";
+import { guarded, workspaceGuardLine } from "./workspace-guard.js";
 
 /** Upstream's default `timeoutMs` and `maxBuffer` for `runSshCommand`. */
 const DEFAULT_COMMAND_TIMEOUT_MS = 15_000;
@@ -58,6 +67,10 @@ function commandFailure(error, { stdout = "", stderr, code, signal = null, kille
  * on exit status 0; rejects like upstream otherwise.
  */
 export async function runSshCommand(config, remoteCommand, options = {}) {
+  return await withConnectBudget(options, (withBudget) => runCommand(config, remoteCommand, withBudget));
+}
+
+async function runCommand(config, remoteCommand, options) {
   if (typeof remoteCommand !== "string") throw invalidArgument("remoteCommand must be a string");
   const envEntries = Object.entries(options.env ?? {}).filter((entry) => typeof entry[1] === "string");
   for (const [key] of envEntries) {
@@ -188,7 +201,9 @@ function transferInput(input, dirKey) {
  */
 export async function syncDirectoryToSsh(input) {
   const remoteDir = shellQuote(input?.remoteDir ?? "");
-  await uploadTree(input, { command: `sh -c ${shellQuote(`mkdir -p ${remoteDir} && tar -xf - -C ${remoteDir}`)}` });
+  await withConnectBudget(input, (withBudget) =>
+    uploadTree(withBudget, { command: `sh -c ${shellQuote(`mkdir -p ${remoteDir} && tar -xf - -C ${remoteDir}`)}` }),
+  );
 }
 
 /**
@@ -234,13 +249,18 @@ async function uploadTree(input, { command, only, record = false, collectStdout,
   return { stdout: result.stdout ?? null, members: result.members ? parseMembers(result.members) : [] };
 }
 
-/** Upstream's remote size estimate for a restore: `du -sk` in bytes, `null` when unknown. */
-async function probeRemoteDirSize(spec, remoteDir, signal) {
+/**
+ * Upstream's remote size estimate for a restore: `du -sk` in bytes, `null` when unknown. On
+ * the pull's connection options (`input`: its connect timeout and budget).
+ */
+async function probeRemoteDirSize(input, signal) {
   try {
-    const result = await runSshCommand(spec, `du -sk ${shellQuote(remoteDir)} 2>/dev/null | cut -f1`, {
+    const result = await runSshCommand(input.spec, `du -sk ${shellQuote(input.remoteDir)} 2>/dev/null | cut -f1`, {
       timeoutMs: PROBE_TIMEOUT_MS,
       maxBuffer: PROBE_MAX_BUFFER,
       signal,
+      connectTimeoutMs: input.connectTimeoutMs,
+      [CONNECT_BUDGET]: input[CONNECT_BUDGET],
     });
     const kilobytes = Number.parseInt(result.stdout.trim(), 10);
     return Number.isFinite(kilobytes) && kilobytes > 0 ? kilobytes * 1024 : null;
@@ -367,23 +387,26 @@ async function completeInterruptedPulls(localDir) {
  * one session; only a complete, successful transfer replaces the contents of `localDir`.
  */
 export async function syncDirectoryFromSsh(input) {
-  await pullTree(input, {});
+  await withConnectBudget(input, (withBudget) => pullTree(withBudget, {}));
 }
 
 /**
  * One pull of `input.remoteDir` into `input.localDir` (checked as `syncDirectoryFromSsh`
  * checks it), upstream's: the whole tree, or with `delta` (`{ members, trees, names }`,
- * the restore delta's plan) only those entries (tree-delta.js `pullArguments`).
+ * the restore delta's plan) only those entries (tree-delta.js `pullArguments`). `guard`: a
+ * workspace restore's check of the remote workspace (workspace-guard.js), run first; a
+ * workspace gone rejects with its coded refusal.
  */
-async function pullTree(input, { delta }) {
+async function pullTree(input, { delta, guard }) {
   const { signal, target } = transferInput(input, "localDir");
   const excludeArgs = [APPLE_DOUBLE, ...(input.exclude ?? [])].flatMap((entry) => ["--exclude", entry]);
-  const remoteScript = [
+  const pull = [
     `cd ${shellQuote(input.remoteDir)}`,
     delta
       ? `tar ${pullArguments(delta).join(" ")}`
       : `tar ${[...excludeArgs.map(shellQuote), "-cf", "-", "."].join(" ")}`,
   ].join(" && ");
+  const remoteScript = guard ? `${workspaceGuardLine(guard)}\n${pull}` : pull;
   const command = `sh -c ${shellQuote(remoteScript)}`;
   const limits = archiveLimits(input.limits);
   if (signal?.aborted) throw abortError(signal);
@@ -394,22 +417,24 @@ async function pullTree(input, { delta }) {
     phase: "Restoring",
     direction: "from",
     label: input.progressLabel,
-    total: input.onProgress ? probeRemoteDirSize(input.spec, input.remoteDir, signal) : null,
+    total: input.onProgress ? probeRemoteDirSize(input, signal) : null,
   });
   let failed = true;
   try {
-    const summary = await runCancellable(signal, (id) =>
-      native.sshDownloadTar(
-        target,
-        command,
-        {
-          dest: staging.tree,
-          preserveMtime: true,
-          limits,
-          knownLinks: input.knownLinks === undefined ? input.localDir : requireString(input.knownLinks, "knownLinks"),
-        },
-        id,
-        progress ? (bytes) => progress.update(bytes) : undefined,
+    const summary = await guarded(guard, () =>
+      runCancellable(signal, (id) =>
+        native.sshDownloadTar(
+          target,
+          command,
+          {
+            dest: staging.tree,
+            preserveMtime: true,
+            limits,
+            knownLinks: input.knownLinks === undefined ? input.localDir : requireString(input.knownLinks, "knownLinks"),
+          },
+          id,
+          progress ? (bytes) => progress.update(bytes) : undefined,
+        ),
       ),
     );
     if (signal?.aborted) throw abortError(signal);
@@ -434,7 +459,7 @@ const TRANSFERS = { runSshCommand, syncDirectoryToSsh, syncDirectoryFromSsh, upl
  * ssh-workspace.js).
  */
 export function prepareWorkspaceForSshExecution(input) {
-  return prepareWorkspaceOverSsh(input, TRANSFERS);
+  return withConnectBudget(input, (withBudget) => prepareWorkspaceOverSsh(withBudget, TRANSFERS));
 }
 
 /**
@@ -442,5 +467,5 @@ export function prepareWorkspaceForSshExecution(input) {
  * ssh.d.ts and ssh-workspace.js).
  */
 export function restoreWorkspaceFromSshExecution(input) {
-  return restoreWorkspaceOverSsh(input, TRANSFERS);
+  return withConnectBudget(input, (withBudget) => restoreWorkspaceOverSsh(withBudget, TRANSFERS));
 }

@@ -8,7 +8,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import { gunzipSync } from "node:zlib";
-import { constants, native, runCancellable } from "./native.js";
+import { codes, constants, native, runCancellable } from "./native.js";
 import { shellQuote } from "./ssh-common.js";
 import { packInput } from "./tar-common.js";
 
@@ -31,6 +31,18 @@ const CLOCK_MARGIN_S = 0.1;
  * coarse clock of file times, and a filesystem that keeps whole or even seconds.
  */
 const DATE_MARGIN_S = 2;
+
+/**
+ * Whether a failed step of a delta ends the call instead of falling back to the full path:
+ * an abort, a runner call past the deadline we enforce on it (the full path would only wait
+ * on the same runner again), a remote workspace that is gone (the full path would pull it
+ * as an empty tree).
+ */
+export function endsTheCall(error) {
+  return (
+    error?.name === "AbortError" || error?.code === codes.SANDBOX_TIMEOUT || error?.code === codes.REMOTE_WORKSPACE_GONE
+  );
+}
 
 /** Above this many bytes of removal arguments a delta does not name them on its command line. */
 export const INLINE_REMOVALS_MAX = 64 * 1024;
@@ -549,7 +561,10 @@ export function plainExcludes(exclude) {
  * {@link rowsAfterRestore}; the listing's `pcdelta-note` records; `inline`, see below) or
  * `{ fallback, notes }`, the reason for the full pull. `localWalk`: the walk of the local
  * tree ({@link walkLocalTree}, the baseline's excludes), always settled before this
- * resolves. `before`: script lines the listing command runs first (after its header),
+ * resolves. `first`: a shell line the listing command runs before anything (the sandbox
+ * lane's workspace guard). A listing that fails as {@link endsTheCall} says rejects this
+ * call too; any other failure is a fallback.
+ * `before`: script lines the listing command runs first (after its header),
  * `lead`: a command inside the listing's pipeline whose `pcdelta-note` records come first (a
  * git workspace's restore exports its history in the same command). `inline` (`{ max, mark
  * }`, or `null`): the listing's command also archives the files and links it found changed
@@ -557,6 +572,9 @@ export function plainExcludes(exclude) {
  * its time) and prints that archive when it is at most `max` bytes; the plan's `inline` is
  * then its bytes (a tar archive of `./`-named members, the pull's excludes applied), else
  * `null`. The caller uses it in place of the pull when it holds every member the plan pulls.
+ * `unsent`: baseline members the prepare never put on the remote (a git workspace's empty
+ * directories: neither the clone nor the overlay holds them), gone unless listed, as the
+ * full pull, which cannot bring them, leaves them.
  */
 export async function planRestoreDelta({
   manifest,
@@ -565,9 +583,11 @@ export async function planRestoreDelta({
   baseline,
   localWalk,
   list,
+  first = "",
   before = [],
   lead = "",
   inline = null,
+  unsent = null,
 }) {
   let notes = [];
   const fallback = async (reason) => {
@@ -640,8 +660,9 @@ export async function planRestoreDelta({
   const pruned = `-path ./${RUNTIME_DIR} -prune -o ${prunedExcludes}`;
   const script =
     since == null
-      ? ["set -e", `cd ${q}`, ...HEADER, ...before, listingPipeline(prunedExcludes, [RUNTIME_DIR], lead)]
+      ? [first, "set -e", `cd ${q}`, ...HEADER, ...before, listingPipeline(prunedExcludes, [RUNTIME_DIR], lead)]
       : [
+          first,
           "set -e",
           `cd ${q}`,
           // Probed at the prepare (GNU tar and find, gzip): only the time is asked.
@@ -675,7 +696,7 @@ export async function planRestoreDelta({
     listing = await list(script.join("\n"), { dotted: since != null });
   } catch (error) {
     await localWalk.catch(() => undefined);
-    if (error?.name === "AbortError") throw error;
+    if (endsTheCall(error)) throw error;
     return { fallback: "remote-cannot-answer" };
   }
   notes = listing?.notes ?? [];
@@ -712,7 +733,7 @@ export async function planRestoreDelta({
   const goneMemo = new Map();
   const isGone = (member) => {
     if (listing.entries.has(member)) return false;
-    if (since == null) return true;
+    if (since == null || unsent?.has(member)) return true;
     if (goneMemo.has(member)) return goneMemo.get(member);
     const slash = member.lastIndexOf("/");
     const parent = slash < 0 ? "" : member.slice(0, slash);

@@ -351,6 +351,16 @@ export interface SnapshotWatchTransfer {
 }
 
 /**
+ * Creates the connect budget of one public SSH call (internal; lib/ssh-common.js
+ * `withConnectBudget`): the connect timeout, in ms (default 10 000), that the connections
+ * of the call may lose in all (`paperclip_sync_core::ssh::ConnectBudget`). Returns its id.
+ */
+export declare function sshConnectBudgetCreate(connectTimeoutMs?: number | undefined | null): number
+
+/** Forgets a connect budget once its call settled (internal; connections still opening keep it). */
+export declare function sshConnectBudgetRelease(id: number): void
+
+/**
  * Writes the stdout of `command` to a new 0600 file `path`, removed on failure (internal;
  * the git-bundle download).
  */
@@ -410,6 +420,8 @@ export interface SshPoolStats {
   closed: number
   /** Idle sessions closed after the idle timeout. */
   expired: number
+  /** Idle sessions closed because they stopped answering keepalives (docs/ssh.md). */
+  dead: number
   /** Pooled sessions found closed by the server at checkout and replaced by a new one. */
   retried: number
   /** Calls served by a session opened ahead of them (counted in `opened`, not `reused`). */
@@ -439,7 +451,10 @@ export interface SshTargetInput {
   privateKey?: string
   knownHosts?: string
   strictHostKeyChecking: boolean
-  /** Limit on the TCP connect, in ms (default 10 000, upstream's `ConnectTimeout=10`). */
+  /**
+   * Limit on reaching an authenticated session (TCP connect, banner, key exchange,
+   * authentication), in ms (default 10 000, upstream's `ConnectTimeout=10`).
+   */
   connectTimeoutMs?: number
   /** Fails the call when no byte moved for this long, in ms (absent or 0: never). */
   inactivityTimeoutMs?: number
@@ -449,6 +464,12 @@ export interface SshTargetInput {
    * `PAPERCLIP_NATIVE_SSH_REUSE=0`).
    */
   reuse?: boolean
+  /**
+   * The id of the calling public function's connect budget (`sshConnectBudgetCreate`),
+   * shared by every connection it opens; absent or released: each connection has its own
+   * connect timeout.
+   */
+  connectBudget?: number
 }
 
 /** What a transfer moved (internal). */

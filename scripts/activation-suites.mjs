@@ -24,7 +24,11 @@
 // command passes the package as installed from the release tarballs (scripts/install-release.mjs),
 // so our modules sit under node_modules as in a user's project.
 //
-// Usage: node scripts/activation-suites.mjs [--package @paperclipai/adapter-utils] [--native DIR]
+// `--package-dir DIR` runs the package installed at DIR instead of the one under this
+// checkout's node_modules (scripts/verify-upstream.mjs: an upstream being verified; DIR must
+// resolve `vitest` from this checkout, so it sits inside it).
+//
+// Usage: node scripts/activation-suites.mjs [--package @paperclipai/adapter-utils] [--package-dir DIR] [--native DIR]
 //          [--modes plain,hook,plugin-inline,plugin-external] [--suites a,b] [--exclude-suites a,b] [--json out.json]
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
@@ -48,6 +52,7 @@ function parseArgs(argv) {
     else if (argv[i] === "--suites") out.only = argv[++i].split(",").filter(Boolean);
     else if (argv[i] === "--json") out.json = path.resolve(argv[++i]);
     else if (argv[i] === "--native") out.native = path.resolve(argv[++i]);
+    else if (argv[i] === "--package-dir") out.pkgDir = path.resolve(argv[++i]);
     else throw new Error(`unknown argument ${argv[i]}`);
   }
   const needed = new Set(out.modes.map((m) => BASELINE[m] ?? m));
@@ -198,7 +203,7 @@ function makeBarrier(spec) {
 async function main() {
   const barrier = makeBarrier(process.env.ACTIVATION_SUITES_BARRIER);
   const args = parseArgs(process.argv.slice(2));
-  const pkgDir = path.join(repo, "node_modules", ...args.pkg.split("/"));
+  const pkgDir = args.pkgDir ?? path.join(repo, "node_modules", ...args.pkg.split("/"));
   if (!existsSync(pkgDir)) throw new Error(`${args.pkg} is not installed (npm ci)`);
   const drop = new Set(args.exclude);
   const short = (s) => s.replace(/^dist\//, "").replace(/\.test\.js$/, "");

@@ -15,24 +15,29 @@ import { boundSource, coveredModules, isBoundModule, shimSource } from "../lib/a
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
-/** The installed upstream package. */
+/** The installed upstream package (the devDependency; the default `from` below). */
 export const upstreamDir = path.join(repo, "node_modules", "@paperclipai", "adapter-utils");
 
-/** Copies upstream's dist and package.json into `dir` (its bundled dependencies linked); returns `dir`. */
-export function copyUpstream(dir) {
+/**
+ * Copies the dist and package.json of the upstream package at `from` (default: the installed
+ * one) into `dir`, its bundled dependencies linked; returns `dir`. Its other dependencies
+ * resolve from the directories above `dir`, so `dir` sits beside the install's node_modules.
+ */
+export function copyUpstream(dir, from = upstreamDir) {
   mkdirSync(dir, { recursive: true });
-  cpSync(path.join(upstreamDir, "dist"), path.join(dir, "dist"), { recursive: true });
-  cpSync(path.join(upstreamDir, "package.json"), path.join(dir, "package.json"));
+  cpSync(path.join(from, "dist"), path.join(dir, "dist"), { recursive: true });
+  cpSync(path.join(from, "package.json"), path.join(dir, "package.json"));
   // The bundled dependencies (acpx, …) resolve through the upstream package's own folder.
-  symlinkSync(path.join(upstreamDir, "node_modules"), path.join(dir, "node_modules"), "dir");
+  if (existsSync(path.join(from, "node_modules")))
+    symlinkSync(path.join(from, "node_modules"), path.join(dir, "node_modules"), "dir");
   return dir;
 }
 
 /**
- * Swaps our exports into the copy at `dir` and proves every swap took effect; returns the
- * swapped names as `module.name`.
+ * Swaps our exports into the copy at `dir` (of the upstream package at `from`) and proves every
+ * swap took effect; returns the swapped names as `module.name`.
  */
-export async function swapIn(dir) {
+export async function swapIn(dir, from = upstreamDir) {
   const modules = [];
   const covered = coveredModules();
   const coveredNames = new Set(covered.map((entry) => entry.module));
@@ -40,7 +45,7 @@ export async function swapIn(dir) {
     const upstreamFile = path.join(dir, "dist", `${module}.js`);
     if (!existsSync(upstreamFile)) throw new Error(`upstream has no module ${module}`);
     const ours = await import(pathToFileURL(file).href);
-    const theirs = await import(pathToFileURL(path.join(upstreamDir, "dist", `${module}.js`)).href);
+    const theirs = await import(pathToFileURL(path.join(from, "dist", `${module}.js`)).href);
     const names = Object.keys(ours).sort();
     const foreign = names.filter((name) => !(name in theirs));
     if (foreign.length > 0)

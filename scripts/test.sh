@@ -8,7 +8,9 @@
 # real sshd on 127.0.0.1 and log in to it as the current user. sshd and upstream's fixture
 # refuse root logins, so as root they run as an unprivileged user ($SSH_TEST_USER, created
 # when missing) from a copy of the repository that user owns; their results are folded into
-# the closing line. A suite that skips instead of transferring counts as failed.
+# the closing line. A suite that skips instead of transferring counts as failed. The SSH fault
+# suite (__test__/faults-ssh.test.js) needs root for its network namespace: it runs in the
+# root vitest pass (step 5), starts sshd as root and logs in as $SSH_TEST_USER.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
@@ -47,6 +49,11 @@ if [ "$(id -u)" = 0 ]; then
     step "useradd $ssh_user (the SSH suites' unprivileged user)"
     useradd --create-home --shell /bin/sh "$ssh_user"
   fi
+  # sshd running as root (the SSH fault suite's, in a network namespace) refuses a locked
+  # account ('!' in its password field, as useradd leaves it): no password, not locked.
+  if [ "$(getent shadow "$ssh_user" | cut -d: -f2 | cut -c1)" = '!' ]; then
+    usermod -p '*' "$ssh_user"
+  fi
 fi
 
 # 2-3. Node 24 for the whole run (scripts/node-versions.sh; Node 26 and the lowest supported
@@ -57,7 +64,7 @@ source scripts/node-versions.sh
 NODE26_VITEST="__test__/activation.test.js __test__/activation-parts.test.js __test__/activation-vitest.test.js
   __test__/release-install.test.js __test__/error-codes.test.js __test__/cli.test.js __test__/doctor.test.js __test__/types.test.js
   __test__/exclude.diff.test.js __test__/ignore.diff.test.js __test__/limits.test.js __test__/merge.diff.test.js
-  __test__/merge-lock.test.js __test__/mirror.diff.test.js __test__/runtime-progress.diff.test.js
+  __test__/merge-lock.test.js __test__/merge-lock-protocols.test.js __test__/mirror.diff.test.js __test__/runtime-progress.diff.test.js
   __test__/snapshot.diff.test.js __test__/tar-extract.test.js __test__/transfer-deadline.test.js"
 # The vitest files of the lowest supported Node's pass (step 8): the quick loop's
 # (scripts/quick-files.sh) and the activation tests.
@@ -158,7 +165,7 @@ if $as_root; then
   #    and copies inside the tree.
   step "SSH suites as $ssh_user"
   copy=$(mktemp -d /tmp/pc-native-ssh.XXXXXX)
-  tar -C "$repo" --exclude=./target --exclude=./.git --exclude=./.swap --exclude=./.cache \
+  tar -C "$repo" --exclude=./target --exclude=./.git --exclude=./.swap --exclude=./.verify-upstream --exclude=./.cache \
       --exclude=./.test-results --exclude=./.bench --exclude=./fuzz -cf - . | tar -xf - -C "$copy"
   # This run's Node, inside the copy (the repository's .cache may not be readable by the user),
   # and the release tarballs installed as an operator would (the activation suites load the

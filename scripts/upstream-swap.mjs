@@ -18,7 +18,12 @@
 // for example as root) did not run what it skipped: each such line counts as one failed
 // check, so a skipped SSH run can never pass.
 //
+// `--upstream DIR` takes another install of upstream instead of the devDependency, and
+// `--swap-dir DIR` puts the two copies there instead of `.swap/` (scripts/verify-upstream.mjs
+// uses both; the copies' dependencies resolve from the directories above them).
+//
 // Usage: node scripts/upstream-swap.mjs [--suites a,b] [--exclude-suites a,b] [--json out.json]
+//          [--upstream DIR] [--swap-dir DIR]
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { mkdtempSync } from "node:fs";
@@ -30,7 +35,6 @@ import { fileURLToPath } from "node:url";
 import { copyUpstream, swapIn, upstreamDir } from "./swapped-upstream.mjs";
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-const swapRoot = path.join(repo, ".swap");
 
 // The upstream suites that exercise the modules we cover (directly or through the upstream
 // modules that import them). `ssh-fixture` starts its own sshd and needs a non-root user.
@@ -50,22 +54,24 @@ const DEFAULT_SUITES = [
 ];
 
 function parseArgs(argv) {
-  const out = { suites: DEFAULT_SUITES, json: null };
+  const out = { suites: DEFAULT_SUITES, json: null, upstream: upstreamDir, swapRoot: path.join(repo, ".swap") };
   for (let i = 0; i < argv.length; i += 1) {
     if (argv[i] === "--suites") out.suites = argv[++i].split(",").filter(Boolean);
     else if (argv[i] === "--exclude-suites") {
       const drop = new Set(argv[++i].split(",").filter(Boolean));
       out.suites = out.suites.filter((suite) => !drop.has(suite));
     } else if (argv[i] === "--json") out.json = path.resolve(argv[++i]);
+    else if (argv[i] === "--upstream") out.upstream = path.resolve(argv[++i]);
+    else if (argv[i] === "--swap-dir") out.swapRoot = path.resolve(argv[++i]);
     else throw new Error(`unknown argument ${argv[i]}`);
   }
   return out;
 }
 
-function prepareCopy(variant) {
+function prepareCopy(swapRoot, variant, from) {
   const dir = path.join(swapRoot, variant);
   rmSync(dir, { recursive: true, force: true });
-  return copyUpstream(dir);
+  return copyUpstream(dir, from);
 }
 
 async function runSuites(dir, suites, label) {
@@ -150,10 +156,11 @@ async function runSuites(dir, suites, label) {
 
 async function main() {
   const args = parseArgs(process.argv.slice(2));
-  if (!existsSync(upstreamDir)) throw new Error("@paperclipai/adapter-utils is not installed (npm ci)");
-  const plainDir = prepareCopy("plain");
-  const swappedDir = prepareCopy("swapped");
-  const swapped = await swapIn(swappedDir);
+  if (!existsSync(args.upstream))
+    throw new Error(`@paperclipai/adapter-utils is not installed at ${args.upstream} (npm ci)`);
+  const plainDir = prepareCopy(args.swapRoot, "plain", args.upstream);
+  const swappedDir = prepareCopy(args.swapRoot, "swapped", args.upstream);
+  const swapped = await swapIn(swappedDir, args.upstream);
   console.log(`upstream-swap: ${swapped.length} upstream exports swapped: ${swapped.join(", ")}`);
   console.log(`upstream-swap: suites: ${args.suites.join(", ")}`);
 

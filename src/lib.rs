@@ -13,6 +13,7 @@ mod cancel;
 mod constants;
 mod error;
 mod exclude;
+mod handles;
 mod ignore_scan;
 mod merge;
 mod progress;

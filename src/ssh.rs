@@ -17,12 +17,13 @@ use napi::bindgen_prelude::Buffer;
 use napi_derive::napi;
 use paperclip_sync_core::error::{codes, Error as CoreError};
 use paperclip_sync_core::ssh::{
-    self, Input, Output, Sessions, SshTarget, StderrLimit, TransferSummary, DEFAULT_CONNECT_TIMEOUT,
+    self, ConnectBudget, Input, Output, Sessions, SshTarget, StderrLimit, TransferSummary, DEFAULT_CONNECT_TIMEOUT,
 };
 use paperclip_sync_core::tar::{self, MemberRecord};
 
 use crate::cancel;
 use crate::error::{run_blocking, to_napi};
+use crate::handles::Handles;
 use crate::progress::{Progress, ProgressCallback};
 use crate::runtime::run_dedicated;
 use crate::tar::{TarExtractInput, TarPackInput};
@@ -37,7 +38,8 @@ pub struct SshTargetInput {
     pub private_key: Option<String>,
     pub known_hosts: Option<String>,
     pub strict_host_key_checking: bool,
-    /// Limit on the TCP connect, in ms (default 10 000, upstream's `ConnectTimeout=10`).
+    /// Limit on reaching an authenticated session (TCP connect, banner, key exchange,
+    /// authentication), in ms (default 10 000, upstream's `ConnectTimeout=10`).
     pub connect_timeout_ms: Option<f64>,
     /// Fails the call when no byte moved for this long, in ms (absent or 0: never).
     pub inactivity_timeout_ms: Option<f64>,
@@ -45,6 +47,28 @@ pub struct SshTargetInput {
     /// cleanly (default true; lib/ssh-common.js passes false for
     /// `PAPERCLIP_NATIVE_SSH_REUSE=0`).
     pub reuse: Option<bool>,
+    /// The id of the calling public function's connect budget (`sshConnectBudgetCreate`),
+    /// shared by every connection it opens; absent or released: each connection has its own
+    /// connect timeout.
+    pub connect_budget: Option<u32>,
+}
+
+/// The connect budgets the JS layer holds for its calls in flight.
+static BUDGETS: Handles<ConnectBudget> = Handles::new();
+
+/// Creates the connect budget of one public SSH call (internal; lib/ssh-common.js
+/// `withConnectBudget`): the connect timeout, in ms (default 10 000), that the connections
+/// of the call may lose in all (`paperclip_sync_core::ssh::ConnectBudget`). Returns its id.
+#[napi]
+pub fn ssh_connect_budget_create(connect_timeout_ms: Option<f64>) -> u32 {
+    let limit = millis(connect_timeout_ms).unwrap_or(DEFAULT_CONNECT_TIMEOUT);
+    BUDGETS.insert(ConnectBudget::new(limit))
+}
+
+/// Forgets a connect budget once its call settled (internal; connections still opening keep it).
+#[napi]
+pub fn ssh_connect_budget_release(id: u32) {
+    BUDGETS.remove(id);
 }
 
 /// The sessions a call with `target` uses: the process-wide pool, reusing unless turned off.
@@ -68,6 +92,7 @@ impl TryFrom<SshTargetInput> for SshTarget {
             strict_host_key_checking: input.strict_host_key_checking,
             connect_timeout: millis(input.connect_timeout_ms).unwrap_or(DEFAULT_CONNECT_TIMEOUT),
             inactivity_timeout: millis(input.inactivity_timeout_ms),
+            connect_budget: input.connect_budget.and_then(|id| BUDGETS.get(id)),
         })
     }
 }
@@ -347,6 +372,8 @@ pub struct SshPoolStats {
     pub closed: f64,
     /// Idle sessions closed after the idle timeout.
     pub expired: f64,
+    /// Idle sessions closed because they stopped answering keepalives (docs/ssh.md).
+    pub dead: f64,
     /// Pooled sessions found closed by the server at checkout and replaced by a new one.
     pub retried: f64,
     /// Calls served by a session opened ahead of them (counted in `opened`, not `reused`).
@@ -375,6 +402,7 @@ pub fn ssh_pool_stats() -> SshPoolStats {
         dropped: s.dropped as f64,
         closed: s.closed as f64,
         expired: s.expired as f64,
+        dead: s.dead as f64,
         retried: s.retried as f64,
         opened_ahead: s.opened_ahead as f64,
         idle: s.idle as f64,

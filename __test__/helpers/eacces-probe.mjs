@@ -3,8 +3,9 @@
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import * as upstream from "@paperclipai/adapter-utils/workspace-restore-merge";
+import { oracle } from "./oracle.js";
 import * as ours from "@paperclipai/adapter-utils-native/workspace-restore-merge";
+const upstream = await oracle("workspace-restore-merge");
 
 const root = process.argv[2];
 const fileRoot = mkdtempSync(path.join(os.tmpdir(), "pc-native-eacces-file-"));

@@ -1,7 +1,7 @@
 // What the sandbox-lane tests compare of a repository and a work tree, in one place.
 import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, lstatSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { treeState } from "./tar.js";
 
@@ -23,6 +23,21 @@ export function pinnedGit(dir, args) {
     ["-C", dir, "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main", ...args],
     { env: PINNED_GIT_ENV, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] },
   );
+}
+
+/**
+ * A project repository inside a workspace (`<root>/.paperclip-repositories/proj`): one
+ * committed file, and an uncommitted one (`dirty.txt`). Returns its directory.
+ */
+export function writeNestedRepository(root) {
+  const repo = path.join(root, ".paperclip-repositories", "proj");
+  mkdirSync(repo, { recursive: true });
+  writeFileSync(path.join(repo, "README.md"), "nested\n");
+  pinnedGit(repo, ["init", "-q"]);
+  pinnedGit(repo, ["add", "-A"]);
+  pinnedGit(repo, ["commit", "-q", "-m", "nested initial"]);
+  writeFileSync(path.join(repo, "dirty.txt"), "dirty\n");
+  return repo;
 }
 
 const read = (dir, args) =>

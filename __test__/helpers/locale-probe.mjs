@@ -1,6 +1,7 @@
 // Captures one tree with ours and upstream in this process's locale (LANG) and prints both.
-import * as upstream from "@paperclipai/adapter-utils/workspace-restore-merge";
+import { oracle } from "./oracle.js";
 import * as ours from "@paperclipai/adapter-utils-native/workspace-restore-merge";
+const upstream = await oracle("workspace-restore-merge");
 
 const root = process.argv[2];
 const view = (s, m) => ({

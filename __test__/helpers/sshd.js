@@ -6,7 +6,16 @@
 // allowed too (`PermitRootLogin prohibit-password`) so a developer can run them directly.
 import { execFileSync, spawn } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
+import {
+  chownSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  writeFileSync,
+} from "node:fs";
 import net from "node:net";
 import os from "node:os";
 import path from "node:path";
@@ -25,15 +34,15 @@ async function freePort() {
   });
 }
 
-/** Resolves once something on `port` sends an SSH banner. */
-async function waitForBanner(port, child, logPath, timeoutMs = 10_000) {
+/** Resolves once something on `host`:`port` sends an SSH banner. */
+async function waitForBanner(host, port, child, logPath, timeoutMs = 10_000) {
   const until = Date.now() + timeoutMs;
   while (Date.now() < until) {
     if (child.exitCode !== null) {
       throw new Error(`sshd exited with ${child.exitCode}: ${readFileSync(logPath, "utf8")}`);
     }
     const ok = await new Promise((resolve) => {
-      const socket = net.connect(port, "127.0.0.1");
+      const socket = net.connect(port, host);
       socket.setTimeout(1000);
       socket.once("data", (d) => {
         socket.destroy();
@@ -48,7 +57,9 @@ async function waitForBanner(port, child, logPath, timeoutMs = 10_000) {
     if (ok) return;
     await new Promise((r) => setTimeout(r, 100));
   }
-  throw new Error(`sshd did not answer on port ${port}: ${existsSync(logPath) ? readFileSync(logPath, "utf8") : ""}`);
+  throw new Error(
+    `sshd did not answer on ${host} port ${port}: ${existsSync(logPath) ? readFileSync(logPath, "utf8") : ""}`,
+  );
 }
 
 /** Generates an ed25519 key pair at `file`; returns the public key line. */
@@ -64,26 +75,43 @@ export function generateKey(file) {
  * `logLevel` (default `VERBOSE`: one line per accepted login) may be `DEBUG1`, which also
  * logs every channel open and every command (bench/links.mjs counts them). `forceCommand`:
  * sshd's `ForceCommand` (run by the login shell in place of each command, which it finds in
- * `$SSH_ORIGINAL_COMMAND`), to stand for a login that prints or is slow.
+ * `$SSH_ORIGINAL_COMMAND`), to stand for a login that prints or is slow. As root, `user`
+ * logs in instead of the current user (it owns the workspace), `listenAddress` is where
+ * sshd listens (default 127.0.0.1, port 22 elsewhere) and `prefix` runs it (`["ip", "netns",
+ * "exec", ns]`: in a network namespace, helpers/netns.js).
  */
-export async function startSshd(root, { logLevel = "VERBOSE", forceCommand = null } = {}) {
+export async function startSshd(
+  root,
+  {
+    logLevel = "VERBOSE",
+    forceCommand = null,
+    user = os.userInfo().username,
+    listenAddress = "127.0.0.1",
+    prefix = [],
+  } = {},
+) {
   const sshd = SSHD_CANDIDATES.find((candidate) => existsSync(candidate));
   if (!sshd) throw new Error("sshd is not installed (apt-get install openssh-server)");
   mkdirSync(root, { recursive: true });
-  const port = await freePort();
+  const port = listenAddress === "127.0.0.1" ? await freePort() : 22;
   const hostKey = path.join(root, "host_key");
   const clientKey = path.join(root, "client_key");
   const hostPublicKey = generateKey(hostKey);
   const clientPublicKey = generateKey(clientKey);
   writeFileSync(path.join(root, "authorized_keys"), `${clientPublicKey}\n`, { mode: 0o600 });
-  const user = os.userInfo().username;
+  // Another user's: sshd reads the keys and the user writes the workspace as that user.
+  const owner =
+    user === os.userInfo().username
+      ? null
+      : ["-u", "-g"].map((flag) => Number(execFileSync("id", [flag, user], { encoding: "utf8" }).trim()));
+  if (owner) chownSync(path.join(root, "authorized_keys"), ...owner);
   const logPath = path.join(root, "sshd.log");
   const configPath = path.join(root, "sshd_config");
   writeFileSync(
     configPath,
     [
       `Port ${port}`,
-      "ListenAddress 127.0.0.1",
+      `ListenAddress ${listenAddress}`,
       `HostKey ${hostKey}`,
       `PidFile ${path.join(root, "sshd.pid")}`,
       `AuthorizedKeysFile ${path.join(root, "authorized_keys")}`,
@@ -104,17 +132,19 @@ export async function startSshd(root, { logLevel = "VERBOSE", forceCommand = nul
     ].join("\n"),
     { mode: 0o600 },
   );
-  const child = spawn(sshd, ["-D", "-e", "-f", configPath, "-E", logPath], { stdio: "ignore" });
-  await waitForBanner(port, child, logPath);
+  const command = [...prefix, sshd, "-D", "-e", "-f", configPath, "-E", logPath];
+  const child = spawn(command[0], command.slice(1), { stdio: "ignore" });
+  await waitForBanner(listenAddress, port, child, logPath);
   const workspace = path.join(root, "workspace");
   mkdirSync(workspace, { recursive: true });
+  if (owner) chownSync(workspace, ...owner);
   const config = {
-    host: "127.0.0.1",
+    host: listenAddress,
     port,
     username: user,
     remoteWorkspacePath: workspace,
     privateKey: readFileSync(clientKey, "utf8"),
-    knownHosts: `[127.0.0.1]:${port} ${hostPublicKey}\n`,
+    knownHosts: `${port === 22 ? listenAddress : `[${listenAddress}]:${port}`} ${hostPublicKey}\n`,
     strictHostKeyChecking: true,
   };
   return {

@@ -3,8 +3,9 @@
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import * as upstream from "@paperclipai/adapter-utils/sandbox-managed-runtime";
+import { oracle } from "./oracle.js";
 import * as ours from "@paperclipai/adapter-utils-native/sandbox-managed-runtime";
+const upstream = await oracle("sandbox-managed-runtime");
 
 /** Top-level member names in archive order, from the raw ustar/GNU headers. */
 function topLevelOrder(file) {

@@ -186,6 +186,8 @@ export async function run({ values: opts }) {
           modules: Object.fromEntries(
             child.upstream.flatMap((u) => Object.entries(u.modules).map(([m, names]) => [m, names.length])),
           ),
+          // Modules the admission left upstream's (an unverified workspace by opt-in), and why.
+          refused: Object.assign({}, ...[...child.upstream, ...child.skipped].map((u) => u.refused ?? {})),
         }
       : null,
   };
@@ -210,13 +212,17 @@ export async function run({ values: opts }) {
           "upstream module": module,
           "served natively": report.withRegister?.modules?.[module]
             ? `${names.length} ${names.length === 1 ? "name" : "names"}`
-            : "no",
+            : report.withRegister?.refused?.[module]
+              ? "no (refused)"
+              : "no",
           names: names.join(", "),
         })),
         ["upstream module", "served natively", "names"],
       )}`,
     );
   }
+  for (const [module, why] of Object.entries(report.withRegister?.refused ?? {}))
+    console.log(`refused             ${module}: ${why}`);
   console.log(`\nEnable: NODE_OPTIONS="--import=${register}"; turn off: ${ACTIVATION_ENV}=0`);
   return on ? 0 : 1;
 }

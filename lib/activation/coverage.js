@@ -17,11 +17,34 @@ const packageRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "
 /** The npm name of the package the activation composes into. */
 export const UPSTREAM_PACKAGE = "@paperclipai/adapter-utils";
 
+/** The record of verified upstreams (written by `npm run verify-upstream -- <version|path> --write`). */
+export const VERIFIED_UPSTREAM_FILE = path.join(packageRoot, "lib", "activation", "verified-upstream.json");
+
+let verified = null;
+
 /**
- * The upstream versions the drop-ins were verified against (upstream's suites pass with our
- * exports swapped in). Any other installed version is left exactly as it is.
+ * The upstream packages the drop-ins were verified against (`npm run verify-upstream`: the
+ * differential tests, upstream's suites with our exports swapped in and through the
+ * activation): `[{ version, published, source, files }]`, where `published` marks a version
+ * of the npm registry (served by its version) and `files` maps each package-relative file of
+ * the covered modules' closures to its fingerprint (lib/activation/fingerprint.js), which the
+ * workspace opt-in compares.
  */
-export const VERIFIED_UPSTREAM_VERSIONS = Object.freeze(["2026.916.1"]);
+export function verifiedUpstreams() {
+  verified ??= Object.freeze(JSON.parse(readFileSync(VERIFIED_UPSTREAM_FILE, "utf8")).verified.map(Object.freeze));
+  return verified;
+}
+
+/**
+ * The published upstream versions the drop-ins were verified against. Any other installed
+ * version is left exactly as it is (or, an unpublished workspace by opt-in, module by module:
+ * lib/activation/admission.js).
+ */
+export const VERIFIED_UPSTREAM_VERSIONS = Object.freeze(
+  verifiedUpstreams()
+    .filter((entry) => entry.published)
+    .map((entry) => entry.version),
+);
 
 export { ACTIVATION_ENV } from "./env.js";
 
@@ -45,23 +68,14 @@ export function coveredModules() {
     .map(([key, value]) => ({ module: key.slice(2), file: path.join(packageRoot, value.default) }));
 }
 
-/** The kind of one of our exports: `function`, `class` or `value` (admission.js compares it with upstream's). */
-export function shapeOf(value) {
-  if (typeof value !== "function") return "value";
-  return /^class\b/.test(Function.prototype.toString.call(value)) ? "class" : "function";
-}
-
 /** One entry of the composition plan, from our module's namespace. */
 function planEntry({ module, file }, namespace) {
-  const names = Object.keys(namespace).sort();
-  const shapes = Object.fromEntries(names.map((name) => [name, shapeOf(namespace[name])]));
-  return { module, file, url: pathToFileURL(file).href, names, shapes };
+  return { module, file, url: pathToFileURL(file).href, names: Object.keys(namespace).sort() };
 }
 
 /**
- * The composition plan: `[{ module, file, url, names, shapes }]`, where `names` are the
- * exports of our module for `module` (sorted) and `shapes` their kinds (`function`, `class`,
- * `value`). Imports our modules, so it loads the native binary.
+ * The composition plan: `[{ module, file, url, names }]`, where `names` are the exports of our
+ * module for `module` (sorted). Imports our modules, so it loads the native binary.
  */
 export async function compositionPlan() {
   const plan = [];
@@ -84,16 +98,29 @@ export function compositionPlanSync() {
  * (loaded from `originalSpecifier`) with every name we implement overridden by ours (an
  * explicit export shadows a star export, so upstream's own modules that import these names
  * get ours too). `recordUrl`, when given, is a module whose `recordComposition` the shim
- * calls so the diagnostics can list what is served.
+ * calls so the diagnostics can list what is served (and `refused`, the package's modules the
+ * admission left upstream's, when the hook is not the one recording them).
  */
-export function shimSource({ originalSpecifier, ours, names, module, upstreamRoot, version, recordUrl, mechanism }) {
+export function shimSource({
+  originalSpecifier,
+  ours,
+  names,
+  module,
+  upstreamRoot,
+  version,
+  recordUrl,
+  mechanism,
+  refused,
+}) {
   const lines = [
     `export { ${names.join(", ")} } from ${JSON.stringify(ours)};`,
     `export * from ${JSON.stringify(originalSpecifier)};`,
   ];
   if (recordUrl) {
+    const record = { module, upstreamRoot, version, names, mechanism };
+    if (refused && Object.keys(refused).length > 0) record.refused = refused;
     lines.push(`import { recordComposition as __paperclipNativeRecord } from ${JSON.stringify(recordUrl)};`);
-    lines.push(`__paperclipNativeRecord(${JSON.stringify({ module, upstreamRoot, version, names, mechanism })});`);
+    lines.push(`__paperclipNativeRecord(${JSON.stringify(record)});`);
   }
   lines.push("");
   return lines.join("\n");

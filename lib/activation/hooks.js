@@ -20,7 +20,7 @@ import {
   shimSource,
   upstreamModuleOf,
 } from "./coverage.js";
-import { recordDisabled, recordSkipped } from "./state.js";
+import { recordDisabled, recordRefused, recordSkipped } from "./state.js";
 
 // Built-ins through process.getBuiltinModule, as in coverage.js (this module loads in every
 // child process of an activated host).
@@ -70,6 +70,7 @@ function decide(info, plan) {
     decision = admit({ root: info.root, version: info.version, kind: info.kind, plan, optIn: settings?.optIn });
     decisions.set(info.root, decision);
     if (decision.line) say(decision.line);
+    recordRefused(info.root, info.version, decision.refused);
     if (decision.modules.size === 0) recordSkipped(info.root, info.version, decision.reason);
   }
   return decision;

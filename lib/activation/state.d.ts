@@ -5,6 +5,11 @@ export interface NativeActivationUpstream {
   version: string;
   /** Upstream module → the names served natively (modules appear once loaded). */
   modules: Record<string, string[]>;
+  /**
+   * Upstream module → why it was left upstream's (the workspace opt-in serves a module only
+   * where it is identical to a verified upstream's); empty for a verified version.
+   */
+  refused: Record<string, string>;
 }
 /** What {@link nativeActivation} reports. */
 export interface NativeActivation {
@@ -17,8 +22,8 @@ export interface NativeActivation {
   /** The upstream versions the drop-ins were verified against. */
   verifiedVersions: string[];
   upstream: NativeActivationUpstream[];
-  /** Upstream packages left untouched, with the reason. */
-  skipped: { root: string; version: string | null; reason: string }[];
+  /** Upstream packages left untouched, with the reason (and, per module, why it was refused). */
+  skipped: { root: string; version: string | null; reason: string; refused?: Record<string, string> }[];
 }
 /**
  * Whether the activation (`node --import @paperclipai/adapter-utils-native/register` or the

@@ -10,7 +10,7 @@ const KEY = Symbol.for("paperclipai.adapterUtilsNative.activation");
 /** The process-wide store (internal). */
 export function activationStore() {
   if (!globalThis[KEY]) {
-    globalThis[KEY] = { mechanism: null, reason: null, modules: new Map(), skipped: new Map() };
+    globalThis[KEY] = { mechanism: null, reason: null, modules: new Map(), skipped: new Map(), refused: new Map() };
   }
   return globalThis[KEY];
 }
@@ -33,12 +33,22 @@ export function recordSkipped(root, version, reason) {
 }
 
 /**
- * Called by every composed module when it is evaluated (internal): records the upstream
- * module and the names it serves natively. The first one served leaves the process's record
- * for `paperclip-sync doctor --pid` (lib/activation/served-record.js).
+ * Records the modules of an upstream package that the admission left upstream's (internal):
+ * `refused` maps each module to why (lib/activation/admission.js).
  */
-export function recordComposition({ module, upstreamRoot, version, names, mechanism }) {
+export function recordRefused(root, version, refused) {
+  if (refused && Object.keys(refused).length > 0) activationStore().refused.set(root, { ...refused });
+}
+
+/**
+ * Called by every composed module when it is evaluated (internal): records the upstream
+ * module and the names it serves natively (and, from the vitest plugin, the package's modules
+ * left upstream's). The first one served leaves the process's record for `paperclip-sync
+ * doctor --pid` (lib/activation/served-record.js).
+ */
+export function recordComposition({ module, upstreamRoot, version, names, mechanism, refused }) {
   const store = activationStore();
+  recordRefused(upstreamRoot, version, refused);
   if (mechanism && !(store.mechanism ?? "").split("+").includes(mechanism)) recordMechanism(mechanism);
   store.modules.set(`${upstreamRoot}\u0000${module}`, { module, upstreamRoot, version, names });
   if (!store.recorded && store.mechanism && !store.reason) {
@@ -54,17 +64,28 @@ export function recordComposition({ module, upstreamRoot, version, names, mechan
  * (`"node-hooks"` for `--import @paperclipai/adapter-utils-native/register`,
  * `"vitest-plugin"`, or null), `reason` (why it is not active, when it is not),
  * `verifiedVersions`, and `upstream`: per installed upstream package loaded so far, its `root`,
- * `version` and `modules` (upstream module → the names served natively), plus `skipped`
- * (packages left untouched, with the reason). Modules appear once they are loaded.
+ * `version`, `modules` (upstream module → the names served natively) and `refused` (upstream
+ * module → why it was left upstream's: the workspace opt-in admits a module only where it is
+ * identical to a verified upstream's), plus `skipped` (packages left untouched, with the reason,
+ * and `refused` when the reason is that every module was). Modules appear once they are loaded.
  */
 export function nativeActivation() {
   const store = activationStore();
   const byRoot = new Map();
   for (const { module, upstreamRoot, version, names } of store.modules.values()) {
-    if (!byRoot.has(upstreamRoot)) byRoot.set(upstreamRoot, { root: upstreamRoot, version, modules: {} });
+    if (!byRoot.has(upstreamRoot)) {
+      byRoot.set(upstreamRoot, {
+        root: upstreamRoot,
+        version,
+        modules: {},
+        refused: { ...store.refused.get(upstreamRoot) },
+      });
+    }
     byRoot.get(upstreamRoot).modules[module] = [...names];
   }
-  const skipped = [...store.skipped.values()];
+  const skipped = [...store.skipped.values()].map((entry) =>
+    store.refused.has(entry.root) ? { ...entry, refused: { ...store.refused.get(entry.root) } } : entry,
+  );
   const active = Boolean(store.mechanism) && !store.reason && byRoot.size > 0;
   return {
     active,

@@ -33,9 +33,9 @@ const OUR_MODULES = new RegExp(`^${libDir.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")
  * The Vite plugin for a `vitest.config.ts`: `plugins: [adapterUtilsNative()]`. Options:
  * `externalized` (default true) also composes upstream modules vitest leaves to Node, through
  * a setup file that installs the Node hook in each worker; `upstream: "workspace"` opts in to
- * an unpublished upstream workspace package (its version unverified): each module whose
- * exports match ours by name and kind is composed, the others stay upstream's, and one line
- * says which. Our drop-in modules are processed by vitest (added to `server.deps.inline`), so
+ * an unpublished upstream workspace package (its version unverified): each module identical to
+ * a verified upstream's (lib/activation/admission.js) is composed, the others stay upstream's,
+ * and one line says which and why. Our drop-in modules are processed by vitest (added to `server.deps.inline`), so
  * a suite's `vi.mock("node:fs")` and spies reach their calls as they reach upstream's.
  */
 export function adapterUtilsNative(options = {}) {
@@ -107,7 +107,8 @@ export function adapterUtilsNative(options = {}) {
       if (!info) return null;
       const entry = plan.find((candidate) => candidate.module === info.module);
       if (!entry) return null;
-      const names = decide(info).modules.get(info.module);
+      const decision = decide(info);
+      const names = decision.modules.get(info.module);
       if (!names) return null;
       if (query === BOUND_QUERY) return boundSource(entry, new Set(plan.map((candidate) => candidate.module)));
       return shimSource({
@@ -119,6 +120,7 @@ export function adapterUtilsNative(options = {}) {
         version: info.version,
         recordUrl: statePath,
         mechanism: "vitest-plugin",
+        refused: decision.refused,
       });
     },
   };

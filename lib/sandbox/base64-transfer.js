@@ -8,7 +8,8 @@
 import { randomUUID } from "node:crypto";
 import path from "node:path";
 import { gzipSync } from "node:zlib";
-import { shellQuote } from "./shell.js";
+import { codes } from "../native.js";
+import { sandboxError, shellQuote } from "./shell.js";
 
 /** Most base64 text handed to one `execute` as stdin (upstream's single-stream bound). */
 export const SINGLE_STREAM_MAX_BASE64_BYTES = 96 * 1024 * 1024;
@@ -126,7 +127,9 @@ export function uploadStagingPath(remotePath) {
 /**
  * Writes `total` bytes from `slices` (an async iterable of slices of at most
  * {@link SLICE_BYTES}, every one but the last exactly that size) to `remotePath` through
- * `runShell(script, { stdin })`, via a staged sibling renamed into place. `singleStream`
+ * `runShell(script, { stdin, transferBytes, what })` (`transferBytes`: the whole transfer's
+ * size, for the call's deadline; `what`: the call, for its timeout's message), via a staged
+ * sibling renamed into place. `singleStream`
  * selects one `base64 -d` process for the whole text; otherwise one call per slice.
  * `onProgress(done, total)` as upstream: `(0, total)` and `(total, total)` around a single
  * stream, `(end, total)` after every slice and `(total, total)` after the rename.
@@ -141,7 +144,7 @@ export async function writeBase64(
   /** Runs one timed write of `text` (the link learns from it). */
   const timed = async (script, text) => {
     const started = performance.now();
-    const result = await runShell(script, { stdin: text });
+    const result = await runShell(script, { stdin: text, transferBytes: total, what: `an upload to ${remotePath}` });
     link?.observe(text.length, performance.now() - started);
     return result;
   };
@@ -201,7 +204,10 @@ export async function writeBase64(
  * order) and yields each decoded slice; the
  * size is probed first (`wc -c`), a missing file is an `ENOENT` error (only when its parent
  * is a searchable directory, so a transport failure is never masked), and a length other
- * than the probed size fails as `Remote file read was truncated …`. Progress as upstream.
+ * than the probed size (or a slice of another length than its place in the file gives)
+ * fails as `Remote file read was truncated …`. Progress as upstream.
+ * Each `dd` read runs under the transfer's deadline (`runShell`'s `transferBytes`, as for
+ * {@link writeBase64}).
  */
 export async function* readBase64(runShell, remotePath, onProgress) {
   const quoted = shellQuote(remotePath);
@@ -219,7 +225,8 @@ export async function* readBase64(runShell, remotePath, onProgress) {
     throw error;
   }
   const total = Number.parseInt(probe.stdout.trim(), 10);
-  if (!Number.isFinite(total) || total < 0) throw new Error(`Could not determine remote file size for ${remotePath}`);
+  if (!Number.isFinite(total) || total < 0)
+    throw sandboxError(codes.SANDBOX_TRANSFER_FAILED, `Could not determine remote file size for ${remotePath}`);
   if (total === 0) {
     await onProgress?.(0, 0);
     return;
@@ -233,20 +240,27 @@ export async function* readBase64(runShell, remotePath, onProgress) {
     while (next < slices && inFlight.length < READ_AHEAD) {
       const index = next;
       next += 1;
-      const read = runShell(`dd if=${quoted} bs=${SLICE_BYTES} skip=${index} count=1 2>/dev/null | base64`);
+      const read = runShell(`dd if=${quoted} bs=${SLICE_BYTES} skip=${index} count=1 2>/dev/null | base64`, {
+        transferBytes: total,
+        what: `a read of ${remotePath}`,
+      });
       read.catch(() => undefined); // awaited below, in order
       inFlight.push(read);
     }
   };
   let received = 0;
+  let misfit = false;
   try {
     start();
     while (inFlight.length > 0 && received < total) {
       const result = await inFlight.shift();
       const slice = Buffer.from(result.stdout.replace(/\s+/g, ""), "base64");
       if (slice.length === 0) break;
+      // Each read is a whole slice but the last: one longer or shorter (output cut or
+      // padded on its way) stops the read before its bytes reach the caller.
+      misfit = slice.length !== Math.min(SLICE_BYTES, total - received);
       received += slice.length;
-      if (received > total) break;
+      if (misfit) break;
       start();
       await onProgress?.(received, total);
       yield slice;
@@ -255,8 +269,11 @@ export async function* readBase64(runShell, remotePath, onProgress) {
     // Reads still running (an early stop or a failure) are left to finish on their own.
     await Promise.allSettled(inFlight);
   }
-  if (received !== total) {
-    throw new Error(`Remote file read was truncated for ${remotePath}: ${received}/${total} bytes`);
+  if (misfit || received !== total) {
+    throw sandboxError(
+      codes.SANDBOX_TRANSFER_FAILED,
+      `Remote file read was truncated for ${remotePath}: ${received}/${total} bytes`,
+    );
   }
   await onProgress?.(received, total);
 }

@@ -24,6 +24,7 @@ import { abortError } from "../native.js";
 import { createTarballStreamFromDirectory } from "../tar-stream.js";
 import {
   CLOCKED_HEADER,
+  endsTheCall,
   headerOf,
   INLINE_REMOVALS_MAX,
   lightHeader,
@@ -45,6 +46,7 @@ import {
   walkLocalTree,
   writeManifest,
 } from "../tree-delta.js";
+import { guarded, workspaceGuardLine } from "../workspace-guard.js";
 import { SLICE_BYTES } from "./base64-transfer.js";
 import { OUR_CLIENT } from "./client-features.js";
 import { shellQuote } from "./shell.js";
@@ -333,7 +335,7 @@ export async function stageSandboxTree({
     if (answer instanceof Error) throw answer;
     listing = answer;
   } catch (error) {
-    if (error?.name === "AbortError") {
+    if (endsTheCall(error)) {
       await walking.catch(() => undefined);
       throw error;
     }
@@ -465,7 +467,9 @@ export function startRestoreDelta(client, localDir, exclude, signal) {
  * walk is settled when this resolves. `git`: the workspace is a git workspace (its manifest
  * is git-delta.js's); `before` and `lead`: what the listing's command does first
  * (`planRestoreDelta`'s); `mark`: the prepare's mark ({@link deltaMark}'s word): the listing's
- * command brings back what changed after it (the plan's `inline`) when that is small.
+ * command brings back what changed after it (the plan's `inline`) when that is small;
+ * `guard`: the workspace the listing checks first (../workspace-guard.js): a workspace gone
+ * rejects with its coded refusal, never falls back to the full pull.
  */
 export async function planSandboxRestore({
   started,
@@ -477,6 +481,7 @@ export async function planSandboxRestore({
   before,
   lead,
   mark,
+  guard,
 }) {
   const { features, localWalk } = started;
   const { file, local } = await manifestFile(spec, remoteDir, localDir).catch(async (error) => {
@@ -492,7 +497,9 @@ export async function planSandboxRestore({
     remoteDir,
     baseline,
     localWalk,
-    list: (script, options) => listRemote(features, script, options),
+    list: (script, options) => guarded(guard, () => listRemote(features, script, options)),
+    unsent: git ? unsentDirectories(baseline) : null,
+    first: workspaceGuardLine(guard),
     before,
     lead,
     inline: { max: LISTING_PULL_MAX, mark },
@@ -503,6 +510,27 @@ export async function planSandboxRestore({
   }
   // gzip'd when the sandbox has it and the link is not known fast.
   return { ...plan, gzip: manifest.compressor === "gzip" && !knownFast(features.link()) };
+}
+
+/**
+ * The directories of a git workspace's baseline that its prepare never put in the sandbox:
+ * those with no file or link below them (the depth-1 clone holds only HEAD's files, the
+ * overlay only files and the directories above them).
+ */
+export function unsentDirectories(baseline) {
+  const entries = baseline.entries instanceof Map ? baseline.entries : new Map(Object.entries(baseline.entries ?? {}));
+  const holding = new Set();
+  for (const [member, entry] of entries) {
+    if (entry?.kind === "dir") continue;
+    for (let at = member.lastIndexOf("/"); at > 0; at = member.lastIndexOf("/", at - 1)) {
+      const parent = member.slice(0, at);
+      if (holding.has(parent)) break;
+      holding.add(parent);
+    }
+  }
+  return new Set(
+    [...entries].filter(([member, entry]) => entry?.kind === "dir" && !holding.has(member)).map(([m]) => m),
+  );
 }
 
 /** Commits a git workspace's manifest remembers the sandbox holding (the newest first). */

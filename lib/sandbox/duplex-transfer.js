@@ -3,10 +3,36 @@
 // staged sibling, one 4 MiB `dd` block at a time, printing one `.` per block it has stored, and
 // renames the file into place. The host keeps at most `WINDOW` blocks unacknowledged, so
 // the source is read only as fast as the sandbox stores it (backpressure), and the bytes
-// travel raw (no base64).
+// travel raw (no base64). This path is ours alone (upstream has no duplex transfer), so its
+// failures carry our codes: `ERR_PAPERCLIP_NATIVE_SANDBOX_TRANSFER_FAILED` when the remote
+// command fails, the channel closes first or the byte count is not the announced one, and
+// `ERR_PAPERCLIP_NATIVE_SANDBOX_TIMEOUT` when the channel goes silent or does not open.
 import path from "node:path";
+import { codes } from "../native.js";
 import { reslice, uploadStagingPath } from "./base64-transfer.js";
-import { shellQuote } from "./shell.js";
+import { withRunnerDeadline } from "./runner-deadline.js";
+import { sandboxError as transferError, shellQuote } from "./shell.js";
+
+/** The command's exit as a coded failure (`action`: `upload to <path>`, `read of <path>`). */
+function exitFailure(action, exit) {
+  return exit?.transportClosed
+    ? transferError(codes.SANDBOX_TRANSFER_FAILED, `${action} failed: the channel closed before the command exited`, {
+        exitCode: null,
+      })
+    : transferError(codes.SANDBOX_TRANSFER_FAILED, `${action} failed with exit code ${exit?.exitCode ?? "null"}`, {
+        exitCode: exit?.exitCode ?? null,
+      });
+}
+
+/** A channel from `runner.openDuplexChannel`, whose opening runs under `timeoutMs` (runner-deadline.js). */
+function openChannel(runner, command, timeoutMs, what) {
+  return withRunnerDeadline(runner.openDuplexChannel({ command }), timeoutMs, what);
+}
+
+/** Closes `channel`, waiting for that at most `timeoutMs` (a channel that never closes is let go). */
+async function closeChannel(channel, timeoutMs) {
+  await withRunnerDeadline(channel.close(), timeoutMs, "the close of a channel").catch(() => undefined);
+}
 
 /** Bytes per acknowledged (written) or requested (read) block. */
 export const DUPLEX_BLOCK_BYTES = 4 * 1024 * 1024;
@@ -37,9 +63,12 @@ function duplexWriteScript(remotePath, staged, total) {
  */
 export async function writeThroughDuplexChannel(runner, { shell, remotePath, source, total, timeoutMs, onProgress }) {
   const staged = uploadStagingPath(remotePath);
-  const channel = await runner.openDuplexChannel({
-    command: [shell, "-c", duplexWriteScript(remotePath, staged, total)],
-  });
+  const channel = await openChannel(
+    runner,
+    [shell, "-c", duplexWriteScript(remotePath, staged, total)],
+    timeoutMs,
+    `the channel of an upload to ${remotePath}`,
+  );
   let acked = 0;
   let exit = null;
   let wake = null;
@@ -56,11 +85,7 @@ export async function writeThroughDuplexChannel(runner, { shell, remotePath, sou
     exit = info ?? { exitCode: null };
     notify();
   });
-  const failure = () => {
-    if (exit.transportClosed)
-      return new Error(`upload to ${remotePath} failed: the channel closed before the command exited`);
-    return new Error(`upload to ${remotePath} failed with exit code ${exit.exitCode ?? "null"}`);
-  };
+  const failure = () => exitFailure(`upload to ${remotePath}`, exit);
   /**
    * Resolves once `condition()` holds; rejects when the command exits first, or when
    * nothing arrives from the channel for `timeoutMs` (an inactivity deadline).
@@ -87,7 +112,13 @@ export async function writeThroughDuplexChannel(runner, { shell, remotePath, sou
         if (timeoutMs > 0) {
           timer = setTimeout(() => {
             wake = null;
-            reject(new Error(`upload to ${remotePath} timed out after ${timeoutMs} ms without progress`));
+            reject(
+              transferError(
+                codes.SANDBOX_TIMEOUT,
+                `upload to ${remotePath} timed out after ${timeoutMs} ms without progress`,
+                { timeoutMs },
+              ),
+            );
           }, timeoutMs);
         }
       };
@@ -105,12 +136,20 @@ export async function writeThroughDuplexChannel(runner, { shell, remotePath, sou
     for await (const block of reslice(source, DUPLEX_BLOCK_BYTES)) {
       await waitUntil(() => blocks - acked < WINDOW);
       sent += block.length;
-      if (sent > total) throw new Error(`upload source for ${remotePath} produced more than ${total} bytes`);
+      if (sent > total)
+        throw transferError(
+          codes.SANDBOX_TRANSFER_FAILED,
+          `upload source for ${remotePath} produced more than ${total} bytes`,
+        );
       channel.write(block);
       blocks += 1;
       await onProgress?.(Math.min(acked * DUPLEX_BLOCK_BYTES, total), total);
     }
-    if (sent !== total) throw new Error(`upload source for ${remotePath} produced ${sent} bytes, expected ${total}`);
+    if (sent !== total)
+      throw transferError(
+        codes.SANDBOX_TRANSFER_FAILED,
+        `upload source for ${remotePath} produced ${sent} bytes, expected ${total}`,
+      );
     await waitUntil(() => exit !== null);
     if (exit.exitCode !== 0) throw failure();
     await onProgress?.(total, total);
@@ -118,7 +157,7 @@ export async function writeThroughDuplexChannel(runner, { shell, remotePath, sou
     channel.stop();
     throw error;
   } finally {
-    await channel.close().catch(() => undefined);
+    await closeChannel(channel, timeoutMs);
   }
 }
 
@@ -140,7 +179,12 @@ function duplexReadScript(remotePath) {
  * Progress `(done, total)` after every block.
  */
 export async function* readThroughDuplexChannel(runner, { shell, remotePath, timeoutMs, onProgress }) {
-  const channel = await runner.openDuplexChannel({ command: [shell, "-c", duplexReadScript(remotePath)] });
+  const channel = await openChannel(
+    runner,
+    [shell, "-c", duplexReadScript(remotePath)],
+    timeoutMs,
+    `the channel of a read of ${remotePath}`,
+  );
   const pending = [];
   let pendingBytes = 0;
   let exit = null;
@@ -160,10 +204,9 @@ export async function* readThroughDuplexChannel(runner, { shell, remotePath, tim
     exit = info ?? { exitCode: null };
     notify();
   });
-  const failure = () =>
-    exit?.transportClosed
-      ? new Error(`read of ${remotePath} failed: the channel closed before the command exited`)
-      : new Error(`read of ${remotePath} failed with exit code ${exit?.exitCode ?? "null"}`);
+  const failure = () => exitFailure(`read of ${remotePath}`, exit);
+  const unreadable = () =>
+    transferError(codes.SANDBOX_TRANSFER_FAILED, `Could not determine remote file size for ${remotePath}`);
   /** Waits for data that arrives after this call (or the exit); rejects after `timeoutMs` of silence. */
   const more = () =>
     new Promise((resolve, reject) => {
@@ -172,7 +215,15 @@ export async function* readThroughDuplexChannel(runner, { shell, remotePath, tim
         timeoutMs > 0
           ? setTimeout(() => {
               wake = null;
-              reject(new Error(`read of ${remotePath} timed out after ${timeoutMs} ms without data`));
+              reject(
+                transferError(
+                  codes.SANDBOX_TIMEOUT,
+                  `read of ${remotePath} timed out after ${timeoutMs} ms without data`,
+                  {
+                    timeoutMs,
+                  },
+                ),
+              );
             }, timeoutMs)
           : null;
       wake = () => {
@@ -204,7 +255,7 @@ export async function* readThroughDuplexChannel(runner, { shell, remotePath, tim
       const newline = joined.indexOf(0x0a);
       if (newline >= 0) {
         const text = joined.subarray(0, newline).toString("latin1").trim();
-        if (!/^\d+$/.test(text)) throw new Error(`Could not determine remote file size for ${remotePath}`);
+        if (!/^\d+$/.test(text)) throw unreadable();
         total = Number(text);
         pending.length = 0;
         pendingBytes = 0;
@@ -216,7 +267,7 @@ export async function* readThroughDuplexChannel(runner, { shell, remotePath, tim
         break;
       }
       if (exit) throw failure();
-      if (joined.length > 64) throw new Error(`Could not determine remote file size for ${remotePath}`);
+      if (joined.length > 64) throw unreadable();
       await more();
     }
     const blocks = Math.ceil(total / DUPLEX_BLOCK_BYTES);
@@ -244,11 +295,15 @@ export async function* readThroughDuplexChannel(runner, { shell, remotePath, tim
     channel.write(Buffer.from("end\n"));
     while (!exit) await more();
     if (exit.exitCode !== 0) throw failure();
-    if (pendingBytes > 0) throw new Error(`Remote file read was truncated for ${remotePath}: more than ${total} bytes`);
+    if (pendingBytes > 0)
+      throw transferError(
+        codes.SANDBOX_TRANSFER_FAILED,
+        `Remote file read was truncated for ${remotePath}: more than ${total} bytes`,
+      );
     if (total === 0) await onProgress?.(0, 0);
     finished = true;
   } finally {
     if (!finished) channel.stop();
-    await channel.close().catch(() => undefined);
+    await closeChannel(channel, timeoutMs);
   }
 }

@@ -35,6 +35,7 @@ import { abortError } from "../native.js";
 import { createTarballStreamFromDirectory } from "../tar-stream.js";
 import {
   CLOCKED_HEADER,
+  endsTheCall,
   headerOf,
   lightHeader,
   listingPipeline,
@@ -564,7 +565,7 @@ export async function stageSandboxGit({
     if (answer instanceof Error) throw answer;
     listing = answer;
   } catch (error) {
-    if (error?.name === "AbortError") {
+    if (endsTheCall(error)) {
       await settle();
       throw error;
     }

@@ -127,9 +127,12 @@ async function copyOverlay(sourceDir, targetDir, relativePaths, exclude) {
  * Upstream's `prepareSandboxManagedRuntime` (see sandbox-managed-runtime.d.ts). `sources`
  * holds sandbox-managed-runtime.js's `createTarballFromDirectory`, `mergeExcludes`,
  * `referencedSourceIgnoreExcludeEntries` and `resolveReferencedSourceIgnore` (that module
- * passes them in, so this one does not import it back).
+ * passes them in, so this one does not import it back). `guard`: the restore's check of the
+ * sandbox workspace (../workspace-guard.js), given to a project repository's nested prepare by
+ * the restore that runs it (the workspace's own: a repository the agent removed is the
+ * agent's change); by default the workspace this prepare stages.
  */
-export async function prepareSandbox(input, sources) {
+export async function prepareSandbox(input, sources, { guard: inheritedGuard } = {}) {
   const {
     createTarballFromDirectory,
     mergeExcludes,
@@ -616,7 +619,10 @@ export async function prepareSandbox(input, sources) {
           nativeSyncOut,
           nextOperationId,
           mergeExcludes,
-          prepareNested: (nested) => prepareSandbox(nested, sources),
+          // The workspace this prepare staged (its `.paperclip-runtime` left in it), or only
+          // checked to exist when the prepare staged nothing there.
+          guard: inheritedGuard ?? { dir: workspaceRemoteDir, staged: stageWorkspace },
+          prepareNested: (nested, guard) => prepareSandbox(nested, sources, { guard }),
         },
         sink,
       );

@@ -9,6 +9,8 @@ import path from "node:path";
 import { GIT_ARCHIVE_EXCLUDES } from "../git-workspace-sync.js";
 import { codes, native } from "../native.js";
 import { extractTarballToDirectory } from "../tar-stream.js";
+import { endsTheCall } from "../tree-delta.js";
+import { guarded, workspaceGuardLine } from "../workspace-guard.js";
 import { mergeDirectoryWithBaseline } from "../workspace-restore-merge.js";
 import { asBuffer } from "./base64-transfer.js";
 import { OUR_CLIENT } from "./client-features.js";
@@ -52,8 +54,10 @@ const REFUSALS = new Set([codes.UNSAFE_ARCHIVE_ENTRY, codes.ARCHIVE_LIMIT_EXCEED
  * Brings the sandbox workspace (history, then tree) back and merges it. `run` is what the
  * prepare settled: `{ input, signal, limits, stopIfAborted, repositories, baseline,
  * gitSnapshot, workspaceRemoteDir, runtimeRootDir, workspaceRestoreExclude, nativeSyncOut,
- * nextOperationId, mergeExcludes, prepareNested }` (`prepareNested` prepares a project
- * repository's own runtime, whose restore runs first).
+ * nextOperationId, mergeExcludes, guard, prepareNested }` (`guard`: the sandbox workspace
+ * the first command of each step checks before it reads anything, ../workspace-guard.js;
+ * `prepareNested(input, guard)` prepares a project repository's own runtime, whose restore
+ * runs first).
  */
 export async function restoreSandboxWorkspace(run, sink) {
   const {
@@ -70,8 +74,16 @@ export async function restoreSandboxWorkspace(run, sink) {
     nativeSyncOut,
     nextOperationId,
     mergeExcludes,
+    guard,
     prepareNested,
   } = run;
+  /** A command of the restore's, `script` run after the workspace guard (its refusal coded). */
+  const runGuarded = (script) =>
+    guarded(guard, () =>
+      input.client.run(`sh -c ${shellQuote([workspaceGuardLine(guard), script].filter(Boolean).join("\n"))}`, {
+        timeoutMs: input.spec.timeoutMs,
+      }),
+    );
   stopIfAborted();
   for (const repository of repositories) {
     const prefix = `${repository.path}/`;
@@ -85,26 +97,29 @@ export async function restoreSandboxWorkspace(run, sink) {
         entry.startsWith(prefix) ? [entry.slice(prefix.length)] : entry.startsWith("*/") ? [entry] : [],
       ),
     );
-    const nested = await prepareNested({
-      spec: { ...input.spec, remoteCwd: path.posix.join(workspaceRemoteDir, repository.path) },
-      client: input.client,
-      adapterKey: input.adapterKey,
-      workspaceLocalDir: localDir,
-      workspaceInboundMode: "adopt_remote",
-      workspaceGitSnapshot: repository.snapshot,
-      workspaceExclude: nestedExclude,
-      workspaceBaseline: {
-        exclude: mergeExcludes(HEAVY_EXCLUDES, [...GIT_ARCHIVE_EXCLUDES], [".paperclip-runtime"], nestedExclude),
-        entries: new Map(
-          [...baseline.entries]
-            .filter(([entry]) => entry.startsWith(prefix))
-            .map(([entry, value]) => [entry.slice(prefix.length), value]),
-        ),
+    const nested = await prepareNested(
+      {
+        spec: { ...input.spec, remoteCwd: path.posix.join(workspaceRemoteDir, repository.path) },
+        client: input.client,
+        adapterKey: input.adapterKey,
+        workspaceLocalDir: localDir,
+        workspaceInboundMode: "adopt_remote",
+        workspaceGitSnapshot: repository.snapshot,
+        workspaceExclude: nestedExclude,
+        workspaceBaseline: {
+          exclude: mergeExcludes(HEAVY_EXCLUDES, [...GIT_ARCHIVE_EXCLUDES], [".paperclip-runtime"], nestedExclude),
+          entries: new Map(
+            [...baseline.entries]
+              .filter(([entry]) => entry.startsWith(prefix))
+              .map(([entry, value]) => [entry.slice(prefix.length), value]),
+          ),
+        },
+        onRuntimeProgress: input.onRuntimeProgress,
+        signal,
+        limits,
       },
-      onRuntimeProgress: input.onRuntimeProgress,
-      signal,
-      limits,
-    });
+      guard,
+    );
     await nested.restoreWorkspace(sink);
   }
   // Through our client: only what the run changed comes back (delta.js), the walk of the
@@ -131,6 +146,7 @@ export async function restoreSandboxWorkspace(run, sink) {
           baseline,
           git: Boolean(gitSnapshot),
           mark: deltaMark(workspaceRemoteDir),
+          guard,
           ...options,
         });
       /** The delta's plan once the listing is taken: `null` for the full pull. */
@@ -183,7 +199,7 @@ export async function restoreSandboxWorkspace(run, sink) {
           fetchBundle(input.workspaceLocalDir, localBundle, exportRef, importedRef, gitSnapshot.headCommit);
         /** Upstream's export: the script, the bundle, the working tree's status, each a command. */
         const exportAndImport = async (full) => {
-          await input.client.run(`sh -c ${shellQuote(exportScript(full))}`, { timeoutMs: input.spec.timeoutMs });
+          await runGuarded(exportScript(full));
           await readBundle(exportProgress());
           if (!full) {
             remoteStatus = await Promise.resolve()
@@ -262,8 +278,22 @@ export async function restoreSandboxWorkspace(run, sink) {
           sink: input.onRuntimeProgress,
           phase: "restore",
         });
-        const sent = syncedBytes(await input.client.syncOut(operations));
+        // A provider's pull is not ours to guard: when it fails, or brings nothing back while
+        // the baseline holds entries (the merge would delete them all), the workspace is
+        // checked then, before anything else (a gone workspace's refusal in place of the
+        // provider's failure).
+        const sent = await input.client.syncOut(operations).then(syncedBytes, async (error) => {
+          if (guard && !endsTheCall(error)) {
+            const gone = await runGuarded("").then(
+              () => null,
+              (refusal) => (refusal?.code === codes.REMOTE_WORKSPACE_GONE ? refusal : null),
+            );
+            if (gone) throw gone;
+          }
+          throw error;
+        });
         await progress.finish(sent, sent);
+        if (guard && baseline.entries.size > 0 && (await fs.readdir(extractedDir)).length === 0) await runGuarded("");
       }
       const remoteTar = path.posix.join(runtimeRootDir, "workspace-download.tar");
       if (deltaStart && !walkSettled) {
@@ -292,9 +322,10 @@ export async function restoreSandboxWorkspace(run, sink) {
           await progress.finish(bytes, bytes);
           countRestoreDelta(plan);
         } catch (error) {
-          // An abort, and what the sandbox sent that the extraction refuses (a member out of
-          // the tree, past the limits), stop the restore as they stop the full pull.
-          if (error?.name === "AbortError" || REFUSALS.has(error?.code)) throw error;
+          // An abort, a runner past its deadline, and what the sandbox sent that the
+          // extraction refuses (a member out of the tree, past the limits), stop the restore
+          // as they stop the full pull.
+          if (endsTheCall(error) || REFUSALS.has(error?.code)) throw error;
           // Any other doubt about the pull (a failed command, an archive cut short): the whole
           // tree comes back into an empty staging directory.
           await input.client.remove(remoteTar).catch(() => undefined);
@@ -306,10 +337,7 @@ export async function restoreSandboxWorkspace(run, sink) {
       }
       if (!nativeSyncOut && !plan) {
         const gzip = input.client[OUR_CLIENT]?.compressDownloads?.() === true;
-        await input.client.run(
-          `sh -c ${shellQuote(remoteArchiveCommand(workspaceRemoteDir, remoteTar, workspaceRestoreExclude, gzip))}`,
-          { timeoutMs: input.spec.timeoutMs },
-        );
+        await runGuarded(remoteArchiveCommand(workspaceRemoteDir, remoteTar, workspaceRestoreExclude, gzip));
         const progress = transferProgress(sink, "Restoring", "from", "workspace", {
           sink: input.onRuntimeProgress,
           phase: "restore",

@@ -1,5 +1,7 @@
 // Shell plumbing shared by the sandbox modules: quoting, the shell a sandbox runs scripts
-// with, and upstream's failure message for a command that did not exit 0.
+// with, upstream's failure message for a command that did not exit 0, and the coded errors
+// of the sandbox lane.
+import { codes } from "../native.js";
 
 /** `value` as one single-quoted POSIX shell word. */
 export function shellQuote(value) {
@@ -18,9 +20,16 @@ function tail(text) {
   return trimmed.length <= OUTPUT_TAIL_CHARS ? trimmed : `...[truncated]\n${trimmed.slice(-OUTPUT_TAIL_CHARS)}`;
 }
 
+/** An `Error` of the sandbox lane: `message`, our `code`, and `fields` (`exitCode`, `timeoutMs`, …). */
+export function sandboxError(code, message, fields = {}) {
+  return Object.assign(new Error(message), { code }, fields);
+}
+
 /**
  * Throws `<action> failed with exit code <code>` plus the trimmed stderr and stdout tails
- * unless `result` exited 0 without timing out.
+ * unless `result` exited 0 without timing out: upstream's message, with our code
+ * (`ERR_PAPERCLIP_NATIVE_SANDBOX_COMMAND_FAILED`, or `…_SANDBOX_TIMEOUT` when the runner
+ * says the command timed out) and the `exitCode`.
  */
 export function requireSuccess(result, action) {
   if (result.exitCode === 0 && !result.timedOut) return;
@@ -30,5 +39,9 @@ export function requireSuccess(result, action) {
   if (stderr.length > 0) parts.push(`stderr: ${stderr}`);
   if (stdout.length > 0) parts.push(`stdout: ${stdout}`);
   const detail = parts.length > 0 ? `:\n${parts.join("\n")}` : "";
-  throw new Error(`${action} failed with exit code ${result.exitCode ?? "null"}${detail}`);
+  throw sandboxError(
+    result.timedOut ? codes.SANDBOX_TIMEOUT : codes.SANDBOX_COMMAND_FAILED,
+    `${action} failed with exit code ${result.exitCode ?? "null"}${detail}`,
+    { exitCode: result.exitCode ?? null },
+  );
 }

@@ -64,6 +64,19 @@ pub mod codes {
     /// `refuseEmptySource` and the merge source is empty while the baseline is not (raised by
     /// lib/workspace-restore-merge.js).
     pub const EMPTY_SOURCE: &str = "ERR_PAPERCLIP_NATIVE_EMPTY_SOURCE";
+    /// A restore found the remote workspace gone (missing, or re-created empty) and restored
+    /// nothing (raised by lib/workspace-guard.js).
+    pub const REMOTE_WORKSPACE_GONE: &str = "ERR_PAPERCLIP_NATIVE_REMOTE_WORKSPACE_GONE";
+    /// A sandbox runner call missed the deadline we enforce on it, or a duplex transfer went
+    /// silent for longer than its inactivity timeout (raised by lib/sandbox/).
+    pub const SANDBOX_TIMEOUT: &str = "ERR_PAPERCLIP_NATIVE_SANDBOX_TIMEOUT";
+    /// A transfer of our own through the sandbox runner failed: its remote command exited
+    /// non-zero, its channel closed first, or it moved another byte count than announced
+    /// (raised by lib/sandbox/duplex-transfer.js).
+    pub const SANDBOX_TRANSFER_FAILED: &str = "ERR_PAPERCLIP_NATIVE_SANDBOX_TRANSFER_FAILED";
+    /// A sandbox command exited non-zero (upstream's message, `<command> failed with exit
+    /// code N`; raised by lib/sandbox/shell.js).
+    pub const SANDBOX_COMMAND_FAILED: &str = "ERR_PAPERCLIP_NATIVE_SANDBOX_COMMAND_FAILED";
 
     /// Every code above by its constant's name: the binding exports this table, and the JS
     /// layer reads its codes from it instead of repeating them.
@@ -94,6 +107,10 @@ pub mod codes {
         ("GIT_IGNORE_SCAN_TIMEOUT", GIT_IGNORE_SCAN_TIMEOUT),
         ("EMPTY_SOURCE", EMPTY_SOURCE),
         ("WATCHER_CLOSED", WATCHER_CLOSED),
+        ("REMOTE_WORKSPACE_GONE", REMOTE_WORKSPACE_GONE),
+        ("SANDBOX_TIMEOUT", SANDBOX_TIMEOUT),
+        ("SANDBOX_TRANSFER_FAILED", SANDBOX_TRANSFER_FAILED),
+        ("SANDBOX_COMMAND_FAILED", SANDBOX_COMMAND_FAILED),
     ];
 }
 

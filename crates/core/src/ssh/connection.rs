@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 
 use ssh2::{BlockDirections, Channel, CheckResult, ErrorCode, KnownHostFileKind, MethodType, Session};
 
+use super::connect_phase::{handshake_timed_out, ConnectClock, ConnectPhase};
+use super::keepalive::Keepalive;
 use super::key_file::PrivateKeyFile;
 use super::known_hosts::{
     fingerprint, key_type_name, known_hosts_content, known_hosts_lines, known_key_types, revoked,
@@ -34,7 +36,7 @@ const EAGAIN: ErrorCode = ErrorCode::Session(-37);
 /// An authenticated SSH session. Dropping it disconnects.
 pub struct Connection {
     pub(super) session: Session,
-    socket: TcpStream,
+    pub(super) socket: TcpStream,
     pub(super) target: SshTarget,
     cancel: Arc<AtomicBool>,
     deadline: Option<Instant>,
@@ -50,6 +52,22 @@ pub struct Connection {
     pub(super) warm_failed: bool,
     /// Opened ahead of its first call (pool.rs), which has not come yet.
     pub(super) ahead: bool,
+    /// While it connects: the connect phase's clock and the step it is at (past the phase's
+    /// deadline, waits fail with a connect timeout naming that step).
+    connecting: Option<(ConnectClock, Handshake)>,
+    /// A round trip of this session went unanswered for a connect timeout (warm.rs launch):
+    /// it is not put back into the pool.
+    pub(super) silent: bool,
+    /// Keepalives while it waits in the pool (keepalive.rs).
+    pub(super) keepalive: Keepalive,
+}
+
+/// Where a connection stands in its handshake (for the message of a connect timeout).
+#[derive(Clone, Copy)]
+enum Handshake {
+    /// The banner, then the key exchange (told apart by whether the banner arrived).
+    KeyExchange,
+    Authentication,
 }
 
 /// The result of one attempt of a non-blocking libssh2 call.
@@ -62,9 +80,28 @@ impl Connection {
     /// Connects, verifies the host key (strict mode) and authenticates. Nothing runs on the
     /// remote before this returns. `deadline` bounds the whole life of the connection
     /// (connect, commands and transfers): past it, calls fail with [`codes::SSH_TIMEOUT`].
+    /// Reaching the authenticated session is one connect phase (connect_phase.rs): within the
+    /// target's connect timeout and its call's connect budget, else `ETIMEDOUT`.
     pub fn open(target: &SshTarget, cancel: Arc<AtomicBool>, deadline: Option<Instant>) -> Result<Connection> {
+        let phase = ConnectPhase::begin(target);
+        let opened = Connection::open_in(target, cancel, deadline, &phase);
+        phase.finish(&opened);
+        opened
+    }
+
+    /// [`Connection::open`] as part of `phase` (a checkout's or an opening ahead's).
+    pub(super) fn open_in(
+        target: &SshTarget,
+        cancel: Arc<AtomicBool>,
+        deadline: Option<Instant>,
+        phase: &ConnectPhase,
+    ) -> Result<Connection> {
         check_stop(&cancel)?;
-        let socket = connect_tcp(target, deadline)?;
+        if let Some(spent) = phase.spent(target) {
+            return Err(spent);
+        }
+        let by = phase.clock().deadline();
+        let socket = connect_tcp(target, Some(deadline.map_or(by, |d| d.min(by))))?;
         let _ = socket.set_nodelay(true);
         let mut session = Session::new().map_err(|e| protocol(target, "cannot create an SSH session", &e))?;
         session.set_tcp_stream(socket.try_clone().map_err(|e| io_failure(target, e))?);
@@ -82,6 +119,9 @@ impl Connection {
             keep_warm: false,
             warm_failed: false,
             ahead: false,
+            connecting: Some((phase.clock().clone(), Handshake::KeyExchange)),
+            silent: false,
+            keepalive: Keepalive::default(),
         };
         conn.prefer_methods()?;
         // `handshake` wants `&mut Session`; a clone shares the same libssh2 session.
@@ -90,7 +130,12 @@ impl Connection {
         if target.strict_host_key_checking {
             conn.verify_host_key()?;
         }
+        if let Some((_, step)) = &mut conn.connecting {
+            *step = Handshake::Authentication;
+        }
         conn.authenticate()?;
+        // Up: from here on its waits answer to the call's deadline and inactivity limit.
+        conn.connecting = None;
         Ok(conn)
     }
 
@@ -110,15 +155,13 @@ impl Connection {
 
     /// Opens the channel the next `exec` uses, on a reused session: the first round trip to
     /// the server, so a session the server closed meanwhile fails here, before anything of
-    /// the call was sent. Bounded by the connect timeout (a silent peer is a dead one).
-    pub(super) fn open_first_channel(&mut self) -> Result<()> {
-        self.settle_warm(false)?;
+    /// the call was sent. Bounded by `by` (a silent peer is a dead one).
+    pub(super) fn open_first_channel(&mut self, by: Instant) -> Result<()> {
         let deadline = self.deadline;
-        let probe_limit = Instant::now() + self.target.connect_timeout;
-        self.deadline = Some(deadline.map_or(probe_limit, |d| d.min(probe_limit)));
-        let channel = self.open_channel();
+        self.deadline = Some(deadline.map_or(by, |d| d.min(by)));
+        let opened = self.settle_warm(false).and_then(|()| self.open_channel());
         self.deadline = deadline;
-        self.ready_channel = Some(channel?);
+        self.ready_channel = Some(opened?);
         Ok(())
     }
 
@@ -152,27 +195,42 @@ impl Connection {
     }
 
     /// Sends the warm channel's exec request if it is not out yet (waiting for the channel
-    /// open's reply if need be), so its remote shell starts while the session waits in the
-    /// pool. A stop here (cancellation, deadline) drops the warm channel, not the call.
-    pub(super) fn launch_warm(&mut self) {
+    /// open's reply if need be, at most until `by`), so its remote shell starts while the
+    /// session waits in the pool. A stop here (cancellation, deadline, `by`) drops the warm
+    /// channel, not the call; a server silent until `by` leaves the session out of the pool
+    /// (`silent`) and is the error.
+    pub(super) fn launch_warm(&mut self, by: Instant) -> Result<()> {
+        let deadline = self.deadline;
+        self.deadline = Some(deadline.map_or(by, |d| d.min(by)));
+        let mut result = Ok(());
         while self.warm.as_ref().is_some_and(|warm| !warm.launched()) {
             self.step_warm();
             if self.warm.as_ref().is_none_or(|warm| warm.launched()) {
                 break;
             }
-            if self.wait().is_err() {
+            if let Err(e) = self.wait() {
                 self.warm = None;
                 self.warm_failed = true;
+                self.silent = Instant::now() >= by;
+                result = Err(e);
                 break;
             }
         }
+        self.deadline = deadline;
+        result
     }
 
     /// Starts the first command's warm channel on a session opened ahead of its first call
     /// (pool.rs), its exec request sent: the remote shell starts while nobody waits for it.
-    pub(super) fn start_warm(&mut self) {
-        if self.arm_warm(None) {
-            self.launch_warm();
+    /// Part of the opening's connect phase: a server silent until its end fails the opening.
+    pub(super) fn start_warm(&mut self, phase: &ConnectPhase) -> Result<()> {
+        if !self.arm_warm(None) {
+            return Ok(());
+        }
+        let by = phase.clock().deadline();
+        match self.launch_warm(by) {
+            Err(_) if self.silent => Err(handshake_timed_out(&self.target, "session start")),
+            _ => Ok(()),
         }
     }
 
@@ -217,9 +275,9 @@ impl Connection {
     }
 
     /// True when the session may serve another call: no channel left open, not cancelled,
-    /// not past its deadline, still authenticated.
+    /// not past its deadline, still authenticated, not found silent.
     pub(super) fn reusable(&self) -> bool {
-        self.ready_channel.is_none() && self.check().is_ok() && self.session.authenticated()
+        self.ready_channel.is_none() && !self.silent && self.check().is_ok() && self.session.authenticated()
     }
 
     /// Host-key and cipher preferences: the key types `known_hosts` records for this host
@@ -371,11 +429,22 @@ impl Connection {
             .unwrap_or_else(|| ssh2::Error::from_errno(ErrorCode::Session(-14)))
     }
 
-    /// Fails once cancelled, past the deadline, or inactive for too long.
+    /// Fails once cancelled, past the deadline, past the connect phase's deadline while it
+    /// connects, or inactive for too long.
     pub(super) fn check(&self) -> Result<()> {
         check_stop(&self.cancel)?;
         if self.deadline.is_some_and(|d| Instant::now() >= d) {
             return Err(timed_out(&self.target));
+        }
+        if let Some((clock, step)) = &self.connecting {
+            if Instant::now() >= clock.deadline() {
+                let stage = match step {
+                    Handshake::KeyExchange if self.session.banner().is_none() => "banner exchange",
+                    Handshake::KeyExchange => "key exchange",
+                    Handshake::Authentication => "authentication",
+                };
+                return Err(handshake_timed_out(&self.target, stage));
+            }
         }
         if let Some(limit) = self.target.inactivity_timeout {
             if self.last_activity.elapsed() >= limit {
@@ -496,19 +565,78 @@ mod tests {
             let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
             l.local_addr().unwrap().port()
         };
-        let target = SshTarget {
+        let target = SshTarget { inactivity_timeout: None, ..silent_target(port, 2000) };
+        let err = Connection::open(&target, Arc::new(AtomicBool::new(false)), None).err().unwrap();
+        assert_eq!(err.code, "ECONNREFUSED");
+        assert!(err.message.contains(&format!("port {port}")), "{}", err.message);
+    }
+
+    /// A TCP server that accepts every connection and sends `greeting` (nothing at all when
+    /// empty), then keeps it open without a word more.
+    fn silent_server(greeting: &'static [u8]) -> u16 {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            for mut stream in listener.incoming().flatten() {
+                use std::io::Write;
+                let _ = stream.write_all(greeting);
+                held.push(stream);
+            }
+        });
+        port
+    }
+
+    fn silent_target(port: u16, connect_ms: u64) -> SshTarget {
+        SshTarget {
             host: "127.0.0.1".into(),
             port,
             username: "u".into(),
             private_key: None,
             known_hosts: Some(String::new()),
             strict_host_key_checking: true,
-            connect_timeout: Duration::from_secs(2),
-            inactivity_timeout: None,
-        };
-        let err = Connection::open(&target, Arc::new(AtomicBool::new(false)), None).err().unwrap();
-        assert_eq!(err.code, "ECONNREFUSED");
-        assert!(err.message.contains(&format!("port {port}")), "{}", err.message);
+            connect_timeout: Duration::from_millis(connect_ms),
+            // What bounded a silent server before the connect timeout covered the handshake.
+            inactivity_timeout: Some(Duration::from_secs(5)),
+            connect_budget: None,
+        }
+    }
+
+    #[test]
+    fn the_connect_timeout_covers_the_banner_and_the_key_exchange() {
+        for (greeting, stage) in [(&b""[..], "banner exchange"), (&b"SSH-2.0-OpenSSH_9.2\r\n"[..], "key exchange")] {
+            let target = silent_target(silent_server(greeting), 400);
+            let started = Instant::now();
+            let err = Connection::open(&target, Arc::new(AtomicBool::new(false)), None).err().unwrap();
+            let took = started.elapsed();
+            assert_eq!(err.code, "ETIMEDOUT", "{}", err.message);
+            assert_eq!(
+                err.message,
+                format!("ssh: connect to host 127.0.0.1 port {}: Connection timed out during {stage}", target.port)
+            );
+            assert!(took >= Duration::from_millis(400) && took < Duration::from_millis(2500), "{took:?}");
+        }
+    }
+
+    #[test]
+    fn connections_of_one_call_share_its_connect_budget() {
+        let budget = crate::ssh::ConnectBudget::new(Duration::from_millis(500));
+        let target = SshTarget { connect_budget: Some(budget), ..silent_target(silent_server(b""), 500) };
+        let started = Instant::now();
+        let first = Connection::open(&target, Arc::new(AtomicBool::new(false)), None).err().unwrap();
+        let spent = started.elapsed();
+        assert!(spent >= Duration::from_millis(500), "{spent:?}");
+        // The budget is spent: the next connection of the call fails at once, with the same error.
+        let again = Instant::now();
+        let second = Connection::open(&target, Arc::new(AtomicBool::new(false)), None).err().unwrap();
+        assert!(again.elapsed() < Duration::from_millis(100), "{:?}", again.elapsed());
+        assert_eq!((second.code, second.message), (first.code, first.message));
+        // Another call (its own budget) has its own connect timeout.
+        let other =
+            SshTarget { connect_budget: Some(crate::ssh::ConnectBudget::new(Duration::from_millis(300))), ..target };
+        let started = Instant::now();
+        assert_eq!(Connection::open(&other, Arc::new(AtomicBool::new(false)), None).err().unwrap().code, "ETIMEDOUT");
+        assert!(started.elapsed() >= Duration::from_millis(300));
     }
 
     #[test]
@@ -522,6 +650,7 @@ mod tests {
             strict_host_key_checking: false,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             inactivity_timeout: None,
+            connect_budget: None,
         };
         let err = Connection::open(&target, Arc::new(AtomicBool::new(true)), None).err().unwrap();
         assert!(err.is_aborted());

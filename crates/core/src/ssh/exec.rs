@@ -259,7 +259,10 @@ impl Connection {
             self.wait()?;
         }
         self.call(|_| channel.wait_close()).map_err(|e| self.ssh_error(e, "the connection failed"))?;
-        self.launch_warm();
+        // The next command's channel: one round trip, as a probe's, bounded as one (a server
+        // silent for a connect timeout leaves this session out of the pool; the command
+        // itself succeeded).
+        let _ = self.launch_warm(Instant::now() + self.target.connect_timeout);
         out.exit_status = channel.exit_status().unwrap_or(0);
         out.exit_signal = channel.exit_signal().ok().and_then(|s| s.exit_signal).filter(|s| !s.is_empty());
         // Dropping `stdout` (a pipeline's sender) tells its consumer the stream ended.

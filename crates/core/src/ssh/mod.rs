@@ -24,8 +24,10 @@
 //! exited with status 0. A remote command that exits early (a `tar` that failed, a `mkdir`
 //! that was refused) or a connection that breaks is a failure, never a success.
 
+mod connect_phase;
 mod connection;
 mod exec;
+mod keepalive;
 mod key_file;
 mod known_hosts;
 mod pool;
@@ -34,10 +36,13 @@ mod transfer;
 mod upload_estimate;
 mod warm;
 
+use std::sync::Arc;
 use std::time::Duration;
 
+pub use connect_phase::{ConnectBudget, ConnectPhase};
 pub use connection::Connection;
 pub use exec::{ExecOutcome, Input, Output, Piece, StderrLimit};
+pub use keepalive::{KeepaliveSettings, DEFAULT_KEEPALIVE_COUNT_MAX, DEFAULT_KEEPALIVE_INTERVAL};
 pub use pool::{
     Lease, PoolKey, PoolLimits, PoolStats, SessionPool, Sessions, IDLE_TIMEOUT, MAX_IDLE_PER_KEY, MAX_IDLE_TOTAL,
 };
@@ -77,10 +82,15 @@ pub struct SshTarget {
     /// Verify the server's host key (upstream's `StrictHostKeyChecking=yes`); when false
     /// the key is not checked at all (`StrictHostKeyChecking=no`, `UserKnownHostsFile=/dev/null`).
     pub strict_host_key_checking: bool,
-    /// Limit on establishing the TCP connection (each resolved address).
+    /// Limit on reaching an authenticated session: the TCP connect (each resolved address
+    /// within it), the SSH banner, the key exchange, the host-key check and authentication
+    /// (OpenSSH's `ConnectTimeout` covers the connect and the handshake).
     pub connect_timeout: Duration,
     /// Fails a command or transfer when no byte moved for this long (`None`: never).
     pub inactivity_timeout: Option<Duration>,
+    /// The connect budget of the call this target belongs to (connect_phase.rs), shared by
+    /// every connection the call opens; `None`: each connection has its own timeout.
+    pub connect_budget: Option<Arc<ConnectBudget>>,
 }
 
 impl SshTarget {
@@ -109,6 +119,7 @@ mod tests {
             strict_host_key_checking: true,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             inactivity_timeout: None,
+            connect_budget: None,
         };
         assert_eq!(t.display(), "h");
         t.port = 2222;

@@ -23,6 +23,12 @@
 //!   call goes on with a fresh connection instead (once).
 //! * Host keys are verified when a session is opened; a reused session was verified for the
 //!   same key (the `known_hosts` digest is part of it).
+//! * A checkout is one connect phase (connect_phase.rs): the wait for a session opened ahead,
+//!   the probe of a reused session (at most half the connect timeout) and the fresh
+//!   connection that replaces a dead one all end within one connect timeout (and within the
+//!   call's connect budget).
+//! * Idle sessions get keepalives (keepalive.rs, from the reaper thread): one that stops
+//!   answering is closed and dropped ([`PoolStats::dead`]).
 //! * A session may be opened ahead ([`SessionPool::open_ahead`]: a lifecycle that knows it will
 //!   talk to a server opens the session while it does its local work). The next checkout for
 //!   its key takes it, waiting while it opens (cancellable, bounded by its deadline); its
@@ -35,7 +41,9 @@ use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 
+use super::connect_phase::{connect_timed_out, ConnectPhase};
 use super::connection::timed_out;
+use super::keepalive::KeepaliveSettings;
 use super::known_hosts::known_hosts_content;
 use super::warm;
 use super::{Connection, SshTarget, POLL_INTERVAL};
@@ -50,6 +58,9 @@ pub const MAX_IDLE_TOTAL: usize = 16;
 pub const IDLE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Shortest sleep of the reaper thread between two expiry checks.
 const REAPER_MIN_SLEEP: Duration = Duration::from_millis(20);
+/// How long a checkout waits for a session opened ahead past its own connect deadline: the
+/// opener notices that deadline itself within a poll, and its error says where it stood.
+const CLAIM_GRACE: Duration = Duration::from_millis(200);
 
 /// Everything that decides whom a session talks to and as whom.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -131,6 +142,8 @@ pub struct PoolStats {
     pub closed: u64,
     /// Idle sessions closed after [`PoolLimits::idle_timeout`].
     pub expired: u64,
+    /// Idle sessions closed because they stopped answering keepalives (keepalive.rs).
+    pub dead: u64,
     /// Reused sessions found dead at checkout and replaced by a fresh connection.
     pub retried: u64,
     /// Checkouts served by a session opened ahead ([`SessionPool::open_ahead`]) on its first
@@ -185,6 +198,8 @@ pub struct SessionPool {
 
 struct Shared {
     state: Mutex<State>,
+    /// Wakes the reaper when a session goes idle (its keepalives start).
+    wake: Condvar,
 }
 
 struct State {
@@ -194,6 +209,8 @@ struct State {
     stats: PoolStats,
     /// True while a reaper thread runs for this pool.
     reaper: bool,
+    /// Counts the sessions that went idle (the reaper waits only when none did meanwhile).
+    generation: u64,
 }
 
 impl SessionPool {
@@ -206,7 +223,9 @@ impl SessionPool {
                     opening: Vec::new(),
                     stats: PoolStats::default(),
                     reaper: false,
+                    generation: 0,
                 }),
+                wake: Condvar::new(),
             }),
         }
     }
@@ -259,12 +278,16 @@ impl SessionPool {
         let target = target.clone();
         let ahead = Arc::clone(&opening);
         let started = std::thread::Builder::new().name("paperclip-ssh-open-ahead".into()).spawn(move || {
-            let opened = Connection::open(&target, Arc::new(AtomicBool::new(false)), None).map(|mut conn| {
-                conn.keep_warm = warm::enabled();
-                conn.start_warm();
-                conn.ahead = true;
-                conn
-            });
+            // One connect phase: the login and the first warm channel's start.
+            let phase = ConnectPhase::begin(&target);
+            let opened =
+                Connection::open_in(&target, Arc::new(AtomicBool::new(false)), None, &phase).and_then(|mut conn| {
+                    conn.keep_warm = warm::enabled();
+                    conn.start_warm(&phase)?;
+                    conn.ahead = true;
+                    Ok(conn)
+                });
+            phase.finish(&opened);
             self.deliver(&key, &ahead, opened);
         });
         if started.is_err() {
@@ -302,14 +325,15 @@ impl SessionPool {
         }
     }
 
-    /// Waits for a claimed opening ahead, as a checkout with `cancel` and `deadline` would
-    /// wait for its own connection.
+    /// Waits for a claimed opening ahead, as a checkout with `cancel`, `deadline` and `phase`
+    /// would wait for its own connection.
     fn claim(
         &self,
         target: &SshTarget,
         opening: &Opening,
         cancel: &AtomicBool,
         deadline: Option<Instant>,
+        phase: &ConnectPhase,
     ) -> Result<Connection> {
         let mut slot = opening.slot.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         loop {
@@ -320,6 +344,8 @@ impl SessionPool {
                 Some(Error::aborted())
             } else if deadline.is_some_and(|d| Instant::now() >= d) {
                 Some(timed_out(target))
+            } else if Instant::now() >= phase.clock().deadline() + CLAIM_GRACE {
+                Some(phase.spent(target).unwrap_or_else(|| connect_timed_out(target)))
             } else {
                 None
             };
@@ -335,12 +361,27 @@ impl SessionPool {
     /// Leases a session for `target`: with `reuse`, the newest idle one of its key (re-armed
     /// with `cancel` and `deadline`, its first channel opened; a dead one is replaced by a
     /// fresh connection once) or the one being opened ahead for it, else a fresh connection.
+    /// All of it is one connect phase (see the module documentation).
     pub fn checkout(
         &self,
         target: &SshTarget,
         reuse: bool,
         cancel: Arc<AtomicBool>,
         deadline: Option<Instant>,
+    ) -> Result<Lease<'_>> {
+        let phase = ConnectPhase::begin(target);
+        let leased = self.checkout_in(target, reuse, cancel, deadline, &phase);
+        phase.finish(&leased);
+        leased
+    }
+
+    fn checkout_in(
+        &self,
+        target: &SshTarget,
+        reuse: bool,
+        cancel: Arc<AtomicBool>,
+        deadline: Option<Instant>,
+        phase: &ConnectPhase,
     ) -> Result<Lease<'_>> {
         let key = reuse.then(|| PoolKey::of(target));
         if let Some(key) = &key {
@@ -356,7 +397,7 @@ impl SessionPool {
             };
             drop(expired);
             if let Some(opening) = ahead {
-                let mut conn = self.claim(target, &opening, &cancel, deadline)?;
+                let mut conn = self.claim(target, &opening, &cancel, deadline, phase)?;
                 conn.ahead = false;
                 conn.rearm(target, cancel, deadline);
                 conn.keep_warm = warm::enabled();
@@ -366,7 +407,10 @@ impl SessionPool {
             if let Some(mut conn) = found {
                 conn.rearm(target, Arc::clone(&cancel), deadline);
                 conn.keep_warm = warm::enabled();
-                match conn.open_first_channel() {
+                // A live server answers in a round trip; half the connect timeout at most, so
+                // a fresh connection still has the rest when this one is dead.
+                let probe_by = phase.clock().deadline().min(Instant::now() + phase.clock().limit() / 2);
+                match conn.open_first_channel(probe_by) {
                     Ok(()) => {
                         // Opened ahead and gone idle before its first call came: that call's.
                         let first = std::mem::take(&mut conn.ahead);
@@ -390,7 +434,7 @@ impl SessionPool {
                 }
             }
         }
-        let mut conn = Connection::open(target, cancel, deadline)?;
+        let mut conn = Connection::open_in(target, cancel, deadline, phase)?;
         // A session the pool may keep starts the next command's shell ahead (warm.rs).
         conn.keep_warm = reuse && warm::enabled();
         self.lock().stats.opened += 1;
@@ -407,11 +451,15 @@ impl SessionPool {
         self.put_idle(key, conn);
     }
 
-    /// Keeps `conn` idle under `key` (closing what that pushes out) and starts the reaper.
-    fn put_idle(&self, key: PoolKey, conn: Connection) {
+    /// Keeps `conn` idle under `key` (closing what that pushes out) and starts the reaper (or
+    /// wakes it: the session's keepalives start).
+    fn put_idle(&self, key: PoolKey, mut conn: Connection) {
+        let now = Instant::now();
+        conn.keepalive_start(now, KeepaliveSettings::from_env());
         let (closed, start_reaper) = {
             let mut state = self.lock();
-            let closed = state.idle.put(key, conn, Instant::now());
+            let closed = state.idle.put(key, conn, now);
+            state.generation += 1;
             state.stats.closed += closed.len() as u64;
             let start = !state.reaper && state.idle.len() > 0;
             if start {
@@ -419,6 +467,7 @@ impl SessionPool {
             }
             (closed, start)
         };
+        self.shared.wake.notify_all();
         drop(closed);
         if start_reaper {
             let weak = Arc::downgrade(&self.shared);
@@ -431,27 +480,38 @@ impl SessionPool {
     }
 }
 
-/// The reaper: closes idle sessions as they expire; ends when the pool holds none (or the
-/// pool itself is gone).
+/// The reaper: closes idle sessions as they expire and those that stop answering their
+/// keepalives; ends when the pool holds none (or the pool itself is gone).
 fn reap(pool: Weak<Shared>) {
     loop {
         let Some(shared) = pool.upgrade() else { return };
-        let (expired, next) = {
+        let settings = KeepaliveSettings::from_env();
+        let (closing, next, generation) = {
             let mut state = shared.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
             let now = Instant::now();
             let expired = state.idle.expire(now);
             state.stats.expired += expired.len() as u64;
-            let next = state.idle.next_expiry();
+            // Non-blocking: a look at each socket and at most one small packet each.
+            let dead = state.idle.retain(|conn| conn.keepalive_tick(now, settings));
+            state.stats.dead += dead.len() as u64;
+            let keepalive = state.idle.items().filter_map(Connection::keepalive_due).min();
+            let next = match (state.idle.next_expiry(), keepalive) {
+                (Some(expiry), Some(keepalive)) => Some(expiry.min(keepalive)),
+                (next, _) => next,
+            };
             if next.is_none() {
                 state.reaper = false;
             }
-            (expired, next.map(|at| at.saturating_duration_since(now)))
+            ((expired, dead), next, state.generation)
         };
-        drop(shared);
-        drop(expired);
-        match next {
-            None => return,
-            Some(wait) => std::thread::sleep(wait.max(REAPER_MIN_SLEEP)),
+        // Closed outside the lock (a goodbye each, without waiting).
+        drop(closing);
+        let Some(at) = next else { return };
+        let wait = at.saturating_duration_since(Instant::now()).max(REAPER_MIN_SLEEP);
+        let state = shared.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        // Woken early when a session goes idle (its keepalives start), or went idle meanwhile.
+        if state.generation == generation {
+            drop(shared.wake.wait_timeout(state, wait).unwrap_or_else(|poisoned| poisoned.into_inner()));
         }
     }
 }
@@ -557,17 +617,33 @@ impl<K: PartialEq, C> IdleSet<K, C> {
 
     /// Removes and returns the entries idle for the timeout or longer.
     fn expire(&mut self, now: Instant) -> Vec<C> {
+        let timeout = self.limits.idle_timeout;
+        self.split(|_, since| now.saturating_duration_since(since) < timeout)
+    }
+
+    /// Removes and returns the entries `keep` refuses.
+    fn retain(&mut self, mut keep: impl FnMut(&mut C) -> bool) -> Vec<C> {
+        self.split(|c, _| keep(c))
+    }
+
+    /// Removes and returns the entries `keep` (given each with the time it went idle) refuses.
+    fn split(&mut self, mut keep: impl FnMut(&mut C, Instant) -> bool) -> Vec<C> {
         let mut out = Vec::new();
         let mut kept = VecDeque::with_capacity(self.entries.len());
-        for (k, c, since) in self.entries.drain(..) {
-            if now.saturating_duration_since(since) >= self.limits.idle_timeout {
-                out.push(c);
-            } else {
+        for (k, mut c, since) in self.entries.drain(..) {
+            if keep(&mut c, since) {
                 kept.push_back((k, c, since));
+            } else {
+                out.push(c);
             }
         }
         self.entries = kept;
         out
+    }
+
+    /// The entries, oldest first.
+    fn items(&self) -> impl Iterator<Item = &C> {
+        self.entries.iter().map(|(_, c, _)| c)
     }
 
     /// When the next entry expires.
@@ -584,7 +660,7 @@ impl<K: PartialEq, C> IdleSet<K, C> {
 mod tests {
     use super::*;
     use crate::error::codes;
-    use crate::ssh::DEFAULT_CONNECT_TIMEOUT;
+    use crate::ssh::{ConnectBudget, DEFAULT_CONNECT_TIMEOUT};
 
     fn target() -> SshTarget {
         SshTarget {
@@ -596,6 +672,7 @@ mod tests {
             strict_host_key_checking: true,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             inactivity_timeout: None,
+            connect_budget: None,
         }
     }
 
@@ -775,6 +852,51 @@ mod tests {
         let err = pool.checkout(&t, true, Arc::new(AtomicBool::new(false)), deadline).err().unwrap();
         assert_eq!(err.code, codes::SSH_TIMEOUT);
         assert_eq!(connections.load(Ordering::SeqCst), 2);
+    }
+
+    #[test]
+    fn a_checkout_and_the_session_opened_ahead_for_it_share_one_connect_deadline() {
+        // A server that never speaks: the opening ahead and the checkout that waits for it end
+        // at the call's connect timeout together (the connect covers the banner), not at the
+        // inactivity limit, and not one connect timeout after the other.
+        let (port, connections) = counting_server(true);
+        let pool = leaked_pool();
+        let budget = ConnectBudget::new(Duration::from_millis(500));
+        let t = SshTarget {
+            port,
+            known_hosts: Some(String::new()),
+            connect_timeout: Duration::from_millis(500),
+            inactivity_timeout: Some(Duration::from_secs(30)),
+            connect_budget: Some(budget),
+            ..target()
+        };
+        let started = Instant::now();
+        pool.open_ahead(&t);
+        std::thread::sleep(Duration::from_millis(200));
+        let err = pool.checkout(&t, true, Arc::new(AtomicBool::new(false)), None).err().unwrap();
+        let took = started.elapsed();
+        assert_eq!(err.code, "ETIMEDOUT", "{}", err.message);
+        assert!(err.message.ends_with("Connection timed out during banner exchange"), "{}", err.message);
+        assert!(took >= Duration::from_millis(500) && took < Duration::from_millis(2000), "{took:?}");
+        assert_eq!(connections.load(Ordering::SeqCst), 1, "the checkout waited for the opening ahead");
+        // The budget is spent: the call's next checkout fails at once, connecting nowhere.
+        let again = Instant::now();
+        let next = pool.checkout(&t, true, Arc::new(AtomicBool::new(false)), None).err().unwrap();
+        assert!(again.elapsed() < Duration::from_millis(100));
+        assert_eq!(next.message, err.message);
+        assert_eq!(connections.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn idle_entries_are_dropped_when_refused() {
+        let now = Instant::now();
+        let mut set = IdleSet::new(limits(4, 16, 10_000));
+        for i in 1..=4 {
+            set.put("a", i, now);
+        }
+        assert_eq!(set.retain(|i| *i % 2 == 0), vec![1, 3]);
+        assert_eq!(set.items().copied().collect::<Vec<_>>(), vec![2, 4]);
+        assert_eq!(set.next_expiry(), Some(now + Duration::from_millis(10_000)));
     }
 
     #[test]

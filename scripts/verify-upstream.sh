@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# `npm run verify-upstream -- <version|path> [options]` (CONTRIBUTING.md, "Following a new
+# upstream release"): installs and builds what is missing, as the test command does, then
+# verifies that upstream against this package (scripts/verify-upstream.mjs; --help lists the
+# options). Runs on a supported Node (>= 24.11; scripts/node-versions.sh fetches Node 24 when
+# needed).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/node-versions.sh
+ensure_supported_node
+source scripts/setup.sh
+exec node scripts/verify-upstream.mjs "$@"
