@@ -79,12 +79,19 @@ async function writeGitWorkspace(rng, root) {
   execFileSync("chmod", ["-R", "u+rwX", root]);
   mkdirSync(path.join(root, "code"), { recursive: true });
   for (let i = 0; i < 12; i += 1) writeFileSync(path.join(root, "code", `m${i}.js`), `export const v${i} = ${i};\n`);
+  // A directory whose only file is deleted below (the clone makes it, the overlay's removal
+  // leaves it empty), and a committed dependency the restore's excludes leave out.
+  mkdirSync(path.join(root, "solo"), { recursive: true });
+  writeFileSync(path.join(root, "solo", "only.js"), "export {};\n");
+  mkdirSync(path.join(root, "pkg", "node_modules", "dep"), { recursive: true });
+  writeFileSync(path.join(root, "pkg", "node_modules", "dep", "index.js"), "module.exports = 1;\n");
   writeFileSync(path.join(root, ".gitignore"), "*.log\nignored-dir/\n");
   git(root, "init", "-q");
   git(root, "remote", "add", "origin", "https://user:token@example.com/org/repo.git");
   commitAll(root, "initial");
   writeFileSync(path.join(root, "code", "m1.js"), "export const v1 = 'dirty';\n");
   rmSync(path.join(root, "code", "m2.js"));
+  rmSync(path.join(root, "solo", "only.js"));
   writeFileSync(path.join(root, "untracked ü.txt"), "new\n");
   writeFileSync(path.join(root, "debug.log"), "ignored\n");
   mkdirSync(path.join(root, "ignored-dir"));
@@ -253,7 +260,8 @@ async function restoreBoth({ ours, theirs }) {
 /** Waits until files written now are older than what a prepare vouches for (git-delta.js). */
 const settleTimes = () => new Promise((resolve) => setTimeout(resolve, 2_200));
 
-describe(`sandbox git deltas (seed ${seed})`, () => {
+// Seeded rounds of whole prepares and restores on both sides: minutes on a loaded 2-core machine.
+describe(`sandbox git deltas (seed ${seed})`, { timeout: 240_000 }, () => {
   it("leave upstream's sandbox and restored workspace after seeded changes in the sandbox, on the host, and on both", async () => {
     const rng = createRandom(seed);
     try {

@@ -524,7 +524,7 @@ describe("the restore plan", () => {
     expect([...plan.baseline.entries.keys()].sort()).toEqual(["kept.txt", "pkg"]);
   });
 
-  it("takes a git workspace's directories the prepare never sent (no file below them) as gone unless listed, as the full pull does", async () => {
+  it("takes a git workspace's directories the prepare never sent (no file below them, not in HEAD's tree) as gone unless listed, as the full pull does", async () => {
     const baseline = {
       exclude: [],
       entries: new Map([
@@ -536,9 +536,13 @@ describe("the restore plan", () => {
         ["link-dir", { kind: "dir" }],
         ["link-dir/l", { kind: "symlink", target: "x" }],
         ["refilled", { kind: "dir" }],
+        // Held a file of HEAD the host deleted, or one of HEAD's files the baseline excludes:
+        // the clone made both, the overlay's removal left the first.
+        ["emptied", { kind: "dir" }],
+        ["holds-excluded", { kind: "dir" }],
       ]),
     };
-    const unsent = unsentDirectories(baseline);
+    const unsent = unsentDirectories(baseline, new Set(["src", "src/deep", "emptied", "holds-excluded"]));
     expect([...unsent].sort()).toEqual(["empty", "empty/inner", "refilled"]);
     // The agent made `refilled` again (listed, changed); nothing else moved since the prepare.
     const listing = new Map([

@@ -150,7 +150,8 @@ export interface SandboxDeltaStats {
     inline: number;
     /**
      * Full pulls by reason: `no-manifest`, `excludes` (an exclude that is not a plain name
-     * or path), `remote-cannot-answer`, `walk-failed`, `too-many-changes`, `pull-failed`,
+     * or path), `remote-cannot-answer`, `walk-failed`, `head-unreadable` (git could not list
+     * the tree of a git workspace's commit), `too-many-changes`, `pull-failed`,
      * `repositories` (a workspace with project repositories), `client` (a provider's own
      * `syncOut`, or a client whose transfers are not ours), `off`.
      */

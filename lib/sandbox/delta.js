@@ -46,6 +46,7 @@ import {
   walkLocalTree,
   writeManifest,
 } from "../tree-delta.js";
+import { runLocalGit } from "../local-git.js";
 import { guarded, workspaceGuardLine } from "../workspace-guard.js";
 import { SLICE_BYTES } from "./base64-transfer.js";
 import { OUR_CLIENT } from "./client-features.js";
@@ -464,8 +465,8 @@ export function startRestoreDelta(client, localDir, exclude, signal) {
  * The delta of a sandbox restore (tree-delta.js `planRestoreDelta`: one listing of what
  * changed since the prepare, with the listing's `notes`), or `{ fallback, notes }` for
  * upstream's full pull (counted). `started`: what {@link startRestoreDelta} returned; its
- * walk is settled when this resolves. `git`: the workspace is a git workspace (its manifest
- * is git-delta.js's); `before` and `lead`: what the listing's command does first
+ * walk is settled when this resolves. `head`: a git workspace's commit, the one its prepare
+ * cloned (its manifest is then git-delta.js's; `null` for a plain tree); `before` and `lead`: what the listing's command does first
  * (`planRestoreDelta`'s); `mark`: the prepare's mark ({@link deltaMark}'s word): the listing's
  * command brings back what changed after it (the plan's `inline`) when that is small;
  * `guard`: the workspace the listing checks first (../workspace-guard.js): a workspace gone
@@ -477,13 +478,16 @@ export async function planSandboxRestore({
   remoteDir,
   localDir,
   baseline,
-  git = false,
+  head = null,
   before,
   lead,
   mark,
   guard,
 }) {
   const { features, localWalk } = started;
+  const git = head != null;
+  // The directories the depth-1 clone checked out (read while the manifest is found).
+  const cloned = git ? headDirectories(localDir, head).catch(() => null) : null;
   const { file, local } = await manifestFile(spec, remoteDir, localDir).catch(async (error) => {
     await localWalk.catch(() => undefined);
     throw error;
@@ -491,6 +495,12 @@ export async function planSandboxRestore({
   const read = await readManifest(file);
   // A git workspace's manifest (git-delta.js) for a git workspace only, and the other way round.
   const manifest = read && (read.kind === "git") === git ? read : null;
+  const checkedOut = git ? await cloned : null;
+  if (git && manifest && !checkedOut) {
+    await localWalk.catch(() => undefined);
+    countPull("head-unreadable");
+    return { fallback: "head-unreadable", notes: [] };
+  }
   const plan = await planRestoreDelta({
     manifest,
     local,
@@ -498,7 +508,7 @@ export async function planSandboxRestore({
     baseline,
     localWalk,
     list: (script, options) => guarded(guard, () => listRemote(features, script, options)),
-    unsent: git ? unsentDirectories(baseline) : null,
+    unsent: git ? unsentDirectories(baseline, checkedOut) : null,
     first: workspaceGuardLine(guard),
     before,
     lead,
@@ -514,12 +524,14 @@ export async function planSandboxRestore({
 
 /**
  * The directories of a git workspace's baseline that its prepare never put in the sandbox:
- * those with no file or link below them (the depth-1 clone holds only HEAD's files, the
- * overlay only files and the directories above them).
+ * those with no file or link below them that are not directories of HEAD's tree either
+ * (`checkedOut`, from {@link headDirectories}). The depth-1 clone checks out HEAD's tree,
+ * directories of its files the host deleted or excludes included (the overlay removes the
+ * files, not their directories); the overlay adds only files and the directories above them.
  */
-export function unsentDirectories(baseline) {
+export function unsentDirectories(baseline, checkedOut = new Set()) {
   const entries = baseline.entries instanceof Map ? baseline.entries : new Map(Object.entries(baseline.entries ?? {}));
-  const holding = new Set();
+  const holding = new Set(checkedOut);
   for (const [member, entry] of entries) {
     if (entry?.kind === "dir") continue;
     for (let at = member.lastIndexOf("/"); at > 0; at = member.lastIndexOf("/", at - 1)) {
@@ -531,6 +543,26 @@ export function unsentDirectories(baseline) {
   return new Set(
     [...entries].filter(([member, entry]) => entry?.kind === "dir" && !holding.has(member)).map(([m]) => m),
   );
+}
+
+/**
+ * The directories (and submodule paths) of commit `head`'s tree in the repository at
+ * `localDir`: those a checkout of `head` creates.
+ */
+export async function headDirectories(localDir, head) {
+  const { stdout } = await runLocalGit(localDir, ["ls-tree", "-r", "-t", "-z", head], {
+    timeout: 30_000,
+    maxBuffer: 1 << 28,
+  });
+  const dirs = new Set();
+  for (const record of stdout.split("\0")) {
+    // "<mode> <type> <object>\t<path>"
+    const tab = record.indexOf("\t");
+    if (tab < 0) continue;
+    const type = record.slice(0, tab).split(" ")[1];
+    if (type === "tree" || type === "commit") dirs.add(record.slice(tab + 1));
+  }
+  return dirs;
 }
 
 /** Commits a git workspace's manifest remembers the sandbox holding (the newest first). */

@@ -144,7 +144,7 @@ export async function restoreSandboxWorkspace(run, sink) {
           remoteDir: workspaceRemoteDir,
           localDir: input.workspaceLocalDir,
           baseline,
-          git: Boolean(gitSnapshot),
+          head: gitSnapshot?.headCommit ?? null,
           mark: deltaMark(workspaceRemoteDir),
           guard,
           ...options,
