@@ -62,9 +62,19 @@ function log(line) {
   process.stderr.write(`\n==> ${line}\n`);
 }
 
+/**
+ * Whether Debian package `pkg` is installed: `name:arch` for that architecture, a bare name
+ * for this machine's (or an `all` package). With a foreign architecture added, a bare name
+ * also matches the other architectures' copies, one record each.
+ */
 function debianInstalled(pkg) {
-  const r = spawnSync("dpkg-query", ["-W", "-f=${Status}", pkg], { encoding: "utf8" });
-  return r.status === 0 && r.stdout.trim() === "install ok installed";
+  const r = spawnSync("dpkg-query", ["-W", "-f=${Architecture} ${Status}\\n", pkg], { encoding: "utf8" });
+  if (r.status !== 0) return false;
+  const native = pkg.includes(":") ? null : execFileSync("dpkg", ["--print-architecture"], { encoding: "utf8" }).trim();
+  return r.stdout
+    .split("\n")
+    .map((line) => line.split(" "))
+    .some(([arch, ...status]) => status.join(" ") === "install ok installed" && (!native || arch === native || arch === "all"));
 }
 
 /**

@@ -25,7 +25,7 @@
 //
 // Usage: node scripts/test-platforms.mjs [--dir DIR] [--targets all|LIST] [--doc] [--json FILE]
 import { execFileSync, spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -349,7 +349,7 @@ function muslCoreTests(triple) {
  */
 function muslLoad(triple, binary, work) {
   const arch = triple.split("-")[0];
-  const pkg = arch === "x86_64" ? "musl" : "musl:arm64";
+  const pkg = arch === "x86_64" ? "musl:amd64" : "musl:arm64";
   ensureDebianPackages([pkg]);
   if (arch === "aarch64") ensureQemuAarch64();
   const musl = execFileSync("dpkg-query", ["-W", "-f=${Version}", pkg], { encoding: "utf8" }).trim();
@@ -423,6 +423,9 @@ function main() {
     process.exit(2);
   }
   const work = mkdtempSync(path.join(os.tmpdir(), "pc-native-platforms-"));
+  // Readable by all, as a project directory is: the suites' "as an unprivileged user" cases
+  // start Node as another user, which then loads the binary installed under here.
+  chmodSync(work, 0o755);
   const rows = [];
   const missing = [];
   const nodeVersion = node24Version();
