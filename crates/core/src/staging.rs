@@ -45,11 +45,15 @@ use crate::fsat::Dir;
 use crate::host_key;
 use crate::reserved::{self, Kind, Owner, JOURNAL, JOURNAL_TMP, TAG_HEX};
 
-/// A process's start time in clock ticks since boot (Linux: field 22 of `/proc/<pid>/stat`);
-/// `Ok(None)` where that cannot be known, `Err(NotFound)` when there is no such process.
+/// A process's start time in clock ticks since boot (Linux: field 22 of its main thread's
+/// `/proc/<pid>/task/<pid>/stat`, the process's own start time); `Ok(None)` where that cannot
+/// be known, `Err(NotFound)` when there is no such process. Not `/proc/<pid>/stat`: under
+/// qemu-user (an image of another architecture) a process reading its own `stat` gets the
+/// calling thread's start time, so one thread would take another's staging for a dead
+/// process's; qemu answers the task path from the kernel.
 #[cfg(target_os = "linux")]
 pub fn process_start(pid: u32) -> io::Result<Option<u64>> {
-    let stat = std::fs::read(format!("/proc/{pid}/stat"))?;
+    let stat = std::fs::read(format!("/proc/{pid}/task/{pid}/stat"))?;
     // The command name (field 2) is in parentheses and may hold anything: start after the
     // last ')'. The field after it is the state (field 3); the start time is field 22.
     let close = stat.iter().rposition(|&b| b == b')').ok_or_else(|| io::Error::other("malformed stat"))?;
