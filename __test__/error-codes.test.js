@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { extractTarballToDirectory } from "../index.js";
 import { FALLBACK_ERROR_CODES } from "../lib/error-codes.js";
 import { GIT_ARCHIVE_EXCLUDES, REFERENCED_SOURCE_IGNORE_MAX_TOTAL_BYTES } from "../lib/git-workspace-sync.js";
-import { codes, constants, native, nativeLoadError } from "../lib/native.js";
+import { codes, constants, native, nativeLoadError, nativePlatform } from "../lib/native.js";
 import { FALLBACK_CONSTANTS } from "../lib/shared-constants.js";
 import { RawArchive } from "./helpers/tar.js";
 
@@ -105,5 +105,39 @@ describe("error codes", () => {
       INVALID_ARGUMENT: FALLBACK_ERROR_CODES.INVALID_ARGUMENT,
       GIT_ARCHIVE_EXCLUDES: [".git", ".git/*"],
     });
+  });
+});
+
+describe("a binary named by NAPI_RS_NATIVE_LIBRARY_PATH that does not load", () => {
+  // napi-rs's loader takes that file in place of the installed one; it reports a missing or
+  // unreadable file as "Cannot find module", so the message names the variable and the reason.
+  it.each([
+    ["missing", () => path.join(work, "missing.node"), /it cannot be read \(ENOENT\)/],
+    [
+      "not a library",
+      () => {
+        const file = path.join(work, "junk.node");
+        writeFileSync(file, "junk");
+        return file;
+      },
+      /junk\.node: (file too short|invalid ELF header)/,
+    ],
+  ])("%s: the error names the variable, the reason and what to do", (_, file, reason) => {
+    const script = [
+      'import { nativeLoadError } from "./lib/native.js";',
+      "console.log(JSON.stringify({ code: nativeLoadError?.code, message: nativeLoadError?.message }));",
+    ].join("\n");
+    const out = execFileSync(process.execPath, ["--input-type=module", "-e", script], {
+      cwd: root,
+      encoding: "utf8",
+      env: { ...process.env, NAPI_RS_NATIVE_LIBRARY_PATH: file() },
+    });
+    const { code, message } = JSON.parse(out);
+    expect(code).toBe(FALLBACK_ERROR_CODES.UNSUPPORTED_PLATFORM);
+    expect(message).toMatch(
+      /^@paperclipai\/adapter-utils-native: NAPI_RS_NATIVE_LIBRARY_PATH names a binary that does not load/,
+    );
+    expect(message).toMatch(reason);
+    expect(message).toContain(`Unset it to load the installed @paperclipai/adapter-utils-native-${nativePlatform()}@`);
   });
 });

@@ -2,7 +2,7 @@
 // The generated loader picks the prebuilt binary for this platform: a local `native/*.node`
 // in a checkout, otherwise the per-platform package
 // `@paperclipai/adapter-utils-native-<platform>`; its error names the platform it looked for.
-import { readFileSync } from "node:fs";
+import { accessSync, constants as fsConstants, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
 import { FALLBACK_ERROR_CODES } from "./error-codes.js";
@@ -78,6 +78,25 @@ export function describeLoadFailure(platform, failure) {
   }
   const pkg = platformPackageName(platform);
   const spec = version ? `${pkg}@${version}` : pkg;
+  const reasons = [];
+  for (let error = failure; error && reasons.length < 8; error = error.cause) {
+    const line = String(error.message ?? error).split("\n")[0];
+    if (line && !/^Cannot find (module|native binding)/.test(line)) reasons.push(line);
+  }
+  // napi-rs's loader takes this variable's file in place of the installed package's.
+  const override = process.env.NAPI_RS_NATIVE_LIBRARY_PATH;
+  if (override) {
+    let why = reasons[0];
+    try {
+      accessSync(override, fsConstants.R_OK);
+    } catch (error) {
+      why = `it cannot be read (${error.code})`; // the loader then says only "Cannot find module"
+    }
+    return (
+      `${PACKAGE_NAME}: NAPI_RS_NATIVE_LIBRARY_PATH names a binary that does not load on ${platform}: ` +
+      `${why ?? "unknown reason"}. Unset it to load the installed ${spec}`
+    );
+  }
   let installedAt = null;
   try {
     installedAt = path.dirname(require.resolve(`${pkg}/package.json`));
@@ -91,11 +110,6 @@ export function describeLoadFailure(platform, failure) {
       "--no-optional or --omit=optional (or npm's `omit` config includes optional), from a lockfile made on another platform, " +
       `or copied from another machine. Install it: npm install ${spec}`
     );
-  }
-  const reasons = [];
-  for (let error = failure; error && reasons.length < 8; error = error.cause) {
-    const line = String(error.message ?? error).split("\n")[0];
-    if (line && !/^Cannot find (module|native binding)/.test(line)) reasons.push(line);
   }
   return (
     `${PACKAGE_NAME}: ${spec} is installed (${installedAt}) but its binary does not load on ${platform}: ` +
