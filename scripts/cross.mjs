@@ -74,7 +74,10 @@ function debianInstalled(pkg) {
   return r.stdout
     .split("\n")
     .map((line) => line.split(" "))
-    .some(([arch, ...status]) => status.join(" ") === "install ok installed" && (!native || arch === native || arch === "all"));
+    .some(
+      ([arch, ...status]) =>
+        status.join(" ") === "install ok installed" && (!native || arch === native || arch === "all"),
+    );
 }
 
 /**
