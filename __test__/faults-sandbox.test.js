@@ -7,7 +7,7 @@
 // call (no staging left in it), and that the next run, with a healthy runner, restores the
 // right tree. Upstream empties the host workspace when the sandbox's is gone, and waits
 // forever on a runner call that never settles (docs/reliability.md).
-import { mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -17,6 +17,7 @@ import { RUNNER_GRACE_MS } from "../lib/sandbox/runner-deadline.js";
 import { pinnedGit, repositoryState, treeWithoutGit, writeNestedRepository } from "./helpers/git-state.js";
 import { nativeSyncRunner, spawnRunner } from "./helpers/sandbox-runner.js";
 import { treeState } from "./helpers/tar.js";
+import { VANISHED_WORKSPACE_FAULTS } from "./helpers/vanished-workspace.js";
 
 const scratch = mkdtempSync(path.join(os.tmpdir(), "pc-sandbox-faults-"));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
@@ -106,14 +107,7 @@ async function nextRunRestores(transport, local, remote, gitBacked) {
 }
 
 describe("a sandbox workspace gone before the restore: refused, the host workspace untouched", () => {
-  const FAULTS = {
-    removed: (remote) => rmSync(remote, { recursive: true, force: true }),
-    renamed: (remote) => renameSync(remote, `${remote}-moved`),
-    "re-created empty": (remote) => {
-      rmSync(remote, { recursive: true, force: true });
-      mkdirSync(remote);
-    },
-  };
+  const FAULTS = VANISHED_WORKSPACE_FAULTS;
   for (const gitBacked of [false, true]) {
     for (const transport of Object.keys(TRANSPORTS)) {
       // The delta lane is our client's own transfers: a provider's syncIn/syncOut never takes it.

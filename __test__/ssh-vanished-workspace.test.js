@@ -6,7 +6,7 @@
 // refuses a removed directory too (its `ssh … cd` fails) but restores a re-created empty one
 // as an empty tree, deleting every file of the host workspace. A workspace the agent emptied
 // itself (the prepare's runtime directory left) is restored as upstream restores it.
-import { mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { captureDirectorySnapshot as upstreamCapture } from "@paperclipai/adapter-utils/workspace-restore-merge";
 import * as upstream from "@paperclipai/adapter-utils/ssh";
@@ -16,6 +16,7 @@ import { captureDirectorySnapshot } from "../lib/workspace-restore-merge.js";
 import { pinnedGit, repositoryState, treeWithoutGit } from "./helpers/git-state.js";
 import { sshdSuite } from "./helpers/sshd-suite.js";
 import { treeState } from "./helpers/tar.js";
+import { VANISHED_WORKSPACE_FAULTS } from "./helpers/vanished-workspace.js";
 
 const suite = sshdSuite("pc-ssh-vanished-");
 let counter = 0;
@@ -76,14 +77,7 @@ const UPSTREAM = {
   capture: upstreamCapture,
 };
 
-const FAULTS = {
-  removed: (remote) => rmSync(remote, { recursive: true, force: true }),
-  renamed: (remote) => renameSync(remote, `${remote}-moved`),
-  "re-created empty": (remote) => {
-    rmSync(remote, { recursive: true, force: true });
-    mkdirSync(remote);
-  },
-};
+const FAULTS = VANISHED_WORKSPACE_FAULTS;
 
 describe("an SSH remote workspace gone before the restore: refused, the host workspace untouched", () => {
   for (const gitBacked of [false, true]) {
