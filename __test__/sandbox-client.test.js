@@ -202,6 +202,54 @@ describe("createCommandManagedRuntimeClient against upstream's", () => {
       expect(treeState(path.join(root, "ws"))["more.bin"].size).toBe(7 * 1024 * 1024);
     }));
 
+  it("fallback syncIn of file mappings closes each source once: no stray close error, no descriptor left", async () => {
+    // A file mapping's source stream and its file handle once both closed the same
+    // descriptor: the later close failed as an uncaught EBADF (or closed another file that
+    // had taken the number), about once in fifteen uploads with a runner that answers at once.
+    const dir = freshDir("many-files");
+    const files = Array.from({ length: 40 }, (_, i) => {
+      const file = path.join(dir, `f${i}`);
+      writeFileSync(file, Buffer.alloc(1000 + i, i));
+      return file;
+    });
+    const answer = (exitCode) => ({
+      exitCode,
+      signal: null,
+      timedOut: false,
+      stdout: "",
+      stderr: "",
+      pid: 1,
+      startedAt: "",
+    });
+    let call = 0;
+    // Every 7th call fails: the uploads that stop early close their sources too.
+    const runner = { execute: async () => answer((call += 1) % 7 === 0 ? 1 : 0) };
+    const client = createCommandManagedRuntimeClient({ runner, commandCwd: "/", timeoutMs: 30_000 });
+    const openFds = () => readdirSync("/proc/self/fd").length;
+    const stray = [];
+    const onUncaught = (error) => stray.push(`${error.code} ${error.syscall}`);
+    process.prependListener("uncaughtException", onUncaught);
+    try {
+      const before = openFds();
+      let failed = 0;
+      for (let round = 0; round < 30; round += 1) {
+        for (const [i, file] of files.entries()) {
+          await client
+            .syncIn([
+              { operationId: `op-${i}`, files: [{ sourcePath: file, targetPath: `/nowhere/${i}`, kind: "file" }] },
+            ])
+            .catch(() => (failed += 1));
+        }
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(failed).toBeGreaterThan(100);
+      expect(stray).toEqual([]);
+      expect(openFds()).toBe(before);
+    } finally {
+      process.removeListener("uncaughtException", onUncaught);
+    }
+  });
+
   it("a runner that fails mid-upload rejects with upstream's message and leaves no remote file", async () => {
     const root = freshDir("remote");
     const payload = Buffer.alloc(10 * 1024 * 1024, 7);

@@ -3,7 +3,7 @@
 // opts in, its duplex channel). Transfers stream: a directory is packed in-process by the
 // streaming pack and a file is read from disk, one slice at a time, so no archive is ever
 // held whole in memory or written to a host temp file.
-import { createReadStream, promises as fs } from "node:fs";
+import { promises as fs } from "node:fs";
 import { randomUUID } from "node:crypto";
 import { createTarballStreamFromDirectory } from "./tar-stream.js";
 import {
@@ -40,19 +40,32 @@ function extractDirectoryCommand(remoteTar, targetDir) {
   return `rm -rf ${dir} && mkdir -p ${dir} && tar -xf ${tar} -C ${dir} && rm -f ${tar}`;
 }
 
-/** A file's bytes as slices read from disk (its size is taken when it is opened). */
+/**
+ * A file's bytes as slices read from disk (its size is taken when it is opened). The stream
+ * owns the file handle and closes it once, at its end or when destroyed: {@link closeSource}.
+ * (Never a second owner of the same descriptor: two closes of one fd race, and the later one
+ * fails, or closes whatever file took that number in between.)
+ */
 async function fileSource(sourcePath) {
   const handle = await fs.open(sourcePath, "r");
+  let size;
   try {
-    const { size } = await handle.stat();
-    return {
-      size,
-      stream: createReadStream(null, { fd: handle.fd, autoClose: false, highWaterMark: SLICE_BYTES }),
-      handle,
-    };
+    ({ size } = await handle.stat());
   } catch (error) {
     await handle.close().catch(() => undefined);
     throw error;
+  }
+  return { size, stream: handle.createReadStream({ highWaterMark: SLICE_BYTES }) };
+}
+
+/** Destroys a {@link fileSource} stream and waits until its file handle is closed. */
+async function closeSource(stream) {
+  // A read-only handle's close has nothing to lose; its error must not go unheard.
+  stream.on("error", () => undefined);
+  if (!stream.closed) {
+    const closed = new Promise((resolve) => stream.once("close", resolve));
+    stream.destroy();
+    await closed;
   }
 }
 
@@ -223,8 +236,7 @@ export function createCommandManagedRuntimeClient(input) {
     try {
       await upload(mapping.targetPath, file.stream, file.size, onProgress);
     } finally {
-      file.stream.destroy();
-      await file.handle.close().catch(() => undefined);
+      await closeSource(file.stream);
     }
     if (mapping.mode != null) {
       const mode = (mapping.mode & 0o7777).toString(8);
