@@ -7,12 +7,13 @@
 // a sandbox through a command runner. Their remote trees and restored workspaces are equal;
 // activated, the host starts no `ssh` or `tar`; plain, it does (the control: the sampling
 // sees them).
-import { execFileSync, spawnSync } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, symlinkSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
+import { runNode } from "./helpers/run-node.js";
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const work = mkdtempSync(path.join(os.tmpdir(), "pc-native-demo-"));
@@ -45,14 +46,13 @@ function cloneLike(dir) {
 }
 
 describe("paperclip-sync demo from a fresh clone", () => {
-  it("runs every step, none skipped, and upstream's SSH and sandbox execution targets give equal results with and without the activation", () => {
+  it("runs every step, none skipped, and upstream's SSH and sandbox execution targets give equal results with and without the activation", async () => {
     const clone = path.join(work, "clone");
     expect(cloneLike(clone)).toBeGreaterThan(100);
-    const run = spawnSync(
-      process.execPath,
-      [path.join(clone, "bin", "paperclip-sync.mjs"), "demo", "--files", "300", "--json"],
-      { cwd: clone, encoding: "utf8", env: { ...process.env, NODE_OPTIONS: "" }, maxBuffer: 1 << 26 },
-    );
+    const run = await runNode([path.join(clone, "bin", "paperclip-sync.mjs"), "demo", "--files", "300", "--json"], {
+      cwd: clone,
+      env: { ...process.env, NODE_OPTIONS: "" },
+    });
     expect(run.status, run.stderr).toBe(0);
     const { steps } = JSON.parse(run.stdout.trim().split("\n").pop());
     const byName = Object.fromEntries(steps.map((s) => [s.step, s]));

@@ -10,8 +10,9 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { installRelease, pathWithoutRust } from "../scripts/install-release.mjs";
+import { pathWithoutRust } from "../scripts/install-release.mjs";
 import { currentPlatform, platformOfTarget, platformPackageName } from "../lib/platforms.js";
+import { runNode } from "./helpers/run-node.js";
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const manifest = JSON.parse(readFileSync(path.join(repo, "package.json"), "utf8"));
@@ -46,9 +47,13 @@ function tarManifest(file) {
 describe.skipIf(!onLinuxX64Gnu)("the release tarballs, installed into an empty project", () => {
   let work;
   let installed;
-  beforeAll(() => {
+  beforeAll(async () => {
     work = mkdtempSync(path.join(os.tmpdir(), "pc-native-release-"));
-    installed = installRelease(work);
+    // scripts/install-release.mjs as a child (its pack and npm install hold a process for
+    // many seconds; see helpers/run-node.js).
+    const run = await runNode([path.join(repo, "scripts/install-release.mjs"), "--dir", work, "--no-build", "--json"]);
+    if (run.status !== 0) throw new Error(`install-release failed (${run.status ?? run.signal}): ${run.stderr}`);
+    installed = JSON.parse(run.stdout);
   }, 600_000);
   afterAll(() => {
     if (work) rmSync(work, { recursive: true, force: true });

@@ -28,10 +28,7 @@ for (const file of process.argv.slice(2)) {
     // The step's own error lines (vitest's unhandled errors are in no report), when kept.
     const out = file.replace(/\.(json|log)$/, ".out");
     if (existsSync(out)) {
-      const lines = stripVTControlCharacters(readFileSync(out, "utf8"))
-        .split("\n")
-        .filter((line) => /unhandled|error|timeout|killed/i.test(line) && !/^\s*✓/.test(line));
-      for (const line of lines.slice(0, 8)) console.log(`    ${line.trim().slice(0, 300)}`);
+      for (const line of stepErrorLines(readFileSync(out, "utf8"))) console.log(`    ${line.slice(0, 300)}`);
     }
   }
 }
@@ -118,6 +115,26 @@ function count(file, name, status) {
     }
   }
 }
+/**
+ * The lines of a step's output that say why it failed though its report shows no failure:
+ * vitest's unhandled-error block whole (the error, its stack's first frames, the file and the
+ * test it came from) when there is one, else the lines that name an error.
+ */
+function stepErrorLines(output) {
+  const lines = stripVTControlCharacters(output)
+    .split("\n")
+    .map((line) => line.trim())
+    .filter(Boolean);
+  const start = lines.findIndex((line) => /Unhandled Errors?\b/.test(line) && /⎯/.test(line));
+  if (start >= 0) {
+    return lines
+      .slice(start)
+      .filter((line) => !/^(This might cause false positive|- The error was thrown|- Cancel timers|- Make sure)/.test(line))
+      .slice(0, 24);
+  }
+  return lines.filter((line) => /unhandled|error|timeout|killed/i.test(line) && !/^✓/.test(line)).slice(0, 8);
+}
+
 /** The first non-empty line of a failure message, shortened, without colour codes. */
 function firstLine(message) {
   const line =

@@ -18,7 +18,8 @@ results="$repo/.test-results"
 started=$(date +%s)
 rm -rf "$results" && mkdir -p "$results"
 
-step() { printf '\n==> %s\n' "$*"; }
+# Each step's header says how far into the run it starts (where the time goes, in CI's log).
+step() { printf '\n==> %s (at %d s)\n' "$*" "$(($(date +%s) - started))"; }
 # `record <report> <status>`: a step's exit status, written beside its report
 # ($results/<report>.status). scripts/summary.mjs counts a status other than 0 whose report
 # shows no failure as one failure, named (with the error lines of the step's output, kept as
@@ -243,5 +244,6 @@ reports=("$results/cargo-test.log" "$results/lint.json" "$results/vitest.json" "
 $as_root && reports+=("$results/ssh-vitest.json" "$results/upstream-swap-ssh.json")
 reports+=("$results/activation-adapter-utils.json" "$results/activation-adapter-claude-local.json" "$results/activation-adapter-codex-local.json")
 reports+=("$results/fuzz-extract.json" "$results/fuzz-pack.json")
+step "summary"
 node scripts/summary.mjs "${reports[@]}"
 ! grep -qvx 0 "$results"/*.status
