@@ -3,8 +3,8 @@
 // activation turned off, our package imported directly, nothing served yet), and only the
 // process itself knows which: on its first composition it writes
 // `<os.tmpdir()>/paperclip-native-activation-<uid>/<pid>.json`, holding its pid, its start time
-// (field 22 of /proc/<pid>/stat, so a record left by an ended process whose pid was reused is
-// not believed), when and what it first served. Nothing from the environment or the command
+// (see processStartTime, so a record left by an ended process whose pid was reused is not
+// believed), when and what it first served. Nothing from the environment or the command
 // line goes in. The directory is private (0700), the file too (0600), written to a temporary
 // name and renamed into place; records of ended processes are pruned on each write. Linux
 // only (doctor --pid reads /proc); never throws.
@@ -19,13 +19,17 @@ export function servedRecordDirectory(tmpdir, uid) {
 }
 
 /**
- * The start time of process `pid` (`"self"` for this one): field 22 of /proc/<pid>/stat, in
- * clock ticks after boot, as a string; null when there is no such process (or no /proc).
+ * The start time of process `pid` (`"self"` for this one): field 22 of the stat file of its
+ * main thread, /proc/<pid>/task/<pid>/stat, in clock ticks after boot, as a string; null when
+ * there is no such process (or no /proc). The same number as /proc/<pid>/stat on a kernel, but
+ * under qemu-user a process's own /proc/<pid>/stat answers with the calling thread's start (the
+ * staging owners in crates/core/src/staging.rs read the same file for the same reason).
  */
 export function processStartTime(pid) {
+  const id = pid === "self" ? process.pid : pid;
   let stat;
   try {
-    stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+    stat = fs.readFileSync(`/proc/${id}/task/${id}/stat`, "utf8");
   } catch {
     return null;
   }

@@ -8,7 +8,7 @@
 //!   `<root>/.paperclip-merge-<owner>-<nonce>/`, a baseline restore downloads into
 //!   `<root>/.paperclip-sandbox-restore-<owner>-<nonce>/`, where `<owner>` is `<pid>-<start>`:
 //!   the creating process's id and its start time (clock ticks since boot, field 22 of
-//!   `/proc/<pid>/stat` on Linux; 0, meaning unknown, elsewhere). The owner is part of the
+//!   `/proc/<pid>/task/<pid>/stat` on Linux; 0, meaning unknown, elsewhere). The owner is part of the
 //!   name, so a staging directory is never without its marker, not even for the instant
 //!   after `mkdir`.
 //! * **Proof of origin.** The nonce is 16 random hex digits followed by a 16-digit tag: the
