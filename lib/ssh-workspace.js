@@ -679,6 +679,12 @@ export async function restoreWorkspaceOverSsh(input, transfers) {
     }
     return;
   }
+  // Without a baseline (upstream's restore): the remote tree straight over the host's.
+  const pullWorkspace = (over) =>
+    transfers.pullTree(
+      { ...connection, ...archive, spec, remoteDir, localDir, onProgress, progressLabel: "workspace", ...over },
+      { guard },
+    );
   const state = await readLocalGitState(localDir);
   throwIfAborted(signal);
   if (state) {
@@ -686,33 +692,8 @@ export async function restoreWorkspaceOverSsh(input, transfers) {
     const base = (await deltaCandidate({ spec, remoteDir, localDir }))?.git?.head ?? null;
     await pullGitHistory({ spec, localDir, remoteDir, ref, reset: true, onProgress, connection, base, guard });
     throwIfAborted(signal);
-    await transfers.pullTree(
-      {
-        ...connection,
-        ...archive,
-        spec,
-        remoteDir,
-        localDir,
-        exclude: [".git", RUNTIME_DIR],
-        preserveLocalEntries: [".git"],
-        onProgress,
-        progressLabel: "workspace",
-      },
-      { guard },
-    );
+    await pullWorkspace({ exclude: [".git", RUNTIME_DIR], preserveLocalEntries: [".git"] });
     return;
   }
-  await transfers.pullTree(
-    {
-      ...connection,
-      ...archive,
-      spec,
-      remoteDir,
-      localDir,
-      exclude: [RUNTIME_DIR],
-      onProgress,
-      progressLabel: "workspace",
-    },
-    { guard },
-  );
+  await pullWorkspace({ exclude: [RUNTIME_DIR] });
 }
