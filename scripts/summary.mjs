@@ -129,10 +129,12 @@ function stepErrorLines(output) {
   if (start >= 0) {
     return lines
       .slice(start)
-      .filter((line) => !/^(This might cause false positive|- The error was thrown|- Cancel timers|- Make sure)/.test(line))
+      .filter(
+        (line) => !/^(This might cause false positive|- The error was thrown|- Cancel timers|- Make sure)/.test(line),
+      )
       .slice(0, 24);
   }
-  return lines.filter((line) => /unhandled|error|timeout|killed/i.test(line) && !/^✓/.test(line)).slice(0, 8);
+  return lines.filter((line) => /unhandled|error|timeout|killed/i.test(line) && !line.startsWith("✓")).slice(0, 8);
 }
 
 /** The first non-empty line of a failure message, shortened, without colour codes. */
