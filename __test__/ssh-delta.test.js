@@ -318,6 +318,11 @@ describe(`SSH delta restores (seed ${seed})`, () => {
         applied.push(...hostOps.map((n) => `host-${n}`));
       }
       execFileSync("cp", ["-a", `${remoteDir}/.`, theirsRemote]);
+      // A run that removed every entry, .paperclip-runtime included, is the case the
+      // vanished-workspace rule cannot tell from a re-created workspace (docs/sandbox.md):
+      // refused before anything is pulled, the host unchanged (delta off, the same below).
+      const emptied = readdirSync(remoteDir).length === 0;
+      const hostBefore = remoteState(local);
       const before = sshDeltaStats().restore.delta;
       const ours = await restoreWorkspaceFromSshExecution({
         spec: suite.server.spec,
@@ -325,7 +330,13 @@ describe(`SSH delta restores (seed ${seed})`, () => {
         remoteDir,
         baselineSnapshot: baseline,
       }).catch((e) => e);
-      expect(sshDeltaStats().restore.delta, `round ${round}`).toBe(before + 1);
+      if (emptied) {
+        expect(ours?.code, `round ${round}`).toBe("ERR_PAPERCLIP_NATIVE_REMOTE_WORKSPACE_GONE");
+        expect(ours.reason).toBe("emptied");
+        expect(remoteState(local), `round ${round}`).toEqual(hostBefore);
+      } else {
+        expect(sshDeltaStats().restore.delta, `round ${round}`).toBe(before + 1);
+      }
       process.env.PAPERCLIP_NATIVE_SSH_DELTA = "0";
       let theirs;
       try {
