@@ -119,9 +119,11 @@ describe("npm run verify-upstream", () => {
       ok: false,
       summary: "REFUSED (carries unescapeTarExcludeLiteral)",
     });
-    // Not only the marker: the unescaping matcher gives other results than ours.
+    // Not only the marker: the unescaping matcher gives other results than ours, in the
+    // differential of the matcher itself or of the lists it serves (which of the two meets
+    // an escaped pattern first depends on the seed).
     expect(exclude.parts.differential.ok).toBe(false);
-    expect(exclude.parts.differential.details.join("\n")).toMatch(/excludePatternMatches/);
+    expect(exclude.parts.differential.details.join("\n")).toMatch(/excludePatternMatches|shouldExcludePath/);
     expect(row(result, "runtime-progress").ok).toBe(true);
     expect(lines).toContainEqual(
       expect.stringMatching(
