@@ -19,9 +19,11 @@ import * as upstream from "@paperclipai/adapter-utils/command-managed-runtime";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { prepareCommandManagedRuntime } from "../lib/command-managed-runtime.js";
 import { sandboxDeltaStats } from "../lib/sandbox/delta.js";
+import { HEAVY_EXCLUDES } from "../lib/sandbox/steps.js";
 import { contentState, PINNED_GIT_ENV, pinnedGit, repositoryState } from "./helpers/git-state.js";
 import { copyTree, inventory, mutate, REMOTE_OPS, HOST_OPS, sameSizeSameMtime } from "./helpers/merge-triples.js";
 import { createRandom, runSeed } from "./helpers/random.js";
+import { restoreRuleBreaks, ruleState, tarMembers } from "./helpers/restore-rule.js";
 import { spawnRunner } from "./helpers/sandbox-runner.js";
 import { writeRandomTree } from "./helpers/trees.js";
 
@@ -141,7 +143,27 @@ async function prepareBoth(pair, options = {}) {
     workspaceLocalDir: pair.twin,
     ...common,
   });
-  return { ours, theirs };
+  // What the run starts from, for the rule's check of the restore: the pull leaves out the
+  // heavy directories, the repository, our runtime directory and what git ignores.
+  const ignored = git(pair.local, "ls-files", "--others", "--ignored", "--exclude-standard", "--directory", "-z")
+    .split("\0")
+    .map((entry) => entry.replace(/\/+$/, ""))
+    .filter(Boolean);
+  const excludes = [
+    ...HEAVY_EXCLUDES,
+    ".git",
+    ".git/*",
+    ".paperclip-runtime",
+    ...(options.workspaceExclude ?? []),
+    ...ignored,
+  ];
+  pair.rule = {
+    excludes,
+    hostBaseline: ruleState(pair.local),
+    sandboxStart: ruleState(pair.remote),
+    startMembers: tarMembers(pair.remote, excludes),
+  };
+  return { ours, theirs, pair };
 }
 
 /** A working tree without its repository and our runtime directory: kinds, modes, contents, link targets. */
@@ -188,10 +210,32 @@ function hostRepository(dir) {
   return { ...repositoryState(dir), fsck: git(dir, "fsck", "--no-dangling", "--no-progress").trim() };
 }
 
-/** The hosts hold the same workspace and repository. */
-function expectSameHosts(pair, context) {
-  expect(differences(contentState(pair.local), contentState(pair.twin)), context).toEqual({});
-  expect(differences(hostRepository(pair.local), hostRepository(pair.twin)), context).toEqual({});
+/**
+ * Our restore kept the rule (helpers/restore-rule.js: each host path ends as the agent made
+ * it or as the host held it), with upstream's twin as the differential (where they differ,
+ * ours kept the host's copy of a path upstream lost), unless upstream's restore failed (a
+ * conflict ours keeps instead); both hold the same repository (history, refs, origin; the
+ * status follows the working tree). Then the twin becomes a copy of ours: each round starts
+ * both sides from one workspace.
+ */
+function expectSameHosts(pair, context, { upstreamFailed = false } = {}) {
+  const { rule } = pair;
+  const breaks = restoreRuleBreaks({
+    restored: ruleState(pair.local),
+    host: rule.host,
+    hostBaseline: rule.hostBaseline,
+    sandboxStart: rule.sandboxStart,
+    sandboxEnd: rule.sandboxEnd,
+    returnable: (relative) => rule.startMembers.has(relative) || rule.endMembers.has(relative),
+    upstream: upstreamFailed ? undefined : ruleState(pair.twin),
+  });
+  expect(breaks, context).toEqual({});
+  if (!upstreamFailed) {
+    const withoutStatus = (dir) => ({ ...hostRepository(dir), status: undefined });
+    expect(differences(withoutStatus(pair.local), withoutStatus(pair.twin)), context).toEqual({});
+  }
+  rmSync(pair.twin, { recursive: true, force: true });
+  copyTree(pair.local, pair.twin);
 }
 
 /** Makes `to`'s working tree (not its `.git` or our runtime directory) an exact copy of `from`'s. */
@@ -246,7 +290,13 @@ function failure(error, workspace) {
 }
 
 /** Restores both; resolves each side's error or null. */
-async function restoreBoth({ ours, theirs }) {
+async function restoreBoth({ ours, theirs, pair }) {
+  // What the restore begins with: the host (edited during the run) and the agent's sandbox.
+  Object.assign(pair.rule, {
+    host: ruleState(pair.local),
+    sandboxEnd: ruleState(pair.remote),
+    endMembers: tarMembers(pair.remote, pair.rule.excludes),
+  });
   const settle = (promise) =>
     promise.then(
       () => null,
@@ -308,8 +358,9 @@ describe(`sandbox git deltas (seed ${seed})`, { timeout: 240_000 }, () => {
           if (side !== "sandbox") hostChanges(rng, pair, applied);
           const { mine, upstreams } = await restoreBoth(prepared);
           const restored = `${context} (${applied.join(", ")})`;
-          // A host edit the sandbox contradicts fails both merges alike (upstream's conflict).
-          expect(failure(mine, pair.local), restored).toBe(failure(upstreams, pair.twin));
+          // A host edit the sandbox contradicts fails upstream's merge (its conflict); ours keeps
+          // the host's version and goes on. Ours fails only where upstream's fails alike.
+          if (mine) expect(failure(mine, pair.local), restored).toBe(failure(upstreams, pair.twin));
           if (mine) {
             // Upstream's merge leaves what it applied before the failure: the next round
             // starts from our workspace on both sides.
@@ -317,7 +368,7 @@ describe(`sandbox git deltas (seed ${seed})`, { timeout: 240_000 }, () => {
             copyTree(pair.local, pair.twin);
             continue;
           }
-          expectSameHosts(pair, restored);
+          expectSameHosts(pair, restored, { upstreamFailed: Boolean(upstreams) });
         }
       }
     } catch (error) {

@@ -31,6 +31,12 @@ export function requireString(value, name) {
   return value;
 }
 
+/** Checks that `value` is a boolean; returns it. */
+export function requireBoolean(value, name) {
+  if (typeof value !== "boolean") throw invalidArgument(`${name} must be a boolean`);
+  return value;
+}
+
 /** Checks that `value` is an array of strings; returns it. */
 export function requireStringArray(value, name) {
   if (!Array.isArray(value) || !value.every((entry) => typeof entry === "string")) {

@@ -27,6 +27,7 @@ import { shellQuote, transferTarget } from "./ssh-common.js";
 import { guarded, workspaceGuardLine } from "./workspace-guard.js";
 import {
   HEADER,
+  extractionMask,
   headerOf,
   INLINE_REMOVALS_MAX,
   lightHeader,
@@ -38,6 +39,7 @@ import {
   planDelta,
   planRestoreDelta,
   readManifest,
+  remoteIdentity,
   rowsAfterDelta,
   rowsAfterFull,
   RUNTIME_DIR,
@@ -196,6 +198,15 @@ async function manifestPath(spec, remoteDir, localDir) {
 async function loadManifest(spec, remoteDir, localDir) {
   const { file, local } = await manifestPath(spec, remoteDir, localDir);
   return { file, local, manifest: await readManifest(file) };
+}
+
+/**
+ * The permission bits the SSH host's extraction cleared from the modes this host sent, as
+ * the prepare's manifest recorded them (tree-delta.js `extractionMask`); `null` without one.
+ */
+export async function recordedExtractionMask(spec, remoteDir, localDir) {
+  const { local, manifest } = await loadManifest(spec, remoteDir, localDir);
+  return manifest?.remoteDir === remoteDir && manifest.localDir === local ? extractionMask(manifest) : null;
 }
 
 /**
@@ -402,6 +413,7 @@ export async function stageTree({
     newManifest({
       localDir: local,
       remoteDir,
+      remote: remoteIdentity(header, manifest?.remote),
       restored: false,
       listedAt: header.now,
       compressor: header.compressor,
@@ -426,6 +438,7 @@ async function recordFull({ target, signal, file, local, remoteDir, members, pru
     newManifest({
       localDir: local,
       remoteDir,
+      remote: remoteIdentity(headerOf(listing.header)),
       restored: false,
       listedAt: now,
       compressor,

@@ -32,12 +32,13 @@ import {
   deltaCandidate,
   markRestored,
   planRestore,
+  recordedExtractionMask,
   sshDeltaEnabled,
   stageTree,
   trace,
 } from "./ssh-delta.js";
+import { describeRemoteStart, givenTopLevel, mergeAgentWork } from "./remote-start.js";
 import { walkLocalTree } from "./tree-delta.js";
-import { mergeDirectoryWithBaseline } from "./workspace-restore-merge.js";
 import { guarded, workspaceGuardLine } from "./workspace-guard.js";
 
 /** The remote directory Paperclip keeps for itself: never synced, never cleared. */
@@ -594,10 +595,19 @@ export async function restoreWorkspaceOverSsh(input, transfers) {
   // The remote workspace checked by the first command of every step: missing, or with no
   // entry at all (the prepare leaves its runtime directory there), it is gone and nothing
   // is restored (workspace-guard.js).
-  const guard = { dir: remoteDir, staged: true };
+  let guard = { dir: remoteDir, staged: true };
   // Ours: the extraction's bounds, checked before any work and passed to every pull.
   const archive = { limits: archiveLimits(input.limits) };
   if (baselineSnapshot) {
+    // What the remote started from: the host's tree as the upload's and the pull's excludes
+    // leave it (the upload sends the whole working tree, over a git workspace's checkout
+    // too), which the merge judges the agent's work against (remote-start.js); the guard
+    // also looks for the names it gave.
+    const start = await describeRemoteStart({
+      untransferred: [...(baselineSnapshot.exclude ?? []), RUNTIME_DIR, ...(input.restoreGitHistory ? [".git"] : [])],
+      mask: await recordedExtractionMask(spec, remoteDir, localDir).catch(() => null),
+    });
+    guard = { ...guard, witnesses: givenTopLevel(baselineSnapshot, start) };
     const started = performance.now();
     // The delta's walk of the host tree starts at once (planRestore compares it with the
     // remote's listing); none with the delta off.
@@ -659,14 +669,18 @@ export async function restoreWorkspaceOverSsh(input, transfers) {
       }
       throwIfAborted(signal);
       trace("restore: pulled", started);
-      await mergeDirectoryWithBaseline({
-        baseline: delta?.baseline ?? baselineSnapshot,
-        sourceDir: stagingDir,
-        targetDir: localDir,
-        // History moves inside the lock; the working tree still comes from the remote files,
-        // so uncommitted remote edits win.
-        beforeApply: imported ? () => integrateImportedHead(localDir, imported) : undefined,
-      });
+      await mergeAgentWork(
+        {
+          baseline: delta?.baseline ?? baselineSnapshot,
+          sourceDir: stagingDir,
+          targetDir: localDir,
+          // History moves inside the lock; the working tree still comes from the remote
+          // files, so the agent's uncommitted edits arrive.
+          beforeApply: imported ? () => integrateImportedHead(localDir, imported) : undefined,
+        },
+        start,
+        onProgress,
+      );
       trace("restore: merged", started);
       // The run's work is back on this host: its remote directory may start the next run's.
       await markRestored(spec, remoteDir, localDir, imported).catch(() => undefined);

@@ -431,6 +431,8 @@ async function pullTree(input, { delta, guard }) {
             preserveMtime: true,
             limits,
             knownLinks: input.knownLinks === undefined ? input.localDir : requireString(input.knownLinks, "knownLinks"),
+            // A workspace restore leaves FIFOs and devices out: the host keeps its own.
+            skipSpecialFiles: Boolean(guard),
           },
           id,
           progress ? (bytes) => progress.update(bytes) : undefined,

@@ -142,6 +142,12 @@ export interface ExtractTarballOptions {
    * `localDir` itself.
    */
   knownLinks?: string;
+  /**
+   * Leave FIFOs and character and block devices out of the extraction instead of refusing
+   * the archive with `ERR_PAPERCLIP_NATIVE_UNSAFE_ARCHIVE_ENTRY` (the default). The sandbox
+   * and SSH restores set it: a workspace's FIFO travels out and back, and stays the host's own.
+   */
+  skipSpecialFiles?: boolean;
 }
 
 /**

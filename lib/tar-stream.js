@@ -9,6 +9,7 @@ import {
   checkReporter,
   checkSignal,
   invalidArgument,
+  requireBoolean,
   requireString,
   requireStringArray,
 } from "./arguments.js";
@@ -34,6 +35,7 @@ const EXTRACT_OPTIONS = [
   "totalBytes",
   "limits",
   "knownLinks",
+  "skipSpecialFiles",
 ];
 
 /**
@@ -274,6 +276,8 @@ export async function extractTarballToDirectory(input) {
     limits,
   };
   if (input.knownLinks !== undefined) extract.knownLinks = requireString(input.knownLinks, "knownLinks");
+  if (input.skipSpecialFiles !== undefined)
+    extract.skipSpecialFiles = requireBoolean(input.skipSpecialFiles, "skipSpecialFiles");
   const { source } = input;
   if (signal?.aborted) throw abortError(signal);
   let summary;

@@ -466,6 +466,27 @@ export function touchedAsAsked(members, locals, after) {
   return true;
 }
 
+/**
+ * What a manifest keeps of a listing's `header` (its umask and uid, which say what modes the
+ * remote's extraction gave the files: ./remote-start.js), or `previous` when this listing did
+ * not ask (a light header).
+ */
+export function remoteIdentity(header, previous = null) {
+  return Number.isInteger(header.uid) && Number.isInteger(header.umask)
+    ? { umask: header.umask, uid: header.uid }
+    : (previous ?? null);
+}
+
+/**
+ * The permission bits the remote's extraction clears, from a manifest's `remote`: none as
+ * root (tar keeps the archived mode), the umask otherwise; `null` when not recorded.
+ */
+export function extractionMask(manifest) {
+  const remote = manifest?.remote;
+  if (!remote || !Number.isInteger(remote.uid) || !Number.isInteger(remote.umask)) return null;
+  return remote.uid === 0 ? 0 : remote.umask & 0o7777;
+}
+
 /** The remote header fields as numbers. */
 export function headerOf(fields) {
   return {

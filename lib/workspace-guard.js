@@ -7,6 +7,7 @@
 // instead, before anything reaches the host.
 import { codes } from "./native.js";
 import { shellQuote } from "./ssh-common.js";
+import { RUNTIME_DIR } from "./tree-delta.js";
 
 /** The exit status of a command the guard stopped (an answer no other step of ours gives). */
 const GUARD_EXIT = 85;
@@ -16,14 +17,17 @@ const GUARD_EXIT = 85;
  * `printf` from two words so that the command's own text (which a failed command's message
  * repeats) never holds it.
  */
-const GUARD_ANSWER = /\bpcguard:(missing|emptied)\b/;
+const GUARD_ANSWER = /\bpcguard:(missing|emptied|replaced)\b/;
 
 /**
- * The guard of `guard = { dir, staged }` as one shell line: it stops the command with
- * {@link GUARD_EXIT} when `dir` (the workspace the prepare staged into) is not a directory,
- * or, when `staged` (the prepare staged the workspace there, leaving its `.paperclip-runtime`
- * in it, which upstream's clear spares), when `dir` holds no entry at all: a sandbox
- * re-created with an empty directory in its place. An empty string without a guard.
+ * The guard of `guard = { dir, staged, witnesses }` as one shell line: it stops the command
+ * with {@link GUARD_EXIT} when `dir` (the workspace the prepare staged into) is not a
+ * directory, or, when `staged` (the prepare staged the workspace there, leaving its
+ * `.paperclip-runtime` in it, which upstream's clear spares), when `dir` holds no entry at
+ * all (a sandbox re-created with an empty directory in its place), or when it holds neither
+ * `.paperclip-runtime` nor any of `witnesses` (top-level names the prepare gave it,
+ * ./remote-start.js `givenTopLevel`): another tree in its place (a symlink to another
+ * directory, a directory renamed over it). An empty string without a guard.
  */
 export function workspaceGuardLine(guard) {
   if (!guard) return "";
@@ -31,8 +35,13 @@ export function workspaceGuardLine(guard) {
   const stop = (reason) => `{ printf 'pcguard:%s\\n' ${reason} >&2; exit ${GUARD_EXIT}; }`;
   const missing = `if [ ! -d ${dir} ]; then ${stop("missing")}; fi`;
   if (!guard.staged) return missing;
+  const present = (name) => `[ -e ${dir}/${shellQuote(name)} ] || [ -L ${dir}/${shellQuote(name)} ]`;
   const anyEntry = `for pc_entry in ${dir}/* ${dir}/.[!.]* ${dir}/..?*; do if [ -e "$pc_entry" ] || [ -L "$pc_entry" ]; then exit 0; fi; done; exit 1`;
-  return `${missing}; if ! ( ${anyEntry} ); then ${stop("emptied")}; fi`;
+  const emptied = `${missing}; if ! ( ${anyEntry} ); then ${stop("emptied")}; fi`;
+  const witnesses = guard.witnesses ?? [];
+  if (witnesses.length === 0) return emptied;
+  const ours = [RUNTIME_DIR, ...witnesses].map(present).join(" || ");
+  return `${emptied}; if ! { ${ours}; }; then ${stop("replaced")}; fi`;
 }
 
 /**
@@ -50,14 +59,17 @@ export function workspaceGoneError(error, guard) {
 
 /**
  * The refusal itself: nothing was restored and the host workspace is as it was. `reason`:
- * `missing` (no directory) or `emptied` (a directory with nothing in it, not even what the
- * prepare left there).
+ * `missing` (no directory), `emptied` (a directory with nothing in it, not even what the
+ * prepare left there) or `replaced` (a directory holding none of what the prepare left or
+ * gave there).
  */
 export function goneError(remoteDir, reason, cause) {
   const what =
     reason === "missing"
       ? "is missing"
-      : "holds nothing, not even the .paperclip-runtime directory the prepare left in it, so it is not the tree the prepare staged";
+      : reason === "replaced"
+        ? "is not the tree the prepare staged: it holds neither the .paperclip-runtime directory the prepare left in it nor any of the entries the prepare gave it (another directory or a symbolic link in its place)"
+        : "holds nothing, not even the .paperclip-runtime directory the prepare left in it, so it is not the tree the prepare staged";
   const error = new Error(
     `The remote workspace ${remoteDir} ${what} (a recycled or re-created sandbox or host, an expired lease, a cleaned disk): ` +
       "nothing was restored and the host workspace is unchanged. The run's work is only where the remote kept it; " +

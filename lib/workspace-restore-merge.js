@@ -6,11 +6,11 @@
 import { createHash } from "node:crypto";
 import path from "node:path";
 import { WORKSPACE_RESTORE_LOCK_TIMEOUT_CODE, withDirectoryMergeLock } from "./merge-lock.js";
-import { codes, native, runCancellable, toJsError } from "./native.js";
+import { native, runCancellable, toJsError } from "./native.js";
+import { mergeIntoTarget } from "./restore-merge.js";
 import { statCaches } from "./snapshot-cache.js";
 import { entriesFromTransfer } from "./snapshot-transfer.js";
 import { captureWatchedSnapshot, watchedSnapshotsEnabled } from "./snapshot-watch.js";
-import { reportForeignStaging } from "./staging.js";
 
 export async function captureDirectorySnapshot(rootDir, options = {}) {
   const exclude = [...new Set(options.exclude ?? [])];
@@ -119,141 +119,12 @@ export async function directoryEntryMatchesBaseline(rootDir, relative, baselineE
 
 export { WORKSPACE_RESTORE_LOCK_TIMEOUT_CODE, withDirectoryMergeLock };
 
-/** The code of a merge refused by `conflictPolicy: "reject"` (upstream vNext's). */
-const DIRECTORY_MERGE_CONFLICT_CODE = "DIRECTORY_MERGE_CONFLICT";
-/** The code of a merge refused by `refuseEmptySource: true`. */
-const EMPTY_SOURCE_CODE = codes.EMPTY_SOURCE;
-
-const BASELINE_UNMATCHABLE = 0;
-const BASELINE_DIR = 1;
-const BASELINE_FILE = 2;
-const BASELINE_SYMLINK = 3;
-const HASH_PATTERN = /^[0-9a-f]{64}$/;
-
-/** A string a file system name or link target can spell (no NUL, no lone surrogate). */
-function isSpellable(value) {
-  return typeof value === "string" && !value.includes("\u0000") && value.isWellFormed();
-}
-
-/**
- * The baseline entries in the native transfer form. Entries whose path no walk can
- * produce are left out (they can equal no source or host entry); entries upstream's
- * `entriesMatch` can never match are sent as "unmatchable".
- */
-function baselineTransfer(entries) {
-  const paths = [];
-  const kinds = new Uint8Array(entries.size);
-  const modes = new Uint32Array(entries.size);
-  const hashes = [];
-  const targets = [];
-  for (const [relative, entry] of entries) {
-    if (!isSpellable(relative)) continue;
-    const i = paths.length;
-    paths.push(relative);
-    if (entry?.kind === "dir") {
-      kinds[i] = BASELINE_DIR;
-    } else if (
-      entry?.kind === "file" &&
-      Number.isInteger(entry.mode) &&
-      entry.mode >= 0 &&
-      entry.mode <= 0xffffffff &&
-      typeof entry.hash === "string" &&
-      HASH_PATTERN.test(entry.hash)
-    ) {
-      kinds[i] = BASELINE_FILE;
-      modes[i] = entry.mode;
-      hashes.push(entry.hash);
-    } else if (entry?.kind === "symlink" && isSpellable(entry.target)) {
-      kinds[i] = BASELINE_SYMLINK;
-      targets.push(entry.target);
-    } else {
-      kinds[i] = BASELINE_UNMATCHABLE;
-    }
-  }
-  return {
-    paths: paths.join("\u0000"),
-    kinds: kinds.subarray(0, paths.length),
-    modes: modes.subarray(0, paths.length),
-    hashes: hashes.join(""),
-    targets: targets.join("\u0000"),
-  };
-}
-
-function refusal(outcome) {
-  const error = new Error(outcome.refusedMessage);
-  if (outcome.refusedCode === DIRECTORY_MERGE_CONFLICT_CODE) error.name = "DirectoryMergeConflict";
-  error.code = outcome.refusedCode;
-  error.paths = outcome.paths;
-  return error;
-}
-
-/**
- * The failure upstream would have reported: upstream applies entries one at a time in
- * `localeCompare` order and stops at the first that fails; ours applies them all and
- * reports the failure of the least path in that order.
- */
-function firstFailure(outcome) {
-  const compare = new Intl.Collator().compare;
-  let first = 0;
-  for (let i = 1; i < outcome.failedPaths.length; i += 1) {
-    if (compare(outcome.failedPaths[i], outcome.failedPaths[first]) < 0) first = i;
-  }
-  return toJsError({ message: outcome.failedErrors[first] });
-}
-
 /**
  * Three-way merge of a remote result into the host workspace (upstream's semantics; see
- * the .d.ts). The source is captured outside the lock; inside it the hooks are awaited
- * and the native merge captures the host tree and applies the changes.
+ * the .d.ts and ./restore-merge.js).
  */
 export async function mergeDirectoryWithBaseline(input) {
-  const { baseline } = input;
-  const conflictPolicy = input.conflictPolicy ?? "overwrite";
-  if (conflictPolicy !== "overwrite" && conflictPolicy !== "reject") {
-    const error = new TypeError(
-      `conflictPolicy must be "overwrite" or "reject", got ${JSON.stringify(conflictPolicy)}`,
-    );
-    error.code = "ERR_INVALID_ARG_VALUE";
-    throw error;
-  }
-  const exclude = [...new Set(baseline.exclude ?? [])];
-  const capturing = runCancellable(undefined, (cancelId) =>
-    native.mergeCaptureSource(path.normalize(input.sourceDir), exclude, cancelId),
-  );
-  // Encoded while the source is captured off the JS thread, then decoded natively beside
-  // the capture (not inside the lock).
-  let transfer;
-  try {
-    transfer = baselineTransfer(baseline.entries);
-  } catch (error) {
-    await capturing.catch(() => undefined);
-    throw error;
-  }
-  const decoding = runCancellable(undefined, () => native.mergeDecodeBaseline(transfer));
-  decoding.catch(() => undefined); // awaited below, after the capture
-  let source;
-  try {
-    source = await capturing;
-  } catch (error) {
-    await decoding.catch(() => undefined);
-    throw error;
-  }
-  const decoded = await decoding;
-  if (input.refuseEmptySource === true && source.entryCount === 0 && baseline.entries.size > 0) {
-    const error = new Error("Refusing to merge an empty source directory over a non-empty baseline");
-    error.code = EMPTY_SOURCE_CODE;
-    throw error;
-  }
-  await withDirectoryMergeLock(input.targetDir, async (canonicalTargetDir) => {
-    await input.beforeApply?.();
-    const outcome = await runCancellable(undefined, () =>
-      native.mergeApply(source, decoded, canonicalTargetDir, exclude, conflictPolicy === "reject"),
-    );
-    reportForeignStaging(canonicalTargetDir, outcome.foreignStaging);
-    if (outcome.refusedCode) throw refusal(outcome);
-    if (outcome.failedPaths.length > 0) throw firstFailure(outcome);
-    await input.afterApply?.();
-  });
+  await mergeIntoTarget(input);
 }
 
 export function classifyWorkspaceRestoreFailure(error) {

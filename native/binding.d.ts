@@ -16,6 +16,14 @@ export declare class MergeSource {
   get entryCount(): number
 }
 
+/** A described remote start, kept native for the merge (internal). */
+export declare class MergeStart {
+  /** Which of `paths` some transfer carries (none of their components is excluded). */
+  transferable(paths: Array<string>): Array<boolean>
+  /** The top-level names a checkout gave the remote, sorted; `null` without a checkout. */
+  checkoutTopLevel(): Array<string> | null
+}
+
 /** Stat data and hashes of a previous capture, for an incremental capture (internal). */
 export declare class SnapshotStatCache {
   /** Files whose hashes this cache can offer. */
@@ -160,9 +168,9 @@ export declare function listTree(root: string, untrusted: boolean): Promise<Tree
 /**
  * Applies a captured source to the canonical `target` against the decoded baseline
  * (internal; upstream steps 2.2 to 2.5 of `mergeDirectoryWithBaseline`, run inside the JS
- * lock).
+ * lock). With `start`, a lane's restore: only what the agent changed (core `merge::judged`).
  */
-export declare function mergeApply(source: MergeSource, baseline: MergeBaseline, target: string, exclude: Array<string>, rejectConflicts: boolean): Promise<MergeOutcomeTransfer>
+export declare function mergeApply(source: MergeSource, baseline: MergeBaseline, target: string, exclude: Array<string>, rejectConflicts: boolean, start?: MergeStart | undefined | null): Promise<MergeOutcomeTransfer>
 
 /**
  * A baseline snapshot in transfer form (internal). Entry `i` has path
@@ -187,6 +195,9 @@ export declare function mergeCaptureSource(sourceDir: string, exclude: Array<str
  */
 export declare function mergeDecodeBaseline(baseline: MergeBaselineTransfer): Promise<MergeBaseline>
 
+/** Describes what a lane's prepare gave the remote, off the JS thread (internal). */
+export declare function mergeDescribeStart(input: RemoteStartTransfer): Promise<MergeStart>
+
 /**
  * Upstream `mergeExcludes`, taking the groups as one array: concatenated in order, absent
  * groups skipped, duplicates removed with the first occurrence kept.
@@ -203,6 +214,14 @@ export interface MergeOutcomeTransfer {
   deleted: number
   removedDirs: number
   applied: number
+  /** Host files given the source's mode alone (a lane's restore). */
+  chmodded: number
+  /**
+   * What a lane's restore kept as the host holds it (sorted), and why (same order:
+   * `host-changed`, `never-sent`, `not-empty`, `special-file`, `blocked`).
+   */
+  keptPaths: Array<string>
+  keptReasons: Array<string>
   /**
    * Entries that failed to apply: their paths, and their errors in the structured form
    * `lib/native.js` turns into JS errors (same order).
@@ -214,6 +233,25 @@ export interface MergeOutcomeTransfer {
    * create: left alone, reported by the JS layer.
    */
   foreignStaging: Array<string>
+}
+
+/** What a lane's prepare gave the remote (internal; `lib/remote-start.js` builds it). */
+export interface RemoteStartTransfer {
+  /** The `--exclude` values of the send and of the pull (`._*` is added). */
+  untransferred: Array<string>
+  /** A git workspace's checkout: `git ls-tree -r -z --full-tree <head>` output. */
+  tree?: Buffer
+  /** The host paths sent over the checkout. */
+  overlay?: Array<string>
+  /** The paths removed after the checkout and the overlay. */
+  removed?: Array<string>
+  /**
+   * The permission bits the remote's extraction cleared (none as root, its umask
+   * otherwise), when known.
+   */
+  mask?: number
+  /** The permission bits a checkout's files lack (the umask of the checkout with `mask`). */
+  checkoutMask?: number
 }
 
 /**
@@ -566,6 +604,8 @@ export interface TarExtractInput {
   limits?: ArchiveLimits
   /** The tree whose symbolic links vouch for the archive's escaping ones; absent: `dest`. */
   knownLinks?: string
+  /** Leave FIFOs and device files out instead of refusing the archive. */
+  skipSpecialFiles?: boolean
 }
 
 /** Creates an extract sink as `input` says (internal). */

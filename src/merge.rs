@@ -9,10 +9,12 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
+use napi::bindgen_prelude::Buffer;
 use napi::bindgen_prelude::{Uint32Array, Uint8Array};
 use napi_derive::napi;
 use paperclip_sync_core::error::{codes, Error};
 use paperclip_sync_core::merge::{self, Baseline, BaselineEntry, Outcome};
+use paperclip_sync_core::remote_start::{parse_ls_tree, Checkout, RemoteStart};
 use paperclip_sync_core::reserved::OnReserved;
 use paperclip_sync_core::snapshot::{self, Snapshot};
 use paperclip_sync_core::walk::{self, Kind};
@@ -90,6 +92,12 @@ pub struct MergeOutcomeTransfer {
     pub deleted: u32,
     pub removed_dirs: u32,
     pub applied: u32,
+    /// Host files given the source's mode alone (a lane's restore).
+    pub chmodded: u32,
+    /// What a lane's restore kept as the host holds it (sorted), and why (same order:
+    /// `host-changed`, `never-sent`, `not-empty`, `special-file`, `blocked`).
+    pub kept_paths: Vec<String>,
+    pub kept_reasons: Vec<String>,
     /// Entries that failed to apply: their paths, and their errors in the structured form
     /// `lib/native.js` turns into JS errors (same order).
     pub failed_paths: Vec<String>,
@@ -165,9 +173,70 @@ pub async fn merge_decode_baseline(baseline: MergeBaselineTransfer) -> napi::Res
     .await
 }
 
+/// What a lane's prepare gave the remote (internal; `lib/remote-start.js` builds it).
+#[napi(object, object_to_js = false)]
+pub struct RemoteStartTransfer {
+    /// The `--exclude` values of the send and of the pull (`._*` is added).
+    pub untransferred: Vec<String>,
+    /// A git workspace's checkout: `git ls-tree -r -z --full-tree <head>` output.
+    pub tree: Option<Buffer>,
+    /// The host paths sent over the checkout.
+    pub overlay: Option<Vec<String>>,
+    /// The paths removed after the checkout and the overlay.
+    pub removed: Option<Vec<String>>,
+    /// The permission bits the remote's extraction cleared (none as root, its umask
+    /// otherwise), when known.
+    pub mask: Option<u32>,
+    /// The permission bits a checkout's files lack (the umask of the checkout with `mask`).
+    pub checkout_mask: Option<u32>,
+}
+
+/// A described remote start, kept native for the merge (internal).
+#[napi]
+pub struct MergeStart {
+    start: Arc<RemoteStart>,
+}
+
+#[napi]
+impl MergeStart {
+    /// Which of `paths` some transfer carries (none of their components is excluded).
+    #[napi]
+    pub fn transferable(&self, paths: Vec<String>) -> Vec<bool> {
+        paths.iter().map(|rel| self.start.transferable(rel)).collect()
+    }
+
+    /// The top-level names a checkout gave the remote, sorted; `null` without a checkout.
+    #[napi]
+    pub fn checkout_top_level(&self) -> Option<Vec<String>> {
+        self.start.checkout_top_level()
+    }
+}
+
+/// Describes what a lane's prepare gave the remote, off the JS thread (internal).
+#[napi]
+pub async fn merge_describe_start(input: RemoteStartTransfer) -> napi::Result<MergeStart> {
+    let RemoteStartTransfer { untransferred, tree, overlay, removed, mask, checkout_mask } = input;
+    let tree = tree.map(|buffer| buffer.to_vec());
+    run_blocking(move || {
+        let checkout = match tree {
+            Some(bytes) => {
+                Some(Checkout::new(parse_ls_tree(&bytes)?, overlay.unwrap_or_default(), removed.unwrap_or_default()))
+            }
+            None => None,
+        };
+        let start = RemoteStart::new(&untransferred, checkout);
+        let start = match mask {
+            Some(mask) => start.with_masks(mask, checkout_mask),
+            None => start,
+        };
+        Ok(MergeStart { start: Arc::new(start) })
+    })
+    .await
+}
+
 /// Applies a captured source to the canonical `target` against the decoded baseline
 /// (internal; upstream steps 2.2 to 2.5 of `mergeDirectoryWithBaseline`, run inside the JS
-/// lock).
+/// lock). With `start`, a lane's restore: only what the agent changed (core `merge::judged`).
 #[napi]
 pub async fn merge_apply(
     source: &MergeSource,
@@ -175,9 +244,11 @@ pub async fn merge_apply(
     target: String,
     exclude: Vec<String>,
     reject_conflicts: bool,
+    start: Option<&MergeStart>,
 ) -> napi::Result<MergeOutcomeTransfer> {
     let (source_root, source) = (source.root.clone(), Arc::clone(&source.snapshot));
     let baseline = Arc::clone(&baseline.baseline);
+    let start = start.map(|start| Arc::clone(&start.start));
     run_blocking(move || {
         let target = PathBuf::from(target);
         let outcome = merge::merge(&merge::MergeOptions {
@@ -187,6 +258,7 @@ pub async fn merge_apply(
             baseline: &baseline,
             exclude: &exclude,
             reject_conflicts,
+            start: start.as_deref(),
             threads: worker_threads(),
             cancel: &AtomicBool::new(false),
         })?;
@@ -197,6 +269,9 @@ pub async fn merge_apply(
             deleted: 0,
             removed_dirs: 0,
             applied: 0,
+            chmodded: 0,
+            kept_paths: Vec::new(),
+            kept_reasons: Vec::new(),
             failed_paths: Vec::new(),
             failed_errors: Vec::new(),
             foreign_staging: Vec::new(),
@@ -205,6 +280,11 @@ pub async fn merge_apply(
             out.deleted = stats.deleted as u32;
             out.removed_dirs = stats.removed_dirs as u32;
             out.applied = stats.applied as u32;
+            out.chmodded = stats.chmodded as u32;
+            for kept in &stats.kept {
+                out.kept_paths.push(kept.path.clone());
+                out.kept_reasons.push(kept.reason.as_str().to_string());
+            }
             out.foreign_staging = stats.foreign_staging;
         };
         match outcome {

@@ -212,6 +212,8 @@ pub struct TarExtractInput {
     pub limits: Option<ArchiveLimits>,
     /// The tree whose symbolic links vouch for the archive's escaping ones; absent: `dest`.
     pub known_links: Option<String>,
+    /// Leave FIFOs and device files out instead of refusing the archive.
+    pub skip_special_files: Option<bool>,
 }
 
 impl TarExtractInput {
@@ -219,7 +221,13 @@ impl TarExtractInput {
     pub(crate) fn into_core(self) -> (PathBuf, ExtractOptions) {
         let limits = self.limits.map(tar::ArchiveLimits::from).unwrap_or_default();
         let known_links = self.known_links.map(PathBuf::from);
-        (PathBuf::from(self.dest), ExtractOptions { preserve_mtime: self.preserve_mtime, limits, known_links })
+        let options = ExtractOptions {
+            preserve_mtime: self.preserve_mtime,
+            limits,
+            known_links,
+            skip_special_files: self.skip_special_files.unwrap_or(false),
+        };
+        (PathBuf::from(self.dest), options)
     }
 }
 

@@ -25,11 +25,13 @@ import { createTarballStreamFromDirectory } from "../tar-stream.js";
 import {
   CLOCKED_HEADER,
   endsTheCall,
+  extractionMask,
   headerOf,
   INLINE_REMOVALS_MAX,
   lightHeader,
   listingPipeline,
   newManifest,
+  remoteIdentity,
   parseListing,
   parseMembers,
   planDelta,
@@ -314,6 +316,7 @@ export async function stageSandboxTree({
       newManifest({
         localDir: local,
         remoteDir,
+        remote: remoteIdentity(headerOf(listing.header)),
         listedAt: now,
         clockedAt: clock,
         compressor,
@@ -433,6 +436,7 @@ export async function stageSandboxTree({
     newManifest({
       localDir: local,
       remoteDir,
+      remote: remoteIdentity(header, manifest.remote),
       listedAt: header.now,
       clockedAt: header.clock,
       compressor: header.compressor,
@@ -655,6 +659,16 @@ export async function recordRestore({ spec, remoteDir, localDir, plan, extracted
   } catch {
     // Without the rows, those files go again next time.
   }
+}
+
+/**
+ * The permission bits the sandbox's extraction cleared from the modes this host sent, as the
+ * prepare's manifest recorded them (tree-delta.js `extractionMask`); `null` without one.
+ */
+export async function recordedExtractionMask(spec, remoteDir, localDir) {
+  const { file, local } = await manifestFile(spec, remoteDir, localDir);
+  const manifest = await readManifest(file);
+  return manifest?.remoteDir === remoteDir && manifest.localDir === local ? extractionMask(manifest) : null;
 }
 
 /** Counts a restore that runs whole: `reason`, why (a delta's pull that failed, a workspace the delta does not cover). */

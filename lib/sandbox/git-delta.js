@@ -32,6 +32,7 @@ import { gzipSync } from "node:zlib";
 import { shouldExcludePath } from "../exclude-patterns.js";
 import { runLocalGit } from "../local-git.js";
 import { abortError } from "../native.js";
+import { hostUmask } from "../remote-start.js";
 import { createTarballStreamFromDirectory } from "../tar-stream.js";
 import {
   CLOCKED_HEADER,
@@ -40,6 +41,7 @@ import {
   lightHeader,
   listingPipeline,
   newManifest,
+  remoteIdentity,
   parseMembers,
   readManifest,
   remoteUnchanged,
@@ -76,17 +78,6 @@ const SANDBOX_GIT =
 /** A path the clone's archive leaves out: below `.paperclip-runtime` or an AppleDouble name (`._*`), at any depth. */
 function leftOutOfClone(member) {
   return member.split("/").some((part) => part === RUNTIME_DIR || part.startsWith("._"));
-}
-
-/** The umask this process creates files under (read off a directory it makes). */
-async function hostUmask(tempDir) {
-  const probe = path.join(tempDir, `umask-${process.pid}`);
-  await fs.mkdir(probe);
-  try {
-    return ~(await fs.stat(probe)).mode & 0o777;
-  } finally {
-    await fs.rmdir(probe).catch(() => undefined);
-  }
 }
 
 /**
@@ -516,6 +507,7 @@ export async function stageSandboxGit({
         kind: "git",
         localDir: local,
         remoteDir,
+        remote: remoteIdentity(header),
         listedAt: header.now,
         clockedAt: header.clock,
         compressor: header.compressor,
@@ -694,6 +686,7 @@ export async function stageSandboxGit({
     file,
     newManifest({
       ...manifest,
+      remote: remoteIdentity(header, manifest.remote),
       listedAt: header.now,
       clockedAt: header.clock,
       compressor: header.compressor,

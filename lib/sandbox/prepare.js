@@ -214,6 +214,25 @@ export async function prepareSandbox(input, sources, { guard: inheritedGuard } =
       restoreExclude,
       repositories.map((repository) => repository.path),
     );
+    // What the remote starts the run from, for the restore's judgement of the agent's work
+    // (../remote-start.js): this host's tree as the archive leaves it, or HEAD's checkout under
+    // the overlay (for a project repository too, which its workspace's prepare staged so). A
+    // durable seed or an adopted remote is not this host's tree: only what the pull leaves
+    // out is known never to travel.
+    const stagedHere = stageWorkspace ? mode !== "durable_seed" : Boolean(inheritedGuard);
+    const remoteStart = !stagedHere
+      ? { untransferred: workspaceRestoreExclude }
+      : gitSnapshot
+        ? {
+            untransferred: [".paperclip-runtime", ...workspaceRestoreExclude],
+            checkout: {
+              localDir: input.workspaceLocalDir,
+              head: gitSnapshot.headCommit,
+              overlay: gitSnapshot.overlayPaths.filter((relative) => !shouldExcludePath(relative, archiveExclude)),
+              removed: gitSnapshot.deletedPaths,
+            },
+          }
+        : { untransferred: [...archiveExclude, ...workspaceRestoreExclude] };
     const baseline = syncWorkspace
       ? (input.workspaceBaseline ??
         (await span("snapshot.baseline", () =>
@@ -616,6 +635,7 @@ export async function prepareSandbox(input, sources, { guard: inheritedGuard } =
           workspaceRemoteDir,
           runtimeRootDir,
           workspaceRestoreExclude,
+          remoteStart,
           nativeSyncOut,
           nextOperationId,
           mergeExcludes,

@@ -9,9 +9,9 @@ import path from "node:path";
 import { GIT_ARCHIVE_EXCLUDES } from "../git-workspace-sync.js";
 import { codes, native } from "../native.js";
 import { extractTarballToDirectory } from "../tar-stream.js";
+import { describeRemoteStart, givenTopLevel, mergeAgentWork } from "../remote-start.js";
 import { endsTheCall } from "../tree-delta.js";
 import { guarded, workspaceGuardLine } from "../workspace-guard.js";
-import { mergeDirectoryWithBaseline } from "../workspace-restore-merge.js";
 import { asBuffer } from "./base64-transfer.js";
 import { OUR_CLIENT } from "./client-features.js";
 import { assertSyncOperationsConfined } from "./confinement.js";
@@ -22,6 +22,7 @@ import {
   deltaMark,
   planSandboxRestore,
   pullScript,
+  recordedExtractionMask,
   recordRestore,
   startRestoreDelta,
 } from "./delta.js";
@@ -53,11 +54,13 @@ const REFUSALS = new Set([codes.UNSAFE_ARCHIVE_ENTRY, codes.ARCHIVE_LIMIT_EXCEED
 /**
  * Brings the sandbox workspace (history, then tree) back and merges it. `run` is what the
  * prepare settled: `{ input, signal, limits, stopIfAborted, repositories, baseline,
- * gitSnapshot, workspaceRemoteDir, runtimeRootDir, workspaceRestoreExclude, nativeSyncOut,
- * nextOperationId, mergeExcludes, guard, prepareNested }` (`guard`: the sandbox workspace
- * the first command of each step checks before it reads anything, ../workspace-guard.js;
- * `prepareNested(input, guard)` prepares a project repository's own runtime, whose restore
- * runs first).
+ * gitSnapshot, workspaceRemoteDir, runtimeRootDir, workspaceRestoreExclude, remoteStart,
+ * nativeSyncOut, nextOperationId, mergeExcludes, guard, prepareNested }` (`remoteStart`:
+ * what the remote started from, ../remote-start.js `describeRemoteStart`'s input, which the
+ * merge judges the agent's work against; `guard`: the sandbox workspace the first command of
+ * each step checks before it reads anything, ../workspace-guard.js, given the top-level
+ * names the prepare gave it here; `prepareNested(input, guard)` prepares a project
+ * repository's own runtime, whose restore runs first).
  */
 export async function restoreSandboxWorkspace(run, sink) {
   const {
@@ -74,9 +77,15 @@ export async function restoreSandboxWorkspace(run, sink) {
     nativeSyncOut,
     nextOperationId,
     mergeExcludes,
-    guard,
     prepareNested,
   } = run;
+  stopIfAborted();
+  // What the remote was given: the merge's judge, and the guard's witnesses (a workspace's
+  // own; a project repository's restore keeps its workspace's guard).
+  const mask = await recordedExtractionMask(input.spec, workspaceRemoteDir, input.workspaceLocalDir).catch(() => null);
+  const start = await describeRemoteStart({ ...run.remoteStart, mask });
+  const guard =
+    run.guard?.staged && !run.guard.witnesses ? { ...run.guard, witnesses: givenTopLevel(baseline, start) } : run.guard;
   /** A command of the restore's, `script` run after the workspace guard (its refusal coded). */
   const runGuarded = (script) =>
     guarded(guard, () =>
@@ -84,7 +93,6 @@ export async function restoreSandboxWorkspace(run, sink) {
         timeoutMs: input.spec.timeoutMs,
       }),
     );
-  stopIfAborted();
   for (const repository of repositories) {
     const prefix = `${repository.path}/`;
     const localDir = path.join(input.workspaceLocalDir, repository.path);
@@ -379,21 +387,25 @@ export async function restoreSandboxWorkspace(run, sink) {
                 ),
               ),
             };
-      await mergeDirectoryWithBaseline({
-        baseline: mergeBaseline,
-        sourceDir: extractedDir,
-        targetDir: input.workspaceLocalDir,
-        beforeApply: head
-          ? async () => {
-              await integrateImportedHead(input.workspaceLocalDir, head);
-            }
-          : undefined,
-        afterApply: gitSnapshot
-          ? async () => {
-              await resetIndexToHead(input.workspaceLocalDir, remoteStatus === "clean");
-            }
-          : undefined,
-      });
+      await mergeAgentWork(
+        {
+          baseline: mergeBaseline,
+          sourceDir: extractedDir,
+          targetDir: input.workspaceLocalDir,
+          beforeApply: head
+            ? async () => {
+                await integrateImportedHead(input.workspaceLocalDir, head);
+              }
+            : undefined,
+          afterApply: gitSnapshot
+            ? async () => {
+                await resetIndexToHead(input.workspaceLocalDir, remoteStatus === "clean");
+              }
+            : undefined,
+        },
+        start,
+        sink,
+      );
       if (plan)
         await recordRestore({
           spec: input.spec,
@@ -433,6 +445,7 @@ async function pullDelta({ client, plan, remoteDir, remoteTar, extractedDir, opt
       localDir: extractedDir,
       signal,
       knownLinks,
+      skipSpecialFiles: true,
       ...(limits !== undefined ? { limits } : {}),
     });
     if (await keepOnly(extractedDir, plan.members)) {
@@ -453,6 +466,7 @@ async function pullDelta({ client, plan, remoteDir, remoteTar, extractedDir, opt
       localDir: extractedDir,
       signal,
       knownLinks,
+      skipSpecialFiles: true,
       ...(limits !== undefined ? { limits } : {}),
     });
     return archive.length;
@@ -538,6 +552,7 @@ async function readRemoteIntoDirectory(client, remotePath, localDir, options, si
     localDir,
     signal,
     knownLinks,
+    skipSpecialFiles: true,
     ...(limits !== undefined ? { limits } : {}),
   });
   return size;

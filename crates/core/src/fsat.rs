@@ -469,6 +469,18 @@ impl Dir {
         fchmod(&self.fd, mode)
     }
 
+    /// `fchmodat` of `name` in this directory (a symlink there would be followed: callers
+    /// check the entry's kind first).
+    pub fn chmod_at(&self, name: &(impl AtName + ?Sized), mode: u32) -> io::Result<()> {
+        let c = name.c_name()?;
+        // SAFETY: valid descriptor and string; the result is checked.
+        let rc = unsafe { libc::fchmodat(self.fd.as_raw_fd(), c.as_ptr(), (mode & 0o7777) as libc::mode_t, 0) };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
     /// Sets this directory's modification time.
     pub fn set_mtime(&self, mtime: i64) -> io::Result<()> {
         futimens(&self.fd, mtime)

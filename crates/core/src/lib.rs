@@ -19,6 +19,7 @@ pub mod host_key;
 pub mod ignore_scan;
 pub mod merge;
 pub mod pipe;
+pub mod remote_start;
 pub mod reserved;
 pub mod snapshot;
 pub mod snapshot_watch;

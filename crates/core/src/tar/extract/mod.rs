@@ -83,11 +83,19 @@ pub struct ExtractOptions {
     /// /usr/bin/python3`). Links are never followed, so such a link writes nothing outside.
     /// `None`: the destination itself.
     pub known_links: Option<PathBuf>,
+    /// Leave FIFOs and device files out instead of refusing the archive (a lane's restore:
+    /// a workspace's FIFO comes back in the remote's archive, and stays the host's own).
+    pub skip_special_files: bool,
 }
 
 impl Default for ExtractOptions {
     fn default() -> Self {
-        ExtractOptions { preserve_mtime: true, limits: ArchiveLimits::default(), known_links: None }
+        ExtractOptions {
+            preserve_mtime: true,
+            limits: ArchiveLimits::default(),
+            known_links: None,
+            skip_special_files: false,
+        }
     }
 }
 

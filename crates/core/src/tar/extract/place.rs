@@ -241,7 +241,8 @@ impl<'a> Extractor<'a> {
         dir.readlink(std::ffi::OsStr::new(name)).is_ok_and(|held| held.as_bytes() == link)
     }
 
-    /// Extracts one member; `false` when it was skipped (the root's own entry).
+    /// Extracts one member; `false` when it was skipped (the root's own entry, a special
+    /// file with [`super::ExtractOptions::skip_special_files`]).
     pub(super) fn apply(&mut self, member: &Member, archive: &mut ArchiveReader<'_>) -> Result<bool> {
         let shown_name = shown(&member.path);
         let components = check_path(&member.path, &shown_name, "name")?;
@@ -256,6 +257,10 @@ impl<'a> Extractor<'a> {
             return Err(refuse(&shown_name, "it names the extraction root itself"));
         }
         let target = Target { components, shown: shown_name };
+        let special = matches!(typeflag, kind::CHAR_DEVICE | kind::BLOCK_DEVICE | kind::FIFO);
+        if special && self.opts.skip_special_files {
+            return Ok(false);
+        }
         let data =
             if matches!(typeflag, kind::REGULAR | kind::REGULAR_OLD | kind::CONTIGUOUS) { member.size } else { 0 };
         self.budget.charge(&target.shown, data, &self.dest_root, self.dest)?;
@@ -874,6 +879,28 @@ mod tests {
         let a = fs::metadata(sandbox.dest().join("a")).unwrap();
         let h = fs::metadata(sandbox.dest().join("h")).unwrap();
         assert_eq!((a.ino(), a.nlink()), (h.ino(), 2));
+    }
+
+    #[test]
+    fn special_files_are_left_out_when_asked() {
+        let sandbox = Sandbox::new();
+        let archive = RawArchive::new()
+            .file("before", b"b")
+            .entry(b'6', b"fifo", b"", 0o666, b"")
+            .entry(b'3', b"tty", b"", 0o666, b"")
+            .entry(b'4', b"disk", b"", 0o666, b"ignored data")
+            .file("after", b"a")
+            .finish();
+        let opts = ExtractOptions { skip_special_files: true, ..ExtractOptions::default() };
+        let summary = run_with(&archive, &sandbox.dest(), &opts).unwrap();
+        assert_eq!(summary.entries, 2);
+        let mut names: Vec<_> = fs::read_dir(sandbox.dest()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        names.sort();
+        assert_eq!(names, ["after", "before"]);
+        assert_eq!(fs::read(sandbox.dest().join("after")).unwrap(), b"a");
+        // Without the option the same archive is refused.
+        let sandbox = Sandbox::new();
+        sandbox.refuses(&archive, codes::UNSAFE_ARCHIVE_ENTRY, "special files");
     }
 
     #[test]

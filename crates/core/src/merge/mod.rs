@@ -38,9 +38,13 @@ use std::sync::Mutex;
 
 use crate::error::{codes, Error, Result};
 use crate::fsat::{self, Dir};
+use crate::remote_start::RemoteStart;
 use crate::reserved::OnReserved;
 use crate::snapshot::{self, CaptureOptions, Entry, Hash, Snapshot};
+
+mod judged;
 use crate::walk::{join_like_node, ReaddirErrors};
+pub use judged::{Kept, KeptReason};
 
 /// The code of a merge refused by `conflictPolicy: "reject"` (upstream vNext's code).
 pub const CONFLICT_CODE: &str = "DIRECTORY_MERGE_CONFLICT";
@@ -149,6 +153,11 @@ impl<'a> Indexed<'a> {
         Indexed { snapshot, by_rel }
     }
 
+    /// The walked node at `rel` (an entry's).
+    fn node(&self, rel: &str) -> Option<&'a crate::walk::Node> {
+        self.by_rel.get(rel).map(|i| &self.snapshot.tree.nodes[*i])
+    }
+
     fn get(&self, rel: &str) -> Option<&'a Entry> {
         self.by_rel.get(rel).and_then(|i| self.snapshot.entries[*i].as_ref())
     }
@@ -181,11 +190,25 @@ impl<'a> Indexed<'a> {
 }
 
 /// What the merge will do, computed from the three snapshots before any change.
+#[derive(Default)]
 struct Plan<'a> {
     delete_leaves: Vec<&'a str>,
     delete_dirs: Vec<&'a str>,
     apply_dirs: Vec<&'a str>,
-    apply_leaves: Vec<(&'a str, &'a Entry)>,
+    /// Files and symlinks to write, each with the mode a file gets (the source's, but for a
+    /// lane's restore that keeps the host's, see [`judged`]).
+    apply_leaves: Vec<(&'a str, &'a Entry, u32)>,
+    /// Host files whose mode alone changes (a lane's restore only).
+    chmods: Vec<(&'a str, u32)>,
+    /// What a lane's restore left as the host holds it although it looked changed.
+    kept: Vec<Kept>,
+}
+
+/// Longest first by UTF-16 length, as upstream's stable sort (ties keep the order given).
+fn by_length_desc<'a>(list: &mut Vec<&'a str>) {
+    let mut keyed: Vec<(usize, &'a str)> = list.iter().map(|rel| (rel.encode_utf16().count(), *rel)).collect();
+    keyed.sort_by_key(|k| std::cmp::Reverse(k.0));
+    *list = keyed.into_iter().map(|(_, rel)| rel).collect();
 }
 
 fn plan<'a>(
@@ -194,12 +217,6 @@ fn plan<'a>(
     source: &Indexed<'a>,
     current: &Indexed<'a>,
 ) -> Plan<'a> {
-    // Longest first by UTF-16 length, as upstream's stable sort (ties keep baseline order).
-    let by_length_desc = |list: &mut Vec<&'a str>| {
-        let mut keyed: Vec<(usize, &'a str)> = list.iter().map(|rel| (rel.encode_utf16().count(), *rel)).collect();
-        keyed.sort_by_key(|k| std::cmp::Reverse(k.0));
-        *list = keyed.into_iter().map(|(_, rel)| rel).collect();
-    };
     let mut delete_leaves = Vec::new();
     let mut delete_dirs = Vec::new();
     for (rel, entry) in &baseline.entries {
@@ -222,13 +239,14 @@ fn plan<'a>(
         }
         match entry {
             Entry::Dir => apply_dirs.push(rel),
-            _ => apply_leaves.push((rel, entry)),
+            Entry::File { mode, .. } => apply_leaves.push((rel, entry, *mode)),
+            Entry::Symlink { .. } => apply_leaves.push((rel, entry, 0)),
         }
     }
     // Byte order puts every directory after its ancestors.
     apply_dirs.sort_unstable();
     apply_leaves.sort_unstable_by(|a, b| a.0.cmp(b.0));
-    Plan { delete_leaves, delete_dirs, apply_dirs, apply_leaves }
+    Plan { delete_leaves, delete_dirs, apply_dirs, apply_leaves, ..Plan::default() }
 }
 
 /// The paths `conflictPolicy: "reject"` refuses, sorted: a path the remote changed (its
@@ -241,7 +259,11 @@ fn conflicts<'a>(plan: &Plan<'a>, base: &HashMap<&'a str, &'a BaselineEntry>, cu
     let mut out = Vec::new();
     let mut below = Vec::new();
     let dir = Entry::Dir;
-    let changed = plan.apply_dirs.iter().map(|rel| (*rel, &dir)).chain(plan.apply_leaves.iter().copied());
+    let changed = plan
+        .apply_dirs
+        .iter()
+        .map(|rel| (*rel, &dir))
+        .chain(plan.apply_leaves.iter().map(|(rel, entry, _)| (*rel, *entry)));
     for (rel, entry) in changed {
         let host = current.get(rel);
         if !unchanged(base.get(rel).copied(), host) && host != Some(entry) {
@@ -267,7 +289,12 @@ fn conflicts<'a>(plan: &Plan<'a>, base: &HashMap<&'a str, &'a BaselineEntry>, cu
 fn symlinked_ancestors<'a>(plan: &Plan<'a>, current: &Indexed<'a>, leads_to_dir: impl Fn(&str) -> bool) -> Vec<String> {
     let replaced: HashSet<&str> = plan.apply_dirs.iter().copied().collect();
     let mut out = HashSet::new();
-    let rels = plan.apply_dirs.iter().copied().chain(plan.apply_leaves.iter().map(|(rel, _)| *rel));
+    let rels = plan
+        .apply_dirs
+        .iter()
+        .copied()
+        .chain(plan.apply_leaves.iter().map(|(rel, ..)| *rel))
+        .chain(plan.chmods.iter().map(|(rel, _)| *rel));
     for rel in rels {
         for (i, _) in rel.match_indices('/') {
             let ancestor = &rel[..i];
@@ -294,6 +321,10 @@ pub struct MergeStats {
     pub removed_dirs: usize,
     /// Source entries written (directories created, files copied, symlinks created).
     pub applied: usize,
+    /// Host files given the source's mode alone (a lane's restore).
+    pub chmodded: usize,
+    /// What a lane's restore left as the host holds it, and why (see [`judged`]); sorted.
+    pub kept: Vec<Kept>,
     /// Names of entries at the target's root that carry one of our staging names but that
     /// this host cannot prove it created ([`crate::staging::Swept::foreign`]): left alone,
     /// for the caller to report.
@@ -336,6 +367,10 @@ pub struct MergeOptions<'a> {
     pub exclude: &'a [String],
     /// Refuse with [`CONFLICT_CODE`] when a path changed on both sides.
     pub reject_conflicts: bool,
+    /// A lane's restore: what the prepare gave the remote. With it the merge changes on the
+    /// host only what the agent changed and the host did not ([`judged`]); without it, it is
+    /// upstream's merge.
+    pub start: Option<&'a RemoteStart>,
     pub threads: usize,
     pub cancel: &'a AtomicBool,
 }
@@ -350,14 +385,28 @@ pub fn merge(opts: &MergeOptions<'_>) -> Result<Outcome> {
     // readlink and open errors). Without the conflict check only the files the remote
     // deleted need their content: the others are opened but not read.
     let source = Indexed::new(opts.source);
-    let deleted_by_remote: HashSet<&str> = opts
-        .baseline
-        .entries
-        .iter()
-        .filter(|(rel, entry)| *entry != BaselineEntry::Dir && source.get(rel).is_none())
-        .map(|(rel, _)| rel.as_str())
-        .collect();
-    let hash_only = |rel: &str| deleted_by_remote.contains(rel);
+    let source_root = Dir::open(opts.source_root).map_err(|e| Error::io(e, "open", opts.source_root))?;
+    let sources = Sources { root: source_root, path: opts.source_root };
+    let mut base: HashMap<&str, &BaselineEntry> = HashMap::with_capacity(opts.baseline.entries.len());
+    base.extend(opts.baseline.entries.iter().map(|(rel, e)| (rel.as_str(), e)));
+    // A lane's restore judges the source against what the remote started with first (which
+    // reads the source's changed files a checkout made); the host's content is then needed
+    // only where the agent changed something.
+    let judged = match opts.start {
+        Some(start) => Some(judged::prejudge(opts.baseline, &base, &source, start, &sources)?),
+        None => None,
+    };
+    let hash_set: HashSet<&str> = match &judged {
+        Some(judged) => judged.host_reads(opts.baseline, &base),
+        None => opts
+            .baseline
+            .entries
+            .iter()
+            .filter(|(rel, entry)| *entry != BaselineEntry::Dir && source.get(rel).is_none())
+            .map(|(rel, _)| rel.as_str())
+            .collect(),
+    };
+    let hash_only = |rel: &str| hash_set.contains(rel);
     // What a killed extraction or merge left in the target is cleaned up first; an
     // interrupted merge is reported (`ERR_PAPERCLIP_NATIVE_INTERRUPTED_RESTORE`).
     let mut foreign_staging = Vec::new();
@@ -376,9 +425,10 @@ pub fn merge(opts: &MergeOptions<'_>) -> Result<Outcome> {
         cancel: opts.cancel,
     })?;
     let current = Indexed::new(&current_snapshot);
-    let mut base: HashMap<&str, &BaselineEntry> = HashMap::with_capacity(opts.baseline.entries.len());
-    base.extend(opts.baseline.entries.iter().map(|(rel, e)| (rel.as_str(), e)));
-    let plan = plan(opts.baseline, &base, &source, &current);
+    let plan = match (&judged, opts.start) {
+        (Some(judged), Some(start)) => judged::plan(judged, &base, &source, &current, start),
+        _ => plan(opts.baseline, &base, &source, &current),
+    };
 
     if opts.reject_conflicts {
         let paths = conflicts(&plan, &base, &current);
@@ -408,8 +458,8 @@ pub fn merge(opts: &MergeOptions<'_>) -> Result<Outcome> {
         .and_then(|staging| staging.journal(b"merge\n").map(|()| staging))
         .ok();
     let staging_dev = staging.as_ref().and_then(|staging| staging.dir.metadata().ok()).map(|meta| meta.dev());
-    let target = Targets { root, path: opts.target };
-    let mut stats = MergeStats { foreign_staging, ..MergeStats::default() };
+    let target = Targets { root, path: opts.target, keep_full_dirs: opts.start.is_some() };
+    let mut stats = MergeStats { foreign_staging, kept: plan.kept.clone(), ..MergeStats::default() };
 
     // 1. Files and symlinks the remote deleted and the host did not touch (errors ignored).
     let groups = group_by_parent(plan.delete_leaves.iter().map(|rel| (*rel, ())));
@@ -432,8 +482,13 @@ pub fn merge(opts: &MergeOptions<'_>) -> Result<Outcome> {
     //    first in that order, which is the one upstream reports: an entry's failure does
     //    not depend on entries after it, whose paths never lie above it).
     let failures: Mutex<Vec<(String, Error)>> = Mutex::new(Vec::new());
+    let kept: Mutex<Vec<Kept>> = Mutex::new(Vec::new());
     let fail = |parent: &str, name: &str, err: Error| {
-        if let Ok(mut list) = failures.lock() {
+        if err.code == KEPT_NOT_EMPTY {
+            if let Ok(mut list) = kept.lock() {
+                list.push(Kept { path: join_rel(parent, name), reason: KeptReason::NotEmpty });
+            }
+        } else if let Ok(mut list) = failures.lock() {
             list.push((join_rel(parent, name), err));
         }
     };
@@ -446,9 +501,7 @@ pub fn merge(opts: &MergeOptions<'_>) -> Result<Outcome> {
         }
     }
     // 3b. Files and symlinks, one parent directory per task.
-    let source_root = Dir::open(opts.source_root).map_err(|e| Error::io(e, "open", opts.source_root))?;
-    let sources = Sources { root: source_root, path: opts.source_root };
-    let groups = group_by_parent(plan.apply_leaves.iter().copied());
+    let groups = group_by_parent(plan.apply_leaves.iter().map(|(rel, entry, mode)| (*rel, (*entry, *mode))));
     stats.applied += parallel(&groups, opts.threads, opts.cancel, |parent, items| {
         let dir = match target.open(parent, true) {
             Ok(dir) => dir,
@@ -465,11 +518,11 @@ pub fn merge(opts: &MergeOptions<'_>) -> Result<Outcome> {
         };
         let mut source_dir = None;
         let mut applied = 0;
-        for (name, entry) in items {
+        for (name, (entry, mode)) in items {
             check_cancel(opts.cancel)?;
             let result = match entry {
                 Entry::Symlink { target: link } => target.apply_symlink(&dir, parent, name, link),
-                Entry::File { mode, .. } => {
+                Entry::File { .. } => {
                     if source_dir.is_none() {
                         source_dir = Some(sources.open(parent));
                     }
@@ -487,7 +540,22 @@ pub fn merge(opts: &MergeOptions<'_>) -> Result<Outcome> {
         }
         Ok(applied)
     })?;
+    // 3c. Modes alone (a lane's restore: the agent changed a file's mode, not its bytes).
+    for (rel, mode) in &plan.chmods {
+        check_cancel(opts.cancel)?;
+        let (parent, name) = split_parent(rel);
+        match target.open(parent, false).and_then(|dir| target.apply_mode(&dir, parent, name, *mode)) {
+            Ok(()) => stats.chmodded += 1,
+            Err(err) => fail(parent, name, err),
+        }
+    }
     let failures = failures.into_inner().unwrap_or_default();
+    let kept = kept.into_inner().unwrap_or_default();
+    if !kept.is_empty() {
+        stats.kept.extend(kept);
+        stats.kept.sort();
+        stats.kept.dedup_by(|a, b| a.path == b.path);
+    }
     if !failures.is_empty() {
         return Ok(Outcome::Failed { stats, failures });
     }
@@ -643,10 +711,16 @@ impl Sources<'_> {
     }
 }
 
+/// The marker of a file or link a lane's restore did not place over a directory that is not
+/// empty (reported as kept, never a failure).
+const KEPT_NOT_EMPTY: &str = "KEPT_NOT_EMPTY";
+
 /// The target tree; every mutation is relative to a descriptor of its parent directory.
 struct Targets<'a> {
     root: Dir,
     path: &'a Path,
+    /// A lane's restore: a directory in the way of a file or link goes only when empty.
+    keep_full_dirs: bool,
 }
 
 impl Targets<'_> {
@@ -683,10 +757,49 @@ impl Targets<'_> {
         }
     }
 
+    /// A host file's new mode: only a regular file gets it (never a link's target).
+    fn apply_mode(&self, dir: &Dir, parent: &str, name: &str, mode: u32) -> Result<()> {
+        let full = || self.full(parent, name);
+        let os_name = OsStr::new(name);
+        let regular = |st: &fsat::RawStat| st.0.st_mode & libc::S_IFMT == libc::S_IFREG;
+        match dir.open_file_nofollow(os_name) {
+            Ok(file) => fsat::fchmod(&file, mode).map_err(|e| Error::io(e, "chmod", &full())),
+            // A file nobody may read (mode 000, not root): its mode set by name, once `lstat`
+            // says it is a regular file.
+            Err(e) if e.raw_os_error() == Some(libc::EACCES) => match dir.lstat(os_name) {
+                Ok(st) if regular(&st) => dir.chmod_at(os_name, mode).map_err(|e| Error::io(e, "chmod", &full())),
+                _ => Err(Error::io(e, "chmod", &full())),
+            },
+            Err(e) => Err(Error::io(e, "chmod", &full())),
+        }
+    }
+
+    /// Makes room for a file or link at `name` where a directory is: upstream removes the
+    /// whole tree; a lane's restore only an empty directory (what it deleted before emptied
+    /// it), else [`KEPT_NOT_EMPTY`]: what the capture did not see (an excluded subtree) or
+    /// what came since stays.
+    fn clear_dir(&self, dir: &Dir, name: &OsStr) -> Result<()> {
+        if !self.keep_full_dirs {
+            let _ = dir.remove_tree(name);
+            return Ok(());
+        }
+        match dir.rmdir(name) {
+            Err(e) if matches!(e.raw_os_error(), Some(libc::ENOTEMPTY) | Some(libc::EEXIST)) => {
+                Err(Error::new(KEPT_NOT_EMPTY, "the directory is not empty"))
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// Upstream's symlink step: remove whatever is there, then link the raw target.
     fn apply_symlink(&self, dir: &Dir, parent: &str, name: &str, link: &str) -> Result<()> {
         let name = OsStr::new(name);
-        let _ = dir.remove_tree(name);
+        match dir.lstat(name) {
+            Ok(st) if st.0.st_mode & libc::S_IFMT == libc::S_IFDIR => self.clear_dir(dir, name)?,
+            _ => {
+                let _ = dir.remove_tree(name);
+            }
+        }
         dir.symlink(OsStr::new(link), name)
             .map_err(|e| Error::io(e, "symlink", &self.full(parent, name.to_str().unwrap_or_default())))
     }
@@ -723,7 +836,7 @@ impl Targets<'_> {
             .and_then(|()| {
                 drop(output);
                 if dir.lstat(os_name).is_ok_and(|st| st.0.st_mode & libc::S_IFMT == libc::S_IFDIR) {
-                    let _ = dir.remove_tree(os_name);
+                    self.clear_dir(dir, os_name)?;
                 }
                 stage.rename(&staged, dir, os_name).map_err(|e| Error::io(e, "rename", &self.full(parent, name)))
             });
@@ -743,20 +856,20 @@ fn join_rel(parent: &str, name: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::fs;
     use std::os::unix::fs::{symlink, PermissionsExt};
     use std::path::PathBuf;
 
-    fn tmp(tag: &str) -> PathBuf {
+    pub(crate) fn tmp(tag: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("pc-merge-{tag}-{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(&dir).unwrap();
         dir
     }
 
-    fn capture(root: &Path) -> Snapshot {
+    pub(crate) fn capture(root: &Path) -> Snapshot {
         snapshot::capture(&CaptureOptions {
             root,
             exclude: &[],
@@ -770,7 +883,7 @@ mod tests {
         .unwrap()
     }
 
-    fn baseline_of(snap: &Snapshot) -> Baseline {
+    pub(crate) fn baseline_of(snap: &Snapshot) -> Baseline {
         Baseline::new(snap.tree.nodes.iter().zip(&snap.entries).filter_map(|(node, entry)| {
             let entry = match entry.as_ref()? {
                 Entry::Dir => BaselineEntry::Dir,
@@ -790,6 +903,7 @@ mod tests {
             baseline,
             exclude: &[],
             reject_conflicts: reject,
+            start: None,
             threads: 3,
             cancel: &AtomicBool::new(false),
         })?;
@@ -802,7 +916,7 @@ mod tests {
         }
     }
 
-    fn write(path: &Path, text: &str) {
+    pub(crate) fn write(path: &Path, text: &str) {
         fs::create_dir_all(path.parent().unwrap()).unwrap();
         fs::write(path, text).unwrap();
     }
@@ -873,7 +987,7 @@ mod tests {
         }
         assert_eq!(fs::read_dir(&outside).unwrap().count(), 0);
         // A directory opened during the merge that turns out to be a link fails as well.
-        let target = Targets { root: Dir::open_nofollow(&dst).unwrap(), path: &dst };
+        let target = Targets { root: Dir::open_nofollow(&dst).unwrap(), path: &dst, keep_full_dirs: false };
         assert_eq!(target.open("sub", true).unwrap_err().code, codes::SYMLINKED_ANCESTOR);
         fs::remove_dir_all(root).unwrap();
     }
