@@ -47,11 +47,12 @@ export async function hostUmask(dir = os.tmpdir()) {
  * Describes what a prepare gave the remote. `untransferred`: the send's and the pull's
  * `--exclude` values. `checkout` (a git workspace staged as HEAD's checkout under an overlay):
  * `{ localDir, head, overlay, removed }`: the host repository, the commit checked out, the
- * host paths sent over it and the paths removed after. `mask`: the permission bits the
- * remote's extraction cleared from the host's modes (none as root, its umask otherwise;
- * tree-delta.js `extractionMask`), `null` when unknown (a mode is then the agent's change
- * only where it differs in more than group, other or special bits narrowed). Resolves the
- * native description.
+ * host paths sent over it (or `wholeTree: true`: every path the host holds, the SSH lane's
+ * upload) and the paths removed after. `mask`: the permission bits the
+ * remote's extraction may clear from the host's modes (its umask, tree-delta.js
+ * `extractionMask`), `null` when unknown (a mode is then the agent's change only where it
+ * differs in more than group, other or special bits narrowed). Resolves the native
+ * description.
  */
 export async function describeRemoteStart({ untransferred, checkout = null, mask = null }) {
   const input = { untransferred: [...new Set(untransferred)] };
@@ -70,10 +71,11 @@ export async function describeRemoteStart({ untransferred, checkout = null, mask
     : null;
   if (tree) {
     input.tree = tree;
-    input.overlay = checkout.overlay;
+    if (checkout.wholeTree) input.wholeTree = true;
+    else input.overlay = checkout.overlay;
     input.removed = checkout.removed;
-    // A checkout made here (the prepare's clone, or the sandbox's own under this umask and its).
-    if (Number.isInteger(mask)) input.checkoutMask = (await hostUmask()) | mask;
+    // The clone the prepare made here (the sandbox's own checkout takes this umask too).
+    input.checkoutUmask = await hostUmask();
   }
   return await native.mergeDescribeStart(input);
 }

@@ -110,7 +110,7 @@ export async function mergeIntoTarget(input, start = null) {
   }
   const exclude = [...new Set(baseline.exclude ?? [])];
   const capturing = runCancellable(undefined, (cancelId) =>
-    native.mergeCaptureSource(path.normalize(input.sourceDir), exclude, cancelId),
+    native.mergeCaptureSource(path.normalize(input.sourceDir), exclude, cancelId, start !== null),
   );
   // Encoded while the source is captured off the JS thread, then decoded natively beside
   // the capture (not inside the lock).

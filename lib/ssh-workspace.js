@@ -475,6 +475,27 @@ async function restoreStaging(localDir) {
   return await fs.mkdtemp(path.join(os.tmpdir(), "paperclip-ssh-sync-back-"));
 }
 
+/**
+ * The checkouts this process's prepares left on SSH hosts (HEAD and the paths removed after
+ * the upload), by host, remote and local directory: what the restore judges a git
+ * workspace's remote against (remote-start.js). A restore in another process falls back to
+ * the HEAD the delta's manifest recorded. The most recent few kept.
+ */
+const preparedCheckouts = new Map();
+const PREPARED_CHECKOUTS_KEPT = 256;
+const checkoutKey = (spec, remoteDir, localDir) =>
+  [spec.host, spec.port, spec.username, remoteDir, path.resolve(localDir)].join("\0");
+
+function rememberCheckout(spec, remoteDir, localDir, checkout) {
+  const key = checkoutKey(spec, remoteDir, localDir);
+  preparedCheckouts.delete(key);
+  preparedCheckouts.set(key, checkout);
+  for (const old of preparedCheckouts.keys()) {
+    if (preparedCheckouts.size <= PREPARED_CHECKOUTS_KEPT) break;
+    preparedCheckouts.delete(old);
+  }
+}
+
 /** Moves the local head so it contains `imported` (see lib/git-integration.js). */
 function integrateImportedHead(localDir, imported) {
   return integrateInto(localDir, imported, { readHead: readLocalGitState, labels: INTEGRATION_LABELS.ssh });
@@ -526,6 +547,7 @@ export async function prepareWorkspaceOverSsh(input, transfers) {
         ...REMOTE_SCRIPT,
       });
     }
+    rememberCheckout(spec, remoteDir, localDir, { head: state.headCommit, deleted: state.deletedPaths });
     return { gitBacked: true };
   }
   // Upstream's clear and full upload, or (to a host that kept the tree) only what changed.
@@ -599,15 +621,6 @@ export async function restoreWorkspaceOverSsh(input, transfers) {
   // Ours: the extraction's bounds, checked before any work and passed to every pull.
   const archive = { limits: archiveLimits(input.limits) };
   if (baselineSnapshot) {
-    // What the remote started from: the host's tree as the upload's and the pull's excludes
-    // leave it (the upload sends the whole working tree, over a git workspace's checkout
-    // too), which the merge judges the agent's work against (remote-start.js); the guard
-    // also looks for the names it gave.
-    const start = await describeRemoteStart({
-      untransferred: [...(baselineSnapshot.exclude ?? []), RUNTIME_DIR, ...(input.restoreGitHistory ? [".git"] : [])],
-      mask: await recordedExtractionMask(spec, remoteDir, localDir).catch(() => null),
-    });
-    guard = { ...guard, witnesses: givenTopLevel(baselineSnapshot, start) };
     const started = performance.now();
     // The delta's walk of the host tree starts at once (planRestore compares it with the
     // remote's listing); none with the delta off.
@@ -624,6 +637,19 @@ export async function restoreWorkspaceOverSsh(input, transfers) {
       // and the tree.
       const candidate = await deltaCandidate({ spec, remoteDir, localDir });
       const base = ref ? (candidate?.git?.head ?? null) : null;
+      // What the remote started from, which the merge judges the agent's work against
+      // (remote-start.js): the host's tree as the upload's and the pull's excludes leave it
+      // (the upload sends the whole working tree), over a git workspace's checkout of the
+      // prepare's HEAD (which holds the directories of the files the prepare removed); the
+      // guard also looks for the names it gave.
+      const prepared = ref ? (preparedCheckouts.get(checkoutKey(spec, remoteDir, localDir)) ?? null) : null;
+      const head = prepared?.head ?? base;
+      const start = await describeRemoteStart({
+        untransferred: [...(baselineSnapshot.exclude ?? []), RUNTIME_DIR, ...(ref ? [".git"] : [])],
+        checkout: head ? { localDir, head, wholeTree: true, removed: prepared?.deleted ?? [] } : null,
+        mask: await recordedExtractionMask(spec, remoteDir, localDir).catch(() => null),
+      });
+      guard = { ...guard, witnesses: givenTopLevel(baselineSnapshot, start) };
       // To a host that kept what was sent: only what the run changed comes back
       // (ssh-delta.js), merged against the baseline cut to it (the history's integration
       // moves refs only, never the working tree).

@@ -432,7 +432,7 @@ async function pullTree(input, { delta, guard }) {
             limits,
             knownLinks: input.knownLinks === undefined ? input.localDir : requireString(input.knownLinks, "knownLinks"),
             // A workspace restore leaves FIFOs and devices out: the host keeps its own.
-            skipSpecialFiles: Boolean(guard),
+            skipUntransferable: Boolean(guard),
           },
           id,
           progress ? (bytes) => progress.update(bytes) : undefined,

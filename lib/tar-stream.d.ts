@@ -147,7 +147,7 @@ export interface ExtractTarballOptions {
    * the archive with `ERR_PAPERCLIP_NATIVE_UNSAFE_ARCHIVE_ENTRY` (the default). The sandbox
    * and SSH restores set it: a workspace's FIFO travels out and back, and stays the host's own.
    */
-  skipSpecialFiles?: boolean;
+  skipUntransferable?: boolean;
 }
 
 /**

@@ -35,7 +35,7 @@ const EXTRACT_OPTIONS = [
   "totalBytes",
   "limits",
   "knownLinks",
-  "skipSpecialFiles",
+  "skipUntransferable",
 ];
 
 /**
@@ -276,8 +276,8 @@ export async function extractTarballToDirectory(input) {
     limits,
   };
   if (input.knownLinks !== undefined) extract.knownLinks = requireString(input.knownLinks, "knownLinks");
-  if (input.skipSpecialFiles !== undefined)
-    extract.skipSpecialFiles = requireBoolean(input.skipSpecialFiles, "skipSpecialFiles");
+  if (input.skipUntransferable !== undefined)
+    extract.skipUntransferable = requireBoolean(input.skipUntransferable, "skipUntransferable");
   const { source } = input;
   if (signal?.aborted) throw abortError(signal);
   let summary;

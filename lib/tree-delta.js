@@ -478,13 +478,15 @@ export function remoteIdentity(header, previous = null) {
 }
 
 /**
- * The permission bits the remote's extraction clears, from a manifest's `remote`: none as
- * root (tar keeps the archived mode), the umask otherwise; `null` when not recorded.
+ * The permission bits the remote's extraction may clear, from a manifest's `remote`: its
+ * umask (a non-root tar applies it; so does a root one told not to keep modes, or another
+ * tar), `null` when not recorded. A mode as sent, or as sent less these bits, is what the
+ * transfer left (./remote-start.js).
  */
 export function extractionMask(manifest) {
   const remote = manifest?.remote;
-  if (!remote || !Number.isInteger(remote.uid) || !Number.isInteger(remote.umask)) return null;
-  return remote.uid === 0 ? 0 : remote.umask & 0o7777;
+  if (!remote || !Number.isInteger(remote.umask)) return null;
+  return remote.umask & 0o7777;
 }
 
 /** The remote header fields as numbers. */

@@ -186,8 +186,12 @@ export interface MergeBaselineTransfer {
   targets: string
 }
 
-/** Captures the merge source (internal; upstream step 1 of `mergeDirectoryWithBaseline`). */
-export declare function mergeCaptureSource(sourceDir: string, exclude: Array<string>, cancelId?: number | undefined | null): Promise<MergeSource>
+/**
+ * Captures the merge source (internal; upstream step 1 of `mergeDirectoryWithBaseline`).
+ * A name we reserve in it is refused, or with `leave_out_reserved` (a lane's restore, where
+ * such a name never travels) left out.
+ */
+export declare function mergeCaptureSource(sourceDir: string, exclude: Array<string>, cancelId?: number | undefined | null, leaveOutReserved?: boolean | undefined | null): Promise<MergeSource>
 
 /**
  * Decodes a baseline transfer off the JS thread (internal): the merge decodes it while the
@@ -243,15 +247,14 @@ export interface RemoteStartTransfer {
   tree?: Buffer
   /** The host paths sent over the checkout. */
   overlay?: Array<string>
+  /** The host's whole working tree was sent over the checkout (the SSH lane). */
+  wholeTree?: boolean
   /** The paths removed after the checkout and the overlay. */
   removed?: Array<string>
-  /**
-   * The permission bits the remote's extraction cleared (none as root, its umask
-   * otherwise), when known.
-   */
+  /** The permission bits the remote's extraction may clear (its umask), when known. */
   mask?: number
-  /** The permission bits a checkout's files lack (the umask of the checkout with `mask`). */
-  checkoutMask?: number
+  /** The umask a checkout's files were made under on this host. */
+  checkoutUmask?: number
 }
 
 /**
@@ -605,7 +608,7 @@ export interface TarExtractInput {
   /** The tree whose symbolic links vouch for the archive's escaping ones; absent: `dest`. */
   knownLinks?: string
   /** Leave FIFOs and device files out instead of refusing the archive. */
-  skipSpecialFiles?: boolean
+  skipUntransferable?: boolean
 }
 
 /** Creates an extract sink as `input` says (internal). */

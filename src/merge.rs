@@ -40,11 +40,14 @@ impl MergeSource {
 }
 
 /// Captures the merge source (internal; upstream step 1 of `mergeDirectoryWithBaseline`).
+/// A name we reserve in it is refused, or with `leave_out_reserved` (a lane's restore, where
+/// such a name never travels) left out.
 #[napi]
 pub async fn merge_capture_source(
     source_dir: String,
     exclude: Vec<String>,
     cancel_id: Option<u32>,
+    leave_out_reserved: Option<bool>,
 ) -> napi::Result<MergeSource> {
     let cancel = cancel::flag(cancel_id);
     run_blocking(move || {
@@ -59,8 +62,12 @@ pub async fn merge_capture_source(
             // empty, its entries would be deleted from the host.
             readdir_errors: walk::ReaddirErrors::Propagate,
             // The source is untrusted (a sandbox's or remote's tree): a name we reserve in
-            // it fails the merge before any change.
-            on_reserved: OnReserved::Refuse("the merge source"),
+            // it fails the merge before any change, or (a lane's restore) is left out.
+            on_reserved: if leave_out_reserved == Some(true) {
+                OnReserved::Skip
+            } else {
+                OnReserved::Refuse("the merge source")
+            },
             cancel: &cancel,
         })?;
         Ok(MergeSource { root, snapshot: Arc::new(snap) })
@@ -182,13 +189,14 @@ pub struct RemoteStartTransfer {
     pub tree: Option<Buffer>,
     /// The host paths sent over the checkout.
     pub overlay: Option<Vec<String>>,
+    /// The host's whole working tree was sent over the checkout (the SSH lane).
+    pub whole_tree: Option<bool>,
     /// The paths removed after the checkout and the overlay.
     pub removed: Option<Vec<String>>,
-    /// The permission bits the remote's extraction cleared (none as root, its umask
-    /// otherwise), when known.
+    /// The permission bits the remote's extraction may clear (its umask), when known.
     pub mask: Option<u32>,
-    /// The permission bits a checkout's files lack (the umask of the checkout with `mask`).
-    pub checkout_mask: Option<u32>,
+    /// The umask a checkout's files were made under on this host.
+    pub checkout_umask: Option<u32>,
 }
 
 /// A described remote start, kept native for the merge (internal).
@@ -215,20 +223,19 @@ impl MergeStart {
 /// Describes what a lane's prepare gave the remote, off the JS thread (internal).
 #[napi]
 pub async fn merge_describe_start(input: RemoteStartTransfer) -> napi::Result<MergeStart> {
-    let RemoteStartTransfer { untransferred, tree, overlay, removed, mask, checkout_mask } = input;
+    let RemoteStartTransfer { untransferred, tree, overlay, whole_tree, removed, mask, checkout_umask } = input;
     let tree = tree.map(|buffer| buffer.to_vec());
     run_blocking(move || {
         let checkout = match tree {
+            Some(bytes) if whole_tree == Some(true) => {
+                Some(Checkout::under_whole_tree(parse_ls_tree(&bytes)?, removed.unwrap_or_default()))
+            }
             Some(bytes) => {
                 Some(Checkout::new(parse_ls_tree(&bytes)?, overlay.unwrap_or_default(), removed.unwrap_or_default()))
             }
             None => None,
         };
-        let start = RemoteStart::new(&untransferred, checkout);
-        let start = match mask {
-            Some(mask) => start.with_masks(mask, checkout_mask),
-            None => start,
-        };
+        let start = RemoteStart::new(&untransferred, checkout).with_masks(mask, checkout_umask);
         Ok(MergeStart { start: Arc::new(start) })
     })
     .await

@@ -213,7 +213,7 @@ pub struct TarExtractInput {
     /// The tree whose symbolic links vouch for the archive's escaping ones; absent: `dest`.
     pub known_links: Option<String>,
     /// Leave FIFOs and device files out instead of refusing the archive.
-    pub skip_special_files: Option<bool>,
+    pub skip_untransferable: Option<bool>,
 }
 
 impl TarExtractInput {
@@ -225,7 +225,7 @@ impl TarExtractInput {
             preserve_mtime: self.preserve_mtime,
             limits,
             known_links,
-            skip_special_files: self.skip_special_files.unwrap_or(false),
+            skip_untransferable: self.skip_untransferable.unwrap_or(false),
         };
         (PathBuf::from(self.dest), options)
     }

@@ -87,8 +87,9 @@ export function treeWithoutGit(root) {
 }
 
 /**
- * Files, directories and links under `root` with modes and content digests, no mtimes;
- * the relative paths in `skip` (default `.git`) are left out with everything under them.
+ * Files, directories and links under `root` with modes and content digests, no mtimes (FIFOs,
+ * sockets and devices: their kind and mode); the relative paths in `skip` (default `.git`) are
+ * left out with everything under them.
  */
 export function contentState(root, skip = [".git"]) {
   const out = {};
@@ -103,9 +104,12 @@ export function contentState(root, skip = [".git"]) {
         visit(full, rel);
       } else if (stat.isSymbolicLink()) {
         out[rel] = `link ${readlinkSync(full)}`;
-      } else {
+      } else if (stat.isFile()) {
         out[rel] =
           `file ${(stat.mode & 0o7777).toString(8)} ${createHash("sha256").update(readFileSync(full)).digest("hex")}`;
+      } else {
+        // A FIFO, socket or device: its kind and mode (reading a FIFO would wait forever).
+        out[rel] = `special ${stat.mode.toString(8)}`;
       }
     }
   };

@@ -1,7 +1,7 @@
 // The rule every lane's restore keeps (docs/differences.md, "Nothing the agent did not
 // change"), as a check on tree states: each host path ends either as the agent made it or as
 // the host held it when the restore began. States are `contentState` maps (./git-state.js):
-// path → "dir <mode>", "file <mode> <sha256>" or "link <target>".
+// path → "dir <mode>", "file <mode> <sha256>", "link <target>" or "special <mode>".
 import { execFileSync } from "node:child_process";
 import { contentState } from "./git-state.js";
 
@@ -33,7 +33,8 @@ const below = (state, relative) => Object.keys(state).some((key) => key.startsWi
  *   have kept the host's copy of a path upstream lost (a differential test's check).
  *
  * A path the agent did not change (or that cannot come back) stays the host's; a path the
- * host changed during the run stays the host's; a path the agent changed arrives with the
+ * host changed during the run stays the host's; a FIFO, socket or device stays the host's; a
+ * file whose mode alone the agent changed takes that mode and keeps the host's bytes; a path the agent changed arrives with the
  * agent's kind and bytes, and with the agent's mode where the agent changed the mode (else
  * the host's); a directory the agent removed stays when it still holds something that stays;
  * nothing is placed below a path kept as a file.
@@ -55,7 +56,9 @@ export function restoreRuleBreaks({ restored, host, hostBaseline, sandboxStart, 
     );
   for (const relative of paths) {
     const [now, was, end] = [restored[relative], host[relative], sandboxEnd[relative]];
-    if (!agentChanged(relative) || !returnable(relative) || hostChanged(relative)) {
+    // FIFOs, sockets and devices are the host's own, whatever the agent did with them.
+    const special = kind(was) === "special" || kind(end) === "special" || kind(sandboxStart[relative]) === "special";
+    if (!agentChanged(relative) || !returnable(relative) || hostChanged(relative) || special) {
       if (now !== was) breaks[relative] = `expected the host's ${was ?? "absence"}, found ${now ?? "nothing"}`;
       continue;
     }
@@ -74,12 +77,16 @@ export function restoreRuleBreaks({ restored, host, hostBaseline, sandboxStart, 
       // Replaced a host directory: the directory stays when it holds what stays.
       if (kind(was) === "dir" && now === was && below(restored, relative)) continue;
     }
-    if (withoutMode(now) !== withoutMode(end)) {
+    // A file whose mode alone the agent changed keeps the host's bytes (where the remote
+    // started from others: a checkout's blob under a filter) and takes the agent's mode.
+    const start = sandboxStart[relative];
+    const modeOnly = kind(start) === "file" && kind(end) === "file" && withoutMode(start) === withoutMode(end);
+    const wantedBytes = modeOnly && kind(was) === "file" ? withoutMode(was) : withoutMode(end);
+    if (withoutMode(now) !== wantedBytes) {
       breaks[relative] = `expected the agent's ${end}, found ${now ?? "nothing"}`;
       continue;
     }
     if (kind(end) === "file") {
-      const start = sandboxStart[relative];
       const agentMode = kind(start) !== "file" || mode(start) !== mode(end);
       const wanted = agentMode || kind(was) !== "file" ? mode(end) : mode(was);
       if (mode(now) !== wanted) breaks[relative] = `expected mode ${wanted}, found ${now}`;
@@ -109,10 +116,13 @@ export function restoreRuleBreaks({ restored, host, hostBaseline, sandboxStart, 
 
 /**
  * The paths GNU tar archives of `dir` with `exclude` (and `._*`, as every tar of the lanes):
- * what a pull can bring back. The runtime directory and the top-level `.git` are left out.
+ * what a pull can bring back, less our key file's name, which a restore never takes
+ * (docs/reliability.md, "No name we reserve arrives from outside"). The runtime directory and
+ * the top-level `.git` are left out.
  */
 export function tarMembers(dir, exclude) {
-  const args = ["-C", dir, "--exclude=._*", ...exclude.map((entry) => `--exclude=${entry}`), "-cf", "-", "."];
+  const leftOut = ["._*", ".paperclip-staging-key", ...exclude];
+  const args = ["-C", dir, ...leftOut.map((entry) => `--exclude=${entry}`), "-cf", "-", "."];
   const archive = execFileSync("tar", args, { maxBuffer: 1 << 30 });
   const listing = execFileSync("tar", ["--quoting-style=literal", "-tf", "-"], {
     input: archive,

@@ -445,7 +445,7 @@ async function pullDelta({ client, plan, remoteDir, remoteTar, extractedDir, opt
       localDir: extractedDir,
       signal,
       knownLinks,
-      skipSpecialFiles: true,
+      skipUntransferable: true,
       ...(limits !== undefined ? { limits } : {}),
     });
     if (await keepOnly(extractedDir, plan.members)) {
@@ -466,7 +466,7 @@ async function pullDelta({ client, plan, remoteDir, remoteTar, extractedDir, opt
       localDir: extractedDir,
       signal,
       knownLinks,
-      skipSpecialFiles: true,
+      skipUntransferable: true,
       ...(limits !== undefined ? { limits } : {}),
     });
     return archive.length;
@@ -552,7 +552,7 @@ async function readRemoteIntoDirectory(client, remotePath, localDir, options, si
     localDir,
     signal,
     knownLinks,
-    skipSpecialFiles: true,
+    skipUntransferable: true,
     ...(limits !== undefined ? { limits } : {}),
   });
   return size;

@@ -45,6 +45,9 @@ pub enum TreeEntry {
 pub struct Checkout {
     tree: HashMap<String, TreeEntry>,
     overlay: HashSet<String>,
+    /// Every path the host holds was sent over the checkout (the SSH lane's upload of the
+    /// whole working tree): the overlay is the host's tree.
+    whole_tree: bool,
     removed: HashSet<String>,
     /// Every directory above a path of the tree or the overlay.
     dirs: HashSet<String>,
@@ -73,7 +76,12 @@ impl Checkout {
                 at = slash;
             }
         }
-        Checkout { tree, overlay, removed, dirs }
+        Checkout { tree, overlay, whole_tree: false, removed, dirs }
+    }
+
+    /// A checkout under the host's whole working tree (the SSH lane's), less `removed`.
+    pub fn under_whole_tree(tree: HashMap<String, TreeEntry>, removed: impl IntoIterator<Item = String>) -> Checkout {
+        Checkout { whole_tree: true, ..Checkout::new(tree, [], removed) }
     }
 
     /// True when `rel` or a directory above it was removed after the checkout.
@@ -121,12 +129,13 @@ pub struct RemoteStart {
     /// A git workspace's checkout; `None`: the remote got every transferable path as the
     /// host held it (a plain workspace, or SSH, whose upload sends the whole working tree).
     checkout: Option<Checkout>,
-    /// The permission bits the remote's extraction cleared from the host's modes (none as
-    /// root, the remote's umask otherwise), when the prepare learnt them.
+    /// The permission bits the remote's extraction may clear from the host's modes (its
+    /// umask: a non-root tar applies it, a root one keeps the modes), when the prepare learnt
+    /// them.
     mask: Option<u32>,
-    /// The permission bits a checkout's files lack (the umask it was made under, with what
-    /// the extraction cleared), when known.
-    checkout_mask: Option<u32>,
+    /// The umask a checkout's files were made under on this host (the prepare's clone):
+    /// the remote's copies hold no more than `0666`/`0777` less it.
+    checkout_umask: Option<u32>,
 }
 
 /// The AppleDouble pattern every tar of both lanes excludes.
@@ -139,28 +148,34 @@ impl RemoteStart {
     pub fn new<S: AsRef<str>>(untransferred: &[S], checkout: Option<Checkout>) -> RemoteStart {
         let mut set = TarExcludeSet::new(untransferred);
         set.push(APPLE_DOUBLE);
-        RemoteStart { untransferred: set, checkout, mask: None, checkout_mask: None }
+        RemoteStart { untransferred: set, checkout, mask: None, checkout_umask: None }
     }
 
-    /// The same start, where the remote's extraction cleared exactly the permission bits
-    /// `mask` from the modes the host sent, and a checkout's files lack `checkout_mask`
-    /// (when known) from `0666`/`0777`.
-    pub fn with_masks(mut self, mask: u32, checkout_mask: Option<u32>) -> RemoteStart {
-        self.mask = Some(mask & 0o7777);
-        self.checkout_mask = checkout_mask.map(|m| m & 0o7777);
+    /// The same start, where the remote's extraction kept the modes the host sent or cleared
+    /// exactly the permission bits `mask` (when known) from them, and a checkout's files were
+    /// made under the umask `checkout_umask` (when known).
+    pub fn with_masks(mut self, mask: Option<u32>, checkout_umask: Option<u32>) -> RemoteStart {
+        self.mask = mask.map(|m| m & 0o7777);
+        self.checkout_umask = checkout_umask.map(|m| m & 0o777);
         self
     }
 
     /// True when a file's mode `mode` is what the transfer of `given` left on the remote
     /// (see [`mode_as_given`]; exact for a host file when the remote's mask is known).
     pub fn mode_as_given(&self, mode: u32, given: &Given<'_>) -> bool {
-        match (given, self.mask, self.checkout_mask) {
+        match (given, self.mask, self.checkout_umask) {
             (Given::HostFile { mode: start, .. }, Some(mask), _) => {
                 let (perm, start) = (mode & 0o7777, start & 0o7777);
                 perm == start || perm == start & !mask
             }
-            (Given::Blob { executable, .. }, _, Some(mask)) => {
-                mode & 0o7777 == (if *executable { 0o777 } else { 0o666 }) & !mask
+            (Given::Blob { executable, .. }, mask, Some(umask)) => {
+                // The clone's mode here, then what the remote's extraction cleared (exactly,
+                // when known; else no more than group, other or special bits).
+                let cloned = (if *executable { 0o777 } else { 0o666 }) & !umask;
+                match mask {
+                    Some(mask) => mode & 0o7777 == cloned || mode & 0o7777 == cloned & !(mask & 0o777),
+                    None => mode_as_given(mode, &Given::HostFile { mode: cloned, hash: &[0; 32] }),
+                }
             }
             _ => mode_as_given(mode, given),
         }
@@ -217,7 +232,7 @@ impl RemoteStart {
         if checkout.removed(rel) {
             return None;
         }
-        if checkout.overlay.contains(rel) {
+        if checkout.overlay.contains(rel) || (checkout.whole_tree && base.is_some()) {
             return from_host(base);
         }
         match checkout.tree.get(rel) {
@@ -444,6 +459,19 @@ mod tests {
     }
 
     #[test]
+    fn under_the_whole_tree_the_checkout_gives_only_what_the_host_lacks() {
+        let blob = TreeEntry::Blob { oid: [1; 20], executable: false };
+        let tree = HashMap::from([("src/gen/gen.c".to_string(), blob), ("kept.txt".to_string(), blob)]);
+        let start = RemoteStart::new(&[".git"], Some(Checkout::under_whole_tree(tree, ["src/gen/gen.c".into()])));
+        let hash = [7u8; 32];
+        let host_file = BaselineEntry::File { mode: 0o100644, hash };
+        // What the host holds was sent; the directory of a deleted file stays from the checkout.
+        assert_eq!(start.given("kept.txt", Some(&host_file)), Some(Given::HostFile { mode: 0o100644, hash: &hash }));
+        assert_eq!(start.given("src/gen", None), Some(Given::Dir));
+        assert_eq!(start.given("src/gen/gen.c", None), None);
+    }
+
+    #[test]
     fn modes_as_a_remote_umask_leaves_them() {
         let host = |mode| Given::HostFile { mode, hash: &[0; 32] };
         assert!(mode_as_given(0o100664, &host(0o100664)));
@@ -468,20 +496,24 @@ mod tests {
     fn a_known_mask_judges_modes_exactly() {
         let hash = [0u8; 32];
         let given = Given::HostFile { mode: 0o100664, hash: &hash };
-        let root = RemoteStart::new::<&str>(&[], None).with_masks(0, None);
+        let root = RemoteStart::new::<&str>(&[], None).with_masks(Some(0), None);
         assert!(root.mode_as_given(0o100664, &given));
-        assert!(!root.mode_as_given(0o100644, &given), "as root, a narrowed mode is the agent's chmod");
-        let user = RemoteStart::new::<&str>(&[], None).with_masks(0o022, None);
+        assert!(!root.mode_as_given(0o100644, &given), "with no umask, a narrowed mode is the agent's chmod");
+        let user = RemoteStart::new::<&str>(&[], None).with_masks(Some(0o022), None);
         assert!(user.mode_as_given(0o100644, &given));
         assert!(user.mode_as_given(0o100664, &given));
         assert!(!user.mode_as_given(0o100640, &given));
         // A checkout's file: umask-agnostic, or exact when the checkout's umask is known.
         let blob = Given::Blob { oid: [0; 20], executable: false };
         assert!(root.mode_as_given(0o100644, &blob) && root.mode_as_given(0o100664, &blob));
-        let known = RemoteStart::new::<&str>(&[], None).with_masks(0, Some(0o022));
+        let known = RemoteStart::new::<&str>(&[], None).with_masks(Some(0), Some(0o022));
         assert!(known.mode_as_given(0o100644, &blob));
         assert!(!known.mode_as_given(0o100600, &blob));
         assert!(known.mode_as_given(0o100755, &Given::Blob { oid: [0; 20], executable: true }));
+        // The remote's mask unknown: no more than the clone's mode, the owner's bits as they are.
+        let clone_only = RemoteStart::new::<&str>(&[], None).with_masks(None, Some(0o022));
+        assert!(clone_only.mode_as_given(0o100644, &blob) && clone_only.mode_as_given(0o100600, &blob));
+        assert!(!clone_only.mode_as_given(0o100664, &blob), "a bit the clone never had is the agent's");
     }
 
     #[test]

@@ -83,9 +83,11 @@ pub struct ExtractOptions {
     /// /usr/bin/python3`). Links are never followed, so such a link writes nothing outside.
     /// `None`: the destination itself.
     pub known_links: Option<PathBuf>,
-    /// Leave FIFOs and device files out instead of refusing the archive (a lane's restore:
-    /// a workspace's FIFO comes back in the remote's archive, and stays the host's own).
-    pub skip_special_files: bool,
+    /// Leave out, instead of refusing the archive, what never travels in a lane's restore:
+    /// FIFOs and device files, and members (or links) whose path holds a name this library
+    /// reserves (a workspace's FIFO, or a committed file of such a name, comes back in the
+    /// remote's archive; the host keeps its own).
+    pub skip_untransferable: bool,
 }
 
 impl Default for ExtractOptions {
@@ -94,7 +96,7 @@ impl Default for ExtractOptions {
             preserve_mtime: true,
             limits: ArchiveLimits::default(),
             known_links: None,
-            skip_special_files: false,
+            skip_untransferable: false,
         }
     }
 }

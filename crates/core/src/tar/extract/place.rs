@@ -101,6 +101,11 @@ impl Target {
     }
 }
 
+/// Whether a member path or link target holds a name this library reserves.
+fn holds_reserved(raw: &[u8]) -> bool {
+    raw.split(|b| *b == b'/').any(reserved::is_reserved)
+}
+
 /// Splits and checks an archive path: UTF-8, relative, no `..`, no name this library
 /// reserves ([`reserved`]); `.` and empty components dropped. An empty result names the
 /// root itself.
@@ -241,9 +246,12 @@ impl<'a> Extractor<'a> {
         dir.readlink(std::ffi::OsStr::new(name)).is_ok_and(|held| held.as_bytes() == link)
     }
 
-    /// Extracts one member; `false` when it was skipped (the root's own entry, a special
-    /// file with [`super::ExtractOptions::skip_special_files`]).
+    /// Extracts one member; `false` when it was skipped (the root's own entry; with
+    /// [`super::ExtractOptions::skip_untransferable`], a special file or a reserved name).
     pub(super) fn apply(&mut self, member: &Member, archive: &mut ArchiveReader<'_>) -> Result<bool> {
+        if self.opts.skip_untransferable && holds_reserved(&member.path) {
+            return Ok(false);
+        }
         let shown_name = shown(&member.path);
         let components = check_path(&member.path, &shown_name, "name")?;
         let mut typeflag = member.typeflag;
@@ -258,7 +266,8 @@ impl<'a> Extractor<'a> {
         }
         let target = Target { components, shown: shown_name };
         let special = matches!(typeflag, kind::CHAR_DEVICE | kind::BLOCK_DEVICE | kind::FIFO);
-        if special && self.opts.skip_special_files {
+        let linked = matches!(typeflag, kind::SYMLINK | kind::HARD_LINK);
+        if self.opts.skip_untransferable && (special || (linked && holds_reserved(&member.link))) {
             return Ok(false);
         }
         let data =
@@ -882,16 +891,18 @@ mod tests {
     }
 
     #[test]
-    fn special_files_are_left_out_when_asked() {
+    fn special_files_and_reserved_names_are_left_out_when_asked() {
         let sandbox = Sandbox::new();
         let archive = RawArchive::new()
             .file("before", b"b")
             .entry(b'6', b"fifo", b"", 0o666, b"")
             .entry(b'3', b"tty", b"", 0o666, b"")
             .entry(b'4', b"disk", b"", 0o666, b"ignored data")
+            .file("app/.paperclip-staging-key", b"a committed file of a reserved name")
+            .symlink("to-key", "app/.paperclip-staging-key")
             .file("after", b"a")
             .finish();
-        let opts = ExtractOptions { skip_special_files: true, ..ExtractOptions::default() };
+        let opts = ExtractOptions { skip_untransferable: true, ..ExtractOptions::default() };
         let summary = run_with(&archive, &sandbox.dest(), &opts).unwrap();
         assert_eq!(summary.entries, 2);
         let mut names: Vec<_> = fs::read_dir(sandbox.dest()).unwrap().map(|e| e.unwrap().file_name()).collect();
