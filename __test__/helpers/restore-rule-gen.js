@@ -149,11 +149,11 @@ export function writeIngredientWorkspace(rng, root, { gitBacked, modes = [0o600,
   });
   maybe(0.6, "skip-worktree", () => {
     git("update-index", "--skip-worktree", "f1.txt");
-    writeFileSync(path.join(root, "f1.txt"), "a local edit git does not see\n");
+    write(root, "f1.txt", "a local edit git does not see\n");
   });
   maybe(0.4, "assume-unchanged", () => {
     git("update-index", "--assume-unchanged", "f2.txt");
-    writeFileSync(path.join(root, "f2.txt"), "another edit git does not see\n");
+    write(root, "f2.txt", "another edit git does not see\n");
   });
   maybe(0.5, "tracked-modes", () => {
     write(root, "private.txt", "private\n");

@@ -49,17 +49,23 @@ export function restoreRuleBreaks({ restored, host, hostBaseline, sandboxStart, 
   ]);
   const agentChanged = (relative) => sandboxStart[relative] !== sandboxEnd[relative];
   const hostChanged = (relative) => host[relative] !== hostBaseline[relative];
-  // Below a path kept as the host's file or link, nothing of the agent's can be placed.
-  const blocked = (relative) =>
-    ancestors(relative).some(
-      (above) => restored[above] === host[above] && kind(host[above]) !== undefined && kind(host[above]) !== "dir",
+  const agentBelow = (relative) =>
+    Object.keys(sandboxEnd).some(
+      (key) => key.startsWith(`${relative}/`) && agentChanged(key) && restored[key] === sandboxEnd[key],
     );
+  // Below a path kept as the host holds it (a file, a link, or nothing: a host deletion),
+  // nothing of the agent's can be placed.
+  const blocked = (relative) =>
+    ancestors(relative).some((above) => restored[above] === host[above] && kind(host[above]) !== "dir");
   for (const relative of paths) {
     const [now, was, end] = [restored[relative], host[relative], sandboxEnd[relative]];
     // FIFOs, sockets and devices are the host's own, whatever the agent did with them.
     const special = kind(was) === "special" || kind(end) === "special" || kind(sandboxStart[relative]) === "special";
     if (!agentChanged(relative) || !returnable(relative) || hostChanged(relative) || special) {
-      if (now !== was) breaks[relative] = `expected the host's ${was ?? "absence"}, found ${now ?? "nothing"}`;
+      // A directory the host lacked, made to hold what the agent added below it, is the agent's.
+      const holdsAgentWork = was === undefined && kind(now) === "dir" && kind(end) === "dir" && agentBelow(relative);
+      if (now !== was && !holdsAgentWork)
+        breaks[relative] = `expected the host's ${was ?? "absence"}, found ${now ?? "nothing"}`;
       continue;
     }
     if (blocked(relative)) {
