@@ -101,7 +101,7 @@ fn run(data: &[u8]) {
         // The destination vouches for its own links: an archive that repeats a planted
         // escaping link gets it placed (never followed); the root checks allow exactly those.
         known_links: None,
-        skip_special_files: false,
+        skip_untransferable: false,
     };
     // A relative path resolved against the working directory by mistake lands in `cwd`.
     // (libFuzzer's own relative paths need the real one back.)
