@@ -155,9 +155,11 @@ if (stepsFile && existsSync(stepsFile)) printSteps(readFileSync(stepsFile, "utf8
 
 /** Each step's minutes, from its start to the next step's (the last one, `summary`, ends the run). */
 function printSteps(text) {
-  const steps = text
-    .split("\n")
-    .filter(Boolean)
+  const lines = text.split("\n").filter(Boolean);
+  // A line starting with `#` is a note (a step that ran in the background beside others).
+  const notes = lines.filter((line) => line.startsWith("#")).map((line) => line.replace(/^#\s*/, ""));
+  const steps = lines
+    .filter((line) => !line.startsWith("#"))
     .map((line) => {
       const tab = line.indexOf("\t");
       return { at: Number(line.slice(0, tab)), name: line.slice(tab + 1) };
@@ -167,6 +169,7 @@ function printSteps(text) {
     const minutes = (steps[i + 1].at - steps[i].at) / 60;
     console.log(`  ${(steps[i].at / 60).toFixed(1).padStart(5)}  ${minutes.toFixed(1).padStart(5)}  ${steps[i].name}`);
   }
+  for (const note of notes) console.log(`  ${note}`);
   if (steps.length > 0) console.log(`  total ${(steps.at(-1).at / 60).toFixed(1)} minutes to the summary`);
 }
 

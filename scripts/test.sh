@@ -93,33 +93,6 @@ bounded() {
   timeout --kill-after=30 "$seconds" "$@"
 }
 
-# 4. Rust unit tests (shares napi's target dir through --target). Their `test result:`
-#    lines are counted in the closing line (scripts/summary.mjs reads the log).
-step "cargo test"
-set +e
-bounded 1200 cargo test --workspace --target "$host" 2>&1 | tee "$results/cargo-test.log"
-record cargo-test "${PIPESTATUS[0]}"
-set -e
-
-# 4a. The lints (scripts/lint.sh: rustfmt, clippy, the JS linter), one check each.
-step "lint"
-status=0
-bounded 900 bash scripts/lint.sh "$results/lint.json" || status=$?
-record lint $status
-
-# 4b. The cargo-fuzz target `extract` for $FUZZ_SECONDS (60 s by default); cargo-fuzz is
-#     installed when missing. A crash fails the run but not this script yet: it is counted.
-step "fuzz (tar extractor, ${FUZZ_SECONDS:-60} s)"
-status=0
-bounded 1200 bash scripts/fuzz.sh "$results/fuzz-extract.json" || status=$?
-record fuzz-extract $status
-# 4c. The cargo-fuzz target `pack` (packed random trees against our extractor and GNU tar)
-#     for $FUZZ_PACK_SECONDS (30 s by default), counted as its own check.
-step "fuzz (tar packer, ${FUZZ_PACK_SECONDS:-30} s)"
-status=0
-bounded 900 bash scripts/fuzz.sh "$results/fuzz-pack.json" pack || status=$?
-record fuzz-pack $status
-
 # The activation suite runs (scripts/activation-suites.mjs): every compiled suite of upstream
 # and of two real consumers, activated, each against the unactivated run with the same module
 # loading (its baseline, from the record in test-baselines/ where its key matches, else run
@@ -170,69 +143,114 @@ vitest_step() {
   record "$report" "${PIPESTATUS[0]}"
 }
 
-# 5. Our vitest suites: the files that mostly wait (on child processes, npm, git, sockets)
-#    on $VITEST_WORKERS workers at once, then the timing-sensitive ones alone, one at a time
-#    (scripts/test-files.sh). Upstream's suites with our exports run in the activation step.
+# 4. The activation suites start first and run in the background while the steps up to our
+#    timing-insensitive vitest files run: their suites mostly wait on timers and child
+#    processes (well under one core), the steps before them mostly compile. The three packages
+#    at once, each printing to its own log, shown when all are done; their re-runs of
+#    differing suite files wait until all three first passes are done
+#    (ACTIVATION_SUITES_BARRIER). As root they run as $ssh_user from a copy of the repository
+#    (without the build cache and git metadata) that the user owns, which the SSH suites use
+#    too; both load the plugin and the hook from the release tarballs installed as an
+#    operator would (scripts/install-release.mjs).
 set +e
 if $as_root; then
-  step "vitest ($VITEST_WORKERS workers)"
-  vitest_step vitest 1200 --exclude '__test__/ssh*.test.js' "${SERIAL_VITEST[@]/#/--exclude=}" --maxWorkers="$VITEST_WORKERS" --minWorkers=1
-  step "vitest (timing-sensitive files, one at a time)"
-  vitest_step vitest-serial 900 "${SERIAL_VITEST[@]}" --no-file-parallelism
-
-  # 6. The SSH suites as $ssh_user, from a copy of the repository (without the build
-  #    cache and git metadata) that the user owns: vitest and the swap runner write caches
-  #    and copies inside the tree.
-  step "SSH suites as $ssh_user"
+  step "activation suites as $ssh_user: started in the background (copy, release install)"
   copy=$(mktemp -d /tmp/pc-native-ssh.XXXXXX)
   tar -C "$repo" --exclude=./target --exclude=./.git --exclude=./.swap --exclude=./.verify-upstream --exclude=./.cache \
       --exclude=./.test-results --exclude=./.bench --exclude=./fuzz -cf - . | tar -xf - -C "$copy"
-  # This run's Node, inside the copy (the repository's .cache may not be readable by the user),
-  # and the release tarballs installed as an operator would (the activation suites load the
-  # plugin and the hook from there, as a project that installed the package does).
+  # This run's Node, inside the copy (the repository's .cache may not be readable by the user).
   mkdir -p "$copy/.node/bin" && cp "$(command -v node)" "$copy/.node/bin/node"
   (cd "$copy" && node scripts/install-release.mjs --dir "$copy/.release" --no-build >/dev/null)
   chown -R "$ssh_user:" "$copy"
   chmod 755 "$copy"
   as_user=(runuser -u "$ssh_user" -- env PATH="$copy/.node/bin:$PATH" HOME="$(getent passwd "$ssh_user" | cut -d: -f6)")
+  # Where the runs start and write their reports (the user cannot write to $results).
+  activation_dir=$copy
+  activation_out=$copy
+  native="$copy/.release/project/node_modules/@paperclipai/adapter-utils-native"
+else
+  step "activation suites: started in the background (release install)"
+  node scripts/install-release.mjs --dir "$results/release" --no-build >/dev/null
+  as_user=()
+  activation_dir=$repo
+  activation_out=$results
+  native="$results/release/project/node_modules/@paperclipai/adapter-utils-native"
+fi
+activation_started=$(date +%s)
+pids=()
+for pkg in adapter-utils adapter-claude-local adapter-codex-local; do
+  (cd "$activation_dir" && ACTIVATION_SUITES_BARRIER="$activation_out/.activation-barrier:3" bounded 2400 "${as_user[@]}" \
+      node scripts/activation-suites.mjs --package "@paperclipai/$pkg" --native "$native" \
+      --modes "$(activation_modes "$pkg")" "${activation_baselines[@]}" --json "$activation_out/activation-$pkg.json") \
+      > "$results/activation-$pkg.log" 2>&1 &
+  pids+=($!)
+done
+set -e
+
+# 5. Rust unit tests (shares napi's target dir through --target). Their `test result:`
+#    lines are counted in the closing line (scripts/summary.mjs reads the log).
+step "cargo test"
+set +e
+bounded 1200 cargo test --workspace --target "$host" 2>&1 | tee "$results/cargo-test.log"
+record cargo-test "${PIPESTATUS[0]}"
+set -e
+
+# 5a. The lints (scripts/lint.sh: rustfmt, clippy, the JS linter), one check each.
+step "lint"
+status=0
+bounded 900 bash scripts/lint.sh "$results/lint.json" || status=$?
+record lint $status
+
+# 5b. The cargo-fuzz target `extract` for $FUZZ_SECONDS (60 s by default); cargo-fuzz is
+#     installed when missing. A crash fails the run but not this script yet: it is counted.
+step "fuzz (tar extractor, ${FUZZ_SECONDS:-60} s)"
+status=0
+bounded 1200 bash scripts/fuzz.sh "$results/fuzz-extract.json" || status=$?
+record fuzz-extract $status
+# 5c. The cargo-fuzz target `pack` (packed random trees against our extractor and GNU tar)
+#     for $FUZZ_PACK_SECONDS (30 s by default), counted as its own check.
+step "fuzz (tar packer, ${FUZZ_PACK_SECONDS:-30} s)"
+status=0
+bounded 900 bash scripts/fuzz.sh "$results/fuzz-pack.json" pack || status=$?
+record fuzz-pack $status
+
+# 6. Our vitest suites (scripts/test-files.sh): the files that mostly wait (on child
+#    processes, npm, git, sockets) on $VITEST_WORKERS workers at once, beside the activation
+#    suites; then, once those are done, the timing-sensitive ones alone, one at a time, and
+#    the SSH suites (as $ssh_user when root; the SSH fault suite needs root and runs with the
+#    timing-sensitive files). Upstream's suites with our exports run in the activation step.
+set +e
+step "vitest ($VITEST_WORKERS workers; the activation suites in the background)"
+vitest_step vitest 1200 --exclude '__test__/ssh*.test.js' "${SERIAL_VITEST[@]/#/--exclude=}" \
+    --maxWorkers="$VITEST_WORKERS" --minWorkers=1
+
+step "activation suites: the rest of the background runs"
+activation_wait
+ran=$(($(date +%s) - activation_started))
+printf '# the activation suites ran in the background for %d.%d minutes, from %d s into the run\n' \
+  "$((ran / 60))" "$((ran % 60 * 10 / 60))" "$((activation_started - started))" >> "$results/steps.tsv"
+if [ "$activation_out" != "$results" ]; then
+  for pkg in adapter-utils adapter-claude-local adapter-codex-local; do
+    cp "$activation_out/activation-$pkg.json" "$results/activation-$pkg.json" 2>/dev/null
+  done
+  # ACTIVATION_BASELINES=record: the baselines the runs wrote, back into this checkout.
+  [ -n "${activation_baselines[*]}" ] && cp "$activation_dir"/test-baselines/*.json "$repo/test-baselines/"
+fi
+
+step "vitest (timing-sensitive files, one at a time)"
+vitest_step vitest-serial 900 "${SERIAL_VITEST[@]}" --no-file-parallelism
+
+if $as_root; then
+  step "SSH suites as $ssh_user"
   (cd "$copy" && bounded 900 "${as_user[@]}" node node_modules/vitest/vitest.mjs run __test__/ssh \
       --maxWorkers="$SSH_VITEST_WORKERS" --minWorkers=1 \
       --reporter=default --reporter=json --outputFile.json="$copy/ssh-vitest.json") 2>&1 | tee "$results/ssh-vitest.out"
   record ssh-vitest "${PIPESTATUS[0]}"
-  step "activation suites as $ssh_user (upstream's and two consumers' compiled suites, with and without activation)"
-  # The three packages at once (their suites mostly wait); each prints to its own log,
-  # shown when all are done. Their re-runs of differing suite files wait until all three
-  # first passes are done (ACTIVATION_SUITES_BARRIER), on a quieter machine.
-  pids=()
-  for pkg in adapter-utils adapter-claude-local adapter-codex-local; do
-    (cd "$copy" && ACTIVATION_SUITES_BARRIER="$copy/.activation-barrier:3" bounded 2400 "${as_user[@]}" \
-        node scripts/activation-suites.mjs --package "@paperclipai/$pkg" --native "$copy/.release/project/node_modules/@paperclipai/adapter-utils-native" \
-        --modes "$(activation_modes "$pkg")" "${activation_baselines[@]}" --json "$copy/activation-$pkg.json") > "$results/activation-$pkg.log" 2>&1 &
-    pids+=($!)
-  done
-  activation_wait
-  for pkg in adapter-utils adapter-claude-local adapter-codex-local; do
-    cp "$copy/activation-$pkg.json" "$results/activation-$pkg.json" 2>/dev/null
-  done
   cp "$copy/ssh-vitest.json" "$results/ssh-vitest.json" 2>/dev/null
-  # ACTIVATION_BASELINES=record: the baselines the runs wrote, back into this checkout.
-  [ -n "${activation_baselines[*]}" ] && [ -d "$copy/test-baselines" ] && cp "$copy"/test-baselines/*.json "$repo/test-baselines/"
   rm -rf "$copy"
 else
-  step "vitest ($VITEST_WORKERS workers)"
-  vitest_step vitest 1500 "${SERIAL_VITEST[@]/#/--exclude=}" --maxWorkers="$VITEST_WORKERS" --minWorkers=1
-  step "vitest (timing-sensitive files, one at a time)"
-  vitest_step vitest-serial 900 "${SERIAL_VITEST[@]}" --no-file-parallelism
-  step "activation suites (upstream's and two consumers' compiled suites, with and without activation)"
-  node scripts/install-release.mjs --dir "$results/release" --no-build >/dev/null
-  pids=()
-  for pkg in adapter-utils adapter-claude-local adapter-codex-local; do
-    ACTIVATION_SUITES_BARRIER="$results/activation-barrier:3" bounded 2400 node scripts/activation-suites.mjs \
-        --package "@paperclipai/$pkg" --native "$results/release/project/node_modules/@paperclipai/adapter-utils-native" --modes "$(activation_modes "$pkg")" \
-        "${activation_baselines[@]}" --json "$results/activation-$pkg.json" > "$results/activation-$pkg.log" 2>&1 &
-    pids+=($!)
-  done
-  activation_wait
+  step "SSH suites"
+  vitest_step ssh-vitest 900 __test__/ssh --maxWorkers="$SSH_VITEST_WORKERS" --minWorkers=1
 fi
 
 # 7-8. The other supported Nodes, Node 26 and the lowest supported ($NODE24_FLOOR, package.json's
@@ -253,7 +271,7 @@ set -e
 reports=("$results/cargo-test.log" "$results/lint.json" "$results/vitest.json" "$results/vitest-serial.json")
 [ -n "${node26_bin:-}" ] && reports+=("$results/vitest-node26.json")
 [ -n "${floor_bin:-}" ] && reports+=("$results/vitest-node-floor.json")
-$as_root && reports+=("$results/ssh-vitest.json")
+reports+=("$results/ssh-vitest.json")
 reports+=("$results/activation-adapter-utils.json" "$results/activation-adapter-claude-local.json" "$results/activation-adapter-codex-local.json")
 reports+=("$results/fuzz-extract.json" "$results/fuzz-pack.json")
 step "summary"
