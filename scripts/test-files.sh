@@ -11,9 +11,13 @@ for file in faults-sandbox faults-ssh ignore merge-lock merge-lock-protocols san
   sandbox-restore-delta snapshot-watch tar-extract tar-stream; do
   SERIAL_VITEST+=("__test__/$file.test.js")
 done
-# The SSH suites (run as the unprivileged user): one at a time too (keepalive and idle
-# timers, session reuse).
-SSH_VITEST_WORKERS=${SSH_VITEST_WORKERS:-1}
+# The SSH suites (as the unprivileged user when root) likewise: most wait on sshd, on
+# $VITEST_WORKERS workers; those with keepalive and idle timers, session reuse or bounds on
+# a call's time alone: SSH_SERIAL_VITEST.
+SSH_SERIAL_VITEST=()
+for file in ssh ssh-session-reuse ssh-warm ssh-runner; do
+  SSH_SERIAL_VITEST+=("__test__/$file.test.js")
+done
 
 # Under Node 26 and the lowest supported Node: the files where the Node version matters, not
 # the differential tests of the Rust code again. The activation (module hooks, require of ES

@@ -240,18 +240,27 @@ fi
 step "vitest (timing-sensitive files, one at a time)"
 vitest_step vitest-serial 900 "${SERIAL_VITEST[@]}" --no-file-parallelism
 
-if $as_root; then
-  step "SSH suites as $ssh_user"
-  (cd "$copy" && bounded 900 "${as_user[@]}" node node_modules/vitest/vitest.mjs run __test__/ssh \
-      --maxWorkers="$SSH_VITEST_WORKERS" --minWorkers=1 \
-      --reporter=default --reporter=json --outputFile.json="$copy/ssh-vitest.json") 2>&1 | tee "$results/ssh-vitest.out"
-  record ssh-vitest "${PIPESTATUS[0]}"
-  cp "$copy/ssh-vitest.json" "$results/ssh-vitest.json" 2>/dev/null
-  rm -rf "$copy"
-else
-  step "SSH suites"
-  vitest_step ssh-vitest 900 __test__/ssh --maxWorkers="$SSH_VITEST_WORKERS" --minWorkers=1
-fi
+# `ssh_step <report> <vitest arguments>…`: a vitest run of SSH suites, as $ssh_user from the
+# copy when root.
+ssh_step() {
+  local report=$1
+  shift
+  if $as_root; then
+    (cd "$copy" && bounded 900 "${as_user[@]}" node node_modules/vitest/vitest.mjs run "$@" \
+        --reporter=default --reporter=json --outputFile.json="$copy/$report.json") 2>&1 | tee "$results/$report.out"
+    record "$report" "${PIPESTATUS[0]}"
+    cp "$copy/$report.json" "$results/$report.json" 2>/dev/null
+  else
+    vitest_step "$report" 900 "$@"
+  fi
+}
+ssh_as=""
+$as_root && ssh_as=" as $ssh_user"
+step "SSH suites$ssh_as ($VITEST_WORKERS workers)"
+ssh_step ssh-vitest __test__/ssh "${SSH_SERIAL_VITEST[@]/#/--exclude=}" --maxWorkers="$VITEST_WORKERS" --minWorkers=1
+step "SSH suites$ssh_as with timers, one at a time"
+ssh_step ssh-vitest-serial "${SSH_SERIAL_VITEST[@]}" --no-file-parallelism
+if $as_root; then rm -rf "$copy"; fi
 
 # 7-8. The other supported Nodes, Node 26 and the lowest supported ($NODE24_FLOOR, package.json's
 #      `engines`): the vitest files where the Node version matters (scripts/test-files.sh:
@@ -271,7 +280,7 @@ set -e
 reports=("$results/cargo-test.log" "$results/lint.json" "$results/vitest.json" "$results/vitest-serial.json")
 [ -n "${node26_bin:-}" ] && reports+=("$results/vitest-node26.json")
 [ -n "${floor_bin:-}" ] && reports+=("$results/vitest-node-floor.json")
-reports+=("$results/ssh-vitest.json")
+reports+=("$results/ssh-vitest.json" "$results/ssh-vitest-serial.json")
 reports+=("$results/activation-adapter-utils.json" "$results/activation-adapter-claude-local.json" "$results/activation-adapter-codex-local.json")
 reports+=("$results/fuzz-extract.json" "$results/fuzz-pack.json")
 step "summary"
