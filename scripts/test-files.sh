@@ -12,10 +12,10 @@ for file in faults-sandbox faults-ssh ignore merge-lock merge-lock-protocols san
   SERIAL_VITEST+=("__test__/$file.test.js")
 done
 # The SSH suites (as the unprivileged user when root) likewise: most wait on sshd, on
-# $VITEST_WORKERS workers; those with keepalive and idle timers, session reuse or bounds on
-# a call's time alone: SSH_SERIAL_VITEST.
+# $VITEST_WORKERS workers; those with keepalive and idle timers, session reuse, aborts in
+# mid-transfer or bounds on a call's time alone: SSH_SERIAL_VITEST.
 SSH_SERIAL_VITEST=()
-for file in ssh ssh-session-reuse ssh-warm ssh-runner; do
+for file in ssh ssh-session-reuse ssh-warm ssh-runner ssh-workspace; do
   SSH_SERIAL_VITEST+=("__test__/$file.test.js")
 done
 
