@@ -28,13 +28,24 @@
 // checkout's node_modules (scripts/verify-upstream.mjs: an upstream being verified; DIR must
 // resolve `vitest` from this checkout, so it sits inside it).
 //
+// The baselines (`plain`, `plain-inline`) test none of this package's code: their results
+// come from the record in test-baselines/ (scripts/baselines.mjs) for every suite file whose
+// record matches this run's key (the package and upstream by version and digest, the Node
+// version, root or not, vitest's version and settings) and the file's digest; the others run
+// live. `--baselines live` runs every baseline live. `--record` writes the baselines of this
+// run (live and recorded, after the re-runs below) back to the record: the command that
+// re-records them (`npm run verify-upstream -- <version> --write` passes it; the test command
+// with ACTIVATION_BASELINES=record).
+//
 // Usage: node scripts/activation-suites.mjs [--package @paperclipai/adapter-utils] [--package-dir DIR] [--native DIR]
 //          [--modes plain,hook,plugin-inline,plugin-external] [--suites a,b] [--exclude-suites a,b] [--json out.json]
+//          [--baselines recorded|live] [--record]
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { baselineKey, fileDigest, readBaseline, writeBaseline } from "./baselines.mjs";
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const ALL_MODES = ["plain", "plain-inline", "hook", "plugin-inline", "plugin-external"];
@@ -44,7 +55,15 @@ const ALL_MODES = ["plain", "plain-inline", "hook", "plugin-inline", "plugin-ext
 const BASELINE = { hook: "plain", "plugin-external": "plain", "plugin-inline": "plain-inline" };
 
 function parseArgs(argv) {
-  const out = { pkg: "@paperclipai/adapter-utils", modes: ALL_MODES, exclude: [], json: null, native: repo };
+  const out = {
+    pkg: "@paperclipai/adapter-utils",
+    modes: ALL_MODES,
+    exclude: [],
+    json: null,
+    native: repo,
+    baselines: "recorded",
+    record: false,
+  };
   for (let i = 0; i < argv.length; i += 1) {
     if (argv[i] === "--package") out.pkg = argv[++i];
     else if (argv[i] === "--modes") out.modes = argv[++i].split(",").filter(Boolean);
@@ -53,8 +72,12 @@ function parseArgs(argv) {
     else if (argv[i] === "--json") out.json = path.resolve(argv[++i]);
     else if (argv[i] === "--native") out.native = path.resolve(argv[++i]);
     else if (argv[i] === "--package-dir") out.pkgDir = path.resolve(argv[++i]);
+    else if (argv[i] === "--baselines") out.baselines = argv[++i];
+    else if (argv[i] === "--record") out.record = true;
     else throw new Error(`unknown argument ${argv[i]}`);
   }
+  if (!["recorded", "live"].includes(out.baselines))
+    throw new Error(`--baselines takes recorded or live, not ${out.baselines}`);
   const needed = new Set(out.modes.map((m) => BASELINE[m] ?? m));
   out.modes = [...ALL_MODES.filter((m) => needed.has(m) && !out.modes.includes(m)), ...out.modes];
   return out;
@@ -71,7 +94,22 @@ function listSuites(dir, base = dir) {
   return out.sort();
 }
 
+const SETUP_FILE = path.join(repo, "scripts/activation-report-setup.js");
+
+/** The vitest settings of a mode's run (part of a recorded baseline's key). */
+function modeSettings(mode) {
+  return {
+    testTimeout: 120000,
+    hookTimeout: 120000,
+    maxForks: 2,
+    minForks: 1,
+    inline: mode.endsWith("-inline"),
+    setup: fileDigest(SETUP_FILE),
+  };
+}
+
 async function runMode(pkgDir, suites, mode, scratch, native) {
+  const settings = modeSettings(mode);
   const dir = path.join(scratch, mode);
   mkdirSync(path.join(dir, "h"), { recursive: true });
   mkdirSync(path.join(dir, "t"), { recursive: true });
@@ -93,14 +131,14 @@ async function runMode(pkgDir, suites, mode, scratch, native) {
       `    include: ${JSON.stringify(suites)},`,
       "    exclude: ['**/node_modules/**'],",
       "    environment: 'node',",
-      "    testTimeout: 120000,",
-      "    hookTimeout: 120000,",
-      "    poolOptions: { forks: { maxForks: 2, minForks: 1 } },",
+      `    testTimeout: ${settings.testTimeout},`,
+      `    hookTimeout: ${settings.hookTimeout},`,
+      `    poolOptions: { forks: { maxForks: ${settings.maxForks}, minForks: ${settings.minForks} } },`,
       // Inlined: upstream and the package under test (a consumer's own modules import upstream).
-      mode.endsWith("-inline")
+      settings.inline
         ? "    server: { deps: { inline: [/[\\\\/]@paperclipai[\\\\/]adapter-[^\\\\/]+[\\\\/]dist[\\\\/]/] } },"
         : "",
-      `    setupFiles: [${JSON.stringify(path.join(repo, "scripts/activation-report-setup.js"))}],`,
+      `    setupFiles: [${JSON.stringify(SETUP_FILE)}],`,
       "  },",
       "};",
       "",
@@ -220,18 +258,65 @@ async function main() {
     const report = (mode) => {
       const t = results[mode].tests;
       const count = (s) => [...t.values()].filter((v) => v === s).length;
+      const recorded = results[mode].recorded ? `; ${results[mode].recorded} suite file(s) from the record` : "";
       console.log(
-        `activation-suites: ${mode}: ${count("passed")} passed, ${count("failed")} failed, ${count("skipped") + count("pending")} skipped (${results[mode].seconds.toFixed(0)} s; served natively: ${results[mode].served.length} modules)`,
+        `activation-suites: ${mode}: ${count("passed")} passed, ${count("failed")} failed, ${count("skipped") + count("pending")} skipped (${results[mode].seconds.toFixed(0)} s; served natively: ${results[mode].served.length} modules${recorded})`,
       );
     };
-    const queue = [...args.modes];
-    const parallel = Number(process.env.ACTIVATION_SUITES_PARALLEL ?? args.modes.length);
+    // The baselines from the record where it matches (scripts/baselines.mjs); what it lacks
+    // runs live with the activated modes.
+    const baselines = {};
+    const queue = [];
+    for (const mode of args.modes) {
+      if (BASELINE[mode]) {
+        queue.push({ mode, suites });
+        continue;
+      }
+      const key = baselineKey({ pkgDir, mode, settings: modeSettings(mode) });
+      const record = readBaseline(key);
+      const kept = new Map();
+      if (args.baselines === "recorded") {
+        for (const suite of suites) {
+          const entry = record.suites.get(suite);
+          if (entry && entry.digest === fileDigest(path.join(pkgDir, suite))) kept.set(suite, entry);
+        }
+      }
+      const live = suites.filter((suite) => !kept.has(suite));
+      baselines[mode] = { key, record, kept, live };
+      const where = path.relative(repo, record.file);
+      console.log(
+        `activation-suites: ${mode} (baseline): ${kept.size} suite file(s) from the record ${where}, ${live.length} run live${
+          args.baselines === "live"
+            ? " (--baselines live)"
+            : live.length > 0 && record.stale
+              ? ` (${record.stale})`
+              : ""
+        }`,
+      );
+      if (live.length > 0) queue.push({ mode, suites: live });
+      else {
+        results[mode] = { tests: new Map(), skips: [], seconds: 0, served: [...record.served] };
+        for (const entry of kept.values())
+          for (const [name, status] of entry.tests) results[mode].tests.set(name, status);
+        results[mode].recorded = kept.size;
+        report(mode);
+      }
+    }
+    const parallel = Number(process.env.ACTIVATION_SUITES_PARALLEL ?? queue.length);
     await Promise.all(
       Array.from({ length: Math.max(1, parallel) }, async () => {
         while (queue.length) {
-          const mode = queue.shift();
-          results[mode] = await runMode(pkgDir, suites, mode, scratch, args.native);
-          report(mode);
+          const job = queue.shift();
+          const result = await runMode(pkgDir, job.suites, job.mode, scratch, args.native);
+          const base = baselines[job.mode];
+          if (base) {
+            for (const entry of base.kept.values())
+              for (const [name, status] of entry.tests) result.tests.set(name, status);
+            if (base.kept.size > 0) result.served = [...new Set([...result.served, ...base.record.served])].sort();
+            result.recorded = base.kept.size;
+          }
+          results[job.mode] = result;
+          report(job.mode);
         }
       }),
     );
@@ -274,6 +359,20 @@ async function main() {
         results[mode].skips.push(...again.skips);
       }
     }
+    // --record: the baselines as this run ends (the record's files and the live ones, with
+    // the re-runs' passes), written back with the record's other files kept.
+    if (args.record) {
+      for (const [mode, base] of Object.entries(baselines)) {
+        const entries = new Map(base.record.suites);
+        for (const suite of suites)
+          entries.set(suite, { digest: fileDigest(path.join(pkgDir, suite)), tests: new Map() });
+        for (const [name, status] of results[mode].tests) entries.get(name.split(" › ")[0])?.tests.set(name, status);
+        const file = writeBaseline(base.key, entries, results[mode].served);
+        console.log(
+          `activation-suites: recorded ${mode} (${suites.length} suite files) in ${path.relative(repo, file)}`,
+        );
+      }
+    }
   } finally {
     rmSync(scratch, { recursive: true, force: true });
   }
@@ -292,7 +391,13 @@ async function main() {
   for (const mode of args.modes) {
     const r = results[mode];
     const count = (s) => [...r.tests.values()].filter((v) => v === s).length;
-    summary.modes[mode] = { passed: count("passed"), failed: count("failed"), seconds: r.seconds, served: r.served };
+    summary.modes[mode] = {
+      passed: count("passed"),
+      failed: count("failed"),
+      seconds: r.seconds,
+      served: r.served,
+      ...(BASELINE[mode] ? {} : { recorded: r.recorded ?? 0 }),
+    };
     for (const line of r.skips) summary.skipped.push(`${mode}: ${line}`);
     if (!BASELINE[mode]) {
       if (r.served.length > 0) summary.inactive.push(`${mode}: served natively without activation`);

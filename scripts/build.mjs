@@ -5,7 +5,8 @@
 // linux-x64: x86_64-unknown-linux-gnu against glibc 2.17). Every target builds on a Linux x64
 // host; on another host only its own target builds (napi's plain host build). A linux-gnu
 // binary is then checked against the glibc floor (scripts/check-glibc.mjs, 2.17). The GitHub
-// workflows and `npm run pack:release -- --targets …` build through this script.
+// workflows and `npm run pack:release -- --targets …` build through this script. On a fresh
+// clone it installs the npm dev dependencies first (@napi-rs/cli; scripts/npm-deps.sh).
 //
 // Usage: node scripts/build.mjs [--target TRIPLE] [--debug]
 import { execFileSync, spawnSync } from "node:child_process";
@@ -31,6 +32,10 @@ export function buildTarget(triple, { debug = false } = {}) {
   if (!TARGETS.includes(triple)) {
     throw new Error(`${triple} is not one of package.json's napi.targets (${TARGETS.join(", ")})`);
   }
+  execFileSync("bash", [path.join(repo, "scripts/npm-deps.sh")], {
+    cwd: repo,
+    stdio: ["ignore", process.stderr, process.stderr],
+  });
   const host = hostTriple();
   let setup;
   if (host === "x86_64-unknown-linux-gnu") setup = buildSetup(triple);
@@ -91,6 +96,8 @@ export function parseTargets(spec) {
   return TARGETS.filter((t) => out.includes(t));
 }
 
+const USAGE = "Usage: npm run build -- [--target TRIPLE] [--debug]";
+
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const argv = process.argv.slice(2);
   let target = null;
@@ -99,8 +106,13 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
     if (argv[i] === "--target") target = argv[++i];
     else if (argv[i].startsWith("--target=")) target = argv[i].slice("--target=".length);
     else if (argv[i] === "--debug") debug = true;
-    else {
-      console.error(`build: unknown argument ${argv[i]}\nUsage: npm run build -- [--target TRIPLE] [--debug]`);
+    else if (argv[i] === "--help" || argv[i] === "-h") {
+      console.log(
+        `${USAGE}\n  TRIPLE: one of package.json's napi.targets (${TARGETS.join(", ")}); default this machine's`,
+      );
+      process.exit(0);
+    } else {
+      console.error(`build: unknown argument ${argv[i]}\n${USAGE}`);
       process.exit(2);
     }
   }

@@ -6,6 +6,14 @@
 # installed with apt when missing (scripts/system-packages.sh, as the test command does).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# `--help` needs neither the packages nor the build: the CLI prints it with no binary.
+for arg in "$@"; do
+  if [ "$arg" = --help ] || [ "$arg" = -h ]; then
+    source scripts/node-versions.sh
+    ensure_supported_node
+    exec node bin/paperclip-sync.mjs demo --help
+  fi
+done
 source scripts/system-packages.sh
 if [[ " $* " != *" --no-ssh "* ]]; then
   ensure_ssh_packages

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The lints of the test command and the pull-request workflow: `cargo fmt --check`
-# (rustfmt.toml), `cargo clippy --all-targets -- -D warnings` on the workspace, `cargo fmt
-# --check` on the fuzz crate (a workspace of its own), oxlint on the JavaScript
+# The lints of the test command (and of the pull-request workflow as written,
+# .github/workflows/ci.yml, which has not run yet): `cargo fmt --check` (rustfmt.toml),
+# `cargo clippy --all-targets -- -D warnings` on the workspace, `cargo fmt --check` on the
+# fuzz crate (a workspace of its own), oxlint on the JavaScript
 # (.oxlintrc.json; warnings fail too), prettier --check (.prettierrc.json: 120 columns), and that docs/benchmarks.md's tables and the README's
 # Speed lines are what bench/results/ gives (bench/table.mjs --check: never edited by hand).
 #

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // `npm run pack:release -- [--targets all|LIST] [--out DIR]`: writes the tarballs a release
-// publishes, exactly as they are published (the release workflow calls this script and
-// publishes its output), into DIR (default dist/):
+// publishes, exactly as they are published (the release workflow is written to call this
+// script and publish its output; it has not run yet), into DIR (default dist/):
 //
 //   - the root package, its package.json given `optionalDependencies` on the platform package
 //     of every target in `napi.targets`, each at the root's exact version (npm installs the

@@ -1,15 +1,13 @@
 #!/usr/bin/env bash
-# Sourced by scripts/test.sh and scripts/demo.sh: installs the npm dependencies when they
-# are missing or stale, and builds the addon (on linux-x64 against glibc 2.17 with the napi
-# cross toolchain, checked; elsewhere a plain host build). Incremental after the first run.
+# Sourced by scripts/test.sh, scripts/demo.sh, scripts/verify-upstream.sh and scripts/entry.sh:
+# installs the npm dependencies when they are missing or stale (scripts/npm-deps.sh), and
+# builds the addon (on linux-x64 against glibc 2.17 with the napi cross toolchain, checked;
+# elsewhere a plain host build). Incremental after the first run.
 set -euo pipefail
 
 setup_step() { printf '\n==> %s\n' "$*" >&2; }
 
-if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
-  setup_step "npm ci"
-  npm ci --legacy-peer-deps --no-audit --no-fund >&2
-fi
+source scripts/npm-deps.sh
 
 host=$(rustc -vV | sed -n 's/host: //p')
 if [ "$host" = x86_64-unknown-linux-gnu ]; then

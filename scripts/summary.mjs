@@ -3,7 +3,9 @@
 // tests that must pass with our exports swapped in, and the bounded fuzz runs of the tar
 // extractor and the tar packer (one check each).
 //
-// Usage: node scripts/summary.mjs <report>… — each report is a cargo test log (`.log`), a scripts/lint.sh report, a vitest JSON report, an
+// Usage: node scripts/summary.mjs [--steps steps.tsv] <report>… — with --steps (scripts/test.sh's
+// record of each step's start, `<seconds into the run>\t<step>` a line), each step's minutes
+// are printed before the closing line. Each report is a cargo test log (`.log`), a scripts/lint.sh report, a vitest JSON report, an
 // upstream-swap summary, a scripts/activation-suites.mjs summary or a scripts/fuzz.sh report (told apart by content); a report that
 // is missing (its run did not finish) counts as one failure.
 // A report may have its step's exit status beside it (`<name>.status`, written by
@@ -16,7 +18,10 @@ import { stripVTControlCharacters } from "node:util";
 let passed = 0;
 let failed = 0;
 let skipped = 0;
-for (const file of process.argv.slice(2)) {
+const argv = process.argv.slice(2);
+const stepsAt = argv.indexOf("--steps");
+const stepsFile = stepsAt >= 0 ? argv.splice(stepsAt, 2)[1] : null;
+for (const file of argv) {
   const name = path.basename(file, ".json");
   const statusFile = file.replace(/\.(json|log)$/, ".status");
   const status = existsSync(statusFile) ? readFileSync(statusFile, "utf8").trim() : null;
@@ -144,6 +149,28 @@ function firstLine(message) {
       .split("\n")
       .find((l) => l.trim()) ?? "";
   return line.length > 300 ? `${line.slice(0, 300)}…` : line;
+}
+
+if (stepsFile && existsSync(stepsFile)) printSteps(readFileSync(stepsFile, "utf8"));
+
+/** Each step's minutes, from its start to the next step's (the last one, `summary`, ends the run). */
+function printSteps(text) {
+  const lines = text.split("\n").filter(Boolean);
+  // A line starting with `#` is a note (a step that ran in the background beside others).
+  const notes = lines.filter((line) => line.startsWith("#")).map((line) => line.replace(/^#\s*/, ""));
+  const steps = lines
+    .filter((line) => !line.startsWith("#"))
+    .map((line) => {
+      const tab = line.indexOf("\t");
+      return { at: Number(line.slice(0, tab)), name: line.slice(tab + 1) };
+    });
+  console.log("minutes per step (start in the run, minutes):");
+  for (let i = 0; i + 1 < steps.length; i += 1) {
+    const minutes = (steps[i + 1].at - steps[i].at) / 60;
+    console.log(`  ${(steps[i].at / 60).toFixed(1).padStart(5)}  ${minutes.toFixed(1).padStart(5)}  ${steps[i].name}`);
+  }
+  for (const note of notes) console.log(`  ${note}`);
+  if (steps.length > 0) console.log(`  total ${(steps.at(-1).at / 60).toFixed(1)} minutes to the summary`);
 }
 
 console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ""}`);

@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
 # The test command (README): installs what is missing, builds the addon, runs cargo test, the lints (scripts/lint.sh),
-# a bounded fuzz run of the tar extractor (scripts/fuzz.sh), our vitest suites, the
-# upstream-swap runner and the activation suite runs, and closes with `N passed, N failed` for our suites, the upstream
-# tests that must pass swapped, and the fuzz run (one check).
+# bounded fuzz runs of the tar extractor and packer (scripts/fuzz.sh), our vitest suites, the
+# activation suite runs (upstream's and two consumers' suites with our exports), and the
+# vitest files where the Node version matters under Node 26 and the lowest supported Node;
+# closes with each step's minutes and `N passed, N failed` (scripts/summary.mjs).
 #
-# The SSH suites (ours, __test__/ssh*.test.js, and upstream's ssh-fixture swapped) start a
-# real sshd on 127.0.0.1 and log in to it as the current user. sshd and upstream's fixture
-# refuse root logins, so as root they run as an unprivileged user ($SSH_TEST_USER, created
-# when missing) from a copy of the repository that user owns; their results are folded into
-# the closing line. A suite that skips instead of transferring counts as failed. The SSH fault
-# suite (__test__/faults-ssh.test.js) needs root for its network namespace: it runs in the
-# root vitest pass (step 5), starts sshd as root and logs in as $SSH_TEST_USER.
+# The SSH suites (ours, __test__/ssh*.test.js, and upstream's ssh-fixture in the activation
+# suites) start a real sshd on 127.0.0.1 and log in to it as the current user. sshd and
+# upstream's fixture refuse root logins, so as root they run as an unprivileged user
+# ($SSH_TEST_USER, created when missing) from a copy of the repository that user owns; their
+# results are folded into the closing line. A suite that skips instead of transferring counts
+# as failed. The SSH fault suite (__test__/faults-ssh.test.js) needs root for its network
+# namespace: it runs in the root vitest pass (step 5), starts sshd as root and logs in as
+# $SSH_TEST_USER.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
@@ -18,8 +20,13 @@ results="$repo/.test-results"
 started=$(date +%s)
 rm -rf "$results" && mkdir -p "$results"
 
-# Each step's header says how far into the run it starts (where the time goes, in CI's log).
-step() { printf '\n==> %s (at %d s)\n' "$*" "$(($(date +%s) - started))"; }
+# Each step's header says how far into the run it starts (where the time goes, in CI's log);
+# $results/steps.tsv keeps each step's start, and the closing summary prints its minutes.
+step() {
+  local at=$(($(date +%s) - started))
+  printf '%s\t%s\n' "$at" "$*" >> "$results/steps.tsv"
+  printf '\n==> %s (at %d s)\n' "$*" "$at"
+}
 # `record <report> <status>`: a step's exit status, written beside its report
 # ($results/<report>.status). scripts/summary.mjs counts a status other than 0 whose report
 # shows no failure as one failure, named (with the error lines of the step's output, kept as
@@ -61,22 +68,14 @@ fi
 #      Node for two more passes below),
 #      then the npm dependencies and the addon build (shared with the demo command).
 source scripts/node-versions.sh
-# The vitest files of the Node 26 pass (step 7).
-NODE26_VITEST="__test__/activation.test.js __test__/activation-parts.test.js __test__/activation-vitest.test.js
-  __test__/release-install.test.js __test__/error-codes.test.js __test__/cli.test.js __test__/doctor.test.js __test__/types.test.js
-  __test__/exclude.diff.test.js __test__/ignore.diff.test.js __test__/limits.test.js __test__/merge.diff.test.js
-  __test__/merge-lock.test.js __test__/merge-lock-protocols.test.js __test__/mirror.diff.test.js __test__/runtime-progress.diff.test.js
-  __test__/snapshot.diff.test.js __test__/tar-extract.test.js __test__/transfer-deadline.test.js"
-# The vitest files of the lowest supported Node's pass (step 8): the quick loop's
-# (scripts/quick-files.sh) and the activation tests.
-source scripts/quick-files.sh
-FLOOR_VITEST=("${QUICK_VITEST[@]}" __test__/activation.test.js __test__/activation-parts.test.js __test__/activation-vitest.test.js)
+# The vitest files, by how they run: scripts/test-files.sh.
+source scripts/test-files.sh
 if [ "$(uname -s)-$(uname -m)" = Linux-x86_64 ]; then
   node26_bin=$(node_dir "$NODE26_VERSION")
   floor_bin=$(node_dir "$NODE24_FLOOR")
   use_node "$NODE24_VERSION"
 fi
-step "node $(node --version)"
+step "setup (node $(node --version), npm ci, build)"
 source scripts/setup.sh
 host=$(rustc -vV | sed -n 's/host: //p')
 
@@ -94,37 +93,12 @@ bounded() {
   timeout --kill-after=30 "$seconds" "$@"
 }
 
-# 4. Rust unit tests (shares napi's target dir through --target). Their `test result:`
-#    lines are counted in the closing line (scripts/summary.mjs reads the log).
-step "cargo test"
-set +e
-bounded 1200 cargo test --workspace --target "$host" 2>&1 | tee "$results/cargo-test.log"
-record cargo-test "${PIPESTATUS[0]}"
-set -e
-
-# 4a. The lints (scripts/lint.sh: rustfmt, clippy, the JS linter), one check each.
-step "lint"
-status=0
-bounded 900 bash scripts/lint.sh "$results/lint.json" || status=$?
-record lint $status
-
-# 4b. The cargo-fuzz target `extract` for $FUZZ_SECONDS (60 s by default); cargo-fuzz is
-#     installed when missing. A crash fails the run but not this script yet: it is counted.
-step "fuzz (tar extractor, ${FUZZ_SECONDS:-60} s)"
-status=0
-bounded 1200 bash scripts/fuzz.sh "$results/fuzz-extract.json" || status=$?
-record fuzz-extract $status
-# 4c. The cargo-fuzz target `pack` (packed random trees against our extractor and GNU tar)
-#     for $FUZZ_PACK_SECONDS (30 s by default), counted as its own check.
-step "fuzz (tar packer, ${FUZZ_PACK_SECONDS:-30} s)"
-status=0
-bounded 900 bash scripts/fuzz.sh "$results/fuzz-pack.json" pack || status=$?
-record fuzz-pack $status
-
 # The activation suite runs (scripts/activation-suites.mjs): every compiled suite of upstream
-# and of two real consumers, without activation and activated, each against the unactivated
-# run with the same module loading. Each mechanism runs where it is tested best, so the whole
-# command stays under 45 minutes on 2 cores: upstream's own suites through NODE_OPTIONS=
+# and of two real consumers, activated, each against the unactivated run with the same module
+# loading (its baseline, from the record in test-baselines/ where its key matches, else run
+# live; ACTIVATION_BASELINES=record writes this run's baselines back to the record,
+# ACTIVATION_BASELINES=live runs them all live). Each mechanism runs where it is tested best,
+# so that every mode runs somewhere once: upstream's own suites through NODE_OPTIONS=
 # --import …/register (the operator's recipe, inherited by every worker and child process)
 # and through the vitest plugin inlined (its `node:fs` mocks reach our drop-ins);
 # claude-local's through the plugin externalized (a config holding only the plugin; its setup
@@ -151,99 +125,164 @@ activation_wait() {
   done
 }
 
-# 5. Our vitest suites, then the upstream suites with our exports swapped in.
-step "vitest"
+activation_baselines=()
+case "${ACTIVATION_BASELINES:-recorded}" in
+  recorded) ;;
+  record) activation_baselines=(--record) ;;
+  live) activation_baselines=(--baselines live) ;;
+  *) echo "ACTIVATION_BASELINES is recorded, record or live, not $ACTIVATION_BASELINES" >&2; exit 2 ;;
+esac
+
+# `vitest_step <report> <seconds> <vitest arguments>…`: one vitest run under its deadline,
+# its JSON report and output kept under $results, its exit status recorded.
+vitest_step() {
+  local report=$1 seconds=$2
+  shift 2
+  bounded "$seconds" node node_modules/vitest/vitest.mjs run "$@" --reporter=default --reporter=json \
+      --outputFile.json="$results/$report.json" 2>&1 | tee "$results/$report.out"
+  record "$report" "${PIPESTATUS[0]}"
+}
+
+# 4. The activation suites start first and run in the background while the steps up to our
+#    timing-insensitive vitest files run: their suites mostly wait on timers and child
+#    processes (well under one core), the steps before them mostly compile. The three packages
+#    at once, each printing to its own log, shown when all are done; their re-runs of
+#    differing suite files wait until all three first passes are done
+#    (ACTIVATION_SUITES_BARRIER). As root they run as $ssh_user from a copy of the repository
+#    (without the build cache and git metadata) that the user owns, which the SSH suites use
+#    too; both load the plugin and the hook from the release tarballs installed as an
+#    operator would (scripts/install-release.mjs).
 set +e
 if $as_root; then
-  bounded 1500 node node_modules/vitest/vitest.mjs run --exclude '__test__/ssh*.test.js' --reporter=default --reporter=json --outputFile.json="$results/vitest.json" 2>&1 | tee "$results/vitest.out"
-  record vitest "${PIPESTATUS[0]}"
-  step "upstream-swap"
-  bounded 1200 node scripts/upstream-swap.mjs --exclude-suites ssh-fixture --json "$results/upstream-swap.json"
-  record upstream-swap $?
-
-  # 6. The SSH suites as $ssh_user, from a copy of the repository (without the build
-  #    cache and git metadata) that the user owns: vitest and the swap runner write caches
-  #    and copies inside the tree.
-  step "SSH suites as $ssh_user"
+  step "activation suites as $ssh_user: started in the background (copy, release install)"
   copy=$(mktemp -d /tmp/pc-native-ssh.XXXXXX)
   tar -C "$repo" --exclude=./target --exclude=./.git --exclude=./.swap --exclude=./.verify-upstream --exclude=./.cache \
       --exclude=./.test-results --exclude=./.bench --exclude=./fuzz -cf - . | tar -xf - -C "$copy"
-  # This run's Node, inside the copy (the repository's .cache may not be readable by the user),
-  # and the release tarballs installed as an operator would (the activation suites load the
-  # plugin and the hook from there, as a project that installed the package does).
+  # This run's Node, inside the copy (the repository's .cache may not be readable by the user).
   mkdir -p "$copy/.node/bin" && cp "$(command -v node)" "$copy/.node/bin/node"
   (cd "$copy" && node scripts/install-release.mjs --dir "$copy/.release" --no-build >/dev/null)
   chown -R "$ssh_user:" "$copy"
   chmod 755 "$copy"
   as_user=(runuser -u "$ssh_user" -- env PATH="$copy/.node/bin:$PATH" HOME="$(getent passwd "$ssh_user" | cut -d: -f6)")
-  (cd "$copy" && bounded 900 "${as_user[@]}" node node_modules/vitest/vitest.mjs run __test__/ssh \
-      --reporter=default --reporter=json --outputFile.json="$copy/ssh-vitest.json") 2>&1 | tee "$results/ssh-vitest.out"
-  record ssh-vitest "${PIPESTATUS[0]}"
-  step "upstream-swap (ssh-fixture) as $ssh_user"
-  (cd "$copy" && bounded 600 "${as_user[@]}" node scripts/upstream-swap.mjs --suites ssh-fixture --json "$copy/ssh-swap.json")
-  record upstream-swap-ssh $?
-  step "activation suites as $ssh_user (upstream's and two consumers' compiled suites, with and without activation)"
-  # The three packages at once (their suites mostly wait); each prints to its own log,
-  # shown when all are done. Their re-runs of differing suite files wait until all three
-  # first passes are done (ACTIVATION_SUITES_BARRIER), on a quieter machine.
-  pids=()
-  for pkg in adapter-utils adapter-claude-local adapter-codex-local; do
-    (cd "$copy" && ACTIVATION_SUITES_BARRIER="$copy/.activation-barrier:3" bounded 2400 "${as_user[@]}" \
-        node scripts/activation-suites.mjs --package "@paperclipai/$pkg" --native "$copy/.release/project/node_modules/@paperclipai/adapter-utils-native" \
-        --modes "$(activation_modes "$pkg")" --json "$copy/activation-$pkg.json") > "$results/activation-$pkg.log" 2>&1 &
-    pids+=($!)
-  done
-  activation_wait
-  for pkg in adapter-utils adapter-claude-local adapter-codex-local; do
-    cp "$copy/activation-$pkg.json" "$results/activation-$pkg.json" 2>/dev/null
-  done
-  cp "$copy/ssh-vitest.json" "$results/ssh-vitest.json" 2>/dev/null
-  cp "$copy/ssh-swap.json" "$results/upstream-swap-ssh.json" 2>/dev/null
-  rm -rf "$copy"
+  # Where the runs start and write their reports (the user cannot write to $results).
+  activation_dir=$copy
+  activation_out=$copy
+  native="$copy/.release/project/node_modules/@paperclipai/adapter-utils-native"
 else
-  bounded 1500 node node_modules/vitest/vitest.mjs run --reporter=default --reporter=json --outputFile.json="$results/vitest.json" 2>&1 | tee "$results/vitest.out"
-  record vitest "${PIPESTATUS[0]}"
-  step "upstream-swap"
-  bounded 1200 node scripts/upstream-swap.mjs --json "$results/upstream-swap.json"
-  record upstream-swap $?
-  step "activation suites (upstream's and two consumers' compiled suites, with and without activation)"
+  step "activation suites: started in the background (release install)"
   node scripts/install-release.mjs --dir "$results/release" --no-build >/dev/null
-  pids=()
+  as_user=()
+  activation_dir=$repo
+  activation_out=$results
+  native="$results/release/project/node_modules/@paperclipai/adapter-utils-native"
+fi
+activation_started=$(date +%s)
+pids=()
+for pkg in adapter-utils adapter-claude-local adapter-codex-local; do
+  (cd "$activation_dir" && ACTIVATION_SUITES_BARRIER="$activation_out/.activation-barrier:3" bounded 2400 "${as_user[@]}" \
+      node scripts/activation-suites.mjs --package "@paperclipai/$pkg" --native "$native" \
+      --modes "$(activation_modes "$pkg")" "${activation_baselines[@]}" --json "$activation_out/activation-$pkg.json") \
+      > "$results/activation-$pkg.log" 2>&1 &
+  pids+=($!)
+done
+set -e
+
+# 5. Rust unit tests (shares napi's target dir through --target). Their `test result:`
+#    lines are counted in the closing line (scripts/summary.mjs reads the log).
+step "cargo test"
+set +e
+bounded 1200 cargo test --workspace --target "$host" 2>&1 | tee "$results/cargo-test.log"
+record cargo-test "${PIPESTATUS[0]}"
+set -e
+
+# 5a. The lints (scripts/lint.sh: rustfmt, clippy, the JS linter), one check each.
+step "lint"
+status=0
+bounded 900 bash scripts/lint.sh "$results/lint.json" || status=$?
+record lint $status
+
+# 5b. The cargo-fuzz target `extract` for $FUZZ_SECONDS (60 s by default); cargo-fuzz is
+#     installed when missing. A crash fails the run but not this script yet: it is counted.
+step "fuzz (tar extractor, ${FUZZ_SECONDS:-60} s)"
+status=0
+bounded 1200 bash scripts/fuzz.sh "$results/fuzz-extract.json" || status=$?
+record fuzz-extract $status
+# 5c. The cargo-fuzz target `pack` (packed random trees against our extractor and GNU tar)
+#     for $FUZZ_PACK_SECONDS (30 s by default), counted as its own check.
+step "fuzz (tar packer, ${FUZZ_PACK_SECONDS:-30} s)"
+status=0
+bounded 900 bash scripts/fuzz.sh "$results/fuzz-pack.json" pack || status=$?
+record fuzz-pack $status
+
+# 6. Our vitest suites (scripts/test-files.sh): the files that mostly wait (on child
+#    processes, npm, git, sockets) on $VITEST_WORKERS workers at once, beside the activation
+#    suites; then, once those are done, the timing-sensitive ones alone, one at a time, and
+#    the SSH suites (as $ssh_user when root; the SSH fault suite needs root and runs with the
+#    timing-sensitive files). Upstream's suites with our exports run in the activation step.
+set +e
+step "vitest ($VITEST_WORKERS workers; the activation suites in the background)"
+vitest_step vitest 1200 --exclude '__test__/ssh*.test.js' "${SERIAL_VITEST[@]/#/--exclude=}" \
+    --maxWorkers="$VITEST_WORKERS" --minWorkers=1
+
+step "activation suites: the rest of the background runs"
+activation_wait
+ran=$(($(date +%s) - activation_started))
+printf '# the activation suites ran in the background for %d.%d minutes, from %d s into the run\n' \
+  "$((ran / 60))" "$((ran % 60 * 10 / 60))" "$((activation_started - started))" >> "$results/steps.tsv"
+if [ "$activation_out" != "$results" ]; then
   for pkg in adapter-utils adapter-claude-local adapter-codex-local; do
-    ACTIVATION_SUITES_BARRIER="$results/activation-barrier:3" bounded 2400 node scripts/activation-suites.mjs \
-        --package "@paperclipai/$pkg" --native "$results/release/project/node_modules/@paperclipai/adapter-utils-native" --modes "$(activation_modes "$pkg")" \
-        --json "$results/activation-$pkg.json" > "$results/activation-$pkg.log" 2>&1 &
-    pids+=($!)
+    cp "$activation_out/activation-$pkg.json" "$results/activation-$pkg.json" 2>/dev/null
   done
-  activation_wait
+  # ACTIVATION_BASELINES=record: the baselines the runs wrote, back into this checkout.
+  [ -n "${activation_baselines[*]}" ] && cp "$activation_dir"/test-baselines/*.json "$repo/test-baselines/"
 fi
 
-# 7. Node 26: the vitest files where the Node version matters (module hooks and require of ES
-#    modules in the activation, loading the binary, the release install, the CLI) and those
-#    every platform runs, under the other supported Node.
+step "vitest (timing-sensitive files, one at a time)"
+vitest_step vitest-serial 900 "${SERIAL_VITEST[@]}" --no-file-parallelism
+
+# `ssh_step <report> <vitest arguments>…`: a vitest run of SSH suites, as $ssh_user from the
+# copy when root.
+ssh_step() {
+  local report=$1
+  shift
+  if $as_root; then
+    (cd "$copy" && bounded 900 "${as_user[@]}" node node_modules/vitest/vitest.mjs run "$@" \
+        --reporter=default --reporter=json --outputFile.json="$copy/$report.json") 2>&1 | tee "$results/$report.out"
+    record "$report" "${PIPESTATUS[0]}"
+    cp "$copy/$report.json" "$results/$report.json" 2>/dev/null
+  else
+    vitest_step "$report" 900 "$@"
+  fi
+}
+ssh_as=""
+$as_root && ssh_as=" as $ssh_user"
+step "SSH suites$ssh_as ($VITEST_WORKERS workers)"
+ssh_step ssh-vitest __test__/ssh "${SSH_SERIAL_VITEST[@]/#/--exclude=}" --maxWorkers="$VITEST_WORKERS" --minWorkers=1
+step "SSH suites$ssh_as with timers, one at a time"
+ssh_step ssh-vitest-serial "${SSH_SERIAL_VITEST[@]}" --no-file-parallelism
+if $as_root; then rm -rf "$copy"; fi
+
+# 7-8. The other supported Nodes, Node 26 and the lowest supported ($NODE24_FLOOR, package.json's
+#      `engines`): the vitest files where the Node version matters (scripts/test-files.sh:
+#      module hooks and require of ES modules in the activation, loading the binary, the
+#      release install, the CLI and doctor, node:sqlite in the merge lock, web streams),
+#      without their longest tests. The differential tests of the Rust code run once, above.
 if [ -n "${node26_bin:-}" ]; then
   step "vitest under Node $("$node26_bin/node" --version)"
-  PATH="$node26_bin:$PATH" bounded 900 node node_modules/vitest/vitest.mjs run $NODE26_VITEST \
-      --reporter=default --reporter=json --outputFile.json="$results/vitest-node26.json" 2>&1 | tee "$results/vitest-node26.out"
-  record vitest-node26 "${PIPESTATUS[0]}"
+  PATH="$node26_bin:$PATH" vitest_step vitest-node26 900 "${NODE_VITEST[@]}" --testNamePattern="$NODE_VITEST_PATTERN"
 fi
-# 8. The lowest supported Node ($NODE24_FLOOR, package.json's `engines`): the quick loop's
-#    vitest files (without their longest tests, run above) and the activation tests.
 if [ -n "${floor_bin:-}" ]; then
   step "vitest under Node $("$floor_bin/node" --version) (the lowest supported)"
-  PATH="$floor_bin:$PATH" bounded 900 node node_modules/vitest/vitest.mjs run "${FLOOR_VITEST[@]}" \
-      --testNamePattern="$QUICK_VITEST_PATTERN" \
-      --reporter=default --reporter=json --outputFile.json="$results/vitest-node-floor.json" 2>&1 | tee "$results/vitest-node-floor.out"
-  record vitest-node-floor "${PIPESTATUS[0]}"
+  PATH="$floor_bin:$PATH" vitest_step vitest-node-floor 900 "${FLOOR_VITEST[@]}" --testNamePattern="$NODE_VITEST_PATTERN"
 fi
 set -e
 
-reports=("$results/cargo-test.log" "$results/lint.json" "$results/vitest.json" "$results/upstream-swap.json")
+reports=("$results/cargo-test.log" "$results/lint.json" "$results/vitest.json" "$results/vitest-serial.json")
 [ -n "${node26_bin:-}" ] && reports+=("$results/vitest-node26.json")
 [ -n "${floor_bin:-}" ] && reports+=("$results/vitest-node-floor.json")
-$as_root && reports+=("$results/ssh-vitest.json" "$results/upstream-swap-ssh.json")
+reports+=("$results/ssh-vitest.json" "$results/ssh-vitest-serial.json")
 reports+=("$results/activation-adapter-utils.json" "$results/activation-adapter-claude-local.json" "$results/activation-adapter-codex-local.json")
 reports+=("$results/fuzz-extract.json" "$results/fuzz-pack.json")
 step "summary"
-node scripts/summary.mjs "${reports[@]}"
+node scripts/summary.mjs --steps "$results/steps.tsv" "${reports[@]}"
 ! grep -qvx 0 "$results"/*.status

@@ -15,7 +15,8 @@
 //                 --upstream);
 //   activation    upstream's own suites through the activation (scripts/activation-suites.mjs
 //                 --package-dir), loaded from a copy of this package whose verified list holds
-//                 that upstream, as it would once added.
+//                 that upstream, as it would once added. Its baselines run live (a new
+//                 version matches no record); with --write they are recorded (--record).
 //
 // It prints per module whether ours matches, and what adding the upstream to the verified
 // list (lib/activation/verified-upstream.json) needs; `--write` adds it when everything
@@ -74,7 +75,8 @@ Options:
   --quick           only the suites named after a module (no orchestration suites), the
                     activation through the Node hook only
   --parts a,b       only these parts: ${PARTS.join(", ")}
-  --write           when everything passed, add the upstream to lib/activation/verified-upstream.json
+  --write           when everything passed, add the upstream to lib/activation/verified-upstream.json;
+                    record the baselines of its suites in test-baselines/ either way
   --keep            keep the scratch project (.verify-upstream/<label>)
   --json FILE       write the results as JSON
 `;
@@ -433,6 +435,8 @@ async function activationPart(candidate, args, modules, entry, notes) {
       candidatePackage(candidate, entry),
       "--modes",
       args.quick ? "hook" : ACTIVATION_MODES,
+      // --write records the candidate's baselines too (test-baselines/, scripts/baselines.mjs).
+      ...(args.write ? ["--record"] : []),
     ],
     label: "activation",
     selection,

@@ -8,5 +8,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/node-versions.sh
 ensure_supported_node
+# Its usage (no argument, --help) needs no install or build.
+if [ $# -eq 0 ] || [[ " $* " == *" --help "* ]] || [[ " $* " == *" -h "* ]]; then
+  exec node scripts/verify-upstream.mjs "$@"
+fi
 source scripts/setup.sh
 exec node scripts/verify-upstream.mjs "$@"
