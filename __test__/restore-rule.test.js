@@ -15,33 +15,22 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import * as upstream from "@paperclipai/adapter-utils/command-managed-runtime";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { prepareCommandManagedRuntime } from "../lib/command-managed-runtime.js";
-import { HEAVY_EXCLUDES } from "../lib/sandbox/steps.js";
+import { envForSuite, restoreEnvAfterEach } from "./helpers/env.js";
 import { pinnedGit } from "./helpers/git-state.js";
 import { createRandom, runSeed } from "./helpers/random.js";
-import { restoreRuleBreaks, ruleState, tarMembers } from "./helpers/restore-rule.js";
-import { agentWork, hostEdits, writeIngredientWorkspace } from "./helpers/restore-rule-gen.js";
+import { sandboxPullExcludes } from "./helpers/restore-rule.js";
+import { checkedRestore, upstreamFailsToo, writeIngredientWorkspace } from "./helpers/restore-rule-gen.js";
 import { nativeSyncRunner, spawnRunner } from "./helpers/sandbox-runner.js";
 
 const seed = runSeed();
 const WORKSPACES = Number(process.env.RESTORE_RULE_WORKSPACES ?? 6);
 const RUNS = 3;
 const work = mkdtempSync(path.join(os.tmpdir(), "pc-restore-rule-"));
-const saved = { home: process.env.PAPERCLIP_HOME, delta: process.env.PAPERCLIP_NATIVE_SANDBOX_DELTA };
-beforeAll(() => {
-  process.env.PAPERCLIP_HOME = path.join(work, "home");
-});
-afterAll(() => {
-  for (const [key, value] of [
-    ["PAPERCLIP_HOME", saved.home],
-    ["PAPERCLIP_NATIVE_SANDBOX_DELTA", saved.delta],
-  ]) {
-    if (value === undefined) delete process.env[key];
-    else process.env[key] = value;
-  }
-  rmSync(work, { recursive: true, force: true });
-});
+envForSuite({ PAPERCLIP_HOME: path.join(work, "home") });
+restoreEnvAfterEach("PAPERCLIP_NATIVE_SANDBOX_DELTA");
+afterAll(() => rmSync(work, { recursive: true, force: true }));
 let counter = 0;
 const fresh = (label) => mkdtempSync(path.join(work, `${label}-${(counter += 1)}-`));
 
@@ -53,7 +42,7 @@ function runnerFor(transport) {
   return spawnRunner({ singleStream: transport === "single-stream", duplex: transport === "duplex" }).runner;
 }
 
-/** What the sandbox restore's pull leaves out of a workspace prepared with `options` (docs/sandbox.md). */
+/** What the sandbox restore's pull leaves out of a workspace prepared with `options` (its git ignores too). */
 function pullExcludes(local, gitBacked, options) {
   const ignored = gitBacked
     ? pinnedGit(local, ["ls-files", "--others", "--ignored", "--exclude-standard", "--directory", "-z"])
@@ -61,18 +50,10 @@ function pullExcludes(local, gitBacked, options) {
         .map((entry) => entry.replace(/\/+$/, ""))
         .filter(Boolean)
     : [];
-  return [
-    ...HEAVY_EXCLUDES,
-    ".git",
-    ".git/*",
-    ".paperclip-runtime",
-    ...(options.preserveAbsentOnRestore ?? []),
-    ...(options.workspaceExclude ?? []),
-    ...ignored,
-  ];
+  return sandboxPullExcludes(options, ignored);
 }
 
-/** One run through `impl`: prepare, the agent's work, the host's edits, restore; resolves the rule's breaks. */
+/** One run through `impl` (ours or upstream's module): prepare, then the generated run around it. */
 async function run(impl, rng, { local, remote, transport, gitBacked, options }) {
   const prepare = (workspaceLocalDir, remoteCwd, api = impl) =>
     api.prepareCommandManagedRuntime({
@@ -87,52 +68,16 @@ async function run(impl, rng, { local, remote, transport, gitBacked, options }) 
     prepared = await prepare(local, remote);
   } catch (error) {
     // A restore that made a file of a directory of HEAD (or the other way) fails the next
-    // prepare's extraction of the overlay over the clone, upstream's too: the workspace's
-    // runs end there.
-    const copy = `${local}-prepare-copy`;
-    execFileSync("cp", ["-a", local, copy]);
-    const theirs = await prepare(copy, fresh("copy-remote"), upstream).then(
-      () => null,
-      (failed) => failed,
-    );
-    rmSync(copy, { recursive: true, force: true });
-    const cause = (failed) => failed?.message.split(/\n/).pop();
+    // prepare's extraction of the overlay over the clone, upstream's too: the runs end there.
+    const theirs = await upstreamFailsToo(local, (copy) => prepare(copy, fresh("copy-remote"), upstream));
     return {
       prepareFailed: true,
-      breaks: theirs ? {} : { prepare: `failed where upstream's did not: ${cause(error)}` },
+      applied: [],
+      breaks: theirs ? {} : { prepare: `failed where upstream's did not: ${error.message}` },
     };
   }
   const excludes = pullExcludes(local, gitBacked, options);
-  const hostBaseline = ruleState(local);
-  const sandboxStart = ruleState(remote);
-  const startMembers = tarMembers(remote, excludes);
-  const applied = [...agentWork(rng, remote, 2 + rng.int(5))];
-  if (gitBacked && rng.chance(0.3)) {
-    pinnedGit(remote, ["add", "-A"]);
-    pinnedGit(remote, ["commit", "-q", "--allow-empty", "-m", "agent"]);
-    applied.push("agent-commit");
-  }
-  const host = (applied.push(...hostEdits(rng, local, rng.int(4))), ruleState(local));
-  const sandboxEnd = ruleState(remote);
-  const endMembers = tarMembers(remote, excludes);
-  const lines = [];
-  const error = await prepared
-    .restoreWorkspace((line) => lines.push(line))
-    .then(
-      () => null,
-      (failed) => failed,
-    );
-  const breaks = error
-    ? { restore: `failed: ${error.code ?? ""} ${error.message}` }
-    : restoreRuleBreaks({
-        restored: ruleState(local),
-        host,
-        hostBaseline,
-        sandboxStart,
-        sandboxEnd,
-        returnable: (relative) => startMembers.has(relative) || endMembers.has(relative),
-      });
-  return { breaks, applied, lines };
+  return checkedRestore(rng, { prepared, local, remote, excludes, gitBacked });
 }
 
 describe(`the restore rule through the sandbox lane, generated (seed ${seed})`, { timeout: 600_000 }, () => {

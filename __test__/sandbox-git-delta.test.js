@@ -19,11 +19,10 @@ import * as upstream from "@paperclipai/adapter-utils/command-managed-runtime";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { prepareCommandManagedRuntime } from "../lib/command-managed-runtime.js";
 import { sandboxDeltaStats } from "../lib/sandbox/delta.js";
-import { HEAVY_EXCLUDES } from "../lib/sandbox/steps.js";
 import { contentState, PINNED_GIT_ENV, pinnedGit, repositoryState } from "./helpers/git-state.js";
 import { copyTree, inventory, mutate, REMOTE_OPS, HOST_OPS, sameSizeSameMtime } from "./helpers/merge-triples.js";
 import { createRandom, runSeed } from "./helpers/random.js";
-import { restoreRuleBreaks, ruleState, tarMembers } from "./helpers/restore-rule.js";
+import { pairRuleBreaks, recordRunEnd, recordRunStart, sandboxPullExcludes } from "./helpers/restore-rule.js";
 import { spawnRunner } from "./helpers/sandbox-runner.js";
 import { writeRandomTree } from "./helpers/trees.js";
 
@@ -149,20 +148,8 @@ async function prepareBoth(pair, options = {}) {
     .split("\0")
     .map((entry) => entry.replace(/\/+$/, ""))
     .filter(Boolean);
-  const excludes = [
-    ...HEAVY_EXCLUDES,
-    ".git",
-    ".git/*",
-    ".paperclip-runtime",
-    ...(options.workspaceExclude ?? []),
-    ...ignored,
-  ];
-  pair.rule = {
-    excludes,
-    hostBaseline: ruleState(pair.local),
-    sandboxStart: ruleState(pair.remote),
-    startMembers: tarMembers(pair.remote, excludes),
-  };
+  const excludes = sandboxPullExcludes(options, ignored);
+  recordRunStart(pair, excludes);
   return { ours, theirs, pair };
 }
 
@@ -219,23 +206,11 @@ function hostRepository(dir) {
  * both sides from one workspace.
  */
 function expectSameHosts(pair, context, { upstreamFailed = false } = {}) {
-  const { rule } = pair;
-  const breaks = restoreRuleBreaks({
-    restored: ruleState(pair.local),
-    host: rule.host,
-    hostBaseline: rule.hostBaseline,
-    sandboxStart: rule.sandboxStart,
-    sandboxEnd: rule.sandboxEnd,
-    returnable: (relative) => rule.startMembers.has(relative) || rule.endMembers.has(relative),
-    upstream: upstreamFailed ? undefined : ruleState(pair.twin),
-  });
-  expect(breaks, context).toEqual({});
   if (!upstreamFailed) {
     const withoutStatus = (dir) => ({ ...hostRepository(dir), status: undefined });
     expect(differences(withoutStatus(pair.local), withoutStatus(pair.twin)), context).toEqual({});
   }
-  rmSync(pair.twin, { recursive: true, force: true });
-  copyTree(pair.local, pair.twin);
+  expect(pairRuleBreaks(pair, { upstreamFailed }), context).toEqual({});
 }
 
 /** Makes `to`'s working tree (not its `.git` or our runtime directory) an exact copy of `from`'s. */
@@ -291,12 +266,7 @@ function failure(error, workspace) {
 
 /** Restores both; resolves each side's error or null. */
 async function restoreBoth({ ours, theirs, pair }) {
-  // What the restore begins with: the host (edited during the run) and the agent's sandbox.
-  Object.assign(pair.rule, {
-    host: ruleState(pair.local),
-    sandboxEnd: ruleState(pair.remote),
-    endMembers: tarMembers(pair.remote, pair.rule.excludes),
-  });
+  recordRunEnd(pair);
   const settle = (promise) =>
     promise.then(
       () => null,

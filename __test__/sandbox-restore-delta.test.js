@@ -16,11 +16,10 @@ import * as upstream from "@paperclipai/adapter-utils/command-managed-runtime";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { prepareCommandManagedRuntime } from "../lib/command-managed-runtime.js";
 import { deltaMark, sandboxDeltaStats, unsentDirectories } from "../lib/sandbox/delta.js";
-import { HEAVY_EXCLUDES } from "../lib/sandbox/steps.js";
 import { parseListing, planRestoreDelta } from "../lib/tree-delta.js";
 import { copyTree, HOST_OPS, inventory, mutate, REMOTE_OPS, sameSizeSameMtime } from "./helpers/merge-triples.js";
 import { createRandom, runSeed } from "./helpers/random.js";
-import { restoreRuleBreaks, ruleState, tarMembers } from "./helpers/restore-rule.js";
+import { pairRuleBreaks, recordRunEnd, recordRunStart, sandboxPullExcludes } from "./helpers/restore-rule.js";
 import { spawnRunner } from "./helpers/sandbox-runner.js";
 import { remoteState } from "./helpers/sshd.js";
 import { writeRandomTree } from "./helpers/trees.js";
@@ -87,37 +86,7 @@ function notTheHosts(remote, local) {
 }
 
 /** The sandbox restore's `--exclude` values for a plain workspace prepared with `options`. */
-const pullExcludes = (options = {}) => [
-  ...HEAVY_EXCLUDES,
-  ".git",
-  ".git/*",
-  ".paperclip-runtime",
-  ...(options.preserveAbsentOnRestore ?? []),
-  ...(options.workspaceExclude ?? []),
-];
-
-/**
- * Where our restore broke the rule (helpers/restore-rule.js: each host path ends as the agent
- * made it or as the host held it), upstream's twin as the differential (where they differ,
- * ours kept the host's copy upstream lost); `upstreamFailed`: upstream's restore failed (a
- * conflict ours keeps instead), so only the rule. Then the twin becomes a copy of ours: each
- * round starts both sides from one workspace.
- */
-function ruleBreaks(pair, { upstreamFailed = false } = {}) {
-  const { rule } = pair;
-  const breaks = restoreRuleBreaks({
-    restored: ruleState(pair.local),
-    host: rule.host,
-    hostBaseline: rule.hostBaseline,
-    sandboxStart: rule.sandboxStart,
-    sandboxEnd: rule.sandboxEnd,
-    returnable: (relative) => rule.startMembers.has(relative) || rule.endMembers.has(relative),
-    upstream: upstreamFailed ? undefined : ruleState(pair.twin),
-  });
-  rmSync(pair.twin, { recursive: true, force: true });
-  copyTree(pair.local, pair.twin);
-  return breaks;
-}
+const pullExcludes = (options = {}) => sandboxPullExcludes(options);
 
 /** Where two restored workspaces differ: `{ entry: [ours, upstream's] }`. */
 function differences(local, twin) {
@@ -143,12 +112,7 @@ async function prepareBoth(pair, options = {}) {
     ...common,
   });
   // What the run starts from, for the rule's check of the restore.
-  pair.rule = {
-    hostBaseline: ruleState(pair.local),
-    sandboxStart: ruleState(pair.remote),
-    startMembers: tarMembers(pair.remote, pullExcludes(options)),
-    excludes: pullExcludes(options),
-  };
+  recordRunStart(pair, pullExcludes(options));
   return { ours, theirs, pair };
 }
 
@@ -229,12 +193,7 @@ function failure(error, workspace) {
 
 /** Restores both; resolves ours's outcome (an error or null) and upstream's. */
 async function restoreBoth({ ours, theirs, pair }) {
-  // What the restore begins with: the host (edited during the run) and the agent's sandbox.
-  Object.assign(pair.rule, {
-    host: ruleState(pair.local),
-    sandboxEnd: ruleState(pair.remote),
-    endMembers: tarMembers(pair.remote, pair.rule.excludes),
-  });
+  recordRunEnd(pair);
   const mine = await ours.restoreWorkspace().then(
     () => null,
     (error) => error,
@@ -277,7 +236,7 @@ describe(`sandbox delta restores (seed ${seed})`, () => {
           continue;
         }
         expect(restores().delta, context).toBe(before + 1);
-        expect(ruleBreaks(pair, { upstreamFailed: Boolean(upstreams) }), context).toEqual({});
+        expect(pairRuleBreaks(pair, { upstreamFailed: Boolean(upstreams) }), context).toEqual({});
       }
     }
   });
@@ -306,7 +265,7 @@ describe(`sandbox delta restores (seed ${seed})`, () => {
     expect(await restoreBoth(prepared)).toEqual({ mine: null, upstreams: null });
     const changedDirectories = [...directoryTimes()].filter(([dir, time]) => timesBefore.get(dir) !== time).length;
     expect(changedDirectories).toBeGreaterThanOrEqual(1);
-    expect(ruleBreaks(pair)).toEqual({});
+    expect(pairRuleBreaks(pair)).toEqual({});
     expect(restores().recorded).toBe(recorded + 2);
     // The merge's copies have times of their own: the next prepare only gives them the host's.
     const { sent, touched } = sandboxDeltaStats();
@@ -345,7 +304,7 @@ describe(`sandbox delta restores (seed ${seed})`, () => {
     const { mine, upstreams } = await restoreBoth(prepared);
     expect([mine, upstreams]).toEqual([null, null]);
     expect(restores().delta).toBe(before + 1);
-    expect(ruleBreaks(pair)).toEqual({});
+    expect(pairRuleBreaks(pair)).toEqual({});
     expect(remoteState(pair.local)["moved-pkg/deep/deeper/x.txt"]).toMatch(/^file /);
   });
 
@@ -363,7 +322,7 @@ describe(`sandbox delta restores (seed ${seed})`, () => {
       mirror(pair.remote, pair.twinRemote);
       const calls = pair.made.calls.length;
       expect(await restoreBoth(prepared)).toEqual({ mine: null, upstreams: null });
-      expect(ruleBreaks(pair)).toEqual({});
+      expect(pairRuleBreaks(pair)).toEqual({});
       return kinds(pair.made.calls.slice(calls));
     };
     const edits = await run(() => {
@@ -413,10 +372,12 @@ describe(`sandbox delta restores (seed ${seed})`, () => {
       mirror(pair.remote, pair.twinRemote);
       answers.length = 0;
       expect(await restoreBoth(prepared)).toEqual({ mine: null, upstreams: null });
-      expect(ruleBreaks(pair)).toEqual({});
+      expect(pairRuleBreaks(pair)).toEqual({});
       expect(answers).toHaveLength(1);
       const { entries } = parseListing(Buffer.from(answers[0], "base64"), { dotted: true });
-      return { members: [...entries.keys()].sort(), files: inventory(pair.local).files.length };
+      // The sandbox's files (not the host's: what no transfer carries stays on the host alone).
+      const files = inventory(pair.remote).files.filter((file) => !file.startsWith(".paperclip-runtime/"));
+      return { members: [...entries.keys()].sort(), files: files.length };
     };
     const clocked = await listed("clocked", false);
     expect(clocked.members).toEqual(["edited.txt"]);
@@ -440,7 +401,7 @@ describe(`sandbox delta restores (seed ${seed})`, () => {
     expect(await restoreBoth(prepared)).toEqual({ mine: null, upstreams: null });
     expect(pair.made.calls.slice(calls).map((call) => call.script.includes("pcpull"))).toEqual([false, true]);
     expect(restores()).toMatchObject({ inline, delta: delta + 1 });
-    expect(ruleBreaks(pair)).toEqual({});
+    expect(pairRuleBreaks(pair)).toEqual({});
   });
 
   it("without the prepare's mark, merges only the plan's members of the listing's archive (which then holds what the prepare wrote too)", async () => {
@@ -468,7 +429,7 @@ describe(`sandbox delta restores (seed ${seed})`, () => {
     const calls = pair.made.calls.length;
     const { inline } = restores();
     expect(await restoreBoth(prepared)).toEqual({ mine: null, upstreams: null });
-    expect(ruleBreaks(pair)).toEqual({});
+    expect(pairRuleBreaks(pair)).toEqual({});
     expect(readFileSync(path.join(pair.local, written), "utf8")).toBe("the host's edit\n");
     expect(pair.made.calls.length - calls).toBe(1);
     expect(restores().inline).toBe(inline + 1);
@@ -495,7 +456,7 @@ describe(`sandbox delta restores (seed ${seed})`, () => {
         // A failed merge on both sides (see above): the next round starts from our tree.
         rmSync(pair.twin, { recursive: true, force: true });
         copyTree(pair.local, pair.twin);
-      } else expect(ruleBreaks(pair), reason).toEqual({});
+      } else expect(pairRuleBreaks(pair), reason).toEqual({});
     };
     // The manifest gone (another host's cache, a cleared one).
     await round("no-manifest", () =>
@@ -551,7 +512,7 @@ describe(`sandbox delta restores (seed ${seed})`, () => {
     sandboxChanges(rng, pair, []);
     const outcome = await restoreBoth(next);
     expect(failure(outcome.mine, pair.local)).toBe(failure(outcome.upstreams, pair.twin));
-    if (!outcome.mine) expect(ruleBreaks(pair)).toEqual({});
+    if (!outcome.mine) expect(pairRuleBreaks(pair)).toEqual({});
   });
 });
 

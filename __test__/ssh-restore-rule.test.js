@@ -15,28 +15,22 @@ import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import path from "node:path";
 import * as upstream from "@paperclipai/adapter-utils/remote-managed-runtime";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { prepareRemoteManagedRuntime } from "../lib/remote-managed-runtime.js";
-import { pinnedGit } from "./helpers/git-state.js";
+import { restoreEnvAfterEach } from "./helpers/env.js";
 import { createRandom, runSeed } from "./helpers/random.js";
-import { restoreRuleBreaks, ruleState, tarMembers } from "./helpers/restore-rule.js";
-import { agentWork, hostEdits, writeIngredientWorkspace } from "./helpers/restore-rule-gen.js";
+import { checkedRestore, upstreamFailsToo, writeIngredientWorkspace } from "./helpers/restore-rule-gen.js";
 import { sshdSuite } from "./helpers/sshd-suite.js";
 
 const seed = runSeed();
 const WORKSPACES = Number(process.env.RESTORE_RULE_WORKSPACES ?? 4);
 const RUNS = 3;
 const suite = sshdSuite("pc-ssh-restore-rule-");
+restoreEnvAfterEach("PAPERCLIP_NATIVE_SSH_DELTA");
 let counter = 0;
 const fresh = (label) => mkdtempSync(path.join(suite.work, `${label}-${(counter += 1)}-`));
 
-const savedDelta = process.env.PAPERCLIP_NATIVE_SSH_DELTA;
-afterEach(() => {
-  if (savedDelta === undefined) delete process.env.PAPERCLIP_NATIVE_SSH_DELTA;
-  else process.env.PAPERCLIP_NATIVE_SSH_DELTA = savedDelta;
-});
-
-/** One managed run through `impl`: prepare, the agent's work, the host's edits, restore; resolves the rule's breaks. */
+/** One managed run through `impl` (ours or upstream's module): prepare, then the generated run around it. */
 async function run(impl, rng, { local, base, runId, gitBacked }) {
   const prepare = (workspaceLocalDir, remoteCwd, api = impl) =>
     api.prepareRemoteManagedRuntime({
@@ -51,50 +45,16 @@ async function run(impl, rng, { local, base, runId, gitBacked }) {
   } catch (error) {
     // A host tree whose kinds HEAD contradicts (a directory kept where the agent committed a
     // file) fails the upload over the checkout, upstream's too: the workspace's runs end.
-    const copy = `${local}-prepare-copy`;
-    execFileSync("cp", ["-a", local, copy]);
-    const theirs = await prepare(copy, fresh("copy-base"), upstream).then(
-      () => null,
-      (failed) => failed,
-    );
-    rmSync(copy, { recursive: true, force: true });
+    const theirs = await upstreamFailsToo(local, (copy) => prepare(copy, fresh("copy-base"), upstream));
     return {
       prepareFailed: true,
       applied: [],
       breaks: theirs ? {} : { prepare: `failed where upstream's did not: ${error.message}` },
     };
   }
-  const remote = prepared.workspaceRemoteDir;
   // The managed restore's pull: the baseline's excludes (and `._*`).
   const excludes = gitBacked ? [".git", ".git/*", ".paperclip-runtime"] : [".paperclip-runtime"];
-  const hostBaseline = ruleState(local);
-  const sandboxStart = ruleState(remote);
-  const startMembers = tarMembers(remote, excludes);
-  const applied = agentWork(rng, remote, 2 + rng.int(5));
-  if (gitBacked && rng.chance(0.3)) {
-    pinnedGit(remote, ["add", "-A"]);
-    pinnedGit(remote, ["commit", "-q", "--allow-empty", "-m", "agent"]);
-    applied.push("agent-commit");
-  }
-  applied.push(...hostEdits(rng, local, rng.int(4)));
-  const host = ruleState(local);
-  const sandboxEnd = ruleState(remote);
-  const endMembers = tarMembers(remote, excludes);
-  const error = await prepared.restoreWorkspace().then(
-    () => null,
-    (failed) => failed,
-  );
-  const breaks = error
-    ? { restore: `failed: ${error.code ?? ""} ${error.message}` }
-    : restoreRuleBreaks({
-        restored: ruleState(local),
-        host,
-        hostBaseline,
-        sandboxStart,
-        sandboxEnd,
-        returnable: (relative) => startMembers.has(relative) || endMembers.has(relative),
-      });
-  return { breaks, applied };
+  return checkedRestore(rng, { prepared, local, remote: prepared.workspaceRemoteDir, excludes, gitBacked });
 }
 
 describe(`the restore rule through the SSH lane, generated (seed ${seed})`, { timeout: 600_000 }, () => {

@@ -115,20 +115,7 @@ pub struct MergeOutcomeTransfer {
 }
 
 fn decode_hash(hex: &str) -> Option<[u8; 32]> {
-    let bytes = hex.as_bytes();
-    if bytes.len() != 64 {
-        return None;
-    }
-    let digit = |c: u8| match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        _ => None,
-    };
-    let mut out = [0u8; 32];
-    for (i, pair) in bytes.chunks_exact(2).enumerate() {
-        out[i] = digit(pair[0])? << 4 | digit(pair[1])?;
-    }
-    Some(out)
+    snapshot::decode_hex(hex)
 }
 
 fn decode_baseline(paths: &str, kinds: &[u8], modes: &[u32], hashes: &str, targets: &str) -> Result<Baseline, Error> {

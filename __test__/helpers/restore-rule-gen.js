@@ -23,6 +23,8 @@ import {
 } from "node:fs";
 import path from "node:path";
 import { pinnedGit } from "./git-state.js";
+import { inventory } from "./merge-triples.js";
+import { restoreRuleBreaks, ruleState, tarMembers } from "./restore-rule.js";
 
 /** The caller excludes a workspace may get: plain names, paths, globs (tar reads them unanchored). */
 const CALLER_EXCLUDES = ["secrets", "config/local.json", "*.tmp", "cache*"];
@@ -31,14 +33,19 @@ const IGNORES = ["/gen/", "*.log", "report\\[1\\].csv", "a\\*", "build-out/"];
 
 const bytes = (rng, tag) => `${tag} ${rng.int(1e9)}\n`.repeat(1 + rng.int(8));
 
-function write(root, relative, text, mode = 0o644) {
+/**
+ * Writes `text` to `relative` in `root` with `mode`, its directories made: a new file in place
+ * of the old (so one its owner may not write, mode 444 as a user, is replaced too), or with
+ * `replaceDirectory` in place of a directory there.
+ */
+export function writeFile(root, relative, text, mode = 0o644, { replaceDirectory = false } = {}) {
   const full = path.join(root, relative);
   mkdirSync(path.dirname(full), { recursive: true });
-  // A new file in place of one its owner may not write (mode 444, not root).
-  rmSync(full, { force: true });
+  rmSync(full, { force: true, recursive: replaceDirectory });
   writeFileSync(full, text);
   chmodSync(full, mode);
 }
+const write = writeFile;
 
 /**
  * A workspace under `root` with a random selection of the ingredients (see the module docs).
@@ -171,29 +178,33 @@ export function writeIngredientWorkspace(rng, root, { gitBacked, modes = [0o600,
 
 /**
  * Every entry below `root` by kind (directories, files, links), leaving out `.git` at any depth
- * and git's `.git*` files (a repository's own: no edit of ours belongs there) and our runtime
- * directory.
+ * and git's `.git*` files (a repository's own: no edit of ours belongs there, and git then fails
+ * on both sides alike) and our runtime directory.
  */
 function entries(root) {
-  const files = [];
-  const dirs = [];
-  const links = [];
-  const walk = (relative) => {
-    for (const name of readdirSync(relative ? path.join(root, relative) : root).sort()) {
-      const rel = relative ? `${relative}/${name}` : name;
-      // git's own files, and `.gitmodules` and `.gitattributes`, which the edits would corrupt
-      // (git then fails on both sides alike).
-      if (name.startsWith(".git") || (!relative && name === ".paperclip-runtime")) continue;
-      const st = lstatSync(path.join(root, rel));
-      if (st.isSymbolicLink()) links.push(rel);
-      else if (st.isDirectory()) {
-        dirs.push(rel);
-        walk(rel);
-      } else if (st.isFile()) files.push(rel);
+  const all = inventory(root);
+  const ours = (rel) => !/(^|\/)\.git/.test(rel) && !/^\.paperclip-runtime(\/|$)/.test(rel);
+  return { files: all.files.filter(ours), dirs: all.dirs.filter(ours), links: all.links.filter(ours) };
+}
+
+/**
+ * Applies `count` operations picked from `ops` (each given `entries(root)`; one that returns
+ * `false`, or that the tree does not allow, is skipped) and returns their names, `prefix`ed.
+ */
+function applyOps(rng, root, ops, count, prefix) {
+  const applied = [];
+  for (let i = 0; i < count; i += 1) {
+    const name = rng.pick(Object.keys(ops));
+    let done;
+    try {
+      done = ops[name](entries(root)) !== false;
+    } catch (error) {
+      if (!["EEXIST", "ENOTDIR", "ENOENT", "EISDIR", "EACCES"].includes(error?.code)) throw error;
+      done = false;
     }
-  };
-  walk("");
-  return { files, dirs, links };
+    if (done) applied.push(`${prefix}-${name}`);
+  }
+  return applied;
 }
 
 let fresh = 0;
@@ -206,7 +217,6 @@ const freshName = (rng) => `${rng.pick(["agent", "new", "N"])}-${(fresh += 1)}`;
  * goes (an AppleDouble name, an excluded directory). Returns the operations' names.
  */
 export function agentWork(rng, remote, count) {
-  const applied = [];
   const ops = {
     edit(inv) {
       if (inv.files.length === 0) return false;
@@ -261,19 +271,7 @@ export function agentWork(rng, remote, count) {
       write(remote, rng.pick(["._agent", "docs/._agent", "node_modules/agent.js", "x/.git/agent"]), "never back\n");
     },
   };
-  for (let i = 0; i < count; i += 1) {
-    const name = rng.pick(Object.keys(ops));
-    // An operation the tree does not allow (a file where it writes a directory) is skipped.
-    let done;
-    try {
-      done = ops[name](entries(remote)) !== false;
-    } catch (error) {
-      if (!["EEXIST", "ENOTDIR", "ENOENT", "EISDIR", "EACCES"].includes(error?.code)) throw error;
-      done = false;
-    }
-    if (done) applied.push(`agent-${name}`);
-  }
-  return applied;
+  return applyOps(rng, remote, ops, count, "agent");
 }
 
 /**
@@ -282,7 +280,6 @@ export function agentWork(rng, remote, count) {
  * of what no transfer carries. Returns the operations' names.
  */
 export function hostEdits(rng, local, count) {
-  const applied = [];
   const ops = {
     edit(inv) {
       if (inv.files.length === 0) return false;
@@ -310,16 +307,70 @@ export function hostEdits(rng, local, count) {
       writeFileSync(path.join(local, rng.pick(unsent)), "the host's edit of what never travels\n");
     },
   };
-  for (let i = 0; i < count; i += 1) {
-    const name = rng.pick(Object.keys(ops));
-    let done;
-    try {
-      done = ops[name](entries(local)) !== false;
-    } catch (error) {
-      if (!["EEXIST", "ENOTDIR", "ENOENT", "EISDIR", "EACCES"].includes(error?.code)) throw error;
-      done = false;
-    }
-    if (done) applied.push(`host-${name}`);
+  return applyOps(rng, local, ops, count, "host");
+}
+
+/**
+ * One generated run around `prepared` (a sandbox or managed runtime just prepared from `local`
+ * into `remote`): records what the run starts from (the host, the remote, what the pull with
+ * `excludes` can bring back), makes the agent's random work (a commit now and then in a git
+ * workspace) and the host's edits, restores, and resolves `{ breaks, applied, lines }`: where
+ * the restore broke the rule (./restore-rule.js), or how it failed.
+ */
+export async function checkedRestore(rng, { prepared, local, remote, excludes, gitBacked }) {
+  const hostBaseline = ruleState(local);
+  const sandboxStart = ruleState(remote);
+  const startMembers = tarMembers(remote, excludes);
+  const applied = agentWork(rng, remote, 2 + rng.int(5));
+  if (gitBacked && rng.chance(0.3)) {
+    pinnedGit(remote, ["add", "-A"]);
+    pinnedGit(remote, ["commit", "-q", "--allow-empty", "-m", "agent"]);
+    applied.push("agent-commit");
   }
-  return applied;
+  applied.push(...hostEdits(rng, local, rng.int(4)));
+  const host = ruleState(local);
+  const sandboxEnd = ruleState(remote);
+  const endMembers = tarMembers(remote, excludes);
+  const { error, lines } = await settledRestore(prepared);
+  const breaks = error
+    ? { restore: `failed: ${error.code ?? ""} ${error.message}` }
+    : restoreRuleBreaks({
+        restored: ruleState(local),
+        host,
+        hostBaseline,
+        sandboxStart,
+        sandboxEnd,
+        returnable: (relative) => startMembers.has(relative) || endMembers.has(relative),
+      });
+  return { breaks, applied, lines };
+}
+
+/**
+ * When a prepare failed: whether upstream's prepare (`prepareUpstream(copy)`) fails on a copy of
+ * the host workspace `local` too (a host tree whose kinds HEAD contradicts, say a directory kept
+ * where the agent committed a file, fails the upload over the checkout on both sides alike).
+ */
+export async function upstreamFailsToo(local, prepareUpstream) {
+  const copy = `${local}-prepare-copy`;
+  execFileSync("cp", ["-a", local, copy]);
+  try {
+    return await prepareUpstream(copy).then(
+      () => false,
+      () => true,
+    );
+  } finally {
+    rmSync(copy, { recursive: true, force: true });
+  }
+}
+
+/** Runs `prepared.restoreWorkspace()`; resolves its error (or `null`) and the progress lines it wrote. */
+export async function settledRestore(prepared) {
+  const lines = [];
+  const error = await prepared
+    .restoreWorkspace((line) => lines.push(line))
+    .then(
+      () => null,
+      (failed) => failed,
+    );
+  return { error, lines };
 }

@@ -3,7 +3,10 @@
 // the host held it when the restore began. States are `contentState` maps (./git-state.js):
 // path → "dir <mode>", "file <mode> <sha256>", "link <target>" or "special <mode>".
 import { execFileSync } from "node:child_process";
+import { rmSync } from "node:fs";
 import { contentState } from "./git-state.js";
+import { HEAVY_EXCLUDES } from "../../lib/sandbox/steps.js";
+import { copyTree } from "./merge-triples.js";
 
 /** A tree's state for the rule: `contentState` without the repository and our runtime directory. */
 export const ruleState = (dir) => contentState(dir, [".git", ".paperclip-runtime"]);
@@ -141,4 +144,65 @@ export function tarMembers(dir, exclude) {
       .map((line) => line.replace(/^\.\//, "").replace(/\/$/, ""))
       .filter((line) => line && line !== "." && !/^(\.git|\.paperclip-runtime)(\/|$)/.test(line)),
   );
+}
+
+/**
+ * Records on `pair` (a differential test's `{ local, remote, twin }`: our host workspace and
+ * sandbox, upstream's twin host) what a run starts from, once prepared: the host, the sandbox,
+ * and what a pull with `excludes` can bring back.
+ */
+export function recordRunStart(pair, excludes) {
+  pair.rule = {
+    excludes,
+    hostBaseline: ruleState(pair.local),
+    sandboxStart: ruleState(pair.remote),
+    startMembers: tarMembers(pair.remote, excludes),
+  };
+}
+
+/** Records on `pair` what the restore begins with: the host (edited during the run) and the agent's sandbox. */
+export function recordRunEnd(pair) {
+  Object.assign(pair.rule, {
+    host: ruleState(pair.local),
+    sandboxEnd: ruleState(pair.remote),
+    endMembers: tarMembers(pair.remote, pair.rule.excludes),
+  });
+}
+
+/**
+ * Where our restore of `pair` broke the rule, upstream's twin as the differential (where they
+ * differ, ours kept the host's copy of a path upstream lost) unless `upstreamFailed` (a
+ * conflict upstream's merge fails on and ours keeps). Then the twin becomes a copy of ours:
+ * each round starts both sides from one workspace.
+ */
+export function pairRuleBreaks(pair, { upstreamFailed = false } = {}) {
+  const { rule } = pair;
+  const breaks = restoreRuleBreaks({
+    restored: ruleState(pair.local),
+    host: rule.host,
+    hostBaseline: rule.hostBaseline,
+    sandboxStart: rule.sandboxStart,
+    sandboxEnd: rule.sandboxEnd,
+    returnable: (relative) => rule.startMembers.has(relative) || rule.endMembers.has(relative),
+    upstream: upstreamFailed ? undefined : ruleState(pair.twin),
+  });
+  rmSync(pair.twin, { recursive: true, force: true });
+  copyTree(pair.local, pair.twin);
+  return breaks;
+}
+
+/**
+ * The sandbox restore's `--exclude` values for a workspace prepared with `options`
+ * (`workspaceExclude`, `preserveAbsentOnRestore`) whose git ignores are `ignored` (docs/sandbox.md).
+ */
+export function sandboxPullExcludes(options = {}, ignored = []) {
+  return [
+    ...HEAVY_EXCLUDES,
+    ".git",
+    ".git/*",
+    ".paperclip-runtime",
+    ...(options.preserveAbsentOnRestore ?? []),
+    ...(options.workspaceExclude ?? []),
+    ...ignored,
+  ];
 }

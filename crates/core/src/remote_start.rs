@@ -354,22 +354,9 @@ pub fn parse_ls_tree(bytes: &[u8]) -> Result<HashMap<String, TreeEntry>> {
     Ok(tree)
 }
 
-/// A 40-digit hex object id.
+/// A 40-digit lowercase hex object id.
 pub fn parse_oid(hex: &str) -> Option<ObjectId> {
-    let bytes = hex.as_bytes();
-    if bytes.len() != 40 {
-        return None;
-    }
-    let digit = |c: u8| match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        _ => None,
-    };
-    let mut out = [0u8; 20];
-    for (i, pair) in bytes.chunks_exact(2).enumerate() {
-        out[i] = digit(pair[0])? << 4 | digit(pair[1])?;
-    }
-    Some(out)
+    crate::snapshot::decode_hex(hex)
 }
 
 #[cfg(test)]

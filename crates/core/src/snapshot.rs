@@ -399,6 +399,24 @@ fn sorted_by_code_units(tree: &Tree, (start, end): (u32, u32)) -> Vec<u32> {
     ids
 }
 
+/// The `N` bytes that `2 * N` lowercase hex digits spell; `None` for anything else.
+pub fn decode_hex<const N: usize>(hex: &str) -> Option<[u8; N]> {
+    let bytes = hex.as_bytes();
+    if bytes.len() != 2 * N {
+        return None;
+    }
+    let digit = |c: u8| match c {
+        b'0'..=b'9' => Some(c - b'0'),
+        b'a'..=b'f' => Some(c - b'a' + 10),
+        _ => None,
+    };
+    let mut out = [0u8; N];
+    for (i, pair) in bytes.chunks_exact(2).enumerate() {
+        out[i] = digit(pair[0])? << 4 | digit(pair[1])?;
+    }
+    Some(out)
+}
+
 /// Lowercase hex of a hash.
 pub fn hex(hash: &Hash) -> String {
     let mut out = String::with_capacity(64);

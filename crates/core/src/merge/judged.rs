@@ -360,12 +360,14 @@ mod tests {
     use std::path::Path;
     use std::sync::atomic::AtomicBool;
 
-    /// A lane's merge of `src` into `dst` against `baseline`, given `start`.
-    fn lane(
+    /// A merge of `src` into `dst` against `baseline`, the current tree captured with
+    /// `exclude`: a lane's with `start`, upstream's without.
+    fn merge_with(
         src: &Path,
         dst: &Path,
         baseline: &super::super::Baseline,
-        start: &RemoteStart,
+        exclude: &[String],
+        start: Option<&RemoteStart>,
     ) -> super::super::MergeStats {
         let source = capture(src);
         let outcome = merge(&MergeOptions {
@@ -373,9 +375,9 @@ mod tests {
             source: &source,
             target: dst,
             baseline,
-            exclude: &[],
+            exclude,
             reject_conflicts: false,
-            start: Some(start),
+            start,
             threads: 2,
             cancel: &AtomicBool::new(false),
         })
@@ -384,6 +386,16 @@ mod tests {
             Outcome::Merged(stats) => stats,
             other => panic!("{other:?}"),
         }
+    }
+
+    /// A lane's merge of `src` into `dst` against `baseline`, given `start`.
+    fn lane(
+        src: &Path,
+        dst: &Path,
+        baseline: &super::super::Baseline,
+        start: &RemoteStart,
+    ) -> super::super::MergeStats {
+        merge_with(src, dst, baseline, &[], Some(start))
     }
 
     fn mode(path: &Path) -> u32 {
@@ -422,20 +434,7 @@ mod tests {
         // Upstream's merge, without the start, deletes every one of them.
         let baseline = baseline_of(&capture(&dst));
         write(&src.join("edit.txt"), "again");
-        let source = capture(&src);
-        let outcome = merge(&MergeOptions {
-            source_root: &src,
-            source: &source,
-            target: &dst,
-            baseline: &baseline,
-            exclude: &[],
-            reject_conflicts: false,
-            start: None,
-            threads: 2,
-            cancel: &AtomicBool::new(false),
-        })
-        .unwrap();
-        assert!(matches!(outcome, Outcome::Merged(_)));
+        merge_with(&src, &dst, &baseline, &[], None);
         assert!(!dst.join("._notes").exists() && !dst.join("sub/.git").exists());
         fs::remove_dir_all(root).unwrap();
     }
@@ -588,22 +587,8 @@ mod tests {
         write(&dst.join("d/node_modules/dep.js"), "never sent, never walked");
         let baseline = baseline_of(&capture(&dst));
         write(&src.join("d"), "the agent's file");
-        let source = capture(&src);
-        let exclude = ["d/node_modules".to_string()];
         let start = RemoteStart::new(&["node_modules"], None);
-        let outcome = merge(&MergeOptions {
-            source_root: &src,
-            source: &source,
-            target: &dst,
-            baseline: &baseline,
-            exclude: &exclude,
-            reject_conflicts: false,
-            start: Some(&start),
-            threads: 2,
-            cancel: &AtomicBool::new(false),
-        })
-        .unwrap();
-        let Outcome::Merged(stats) = outcome else { panic!("{outcome:?}") };
+        let stats = merge_with(&src, &dst, &baseline, &["d/node_modules".to_string()], Some(&start));
         assert_eq!(fs::read_to_string(dst.join("d/node_modules/dep.js")).unwrap(), "never sent, never walked");
         assert!(!dst.join("d/a.txt").exists(), "the agent's deletion inside arrives");
         assert_eq!(kept(&stats), [("d".to_string(), "not-empty")]);
