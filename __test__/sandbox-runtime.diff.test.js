@@ -4,8 +4,12 @@
 // slices, a nested project repository), with an asset (provision + restore) and referenced
 // projects (one failing), through a spawn runner in each transport mode. Both sides get
 // identical copies of the workspace and the same simulated agent work in the sandbox; the
-// remote trees, remote git state, restored workspaces, local git state, progress lines and
-// status updates must agree. Rerun a failure with DIFF_SEED=<seed>.
+// remote trees, remote git state, local git state, progress lines and status updates must
+// agree; the restored workspaces agree but where ours kept a host copy upstream's replaced (a
+// tracked file's 600 mode the checkout made 644: docs/differences.md, "Nothing the agent did
+// not change"), which the restore rule's check tells (helpers/restore-rule.js). Rerun a
+// failure with DIFF_SEED=<seed>.
+import { execFileSync } from "node:child_process";
 import { chmodSync, cpSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -15,6 +19,7 @@ import * as ours from "../lib/command-managed-runtime.js";
 import { createRandom, runSeed } from "./helpers/random.js";
 import { nativeSyncRunner, spawnRunner } from "./helpers/sandbox-runner.js";
 import { pinnedGit, repositoryState, treeWithoutGit, writeNestedRepository } from "./helpers/git-state.js";
+import { pairRuleBreaks, recordRunEnd, recordRunStart, sandboxPullExcludes } from "./helpers/restore-rule.js";
 const upstream = await oracle("command-managed-runtime");
 
 const seed = runSeed();
@@ -177,7 +182,20 @@ describe("prepareCommandManagedRuntime + restoreWorkspace against upstream", () 
               gitState(path.join(up.remote, ".paperclip-repositories", "proj")),
             );
           }
+          // What the run starts from, for the rule's check of our restore: the pull leaves out
+          // the heavy directories, the repositories, our runtime directory and what git ignores.
+          const ignored = kind.gitBacked
+            ? execFileSync("git", ["-C", copies.ours, "ls-files", "-oi", "--exclude-standard", "--directory", "-z"], {
+                encoding: "utf8",
+              })
+                .split("\0")
+                .map((entry) => entry.replace(/\/+$/, ""))
+                .filter(Boolean)
+            : [];
+          const pair = { local: copies.ours, remote: me.remote, twin: copies.upstream };
+          recordRunStart(pair, sandboxPullExcludes({}, ignored));
           for (const side of [up, me]) agentWork(side.remote, kind);
+          recordRunEnd(pair);
           const restoreLines = { upstream: [], ours: [] };
           await up.prepared.restoreWorkspace((line) => {
             restoreLines.upstream.push(line);
@@ -185,13 +203,14 @@ describe("prepareCommandManagedRuntime + restoreWorkspace against upstream", () 
           await me.prepared.restoreWorkspace((line) => {
             restoreLines.ours.push(line);
           });
-          expect(tree(copies.ours)).toEqual(tree(copies.upstream));
           if (kind.gitBacked) {
             expect(gitState(copies.ours)).toEqual(gitState(copies.upstream));
             expect(gitState(path.join(copies.ours, ".paperclip-repositories", "proj"))).toEqual(
               gitState(path.join(copies.upstream, ".paperclip-repositories", "proj")),
             );
           }
+          // Last: the check makes the twin a copy of ours.
+          expect(pairRuleBreaks(pair)).toEqual({});
           expect(me.restoredAsset).toEqual(up.restoredAsset);
           expect(collapse(me.progress.map(normalize))).toEqual(collapse(up.progress.map(normalize)));
           expect(collapse(restoreLines.ours.map(normalize))).toEqual(collapse(restoreLines.upstream.map(normalize)));

@@ -1,8 +1,10 @@
 // No name this library reserves (crates/core/src/reserved.rs) can be planted through SSH:
-// the catalogue of planted names (helpers/reserved.js) in the remote directory of
-// syncDirectoryFromSsh and of restoreWorkspaceFromSshExecution (plain and with a baseline)
-// against a real OpenSSH sshd: refused with ERR_PAPERCLIP_NATIVE_UNSAFE_ARCHIVE_ENTRY, the
-// local directory untouched, and the next ordinary pull or restore succeeds. A look-alike
+// the catalogue of planted names (helpers/reserved.js) in the remote directory, against a
+// real OpenSSH sshd. syncDirectoryFromSsh refuses it with
+// ERR_PAPERCLIP_NATIVE_UNSAFE_ARCHIVE_ENTRY, the local directory untouched;
+// restoreWorkspaceFromSshExecution (plain and with a baseline) leaves it out and takes the
+// rest of the agent's work (docs/reliability.md); the next ordinary pull or restore
+// succeeds. A look-alike
 // this host did not create, found in the local directory, blocks no pull and is reported.
 // Runs as an unprivileged user (scripts/test.sh), like every SSH suite.
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -11,7 +13,15 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { restoreWorkspaceFromSshExecution, syncDirectoryFromSsh } from "../lib/ssh.js";
 import { captureDirectorySnapshot } from "../lib/workspace-restore-merge.js";
-import { catalogue, deadPid, expectRefused, plant, PREFIXES, smallWorkspace } from "./helpers/reserved.js";
+import {
+  catalogue,
+  deadPid,
+  expectLeftOut,
+  expectRefused,
+  plant,
+  PREFIXES,
+  smallWorkspace,
+} from "./helpers/reserved.js";
 import { startSshd } from "./helpers/sshd.js";
 import { treeState } from "./helpers/tar.js";
 
@@ -69,19 +79,18 @@ describe("planted names on the SSH remote are refused", () => {
   }, 120_000);
 
   for (const withBaseline of [false, true]) {
-    it(`restoreWorkspaceFromSshExecution${withBaseline ? " with a baseline" : ""}: one case per prefix, journal and depth, and the key file: refused, untouched; the next restore succeeds`, async () => {
+    it(`restoreWorkspaceFromSshExecution${withBaseline ? " with a baseline" : ""}: one case per prefix, journal and depth, and the key file: left out, the rest arrives; the next restore succeeds`, async () => {
       for (const entry of catalogue({ every: false })) {
         const localDir = workspace();
         const baselineSnapshot = withBaseline ? await captureDirectorySnapshot(localDir, { exclude: [] }) : undefined;
         const remoteDir = fresh("remote");
         writeFileSync(path.join(remoteDir, "a.txt"), "remote\n");
         plant(remoteDir, entry);
-        const before = treeState(localDir);
         const error = await settle(
           restoreWorkspaceFromSshExecution({ spec: server.spec, localDir, remoteDir, baselineSnapshot }),
         );
-        expectRefused(error, entry, "restore", localDir);
-        expect(treeState(localDir), entry.label).toEqual(before);
+        expectLeftOut(error, entry, "restore", localDir);
+        expect(readFileSync(path.join(localDir, "a.txt"), "utf8"), entry.label).toBe("remote\n");
         rmSync(path.join(remoteDir, entry.top.split("/")[0]), { recursive: true, force: true });
         await restoreWorkspaceFromSshExecution({ spec: server.spec, localDir, remoteDir, baselineSnapshot });
         expect(readFileSync(path.join(localDir, "a.txt"), "utf8")).toBe("remote\n");

@@ -3,10 +3,10 @@
 // forged tag) and an earlier one, of a live and a dead pid, with and without a journal, at
 // the root and nested; and the key file's name. Shared by the suites that feed them through
 // each way in (extraction, merge, mirror, sandbox restore, SSH pull).
-import { mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { expect } from "vitest";
-import { RawArchive } from "./tar.js";
+import { RawArchive, treeState } from "./tar.js";
 
 export const PREFIXES = {
   extract: ".paperclip-extract-",
@@ -131,4 +131,22 @@ export function expectRefused(error, entry, where, hostPath) {
   expect(error?.code, `${where}: ${entry.label}: ${error?.message}`).toBe("ERR_PAPERCLIP_NATIVE_UNSAFE_ARCHIVE_ENTRY");
   expect(error.message, where).toContain("reserves");
   expect(error.message, where).not.toContain(hostPath);
+}
+
+/** Whether a relative path holds a planted name (a staging prefix or the key file) at any depth. */
+const holdsPlanted = (rel) =>
+  rel.split("/").some((name) => name === KEY_FILE || Object.values(PREFIXES).some((prefix) => name.startsWith(prefix)));
+
+/**
+ * Expects a lane's restore to have left the case's planted entry out and taken the rest: it
+ * succeeded (`error` null), no planted name is anywhere under `root`, and the case's
+ * ordinary file and the directories above the planted entry arrived.
+ */
+export function expectLeftOut(error, entry, where, root) {
+  expect(error, `${where}: ${entry.label}: ${error?.message}`).toBeNull();
+  expect(Object.keys(treeState(root)).filter(holdsPlanted), `${where}: ${entry.label}`).toEqual([]);
+  expect(readFileSync(path.join(root, "ok.txt"), "utf8"), `${where}: ${entry.label}`).toBe("fine\n");
+  const above = path.dirname(entry.top);
+  if (above !== ".") expect(statSync(path.join(root, above)).isDirectory(), `${where}: ${entry.label}`).toBe(true);
+  expect(existsSync(path.join(root, entry.top)), `${where}: ${entry.label}`).toBe(false);
 }
