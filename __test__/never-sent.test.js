@@ -19,6 +19,7 @@ import {
   expectFifoKept,
   expectKept,
   expectRefusedReplaced,
+  expectSecondRestoreFollows,
   expectUpstreamLoses,
   FIFO_CASE,
   git,
@@ -26,6 +27,7 @@ import {
   replaceWithStranger,
   sharedCases,
   strangerCase,
+  twoRestoresCase,
 } from "./helpers/never-sent-cases.js";
 import { ruleState } from "./helpers/restore-rule.js";
 import { settledRestore, writeFile as write } from "./helpers/restore-rule-gen.js";
@@ -217,6 +219,27 @@ describe(
             expect(error).toBeNull();
             expect(Object.keys(ruleState(root))).toEqual(["unrelated.txt"]);
           }
+        }
+      }
+    });
+
+    it("two restores of one run: the second starts from what the first wrote, a host edit made between them kept", async () => {
+      for (const kind of ["plain", "git"]) {
+        for (const mode of [
+          { transport: "base64", delta: "auto" },
+          { transport: "base64", delta: "off" },
+          { transport: "native", delta: "auto" },
+        ]) {
+          process.env.PAPERCLIP_NATIVE_SANDBOX_DELTA = mode.delta;
+          const root = workspaceOf(twoRestoresCase(kind));
+          const remote = fresh("remote");
+          const prepared = await prepareCommandManagedRuntime({
+            runner: mode.transport === "native" ? nativeSyncRunner().runner : spawnRunner().runner,
+            spec: { remoteCwd: remote, timeoutMs: 60_000 },
+            adapterKey: "case",
+            workspaceLocalDir: root,
+          });
+          await expectSecondRestoreFollows({ root, remote, restore: () => settledRestore(prepared) });
         }
       }
     });

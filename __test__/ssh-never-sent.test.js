@@ -18,11 +18,13 @@ import {
   expectFifoKept,
   expectKept,
   expectRefusedReplaced,
+  expectSecondRestoreFollows,
   expectUpstreamLoses,
   FIFO_CASE,
   replaceWithStranger,
   sharedCases,
   strangerCase,
+  twoRestoresCase,
 } from "./helpers/never-sent-cases.js";
 import { ruleState } from "./helpers/restore-rule.js";
 import { settledRestore, writeFile as write } from "./helpers/restore-rule-gen.js";
@@ -127,6 +129,23 @@ describe(
         const before = ruleState(root);
         const { error } = await settledRestore(prepared);
         expectRefusedReplaced(error, root, before, kind);
+      }
+    });
+
+    it("two restores of one run: the second starts from what the first wrote, a host edit made between them kept", async () => {
+      for (const kind of ["plain", "git"]) {
+        for (const delta of ["1", "0"]) {
+          process.env.PAPERCLIP_NATIVE_SSH_DELTA = delta;
+          const root = workspaceOf(twoRestoresCase(kind));
+          const prepared = await prepareRemoteManagedRuntime({
+            spec: { ...suite.server.spec, remoteCwd: fresh("remote-base") },
+            runId: "run-1",
+            adapterKey: "case",
+            workspaceLocalDir: root,
+          });
+          const remote = prepared.workspaceRemoteDir;
+          await expectSecondRestoreFollows({ root, remote, restore: () => settledRestore(prepared) });
+        }
       }
     });
 

@@ -106,12 +106,51 @@ export function keptLine(kept) {
 }
 
 /**
+ * What earlier restores of a run wrote on the host, per run baseline (the prepare's, or the
+ * caller's `baselineSnapshot`, never changed itself): path → entry as written, `null` where
+ * a restore removed the path.
+ */
+const written = new WeakMap();
+
+/**
+ * `baseline` with what earlier restores against it wrote in place ({@link mergeAgentWork}'s
+ * `run`): a later restore of the same run judges the host against it, so what an earlier
+ * restore wrote does not read as a host edit made during the run. `baseline` itself when
+ * none did.
+ */
+export function advancedBaseline(baseline) {
+  const wrote = written.get(baseline);
+  if (!wrote) return baseline;
+  const entries = new Map(baseline.entries);
+  for (const [relative, entry] of wrote) {
+    if (entry) entries.set(relative, entry);
+    else entries.delete(relative);
+  }
+  return { ...baseline, entries };
+}
+
+/** Records on the run baseline `run` that a restore wrote `entries` (`[path, entry | null]`), each path under `prefix`. */
+export function recordWritten(run, entries, prefix = "") {
+  let wrote = written.get(run);
+  if (!wrote) written.set(run, (wrote = new Map()));
+  for (const [relative, entry] of entries) wrote.set(`${prefix}${relative}`, entry);
+}
+
+/** What a project repository's restore (its run baseline `from`) wrote, carried to its workspace's run baseline `to`. */
+export function carryWritten(from, to, prefix) {
+  const wrote = written.get(from);
+  if (wrote) recordWritten(to, wrote, prefix);
+}
+
+/**
  * A lane's restore merge: `input` as `mergeDirectoryWithBaseline`'s, judged against `start`
  * (from {@link describeRemoteStart}); what it kept goes to `sink` (a progress sink) as one line.
- * Resolves the kept paths (`{ path, reason }`).
+ * `run`: the run baseline whose restores this one follows ({@link advancedBaseline}), on which
+ * what it wrote is recorded. Resolves the kept paths (`{ path, reason }`).
  */
-export async function mergeAgentWork(input, start, sink) {
-  const { kept } = await mergeIntoTarget(input, start);
+export async function mergeAgentWork(input, start, sink, run) {
+  const { kept, advanced } = await mergeIntoTarget(input, start);
+  if (run) recordWritten(run, advanced);
   const line = keptLine(kept);
   if (line && typeof sink === "function") await sink(line);
   return kept;

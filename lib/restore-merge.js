@@ -95,8 +95,10 @@ function firstFailure(outcome) {
  * Merges `input.sourceDir` into `input.targetDir` against `input.baseline` (upstream's
  * `mergeDirectoryWithBaseline` input, with our `conflictPolicy` and `refuseEmptySource`).
  * `start` (a native `MergeStart`, ./remote-start.js): a lane's restore, judged against what
- * the remote was given. Resolves `{ kept }`: the host paths the merge left as they are
- * although they looked changed, each `{ path, reason }` (none without a start).
+ * the remote was given. Resolves `{ kept, advanced }`: the host paths the merge left as they
+ * are although they looked changed, each `{ path, reason }`, and what the host holds where
+ * the merge changed it, `[path, entry | null]` (a snapshot entry; `null`: removed); both
+ * empty without a start.
  */
 export async function mergeIntoTarget(input, start = null) {
   const { baseline } = input;
@@ -137,6 +139,7 @@ export async function mergeIntoTarget(input, start = null) {
     throw error;
   }
   let kept = [];
+  let advanced = [];
   await withDirectoryMergeLock(input.targetDir, async (canonicalTargetDir) => {
     await input.beforeApply?.();
     const outcome = await runCancellable(undefined, () =>
@@ -146,7 +149,22 @@ export async function mergeIntoTarget(input, start = null) {
     if (outcome.refusedCode) throw refusal(outcome);
     if (outcome.failedPaths.length > 0) throw firstFailure(outcome);
     kept = outcome.keptPaths.map((keptPath, i) => ({ path: keptPath, reason: outcome.keptReasons[i] }));
+    advanced = outcome.advancedPaths.map((relative, i) => [relative, writtenEntry(outcome, i)]);
     await input.afterApply?.();
   });
-  return { kept };
+  return { kept, advanced };
+}
+
+/** The `i`-th entry of a merge outcome's `advanced*` lists as a snapshot entry (`null`: removed). */
+function writtenEntry(outcome, i) {
+  switch (outcome.advancedKinds[i]) {
+    case 1:
+      return { kind: "dir" };
+    case 2:
+      return { kind: "file", mode: outcome.advancedModes[i], hash: outcome.advancedHashes[i] };
+    case 3:
+      return { kind: "symlink", target: outcome.advancedTargets[i] };
+    default:
+      return null;
+  }
 }

@@ -37,7 +37,7 @@ import {
   stageTree,
   trace,
 } from "./ssh-delta.js";
-import { describeRemoteStart, givenTopLevel, mergeAgentWork } from "./remote-start.js";
+import { advancedBaseline, describeRemoteStart, givenTopLevel, mergeAgentWork } from "./remote-start.js";
 import { walkLocalTree } from "./tree-delta.js";
 import { guarded, workspaceGuardLine } from "./workspace-guard.js";
 
@@ -622,6 +622,9 @@ export async function restoreWorkspaceOverSsh(input, transfers) {
   const archive = { limits: archiveLimits(input.limits) };
   if (baselineSnapshot) {
     const started = performance.now();
+    // The host as the run left it: the caller's baseline, with what earlier restores against
+    // it wrote (remote-start.js `advancedBaseline`).
+    const baseline = advancedBaseline(baselineSnapshot);
     // The delta's walk of the host tree starts at once (planRestore compares it with the
     // remote's listing); none with the delta off.
     const localWalk = sshDeltaEnabled()
@@ -649,7 +652,7 @@ export async function restoreWorkspaceOverSsh(input, transfers) {
         checkout: head ? { localDir, head, wholeTree: true, removed: prepared?.deleted ?? [] } : null,
         mask: await recordedExtractionMask(spec, remoteDir, localDir).catch(() => null),
       });
-      guard = { ...guard, witnesses: givenTopLevel(baselineSnapshot, start) };
+      guard = { ...guard, witnesses: givenTopLevel(baseline, start) };
       // To a host that kept what was sent: only what the run changed comes back
       // (ssh-delta.js), merged against the baseline cut to it (the history's integration
       // moves refs only, never the working tree).
@@ -658,7 +661,7 @@ export async function restoreWorkspaceOverSsh(input, transfers) {
         connection,
         remoteDir,
         localDir,
-        baseline: baselineSnapshot,
+        baseline,
         loaded: candidate?.loaded,
         localWalk,
         guard,
@@ -697,7 +700,7 @@ export async function restoreWorkspaceOverSsh(input, transfers) {
       trace("restore: pulled", started);
       await mergeAgentWork(
         {
-          baseline: delta?.baseline ?? baselineSnapshot,
+          baseline: delta?.baseline ?? baseline,
           sourceDir: stagingDir,
           targetDir: localDir,
           // History moves inside the lock; the working tree still comes from the remote
@@ -706,6 +709,7 @@ export async function restoreWorkspaceOverSsh(input, transfers) {
         },
         start,
         onProgress,
+        baselineSnapshot,
       );
       trace("restore: merged", started);
       // The run's work is back on this host: its remote directory may start the next run's.

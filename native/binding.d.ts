@@ -237,6 +237,16 @@ export interface MergeOutcomeTransfer {
    * create: left alone, reported by the JS layer.
    */
   foreignStaging: Array<string>
+  /**
+   * A lane's restore: what the host now holds where the merge changed it, per path (same
+   * order): its kind (`0` removed, `1` directory, `2` file, `3` symlink), a file's mode and
+   * hash (hex; else `0` and empty), a link's target (else empty).
+   */
+  advancedPaths: Array<string>
+  advancedKinds: Array<number>
+  advancedModes: Array<number>
+  advancedHashes: Array<string>
+  advancedTargets: Array<string>
 }
 
 /** What a lane's prepare gave the remote (internal; `lib/remote-start.js` builds it). */

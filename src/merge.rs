@@ -112,6 +112,14 @@ pub struct MergeOutcomeTransfer {
     /// Entries at the target's root carrying one of our staging names that this host did not
     /// create: left alone, reported by the JS layer.
     pub foreign_staging: Vec<String>,
+    /// A lane's restore: what the host now holds where the merge changed it, per path (same
+    /// order): its kind (`0` removed, `1` directory, `2` file, `3` symlink), a file's mode and
+    /// hash (hex; else `0` and empty), a link's target (else empty).
+    pub advanced_paths: Vec<String>,
+    pub advanced_kinds: Vec<u32>,
+    pub advanced_modes: Vec<u32>,
+    pub advanced_hashes: Vec<String>,
+    pub advanced_targets: Vec<String>,
 }
 
 fn decode_hash(hex: &str) -> Option<[u8; 32]> {
@@ -269,6 +277,11 @@ pub async fn merge_apply(
             failed_paths: Vec::new(),
             failed_errors: Vec::new(),
             foreign_staging: Vec::new(),
+            advanced_paths: Vec::new(),
+            advanced_kinds: Vec::new(),
+            advanced_modes: Vec::new(),
+            advanced_hashes: Vec::new(),
+            advanced_targets: Vec::new(),
         };
         let set_stats = |stats: merge::MergeStats, out: &mut MergeOutcomeTransfer| {
             out.deleted = stats.deleted as u32;
@@ -280,6 +293,20 @@ pub async fn merge_apply(
                 out.kept_reasons.push(kept.reason.as_str().to_string());
             }
             out.foreign_staging = stats.foreign_staging;
+            for (path, now) in stats.advanced {
+                let (kind, mode, hash, target) = match now {
+                    None => (0, 0, String::new(), String::new()),
+                    Some(BaselineEntry::Dir) => (1, 0, String::new(), String::new()),
+                    Some(BaselineEntry::File { mode, hash }) => (2, mode, snapshot::hex(&hash), String::new()),
+                    Some(BaselineEntry::Symlink { target }) => (3, 0, String::new(), target),
+                    Some(BaselineEntry::Unmatchable) => continue,
+                };
+                out.advanced_paths.push(path);
+                out.advanced_kinds.push(kind);
+                out.advanced_modes.push(mode);
+                out.advanced_hashes.push(hash);
+                out.advanced_targets.push(target);
+            }
         };
         match outcome {
             Outcome::Merged(stats) => set_stats(stats, &mut out),

@@ -166,3 +166,45 @@ export function expectFifoKept(ours) {
   expect(readFileSync(path.join(ours.root, "edit-me.txt"), "utf8")).toBe("the agent's edit\n");
   expect(changed(ours.before, ours.after)).toEqual([]);
 }
+
+/** The two-restore case: a workspace (`kind`) whose agent works on after a first restore. */
+export function twoRestoresCase(kind) {
+  return {
+    kind,
+    make(root) {
+      for (const name of ["again.txt", "both-again.txt", "recreated.txt", "stays.txt"]) writeFile(root, name, "base\n");
+      if (kind === "git") commitAll(root);
+    },
+  };
+}
+
+/**
+ * Two restores of one run (`restore()` restores once, resolving `{ error, lines }`; `root`
+ * and `remote` the host workspace and the remote one): what the first wrote is where the
+ * second starts on the host. The agent's later edit and a file it deleted then made again
+ * arrive; a file the host edited after the first restore and the agent edited again keeps
+ * the host's edit, reported; what neither touched stays.
+ */
+export async function expectSecondRestoreFollows({ root, remote, restore }) {
+  const read = (relative) => readFileSync(path.join(root, relative), "utf8");
+  writeFile(remote, "again.txt", "the agent's first version\n");
+  writeFile(remote, "both-again.txt", "the agent's first version\n");
+  rmSync(path.join(remote, "recreated.txt"));
+  const first = await restore();
+  expect(first.error).toBeNull();
+  expect(read("again.txt")).toBe("the agent's first version\n");
+  expect(ruleState(root)["recreated.txt"]).toBeUndefined();
+  writeFile(remote, "again.txt", "the agent's second version\n");
+  writeFile(remote, "recreated.txt", "made again by the agent\n");
+  writeFile(remote, "both-again.txt", "the agent's second version\n");
+  writeFile(root, "both-again.txt", "the host's edit after the first restore\n");
+  const second = await restore();
+  expect(second.error).toBeNull();
+  expect(read("again.txt")).toBe("the agent's second version\n");
+  expect(read("recreated.txt")).toBe("made again by the agent\n");
+  expect(read("both-again.txt")).toBe("the host's edit after the first restore\n");
+  expect(read("stays.txt")).toBe("base\n");
+  expect(second.lines.filter((line) => line.startsWith("Kept "))).toEqual([
+    "Kept 1 host path as the host holds it, not as the agent left it: both-again.txt (changed on the host during the run)",
+  ]);
+}

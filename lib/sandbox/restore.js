@@ -9,7 +9,7 @@ import path from "node:path";
 import { GIT_ARCHIVE_EXCLUDES } from "../git-workspace-sync.js";
 import { codes, native } from "../native.js";
 import { extractTarballToDirectory } from "../tar-stream.js";
-import { describeRemoteStart, givenTopLevel, mergeAgentWork } from "../remote-start.js";
+import { advancedBaseline, carryWritten, describeRemoteStart, givenTopLevel, mergeAgentWork } from "../remote-start.js";
 import { endsTheCall } from "../tree-delta.js";
 import { guarded, workspaceGuardLine } from "../workspace-guard.js";
 import { asBuffer } from "./base64-transfer.js";
@@ -69,7 +69,6 @@ export async function restoreSandboxWorkspace(run, sink) {
     limits,
     stopIfAborted,
     repositories,
-    baseline,
     gitSnapshot,
     workspaceRemoteDir,
     runtimeRootDir,
@@ -80,6 +79,9 @@ export async function restoreSandboxWorkspace(run, sink) {
     prepareNested,
   } = run;
   stopIfAborted();
+  // The host as the run left it: the prepare's baseline, with what earlier restores of this
+  // run wrote (../remote-start.js `advancedBaseline`).
+  const baseline = advancedBaseline(run.baseline);
   // What the remote was given: the merge's judge, and the guard's witnesses (a workspace's
   // own; a project repository's restore keeps its workspace's guard).
   const mask = await recordedExtractionMask(input.spec, workspaceRemoteDir, input.workspaceLocalDir).catch(() => null);
@@ -105,6 +107,14 @@ export async function restoreSandboxWorkspace(run, sink) {
         entry.startsWith(prefix) ? [entry.slice(prefix.length)] : entry.startsWith("*/") ? [entry] : [],
       ),
     );
+    const nestedBaseline = {
+      exclude: mergeExcludes(HEAVY_EXCLUDES, [...GIT_ARCHIVE_EXCLUDES], [".paperclip-runtime"], nestedExclude),
+      entries: new Map(
+        [...baseline.entries]
+          .filter(([entry]) => entry.startsWith(prefix))
+          .map(([entry, value]) => [entry.slice(prefix.length), value]),
+      ),
+    };
     const nested = await prepareNested(
       {
         spec: { ...input.spec, remoteCwd: path.posix.join(workspaceRemoteDir, repository.path) },
@@ -114,14 +124,7 @@ export async function restoreSandboxWorkspace(run, sink) {
         workspaceInboundMode: "adopt_remote",
         workspaceGitSnapshot: repository.snapshot,
         workspaceExclude: nestedExclude,
-        workspaceBaseline: {
-          exclude: mergeExcludes(HEAVY_EXCLUDES, [...GIT_ARCHIVE_EXCLUDES], [".paperclip-runtime"], nestedExclude),
-          entries: new Map(
-            [...baseline.entries]
-              .filter(([entry]) => entry.startsWith(prefix))
-              .map(([entry, value]) => [entry.slice(prefix.length), value]),
-          ),
-        },
+        workspaceBaseline: nestedBaseline,
         onRuntimeProgress: input.onRuntimeProgress,
         signal,
         limits,
@@ -129,6 +132,7 @@ export async function restoreSandboxWorkspace(run, sink) {
       guard,
     );
     await nested.restoreWorkspace(sink);
+    carryWritten(nestedBaseline, run.baseline, prefix);
   }
   // Through our client: only what the run changed comes back (delta.js), the walk of the
   // host tree it compares with the listing started at once. Not for project repositories
@@ -405,6 +409,7 @@ export async function restoreSandboxWorkspace(run, sink) {
         },
         start,
         sink,
+        run.baseline,
       );
       if (plan)
         await recordRestore({

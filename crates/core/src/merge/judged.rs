@@ -440,6 +440,45 @@ mod tests {
     }
 
     #[test]
+    fn what_a_lane_merge_wrote_is_where_the_next_restore_starts() {
+        let root = tmp("lane-advanced");
+        let (src, dst) = (root.join("src"), root.join("dst"));
+        for name in ["a.txt", "gone.txt", "p.txt", "stays.txt"] {
+            write(&dst.join(name), name);
+            write(&src.join(name), name);
+        }
+        let baseline = baseline_of(&capture(&dst));
+        write(&src.join("a.txt"), "the agent's first");
+        fs::remove_file(src.join("gone.txt")).unwrap();
+        fs::set_permissions(src.join("p.txt"), fs::Permissions::from_mode(0o700)).unwrap();
+        write(&src.join("d/n.txt"), "new");
+        let start = RemoteStart::new::<&str>(&[], None);
+        let stats = lane(&src, &dst, &baseline, &start);
+        // What the merge wrote, as a capture of the host now describes it; nothing it did not write.
+        let now = baseline_of(&capture(&dst));
+        let now: HashMap<&str, &BaselineEntry> = now.entries.iter().map(|(rel, e)| (rel.as_str(), e)).collect();
+        let paths: Vec<&str> = stats.advanced.iter().map(|(rel, _)| rel.as_str()).collect();
+        assert_eq!(paths, ["a.txt", "d", "d/n.txt", "gone.txt", "p.txt"]);
+        for (rel, entry) in &stats.advanced {
+            assert_eq!(entry.as_ref(), now.get(rel.as_str()).copied(), "{rel}");
+        }
+        // The next restore against the baseline with those in place: the agent's later edit
+        // arrives (against the prepare's baseline it reads as a host edit and is kept).
+        let mut entries = baseline.entries.clone();
+        entries.retain(|(rel, _)| !paths.contains(&rel.as_str()));
+        entries.extend(stats.advanced.iter().filter_map(|(rel, e)| e.clone().map(|e| (rel.clone(), e))));
+        let advanced = super::super::Baseline::new(entries);
+        write(&src.join("a.txt"), "the agent's second");
+        let stale = lane(&src, &dst, &baseline, &start);
+        assert_eq!(kept(&stale), [("a.txt".to_string(), "host-changed")]);
+        let stats = lane(&src, &dst, &advanced, &start);
+        assert!(stats.kept.is_empty(), "{:?}", stats.kept);
+        assert_eq!(fs::read_to_string(dst.join("a.txt")).unwrap(), "the agent's second");
+        assert_eq!(fs::read_to_string(dst.join("stays.txt")).unwrap(), "stays.txt");
+        fs::remove_dir_all(root).unwrap();
+    }
+
+    #[test]
     fn a_mode_a_remote_umask_narrowed_is_not_the_agents_change() {
         let root = tmp("lane-umask");
         let (src, dst) = (root.join("src"), root.join("dst"));

@@ -329,6 +329,11 @@ pub struct MergeStats {
     /// this host cannot prove it created ([`crate::staging::Swept::foreign`]): left alone,
     /// for the caller to report.
     pub foreign_staging: Vec<String>,
+    /// A lane's restore: what the host now holds where the merge changed it (`None`: the
+    /// merge removed the path), sorted by path. A later restore of the same run judges the
+    /// host against its baseline with these in place, so what this restore wrote does not
+    /// read as a host edit made during the run.
+    pub advanced: Vec<(String, Option<BaselineEntry>)>,
 }
 
 /// A merge refused before any change.
@@ -556,10 +561,46 @@ pub fn merge(opts: &MergeOptions<'_>) -> Result<Outcome> {
         stats.kept.sort();
         stats.kept.dedup_by(|a, b| a.path == b.path);
     }
+    if opts.start.is_some() && failures.is_empty() {
+        stats.advanced = advanced(&plan, &base, &stats.kept);
+    }
     if !failures.is_empty() {
         return Ok(Outcome::Failed { stats, failures });
     }
     Ok(Outcome::Merged(stats))
+}
+
+/// What the host holds after a lane's merge carried out `plan` where it changed something
+/// (see [`MergeStats::advanced`]): the paths it kept are left out (the host holds its own
+/// there, which the baseline still describes).
+fn advanced(
+    plan: &Plan<'_>,
+    base: &HashMap<&str, &BaselineEntry>,
+    kept: &[Kept],
+) -> Vec<(String, Option<BaselineEntry>)> {
+    let kept: HashSet<&str> = kept.iter().map(|k| k.path.as_str()).collect();
+    let mut out: Vec<(String, Option<BaselineEntry>)> = Vec::new();
+    for rel in plan.delete_leaves.iter().chain(&plan.delete_dirs) {
+        out.push((rel.to_string(), None));
+    }
+    out.extend(plan.apply_dirs.iter().map(|rel| (rel.to_string(), Some(BaselineEntry::Dir))));
+    for (rel, entry, mode) in &plan.apply_leaves {
+        let now = match entry {
+            Entry::File { hash, .. } => BaselineEntry::File { mode: *mode, hash: *hash },
+            Entry::Symlink { target } => BaselineEntry::Symlink { target: target.clone() },
+            Entry::Dir => BaselineEntry::Dir,
+        };
+        out.push((rel.to_string(), Some(now)));
+    }
+    for (rel, mode) in &plan.chmods {
+        if let Some(BaselineEntry::File { hash, .. }) = base.get(rel) {
+            out.push((rel.to_string(), Some(BaselineEntry::File { mode: *mode, hash: *hash })));
+        }
+    }
+    out.retain(|(rel, _)| !kept.contains(rel.as_str()));
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out.dedup_by(|a, b| a.0 == b.0);
+    out
 }
 
 fn check_cancel(cancel: &AtomicBool) -> Result<()> {
