@@ -14,12 +14,14 @@ const path = process.getBuiltinModule("node:path");
 
 /**
  * Source text that tells a module apart from 2026.916.1's: each `marker` is a string found
- * in newer upstream sources (../shared/reference/upstream-next.md, "Markers") and `means` the
- * behaviour it comes with, which this package does not implement.
+ * in the sources of newer upstream releases and `means` the behaviour it comes with, which
+ * this package's drop-ins do not implement (docs/activation.md). The newer SQLite merge
+ * lock's file is honoured by lib/merge-lock.js; the modules that carry its code stay
+ * upstream's.
  */
 export const REFUSAL_MARKERS = Object.freeze([
-  { marker: "node:sqlite", means: "SQLite: the newer merge lock or disk-backed snapshots" },
-  { marker: ".lock.sqlite", means: "the SQLite merge lock" },
+  { marker: "node:sqlite", means: "SQLite code: disk-backed snapshots or the newer merge lock's module" },
+  { marker: ".lock.sqlite", means: "the newer merge lock's module" },
   { marker: "unescapeTarExcludeLiteral", means: "an exclude matcher that unescapes literal patterns" },
   { marker: "transferExclude", means: "an SSH prepare that returns transferExclude" },
   { marker: "WorkspacePaths", means: "disk-manifest workspace paths" },
