@@ -61,41 +61,81 @@ const REFUSALS = new Set([codes.UNSAFE_ARCHIVE_ENTRY, codes.ARCHIVE_LIMIT_EXCEED
  * each step checks before it reads anything, ../workspace-guard.js, given the top-level
  * names the prepare gave it here; `prepareNested(input, guard)` prepares a project
  * repository's own runtime, whose restore runs first).
+ *
+ * The steps, each a function below over one restore's context (`openRestore`) and what the
+ * steps found (`state`): the project repositories' own restores; the history's export and
+ * import; the staging directory; the tree's pull (a provider's `syncOut`, the delta's plan,
+ * or the whole archive); the merge; the clean-up.
  */
 export async function restoreSandboxWorkspace(run, sink) {
-  const {
-    input,
-    signal,
-    limits,
-    stopIfAborted,
-    repositories,
-    gitSnapshot,
-    workspaceRemoteDir,
-    runtimeRootDir,
-    workspaceRestoreExclude,
-    nativeSyncOut,
-    nextOperationId,
-    mergeExcludes,
-    prepareNested,
-  } = run;
-  stopIfAborted();
-  // The host as the run left it: the prepare's baseline, with what earlier restores of this
-  // run wrote (../remote-start.js `advancedBaseline`).
+  run.stopIfAborted();
+  const restore = await openRestore(run, sink);
+  await restoreRepositories(restore);
+  const { input } = run;
+  // Through our client: only what the run changed comes back (delta.js), the walk of the
+  // host tree it compares with the listing started at once. Not for project repositories
+  // (each restores on its own first).
+  const state = {
+    deltaStart: run.nativeSyncOut
+      ? countRestoreFallback("client")
+      : run.repositories.length > 0
+        ? countRestoreFallback("repositories")
+        : startRestoreDelta(input.client, input.workspaceLocalDir, restore.baseline.exclude ?? [], run.signal),
+    walkSettled: false,
+    /** The delta's plan once the listing is taken: `null` for the full pull. */
+    plan: null,
+    importedRef: null,
+    importedHead: null,
+    stagingName: null,
+    remoteStatus: "dirty",
+  };
+  await withTempDir("paperclip-sandbox-restore-", async (tempDir) => {
+    try {
+      if (run.gitSnapshot) await bringHistory(restore, state, tempDir);
+      run.stopIfAborted();
+      await emitStatus(input.onRuntimeProgress, "restore", "Restoring workspace from environment");
+      const extractedDir = await extractionDirectory(restore, state, tempDir);
+      if (run.nativeSyncOut) await pullThroughSyncOut(restore, extractedDir);
+      const remoteTar = path.posix.join(run.runtimeRootDir, "workspace-download.tar");
+      if (state.deltaStart && !state.walkSettled) await takePlan(restore, state, {});
+      if (state.plan) await pullPlanned(restore, state, extractedDir, remoteTar);
+      if (!run.nativeSyncOut && !state.plan) await pullWholeTree(restore, extractedDir, remoteTar);
+      run.stopIfAborted();
+      await mergeRestored(restore, state, extractedDir);
+    } finally {
+      await finishRestore(restore, state);
+    }
+  });
+}
+
+/**
+ * One restore's context: `run` and `sink`; `baseline`, the host as the run left it (the
+ * prepare's baseline with what earlier restores of this run wrote, ../remote-start.js
+ * `advancedBaseline`); `start`, what the remote was given (the merge's judge); `guard`, with
+ * the top-level names the prepare gave the workspace as its witnesses (a project repository's
+ * restore keeps its workspace's guard); `runGuarded(script)`, a command of the restore's run
+ * after the workspace guard (its refusal coded).
+ */
+async function openRestore(run, sink) {
+  const { input, workspaceRemoteDir } = run;
   const baseline = advancedBaseline(run.baseline);
-  // What the remote was given: the merge's judge, and the guard's witnesses (a workspace's
-  // own; a project repository's restore keeps its workspace's guard).
   const mask = await recordedExtractionMask(input.spec, workspaceRemoteDir, input.workspaceLocalDir).catch(() => null);
   const start = await describeRemoteStart({ ...run.remoteStart, mask });
   const guard =
     run.guard?.staged && !run.guard.witnesses ? { ...run.guard, witnesses: givenTopLevel(baseline, start) } : run.guard;
-  /** A command of the restore's, `script` run after the workspace guard (its refusal coded). */
   const runGuarded = (script) =>
     guarded(guard, () =>
       input.client.run(`sh -c ${shellQuote([workspaceGuardLine(guard), script].filter(Boolean).join("\n"))}`, {
         timeoutMs: input.spec.timeoutMs,
       }),
     );
-  for (const repository of repositories) {
+  return { run, sink, baseline, start, guard, runGuarded };
+}
+
+/** Each project repository's own runtime, prepared against the sandbox and restored first; what it wrote is carried to the workspace's run baseline. */
+async function restoreRepositories({ run, sink, baseline, guard }) {
+  const { input, workspaceRemoteDir, mergeExcludes } = run;
+  for (const repository of run.repositories) {
     const prefix = `${repository.path}/`;
     const localDir = path.join(input.workspaceLocalDir, repository.path);
     if ((await fs.realpath(localDir)) !== path.join(await fs.realpath(input.workspaceLocalDir), repository.path)) {
@@ -115,7 +155,7 @@ export async function restoreSandboxWorkspace(run, sink) {
           .map(([entry, value]) => [entry.slice(prefix.length), value]),
       ),
     };
-    const nested = await prepareNested(
+    const nested = await run.prepareNested(
       {
         spec: { ...input.spec, remoteCwd: path.posix.join(workspaceRemoteDir, repository.path) },
         client: input.client,
@@ -126,311 +166,331 @@ export async function restoreSandboxWorkspace(run, sink) {
         workspaceExclude: nestedExclude,
         workspaceBaseline: nestedBaseline,
         onRuntimeProgress: input.onRuntimeProgress,
-        signal,
-        limits,
+        signal: run.signal,
+        limits: run.limits,
       },
       guard,
     );
     await nested.restoreWorkspace(sink);
     carryWritten(nestedBaseline, run.baseline, prefix);
   }
-  // Through our client: only what the run changed comes back (delta.js), the walk of the
-  // host tree it compares with the listing started at once. Not for project repositories
-  // (each restores on its own first).
-  const deltaStart = nativeSyncOut
-    ? countRestoreFallback("client")
-    : repositories.length > 0
-      ? countRestoreFallback("repositories")
-      : startRestoreDelta(input.client, input.workspaceLocalDir, baseline.exclude ?? [], signal);
-  let walkSettled = false;
-  await withTempDir("paperclip-sandbox-restore-", async (tempDir) => {
-    let importedRef = null;
-    let importedHead = null;
-    let stagingName = null;
-    let remoteStatus = "dirty";
-    try {
-      const planDelta = (options) =>
-        planSandboxRestore({
-          started: deltaStart,
-          spec: input.spec,
-          remoteDir: workspaceRemoteDir,
-          localDir: input.workspaceLocalDir,
-          baseline,
-          head: gitSnapshot?.headCommit ?? null,
-          mark: deltaMark(workspaceRemoteDir),
-          guard,
-          ...options,
-        });
-      /** The delta's plan once the listing is taken: `null` for the full pull. */
-      let plan = null;
-      if (gitSnapshot) {
-        await emitStatus(input.onRuntimeProgress, "export", "Exporting git changes from environment");
-        importedRef = newImportedRef();
-        const remoteBundle = path.posix.join(runtimeRootDir, "git-delta.bundle");
-        const remoteStatusPath = path.posix.join(runtimeRootDir, "workspace-status.txt");
-        const exportRef = newExportRef();
-        const localBundle = path.join(tempDir, "git-delta.bundle");
-        const exportScript = (full) =>
-          deltaBundleScript({
-            remoteDir: workspaceRemoteDir,
-            baseSha: gitSnapshot.headCommit,
-            exportRef,
-            bundlePath: remoteBundle,
-            statusPath: full ? undefined : remoteStatusPath,
-            full,
-          });
-        const exportProgress = () =>
-          transferProgress(sink, "Exporting git history", "from", undefined, {
-            sink: input.onRuntimeProgress,
-            phase: "export",
-          });
-        /** Brings the exported bundle here (and removes it in the sandbox). */
-        const readBundle = async (progress) => {
-          if (nativeSyncOut) {
-            const operations = [
-              {
-                operationId: nextOperationId(),
-                files: [{ sourcePath: remoteBundle, targetPath: localBundle, kind: "file" }],
-              },
-            ];
-            assertSyncOperationsConfined(operations, { sourceRoots: [runtimeRootDir], targetRoots: [tempDir] });
-            const sent = syncedBytes(await input.client.syncOut(operations));
-            await progress.finish(sent, sent);
-          } else {
-            const bytes = await readRemoteToFile(input.client, remoteBundle, localBundle, progress.options).catch(
-              async (error) => {
-                await progress.fail();
-                throw error;
-              },
-            );
-            await progress.finish(bytes, bytes);
-          }
-          await input.client.remove(remoteBundle).catch(() => undefined);
-        };
-        const importBundle = () =>
-          fetchBundle(input.workspaceLocalDir, localBundle, exportRef, importedRef, gitSnapshot.headCommit);
-        /** Upstream's export: the script, the bundle, the working tree's status, each a command. */
-        const exportAndImport = async (full) => {
-          await runGuarded(exportScript(full));
-          await readBundle(exportProgress());
-          if (!full) {
-            remoteStatus = await Promise.resolve()
-              .then(() => input.client.readFile(remoteStatusPath))
-              .then((bytes) => asBuffer(bytes).toString("utf8").trim())
-              .catch(() => "dirty");
-            remoteStatus = remoteStatus === "clean" ? "clean" : "dirty";
-            await input.client.remove(remoteStatusPath).catch(() => undefined);
-          }
-          return importBundle();
-        };
-        // With the delta, the listing's command exports the history first and says what it
-        // wrote (the status, the bundle itself when it is small): one command for both.
-        let exported = null;
-        if (deltaStart) {
-          const planned = await planDelta({
-            before: exportScript(false).split("\n"),
-            lead: exportedNotesCommand(remoteBundle, remoteStatusPath),
-          });
-          walkSettled = true;
-          plan = planned.fallback ? null : planned;
-          exported = readExportedNotes(planned.notes);
-        }
-        try {
-          if (exported) {
-            remoteStatus = exported.status;
-            const progress = exportProgress();
-            if (exported.bundle) {
-              await fs.writeFile(localBundle, exported.bundle);
-              await progress.finish(exported.bundle.length, exported.bundle.length);
-            } else await readBundle(progress);
-            importedHead = await importBundle();
-          } else importedHead = await exportAndImport(false);
-        } catch (error) {
-          if (!isMissingPrerequisite(error)) throw error;
-          importedHead = await exportAndImport(true);
-        }
-      }
-      stopIfAborted();
-      await emitStatus(input.onRuntimeProgress, "restore", "Restoring workspace from environment");
-      let extractedDir = path.join(tempDir, "workspace");
-      if (!nativeSyncOut) {
-        // Our extraction stages on the workspace's own file system (a hidden directory in
-        // it, removed afterwards): the temp dir is often a disk while the workspace is not,
-        // and creating then removing every file of the tree there is most of a restore's
-        // time. The name is one of our owner-tagged staging names, so no walk lists it and
-        // the next operation on the workspace removes it if this process is killed.
-        stagingName = native.stagingName("restore");
-        const inside = path.join(input.workspaceLocalDir, stagingName);
-        if (
-          await fs.mkdir(inside, { mode: 0o700 }).then(
-            () => true,
-            () => false,
-          )
-        )
-          extractedDir = inside;
-        else stagingName = null;
-      }
-      if (nativeSyncOut) {
-        const operations = [
-          {
-            operationId: nextOperationId(),
-            files: [
-              {
-                sourcePath: workspaceRemoteDir,
-                targetPath: extractedDir,
-                kind: "directory",
-                exclude: workspaceRestoreExclude,
-              },
-            ],
-          },
-        ];
-        assertSyncOperationsConfined(operations, { sourceRoots: [workspaceRemoteDir], targetRoots: [extractedDir] });
-        await fs.mkdir(extractedDir, { recursive: true });
-        const progress = transferProgress(sink, "Restoring", "from", "workspace", {
-          sink: input.onRuntimeProgress,
-          phase: "restore",
-        });
-        // A provider's pull is not ours to guard: when it fails, or brings nothing back while
-        // the baseline holds entries (the merge would delete them all), the workspace is
-        // checked then, before anything else (a gone workspace's refusal in place of the
-        // provider's failure).
-        const sent = await input.client.syncOut(operations).then(syncedBytes, async (error) => {
-          if (guard && !endsTheCall(error)) {
-            const gone = await runGuarded("").then(
-              () => null,
-              (refusal) => (refusal?.code === codes.REMOTE_WORKSPACE_GONE ? refusal : null),
-            );
-            if (gone) throw gone;
-          }
-          throw error;
-        });
-        await progress.finish(sent, sent);
-        if (guard && baseline.entries.size > 0 && (await fs.readdir(extractedDir)).length === 0) await runGuarded("");
-      }
-      const remoteTar = path.posix.join(runtimeRootDir, "workspace-download.tar");
-      if (deltaStart && !walkSettled) {
-        const planned = await planDelta({});
-        walkSettled = true;
-        plan = planned.fallback ? null : planned;
-      }
-      if (plan) {
-        const progress = transferProgress(sink, "Restoring", "from", "workspace", {
-          sink: input.onRuntimeProgress,
-          phase: "restore",
-        });
-        try {
-          await fs.mkdir(extractedDir, { recursive: true });
-          const bytes = await pullDelta({
-            client: input.client,
-            plan,
-            remoteDir: workspaceRemoteDir,
-            remoteTar,
-            extractedDir,
-            options: progress.options,
-            signal,
-            limits,
-            knownLinks: input.workspaceLocalDir,
-          });
-          await progress.finish(bytes, bytes);
-          countRestoreDelta(plan);
-        } catch (error) {
-          // An abort, a runner past its deadline, and what the sandbox sent that the
-          // extraction refuses (a member out of the tree, past the limits), stop the restore
-          // as they stop the full pull.
-          if (endsTheCall(error) || REFUSALS.has(error?.code)) throw error;
-          // Any other doubt about the pull (a failed command, an archive cut short): the whole
-          // tree comes back into an empty staging directory.
-          await input.client.remove(remoteTar).catch(() => undefined);
-          await fs.rm(extractedDir, { recursive: true, force: true });
-          await fs.mkdir(extractedDir, { recursive: true, mode: 0o700 });
-          countRestoreFallback("pull-failed");
-          plan = null;
-        }
-      }
-      if (!nativeSyncOut && !plan) {
-        const gzip = input.client[OUR_CLIENT]?.compressDownloads?.() === true;
-        await runGuarded(remoteArchiveCommand(workspaceRemoteDir, remoteTar, workspaceRestoreExclude, gzip));
-        const progress = transferProgress(sink, "Restoring", "from", "workspace", {
-          sink: input.onRuntimeProgress,
-          phase: "restore",
-        });
-        await fs.mkdir(extractedDir, { recursive: true });
-        let bytes;
-        try {
-          bytes = await readRemoteIntoDirectory(
-            input.client,
-            remoteTar,
-            extractedDir,
-            progress.options,
-            signal,
-            limits,
-            input.workspaceLocalDir,
-          );
-        } catch (error) {
-          await progress.fail();
-          await input.client.remove(remoteTar).catch(() => undefined);
-          throw error;
-        }
-        await progress.finish(bytes, bytes);
-        await input.client.remove(remoteTar).catch(() => undefined);
-      }
-      stopIfAborted();
-      const head = importedHead;
-      const mergeBaseline = plan
-        ? plan.baseline
-        : repositories.length === 0
-          ? baseline
-          : {
-              exclude: workspaceRestoreExclude,
-              entries: new Map(
-                [...baseline.entries].filter(
-                  ([entry]) =>
-                    !repositories.some(
-                      (repository) => entry === repository.path || entry.startsWith(`${repository.path}/`),
-                    ),
-                ),
-              ),
-            };
-      await mergeAgentWork(
-        {
-          baseline: mergeBaseline,
-          sourceDir: extractedDir,
-          targetDir: input.workspaceLocalDir,
-          beforeApply: head
-            ? async () => {
-                await integrateImportedHead(input.workspaceLocalDir, head);
-              }
-            : undefined,
-          afterApply: gitSnapshot
-            ? async () => {
-                await resetIndexToHead(input.workspaceLocalDir, remoteStatus === "clean");
-              }
-            : undefined,
-        },
-        start,
-        sink,
-        run.baseline,
-      );
-      if (plan)
-        await recordRestore({
-          spec: input.spec,
-          remoteDir: workspaceRemoteDir,
-          localDir: input.workspaceLocalDir,
-          plan,
-          extractedDir,
-          importedHead: gitSnapshot && importedHead !== gitSnapshot.headCommit ? importedHead : null,
-        });
-    } finally {
-      // A restore that did not reach the delta's plan: nothing of its walk outlives the call.
-      if (deltaStart && !walkSettled) await deltaStart.localWalk.catch(() => undefined);
-      await emitStatus(input.onRuntimeProgress, "finalize", "Finalizing workspace");
-      if (importedRef) await deleteRef(input.workspaceLocalDir, importedRef);
-      if (stagingName)
-        await fs
-          .rm(path.join(input.workspaceLocalDir, stagingName), { recursive: true, force: true })
-          .catch(() => undefined);
-    }
+}
+
+/** Takes the delta's listing (`options`: what its command runs first) into `state.plan` (`null`: the full pull); resolves the plan as planned. */
+async function takePlan({ run, baseline, guard }, state, options) {
+  const planned = await planSandboxRestore({
+    started: state.deltaStart,
+    spec: run.input.spec,
+    remoteDir: run.workspaceRemoteDir,
+    localDir: run.input.workspaceLocalDir,
+    baseline,
+    head: run.gitSnapshot?.headCommit ?? null,
+    mark: deltaMark(run.workspaceRemoteDir),
+    guard,
+    ...options,
   });
+  state.walkSettled = true;
+  state.plan = planned.fallback ? null : planned;
+  return planned;
+}
+
+/**
+ * The history: the sandbox exports what the run committed as a bundle (upstream's script),
+ * which comes here and is fetched into `state.importedRef` (`state.importedHead`), with the
+ * sandbox's working-tree status. With the delta, the listing's command exports it first and
+ * says what it wrote (the status, the bundle itself when it is small): one command for both.
+ */
+async function bringHistory(restore, state, tempDir) {
+  const { run, sink, runGuarded } = restore;
+  const { input, gitSnapshot, runtimeRootDir } = run;
+  await emitStatus(input.onRuntimeProgress, "export", "Exporting git changes from environment");
+  state.importedRef = newImportedRef();
+  const files = {
+    remoteBundle: path.posix.join(runtimeRootDir, "git-delta.bundle"),
+    remoteStatusPath: path.posix.join(runtimeRootDir, "workspace-status.txt"),
+    localBundle: path.join(tempDir, "git-delta.bundle"),
+    tempDir,
+  };
+  const exportRef = newExportRef();
+  const exportScript = (full) =>
+    deltaBundleScript({
+      remoteDir: run.workspaceRemoteDir,
+      baseSha: gitSnapshot.headCommit,
+      exportRef,
+      bundlePath: files.remoteBundle,
+      statusPath: full ? undefined : files.remoteStatusPath,
+      full,
+    });
+  const exportProgress = () =>
+    transferProgress(sink, "Exporting git history", "from", undefined, {
+      sink: input.onRuntimeProgress,
+      phase: "export",
+    });
+  const importBundle = () =>
+    fetchBundle(input.workspaceLocalDir, files.localBundle, exportRef, state.importedRef, gitSnapshot.headCommit);
+  /** Upstream's export: the script, the bundle, the working tree's status, each a command. */
+  const exportAndImport = async (full) => {
+    await runGuarded(exportScript(full));
+    await readBundle(run, files, exportProgress());
+    if (!full) state.remoteStatus = await readRemoteStatus(input.client, files.remoteStatusPath);
+    return importBundle();
+  };
+  let exported = null;
+  if (state.deltaStart) {
+    const planned = await takePlan(restore, state, {
+      before: exportScript(false).split("\n"),
+      lead: exportedNotesCommand(files.remoteBundle, files.remoteStatusPath),
+    });
+    exported = readExportedNotes(planned.notes);
+  }
+  try {
+    if (exported) {
+      state.remoteStatus = exported.status;
+      const progress = exportProgress();
+      if (exported.bundle) {
+        await fs.writeFile(files.localBundle, exported.bundle);
+        await progress.finish(exported.bundle.length, exported.bundle.length);
+      } else await readBundle(run, files, progress);
+      state.importedHead = await importBundle();
+    } else state.importedHead = await exportAndImport(false);
+  } catch (error) {
+    if (!isMissingPrerequisite(error)) throw error;
+    state.importedHead = await exportAndImport(true);
+  }
+}
+
+/** Brings the exported bundle here (and removes it in the sandbox). */
+async function readBundle({ input, nativeSyncOut, nextOperationId, runtimeRootDir }, files, progress) {
+  const { remoteBundle, localBundle, tempDir } = files;
+  if (nativeSyncOut) {
+    const operations = [
+      {
+        operationId: nextOperationId(),
+        files: [{ sourcePath: remoteBundle, targetPath: localBundle, kind: "file" }],
+      },
+    ];
+    assertSyncOperationsConfined(operations, { sourceRoots: [runtimeRootDir], targetRoots: [tempDir] });
+    const sent = syncedBytes(await input.client.syncOut(operations));
+    await progress.finish(sent, sent);
+  } else {
+    const bytes = await readRemoteToFile(input.client, remoteBundle, localBundle, progress.options).catch(
+      async (error) => {
+        await progress.fail();
+        throw error;
+      },
+    );
+    await progress.finish(bytes, bytes);
+  }
+  await input.client.remove(remoteBundle).catch(() => undefined);
+}
+
+/** The sandbox working tree's status the export wrote (`"clean"` or `"dirty"`; `"dirty"` when unreadable), removed after. */
+async function readRemoteStatus(client, remoteStatusPath) {
+  const status = await Promise.resolve()
+    .then(() => client.readFile(remoteStatusPath))
+    .then((bytes) => asBuffer(bytes).toString("utf8").trim())
+    .catch(() => "dirty");
+  await client.remove(remoteStatusPath).catch(() => undefined);
+  return status === "clean" ? "clean" : "dirty";
+}
+
+/**
+ * Where the tree is extracted. Our extraction stages on the workspace's own file system (a
+ * hidden directory in it, removed afterwards): the temp dir is often a disk while the
+ * workspace is not, and creating then removing every file of the tree there is most of a
+ * restore's time. The name is one of our owner-tagged staging names, so no walk lists it
+ * and the next operation on the workspace removes it if this process is killed. A
+ * provider's `syncOut` writes into the temp dir.
+ */
+async function extractionDirectory({ run }, state, tempDir) {
+  const fallback = path.join(tempDir, "workspace");
+  if (run.nativeSyncOut) return fallback;
+  const name = native.stagingName("restore");
+  const inside = path.join(run.input.workspaceLocalDir, name);
+  const made = await fs.mkdir(inside, { mode: 0o700 }).then(
+    () => true,
+    () => false,
+  );
+  if (!made) return fallback;
+  state.stagingName = name;
+  return inside;
+}
+
+/**
+ * The tree through a provider's `syncOut`. A provider's pull is not ours to guard: when it
+ * fails, or brings nothing back while the baseline holds entries (the merge would delete
+ * them all), the workspace is checked then, before anything else (a gone workspace's
+ * refusal in place of the provider's failure).
+ */
+async function pullThroughSyncOut({ run, sink, baseline, guard, runGuarded }, extractedDir) {
+  const { input, workspaceRemoteDir } = run;
+  const operations = [
+    {
+      operationId: run.nextOperationId(),
+      files: [
+        {
+          sourcePath: workspaceRemoteDir,
+          targetPath: extractedDir,
+          kind: "directory",
+          exclude: run.workspaceRestoreExclude,
+        },
+      ],
+    },
+  ];
+  assertSyncOperationsConfined(operations, { sourceRoots: [workspaceRemoteDir], targetRoots: [extractedDir] });
+  await fs.mkdir(extractedDir, { recursive: true });
+  const progress = transferProgress(sink, "Restoring", "from", "workspace", {
+    sink: input.onRuntimeProgress,
+    phase: "restore",
+  });
+  const sent = await input.client.syncOut(operations).then(syncedBytes, async (error) => {
+    if (guard && !endsTheCall(error)) {
+      const gone = await runGuarded("").then(
+        () => null,
+        (refusal) => (refusal?.code === codes.REMOTE_WORKSPACE_GONE ? refusal : null),
+      );
+      if (gone) throw gone;
+    }
+    throw error;
+  });
+  await progress.finish(sent, sent);
+  if (guard && baseline.entries.size > 0 && (await fs.readdir(extractedDir)).length === 0) await runGuarded("");
+}
+
+/**
+ * The delta's pull of what `state.plan` names. An abort, a runner past its deadline, and
+ * what the sandbox sent that the extraction refuses (a member out of the tree, past the
+ * limits) stop the restore as they stop the full pull; any other doubt about the pull (a
+ * failed command, an archive cut short) empties the staging directory and leaves
+ * `state.plan` null, for the whole tree to come back.
+ */
+async function pullPlanned({ run, sink }, state, extractedDir, remoteTar) {
+  const { input } = run;
+  const progress = transferProgress(sink, "Restoring", "from", "workspace", {
+    sink: input.onRuntimeProgress,
+    phase: "restore",
+  });
+  try {
+    await fs.mkdir(extractedDir, { recursive: true });
+    const bytes = await pullDelta({
+      client: input.client,
+      plan: state.plan,
+      remoteDir: run.workspaceRemoteDir,
+      remoteTar,
+      extractedDir,
+      options: progress.options,
+      signal: run.signal,
+      limits: run.limits,
+      knownLinks: input.workspaceLocalDir,
+    });
+    await progress.finish(bytes, bytes);
+    countRestoreDelta(state.plan);
+  } catch (error) {
+    if (endsTheCall(error) || REFUSALS.has(error?.code)) throw error;
+    await input.client.remove(remoteTar).catch(() => undefined);
+    await fs.rm(extractedDir, { recursive: true, force: true });
+    await fs.mkdir(extractedDir, { recursive: true, mode: 0o700 });
+    countRestoreFallback("pull-failed");
+    state.plan = null;
+  }
+}
+
+/** Upstream's pull: the sandbox archives its whole workspace, read slice by slice into the safe extractor. */
+async function pullWholeTree({ run, sink, runGuarded }, extractedDir, remoteTar) {
+  const { input, workspaceRemoteDir } = run;
+  const gzip = input.client[OUR_CLIENT]?.compressDownloads?.() === true;
+  await runGuarded(remoteArchiveCommand(workspaceRemoteDir, remoteTar, run.workspaceRestoreExclude, gzip));
+  const progress = transferProgress(sink, "Restoring", "from", "workspace", {
+    sink: input.onRuntimeProgress,
+    phase: "restore",
+  });
+  await fs.mkdir(extractedDir, { recursive: true });
+  let bytes;
+  try {
+    bytes = await readRemoteIntoDirectory(
+      input.client,
+      remoteTar,
+      extractedDir,
+      progress.options,
+      run.signal,
+      run.limits,
+      input.workspaceLocalDir,
+    );
+  } catch (error) {
+    await progress.fail();
+    await input.client.remove(remoteTar).catch(() => undefined);
+    throw error;
+  }
+  await progress.finish(bytes, bytes);
+  await input.client.remove(remoteTar).catch(() => undefined);
+}
+
+/**
+ * The merge of the extracted tree, judged against what the remote was given, with the
+ * imported history moved in inside the lock and the index reset after; then the delta's
+ * record of what the host now holds.
+ */
+async function mergeRestored({ run, sink, baseline, start }, state, extractedDir) {
+  const { input, gitSnapshot, repositories } = run;
+  const { plan, importedHead: head } = state;
+  // The project repositories restored themselves: the workspace's merge leaves them out.
+  const mergeBaseline = plan
+    ? plan.baseline
+    : repositories.length === 0
+      ? baseline
+      : {
+          exclude: run.workspaceRestoreExclude,
+          entries: new Map(
+            [...baseline.entries].filter(
+              ([entry]) =>
+                !repositories.some(
+                  (repository) => entry === repository.path || entry.startsWith(`${repository.path}/`),
+                ),
+            ),
+          ),
+        };
+  await mergeAgentWork(
+    {
+      baseline: mergeBaseline,
+      sourceDir: extractedDir,
+      targetDir: input.workspaceLocalDir,
+      beforeApply: head
+        ? async () => {
+            await integrateImportedHead(input.workspaceLocalDir, head);
+          }
+        : undefined,
+      afterApply: gitSnapshot
+        ? async () => {
+            await resetIndexToHead(input.workspaceLocalDir, state.remoteStatus === "clean");
+          }
+        : undefined,
+    },
+    start,
+    sink,
+    run.baseline,
+  );
+  if (plan)
+    await recordRestore({
+      spec: input.spec,
+      remoteDir: run.workspaceRemoteDir,
+      localDir: input.workspaceLocalDir,
+      plan,
+      extractedDir,
+      importedHead: gitSnapshot && head !== gitSnapshot.headCommit ? head : null,
+    });
+}
+
+/** After the restore, whatever it reached: the delta's walk settled, the imported ref and the staging directory gone. */
+async function finishRestore({ run }, state) {
+  const { input } = run;
+  // A restore that did not reach the delta's plan: nothing of its walk outlives the call.
+  if (state.deltaStart && !state.walkSettled) await state.deltaStart.localWalk.catch(() => undefined);
+  await emitStatus(input.onRuntimeProgress, "finalize", "Finalizing workspace");
+  if (state.importedRef) await deleteRef(input.workspaceLocalDir, state.importedRef);
+  if (state.stagingName)
+    await fs
+      .rm(path.join(input.workspaceLocalDir, state.stagingName), { recursive: true, force: true })
+      .catch(() => undefined);
 }
 
 /**
