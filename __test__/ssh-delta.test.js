@@ -22,7 +22,7 @@ import {
 import path from "node:path";
 import * as upstream from "@paperclipai/adapter-utils/ssh";
 import { describe, expect, it } from "vitest";
-import { resolveInstanceRoot } from "../lib/merge-lock.js";
+import { resolveInstanceRoot } from "../lib/instance-root.js";
 import { prepareRemoteManagedRuntime } from "../lib/remote-managed-runtime.js";
 import { sshDeltaStats } from "../lib/ssh-delta.js";
 import { prepareWorkspaceForSshExecution } from "../lib/ssh.js";

@@ -28,7 +28,7 @@ import { captureDirectorySnapshot as upstreamCapture } from "@paperclipai/adapte
 import { sanitizeGitRemoteUrl } from "@paperclipai/adapter-utils/git-workspace-sync";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { prepareWorkspaceForSshExecution, restoreWorkspaceFromSshExecution, runSshCommand } from "../lib/ssh.js";
-import { credentialFreeRemoteUrl } from "../lib/ssh-workspace.js";
+import { credentialFreeRemoteUrl } from "../lib/local-git.js";
 import { captureDirectorySnapshot } from "../lib/workspace-restore-merge.js";
 import { contentState } from "./helpers/git-state.js";
 import { descendantsOf, generateKey, scratchPlaces, startSshd } from "./helpers/sshd.js";

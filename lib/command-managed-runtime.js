@@ -21,7 +21,7 @@ import { OUR_CLIENT, PACKED_SOURCE } from "./sandbox/client-features.js";
 import { assertPostUploadCommandsConfined } from "./sandbox/confinement.js";
 import { readThroughDuplexChannel, writeThroughDuplexChannel } from "./sandbox/duplex-transfer.js";
 import { prepareSandboxManagedRuntime } from "./sandbox-managed-runtime.js";
-import { ARCHIVE_TRANSFER_MAX_MS } from "./extras.js";
+import { ARCHIVE_TRANSFER_MAX_MS } from "./sandbox/archive-deadline.js";
 import { codes } from "./native.js";
 import { transferDeadlineMs, withRunnerDeadline } from "./sandbox/runner-deadline.js";
 import { requireSuccess, sandboxShell, shellQuote } from "./sandbox/shell.js";

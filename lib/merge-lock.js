@@ -26,11 +26,11 @@
 // Everything is asynchronous `fs.promises` calls (never a blocking call on the JS thread,
 // except node:sqlite's own immediate, non-waiting calls), looked up on the `promises` object at
 // call time like upstream's, so tests that spy on `fs.promises.mkdir`, `Date.now` or
-// `os.homedir` observe the same calls.
+// `os.homedir` (read by instance-root.js) observe the same calls.
 import { createHash } from "node:crypto";
 import { constants as fsConstants, promises as fs } from "node:fs";
-import os from "node:os";
 import path from "node:path";
+import { resolveInstanceRoot } from "./instance-root.js";
 
 /** The stable `code` of a lock-timeout error. */
 export const WORKSPACE_RESTORE_LOCK_TIMEOUT_CODE = "ERR_WORKSPACE_RESTORE_LOCK_TIMEOUT";
@@ -40,28 +40,6 @@ const LOCK_WAIT_MS = 30_000;
 const LOCK_STALE_MS = 30_000;
 const LOCK_POLL_MS = 50;
 const LOCK_ROOT_MODE = 0o700;
-const DEFAULT_INSTANCE_ID = "default";
-const INSTANCE_ID_PATTERN = /^[a-zA-Z0-9_-]+$/;
-
-function expandHome(value) {
-  if (value === "~") return os.homedir();
-  if (value.startsWith("~/")) return path.resolve(os.homedir(), value.slice(2));
-  return value;
-}
-
-/**
- * The Paperclip instance root from `env` only (never `process.env` unless that is what was
- * passed): `PAPERCLIP_HOME` (trimmed, `~` expanded; default `~/.paperclip`) +
- * `instances/<PAPERCLIP_INSTANCE_ID or "default">`. An instance id outside
- * `[a-zA-Z0-9_-]+` throws `Invalid PAPERCLIP_INSTANCE_ID '<id>'.`
- */
-export function resolveInstanceRoot(env) {
-  const home = env.PAPERCLIP_HOME?.trim();
-  const homeDir = path.resolve(home ? expandHome(home) : path.resolve(os.homedir(), ".paperclip"));
-  const instanceId = env.PAPERCLIP_INSTANCE_ID?.trim() || DEFAULT_INSTANCE_ID;
-  if (!INSTANCE_ID_PATTERN.test(instanceId)) throw new Error(`Invalid PAPERCLIP_INSTANCE_ID '${instanceId}'.`);
-  return path.resolve(homeDir, "instances", instanceId);
-}
 
 /**
  * The validated lock root `<instance root>/locks/directory-merge`: an existing root must

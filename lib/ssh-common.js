@@ -11,10 +11,7 @@ const DEFAULT_TRANSFER_INACTIVITY_MS = 5 * 60_000;
 /** The reported byte count stays at 99% of a total until the remote confirms success. */
 const PROGRESS_CAP = 0.99;
 
-/** POSIX single quotes, as upstream's `shellQuote`: `it's` → `'it'"'"'s'`. */
-export function shellQuote(value) {
-  return `'${value.replace(/'/g, `'"'"'`)}'`;
-}
+export { shellQuote } from "./shell-quote.js";
 
 /**
  * True unless `PAPERCLIP_NATIVE_SSH_REUSE=0`: calls lease their session from the native

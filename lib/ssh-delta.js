@@ -21,7 +21,7 @@
 import { createHash, randomBytes } from "node:crypto";
 import { promises as fs } from "node:fs";
 import path from "node:path";
-import { resolveInstanceRoot } from "./merge-lock.js";
+import { resolveInstanceRoot } from "./instance-root.js";
 import { codes, native, runCancellable } from "./native.js";
 import { shellQuote, transferTarget } from "./ssh-common.js";
 import { guarded, workspaceGuardLine } from "./workspace-guard.js";
@@ -48,6 +48,8 @@ import {
   walkLocalTree,
   writeAtomically,
   writeManifest,
+  countFallback,
+  manifestLocation,
 } from "./tree-delta.js";
 /** Limits of the listing commands. */
 const LISTING_TIMEOUT_MS = 120_000;
@@ -171,10 +173,7 @@ export function trace(label, started) {
     process.stderr.write(`[ssh-delta] ${label} ${(performance.now() - started).toFixed(0)} ms\n`);
 }
 
-function countFull(reason) {
-  stats.full += 1;
-  stats.fallbacks[reason] = (stats.fallbacks[reason] ?? 0) + 1;
-}
+const countFull = (reason) => countFallback(stats, reason);
 
 /** The family of a remote directory: a managed run's base, or the directory itself. */
 function familyOf(remoteDir) {
@@ -182,12 +181,8 @@ function familyOf(remoteDir) {
 }
 
 /** Where the manifest of (host, family, local workspace) lives. */
-async function manifestPath(spec, remoteDir, localDir) {
-  const local = await fs.realpath(localDir).catch(() => path.resolve(localDir));
-  const key = createHash("sha256")
-    .update(JSON.stringify([spec.host, Number(spec.port), spec.username, familyOf(remoteDir), local]))
-    .digest("hex");
-  return { file: path.join(resolveInstanceRoot(process.env), "cache", "ssh-delta", `${key}.json`), local };
+function manifestPath(spec, remoteDir, localDir) {
+  return manifestLocation("ssh-delta", [spec.host, Number(spec.port), spec.username, familyOf(remoteDir)], localDir);
 }
 
 /**

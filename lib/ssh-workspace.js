@@ -13,7 +13,7 @@ import { promises as fs } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { INTEGRATION_LABELS, integrateImportedHead as integrateInto } from "./git-integration.js";
-import { runLocalGit } from "./local-git.js";
+import { originUrl, runLocalGit } from "./local-git.js";
 import { abortError, native } from "./native.js";
 import {
   CONNECT_BUDGET,
@@ -50,8 +50,6 @@ const QUICK = { timeout: 10_000, maxBuffer: 16 * 1024 };
 const SLOW = { timeout: 60_000, maxBuffer: 1024 * 1024 };
 /** Upstream's limits for its remote clean-up scripts. */
 const REMOTE_SCRIPT = { timeoutMs: 30_000, maxBuffer: 256 * 1024 };
-/** An scp-like remote (`user@host:path`), which `new URL` cannot parse. */
-const SCP_LIKE_REMOTE = /^[^@:/\s]+@[^@:/\s]+:\S+$/;
 
 /** Checks the input shared by prepare and restore; resolves the remote directory. */
 function lifecycleInput(input) {
@@ -115,41 +113,6 @@ export async function readLocalGitState(localDir) {
   }
 }
 
-/**
- * `origin`'s URL without credentials, as upstream's `sanitizeGitRemoteUrl` gives it:
- * http(s) loses user, password, query and fragment; ssh/git keeps the user (addressing)
- * but loses password, query and fragment; an scp-like remote stays as it is; anything
- * else (file paths, other schemes) is not carried.
- */
-export function credentialFreeRemoteUrl(raw) {
-  const value = raw.trim();
-  if (value === "") return null;
-  let url;
-  try {
-    url = new URL(value);
-  } catch {
-    return SCP_LIKE_REMOTE.test(value) ? value : null;
-  }
-  const web = url.protocol === "http:" || url.protocol === "https:";
-  const git = url.protocol === "ssh:" || url.protocol === "git:" || url.protocol === "git+ssh:";
-  if (!web && !git) return null;
-  if (web) url.username = "";
-  url.password = "";
-  url.search = "";
-  url.hash = "";
-  return url.toString();
-}
-
-/** `origin`'s credential-free URL, or `null` (no origin, or not one worth carrying). */
-async function readOriginUrl(localDir) {
-  try {
-    const result = await runLocalGit(localDir, ["remote", "get-url", "origin"], QUICK);
-    return credentialFreeRemoteUrl(result.stdout);
-  } catch {
-    return null;
-  }
-}
-
 /** A private temporary directory for one bundle, removed (with the bundle) after `fn`. */
 async function withBundleFile(fn) {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), "paperclip-ssh-bundle-"));
@@ -201,7 +164,7 @@ async function pushGitHistory({ spec, localDir, remoteDir, state, onProgress, co
   return await withBundleFile(async (bundle) => {
     try {
       await runLocalGit(localDir, ["update-ref", ref, state.headCommit], QUICK);
-      const origin = await readOriginUrl(localDir);
+      const origin = await originUrl(localDir);
       const checkout = state.branchName
         ? `${git} checkout --force -B ${q(state.branchName)} ${q(state.headCommit)} >/dev/null`
         : `${git} -c advice.detachedHead=false checkout --force --detach ${q(state.headCommit)} >/dev/null`;

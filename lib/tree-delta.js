@@ -8,8 +8,9 @@ import { createHash, randomBytes } from "node:crypto";
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import { gunzipSync } from "node:zlib";
+import { resolveInstanceRoot } from "./instance-root.js";
 import { codes, constants, native, runCancellable } from "./native.js";
-import { shellQuote } from "./ssh-common.js";
+import { shellQuote } from "./shell-quote.js";
 import { packInput } from "./tar-common.js";
 
 /** The remote directory Paperclip keeps for itself: never synced, never cleared. */
@@ -31,6 +32,25 @@ const CLOCK_MARGIN_S = 0.1;
  * coarse clock of file times, and a filesystem that keeps whole or even seconds.
  */
 const DATE_MARGIN_S = 2;
+
+/**
+ * Where a lane's manifest lives: `<instance root>/cache/<cache>/<key>.json`, the key the
+ * SHA-256 of `identity` (what names the remote side) and the workspace's real path.
+ * Resolves `{ file, local }` (`local`: that real path, or the resolved one).
+ */
+export async function manifestLocation(cache, identity, localDir) {
+  const local = await fs.realpath(localDir).catch(() => path.resolve(localDir));
+  const key = createHash("sha256")
+    .update(JSON.stringify([...identity, local]))
+    .digest("hex");
+  return { file: path.join(resolveInstanceRoot(process.env), "cache", cache, `${key}.json`), local };
+}
+
+/** Counts a full transfer where the delta did not serve, and `reason`, on a lane's counter (`{ full, fallbacks }`). */
+export function countFallback(counter, reason) {
+  counter.full += 1;
+  counter.fallbacks[reason] = (counter.fallbacks[reason] ?? 0) + 1;
+}
 
 /**
  * Whether a failed step of a delta ends the call instead of falling back to the full path:

@@ -6,7 +6,7 @@
 // tree for an agent that deleted everything: the host workspace is emptied. Ours refuses
 // instead, before anything reaches the host.
 import { codes } from "./native.js";
-import { shellQuote } from "./ssh-common.js";
+import { shellQuote } from "./shell-quote.js";
 import { RUNTIME_DIR } from "./tree-delta.js";
 
 /** The exit status of a command the guard stopped (an answer no other step of ours gives). */

@@ -19,7 +19,6 @@ import { createHash } from "node:crypto";
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import { gzipSync } from "node:zlib";
-import { resolveInstanceRoot } from "../merge-lock.js";
 import { abortError } from "../native.js";
 import { createTarballStreamFromDirectory } from "../tar-stream.js";
 import {
@@ -47,6 +46,8 @@ import {
   touchedAsAsked,
   walkLocalTree,
   writeManifest,
+  countFallback,
+  manifestLocation,
 } from "../tree-delta.js";
 import { runLocalGit } from "../local-git.js";
 import { guarded, workspaceGuardLine } from "../workspace-guard.js";
@@ -125,10 +126,7 @@ export function deltaClient(client) {
   return { features };
 }
 
-function countFull(reason) {
-  stats.full += 1;
-  stats.fallbacks[reason] = (stats.fallbacks[reason] ?? 0) + 1;
-}
+const countFull = (reason) => countFallback(stats, reason);
 
 /** Counts a git workspace's prepare: a full upload and its `reason`, or a delta's figures. */
 export function countGitPrepare({ reason, objects = 0, checkedOut = 0, sent = 0, removed = 0 }) {
@@ -149,12 +147,8 @@ export function countGitPrepare({ reason, objects = 0, checkedOut = 0, sent = 0,
  * the sandbox's lease: a provider may lease the same kept sandbox anew for each run, and a
  * manifest read against another sandbox matches none of its files (inodes and ctimes).
  */
-export async function manifestFile(spec, remoteDir, localDir) {
-  const local = await fs.realpath(localDir).catch(() => path.resolve(localDir));
-  const key = createHash("sha256")
-    .update(JSON.stringify(["sandbox", spec.provider ?? null, remoteDir, local]))
-    .digest("hex");
-  return { file: path.join(resolveInstanceRoot(process.env), "cache", "sandbox-delta", `${key}.json`), local };
+export function manifestFile(spec, remoteDir, localDir) {
+  return manifestLocation("sandbox-delta", ["sandbox", spec.provider ?? null, remoteDir], localDir);
 }
 
 /**
@@ -448,8 +442,7 @@ export async function stageSandboxTree({
 }
 
 function countPull(reason) {
-  pulls.full += 1;
-  pulls.fallbacks[reason] = (pulls.fallbacks[reason] ?? 0) + 1;
+  countFallback(pulls, reason);
   return null;
 }
 

@@ -30,7 +30,7 @@ import { pipeline } from "node:stream/promises";
 import path from "node:path";
 import { gzipSync } from "node:zlib";
 import { shouldExcludePath } from "../exclude-patterns.js";
-import { runLocalGit } from "../local-git.js";
+import { originUrl, runLocalGit } from "../local-git.js";
 import { abortError } from "../native.js";
 import { hostUmask } from "../remote-start.js";
 import { createTarballStreamFromDirectory } from "../tar-stream.js";
@@ -64,7 +64,7 @@ import {
   touchMark,
   UPLOAD_SCRATCH,
 } from "./delta.js";
-import { listCommitTree, originUrl, writeObjectsBeyond } from "./git-history.js";
+import { listCommitTree, writeObjectsBeyond } from "./git-history.js";
 import { shellQuote } from "./shell.js";
 
 /** What the sandbox's listing prunes: our runtime directory, the repository, in-flight uploads (upstream's clear spares the first and the last). */

@@ -10,21 +10,11 @@ import os from "node:os";
 import path from "node:path";
 import { PROJECT_REPOSITORIES_DIR, readGitWorkspaceSnapshot } from "../git-workspace-sync.js";
 import { INTEGRATION_LABELS, integrateImportedHead as integrateInto } from "../git-integration.js";
-import { runLocalGit } from "../local-git.js";
-import { credentialFreeRemoteUrl } from "../ssh-workspace.js";
+import { originUrl, runLocalGit } from "../local-git.js";
 import { shellQuote } from "./shell.js";
 
 const QUICK = { timeout: 10_000, maxBuffer: 16 * 1024 };
 const SLOW = { timeout: 60_000, maxBuffer: 1024 * 1024 };
-
-/** `origin`'s credential-free URL, or `null`. */
-export async function originUrl(localDir) {
-  try {
-    return credentialFreeRemoteUrl((await runLocalGit(localDir, ["remote", "get-url", "origin"], QUICK)).stdout);
-  } catch {
-    return null;
-  }
-}
 
 /** Starts `git -C dir …args` with the given stdin and stdout ("ignore", "pipe" or a piped stream of another stage); `done` settles when it has exited (rejects with its stderr on a non-zero exit). */
 function gitStage(dir, args, stdin, stdout) {

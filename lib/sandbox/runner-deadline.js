@@ -4,7 +4,7 @@
 // bridge) would otherwise hold a prepare or a restore forever. Every runner call we make is
 // raced against its own deadline, and one that misses it rejects with
 // `ERR_PAPERCLIP_NATIVE_SANDBOX_TIMEOUT`; what the call still does later is ignored.
-import { archiveTransferTimeoutMs } from "../extras.js";
+import { archiveTransferTimeoutMs } from "./archive-deadline.js";
 import { codes } from "../native.js";
 import { sandboxError } from "./shell.js";
 

@@ -3,10 +3,7 @@
 // of the sandbox lane.
 import { codes } from "../native.js";
 
-/** `value` as one single-quoted POSIX shell word. */
-export function shellQuote(value) {
-  return `'${value.replace(/'/g, `'"'"'`)}'`;
-}
+export { shellQuote } from "../shell-quote.js";
 
 /** `bash` when asked for, `sh` otherwise. */
 export function sandboxShell(shellCommand) {
