@@ -583,15 +583,15 @@ describe("the restore plan", () => {
     expect([...(await plan(false)).baseline.entries.keys()]).toEqual([]);
   });
 
-  it("pulls a file the remote did not touch whose remote mode is not the baseline's (a remote umask), and not one whose mode is", async () => {
-    const row = (mode) => [3, "1", "2", "3", "4", 3, "9", "9", "7", mode];
+  it("pulls no file the remote did not touch: not one whose remote mode a umask narrowed, not one whose host copy moved since it was sent (the lanes' merge keeps both as the host holds them)", async () => {
+    const row = (mode, mtime = "1") => [3, mtime, "2", "3", "4", 3, "9", "9", "7", mode];
     const plan = await planRestoreDelta({
       manifest: {
         remoteDir: "/r",
         localDir: "/l",
         listedAt: 5,
         compressor: "cat",
-        files: { "narrowed.txt": row(0o640), "kept.txt": row(0o664) },
+        files: { "narrowed.txt": row(0o640), "kept.txt": row(0o664), "edited.txt": row(0o664, "0") },
       },
       local: "/l",
       remoteDir: "/r",
@@ -600,14 +600,19 @@ describe("the restore plan", () => {
         entries: new Map([
           ["narrowed.txt", { kind: "file", mode: 0o100664, hash: "x" }],
           ["kept.txt", { kind: "file", mode: 0o100664, hash: "y" }],
+          ["edited.txt", { kind: "file", mode: 0o100664, hash: "z" }],
         ]),
       },
       localWalk: Promise.resolve(
-        JSON.stringify(["narrowed.txt", "kept.txt"].map((member) => [member, "f", 3, 0o664, "1", "2", "3", "4", null])),
+        JSON.stringify(
+          ["narrowed.txt", "kept.txt", "edited.txt"].map((member) => [member, "f", 3, 0o664, "1", "2", "3", "4", null]),
+        ),
       ),
       list: async () => ({ header: ["pcdelta", "ok"], entries: new Map(), enumerated: new Set() }),
     });
-    expect(plan.members).toEqual(["narrowed.txt"]);
+    expect(plan.fallback).toBeUndefined();
+    expect(plan.members).toEqual([]);
+    expect([...plan.baseline.entries.keys()]).toEqual([]);
   });
 
   it("leaves out what tar's excludes leave out: a plain name as any component, a plain path as any run of components, AppleDouble names", async () => {

@@ -596,8 +596,8 @@ export function plainExcludes(exclude) {
  * whose remote or local `stat` moved since it was sent, a link or a directory the baseline
  * does not hold as it is, anything new) and which the remote deleted. Pulling only those
  * and merging them against the baseline cut to them (and their ancestors) gives what the
- * full pull and merge give: every other entry is, on the remote, the baseline's version,
- * which the merge leaves alone. Resolves `{ members, trees, names, baseline, bytes, listed,
+ * full pull and merge give: every other entry is, on the remote, what the prepare gave it,
+ * which the lanes' merge leaves as the host holds it (remote-start.js). Resolves `{ members, trees, names, baseline, bytes, listed,
  * notes }` (the members to pull alone and the new directories to pull whole, sorted; the
  * plain names the excludes come to; the baseline to merge against; the listed bytes of the
  * members' files; the remote listing of each file among `members`, for
@@ -674,20 +674,11 @@ export async function planRestoreDelta({
     : Number.isFinite(manifest.listedAt)
       ? String(manifest.listedAt - DATE_MARGIN_S)
       : null;
-  // The host side, made ready while the listing runs: the walk, and (for a listing of what
-  // changed) the baseline's files whose host copy is not what was sent, or was sent with
-  // another mode (the cheap test first: most of a tree was sent as it is).
-  const hostSide = localWalk.then((json) => {
-    const locals = new Map(parseMembers(json).map((m) => [m.member, m]));
-    const moved = [];
-    for (const [member, base] of since == null ? [] : entries) {
-      if (base?.kind !== "file") continue;
-      const row = manifest.files[member];
-      const mine = locals.get(member);
-      if (!(Boolean(mine) && localUnchanged(row, mine) && row[9] === (base.mode & 0o7777))) moved.push(member);
-    }
-    return { locals, moved };
-  });
+  // The host side, made ready while the listing runs: the walk. What the remote did not
+  // change since the listing is not pulled, whatever the host's copy is now or the mode the
+  // remote holds it with: the lanes' merge leaves a path the agent did not change as the
+  // host holds it (remote-start.js), so the full pull would change nothing there either.
+  const hostSide = localWalk.then((json) => ({ locals: new Map(parseMembers(json).map((m) => [m.member, m])) }));
   hostSide.catch(() => undefined);
   const q = shellQuote(remoteDir);
   // Our runtime directory is never listed, nor what the excludes leave out (a git
@@ -751,7 +742,7 @@ export async function planRestoreDelta({
     if (error?.name === "AbortError") throw error;
     return { fallback: "walk-failed", notes };
   }
-  const { locals, moved } = host;
+  const { locals } = host;
   const changed = [];
   let bytes = 0;
   for (const [member, theirs] of listing.entries) {
@@ -785,18 +776,6 @@ export async function planRestoreDelta({
     goneMemo.set(member, gone);
     return gone;
   };
-  if (since != null) {
-    // Unchanged on the remote since the listing: still pulled when the host's copy moved
-    // since it was sent (the baseline may then not be what was sent) or was never recorded,
-    // or when the remote's copy has another mode than the baseline's (a remote umask: the
-    // full pull would bring that mode back, and the merge apply it).
-    for (const member of moved) {
-      if (listing.entries.has(member) || excluded(member) || isGone(member)) continue;
-      changed.push(member);
-      const row = manifest.files[member];
-      bytes += Array.isArray(row) ? row[5] : (locals.get(member)?.size ?? 0);
-    }
-  }
   const keep = new Set(changed);
   // The full pull never brings an excluded name back: a baseline entry of one is gone too.
   for (const member of entries.keys()) if (excluded(member) || isGone(member)) keep.add(member);

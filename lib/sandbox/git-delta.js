@@ -167,8 +167,28 @@ export async function gitTarget({ localDir, tree, snapshot, exclude, umask, head
       });
   }
   const overlayMode = (mode) => (header.uid === 0 ? mode : mode & ~header.umask & 0o7777);
+  /** Makes the first `depth` components of `parts` directories of the target; the first that `H` holds otherwise, or that is deleted, when one is. */
+  const directoriesAbove = (parts, depth) => {
+    for (let at = 1; at <= depth; at += 1) {
+      const ancestor = parts.slice(0, at).join("/");
+      const held = target.get(ancestor);
+      if (deleted.has(ancestor) || (held && held.kind !== "d")) return ancestor;
+      if (!held) target.set(ancestor, { kind: "d", mode: dirMode });
+    }
+    return null;
+  };
   for (const member of snapshot.overlayPaths) {
-    if (shouldExcludePath(member, exclude) || member.split("/").some((part) => part.startsWith("._"))) continue;
+    if (shouldExcludePath(member, exclude)) continue;
+    const apple = member.split("/").findIndex((part) => part.startsWith("._"));
+    if (apple >= 0) {
+      // Never sent (the archive leaves AppleDouble names out), but upstream's copy of the
+      // overlay makes the directories above it, which its archive holds.
+      if (apple === 0 || !(await fs.lstat(path.join(localDir, member)).catch(() => null))) continue;
+      const blocked = directoriesAbove(member.split("/"), apple);
+      const ended = blocked ? conflict("overlay-kind", blocked) : null;
+      if (ended) return ended;
+      continue;
+    }
     let local;
     if (records) {
       // As the walk taken before the upload saw it (a path it did not see gets no row).
@@ -189,13 +209,7 @@ export async function gitTarget({ localDir, tree, snapshot, exclude, umask, head
       if (ended) return ended;
       continue;
     }
-    let blocked = null;
-    for (let depth = 1; depth < parts.length && !blocked; depth += 1) {
-      const ancestor = parts.slice(0, depth).join("/");
-      const held = target.get(ancestor);
-      if (deleted.has(ancestor) || (held && held.kind !== "d")) blocked = ancestor;
-      else if (!held) target.set(ancestor, { kind: "d", mode: dirMode });
-    }
+    let blocked = directoriesAbove(parts, parts.length - 1);
     const held = target.get(member);
     if (!blocked && (local.kind === "d" ? held && held.kind !== "d" : held?.kind === "d")) blocked = member;
     if (!blocked && !["d", "l", "f"].includes(local.kind)) blocked = member;
