@@ -752,9 +752,9 @@ export async function planRestoreDelta({
     if (theirs.kind === "f") {
       const row = manifest.files[member];
       const mine = locals.get(member);
-      // The same bytes (the row) and the same mode (else upstream's merge applies the chmod).
-      same =
-        base?.kind === "file" && Boolean(mine) && unchanged(row, mine, theirs) && (base.mode & 0o7777) === theirs.mode;
+      // Both sides as the row recorded them (whatever the mode: a remote umask's or a
+      // checkout's is not the agent's change, and the merge keeps the host's).
+      same = base?.kind === "file" && Boolean(mine) && unchanged(row, mine, theirs);
     } else if (theirs.kind === "l") same = base?.kind === "symlink" && base.target === theirs.link;
     else if (theirs.kind === "d") same = base?.kind === "dir";
     if (!same) {
