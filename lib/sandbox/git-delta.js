@@ -448,31 +448,33 @@ export function listGit(features, remoteDir, heads) {
  *   workspace archive's); `tempDir`: the prepare's private directory; `startedNs`: when the
  *   prepare began (process.hrtime is not a file time: `BigInt(Date.now()) * 1_000_000n`);
  *   `early`: what delta.js `startEarlyListing` started as the prepare began, or `null`.
+ *
+ * The steps, each a function below over one prepare's context (`openGitDelta`): whether the
+ * sandbox can take a delta (`gitDeltaReady`), the delta (`applyGitDelta`: inline or by an
+ * upload, then its rows), or the full upload and its rows (`fullGitUpload`).
  */
-export async function stageSandboxGit({
-  client,
-  spec,
-  localDir,
-  remoteDir,
-  snapshot,
-  exclude,
-  tempDir,
-  startedNs,
-  signal,
-  fullUpload,
-  stageInline,
-  stageDelta,
-  ensureDirs = [],
-  early = null,
-  mark,
-}) {
-  const { features, reason } = deltaClient(client);
+export async function stageSandboxGit(args) {
+  const { features, reason } = deltaClient(args.client);
   if (!features) {
     countGitPrepare({ reason });
-    await fullUpload();
+    await args.fullUpload();
     return { mode: "full", reason };
   }
-  const link = features.link();
+  const run = await openGitDelta({ ...args, ensureDirs: args.ensureDirs ?? [], early: args.early ?? null }, features);
+  if (args.snapshot.repositories?.length) return await fullGitUpload(run, "repositories");
+  const ready = await gitDeltaReady(run);
+  if (ready.fallback) return await fullGitUpload(run, ready.fallback);
+  return await applyGitDelta(run, ready);
+}
+
+/**
+ * One git prepare's context: its arguments, the client's `features` and link, and what is
+ * asked of this host at once (the walk, HEAD's tree, the umask, whether the checkout converts
+ * files, origin's URL) beside the manifest's location (`file`, `local`); `settle()` waits for
+ * all of them.
+ */
+async function openGitDelta(args, features) {
+  const { localDir, snapshot, exclude, tempDir, signal, spec, remoteDir } = args;
   const head = snapshot.headCommit;
   const walking = walkLocalTree(localDir, exclude, signal, { dotMembers: false });
   const listingTree = listCommitTree(localDir, head);
@@ -484,85 +486,110 @@ export async function stageSandboxGit({
   converting.catch(() => undefined);
   const origin = originUrl(localDir);
   // The manifest and the listing, when the prepare asked for them as it began, else here.
-  const asked = await early;
+  const asked = await args.early;
   const taken = asked?.kind === "git" ? asked : null;
   const { file, local } = taken ?? (await manifestFile(spec, remoteDir, localDir));
-  const q = shellQuote(remoteDir);
-  const settle = () =>
-    Promise.all([walking, listingTree, umaskRead, converting, origin].map((p) => p.catch(() => undefined)));
-
-  /** After a full upload: the sandbox's tree listed, the target computed, every row recorded. */
-  const recordFull = async (template) => {
-    if (!template?.config) return;
-    const [locals, tree, umask] = await Promise.all([walking.then(parseMembers), listingTree, umaskRead]);
-    const listing = await listRemote(
-      features,
-      [`cd ${q}`, touchMark(mark), ...CLOCKED_HEADER, listingPipeline("", PRUNE)].join("\n"),
-    ).catch(() => null);
-    if (!listing?.entries) return;
-    const header = headerOf(listing.header);
-    const effective = header.uid === 0 ? umask : umask | header.umask;
-    // What a conflict leaves to upstream's extraction order gets no row; the overlay's files
-    // as the walk saw them before the upload read them.
-    const records = new Map(locals.map((record) => [record.member, record]));
-    const { target } = await gitTarget({
-      localDir,
-      tree,
-      snapshot,
-      exclude,
-      umask: effective,
-      header,
-      lenient: true,
-      records,
-    });
-    writeManifest(
-      file,
-      newManifest({
-        kind: "git",
-        localDir: local,
-        remoteDir,
-        remote: remoteIdentity(header),
-        listedAt: header.now,
-        clockedAt: header.clock,
-        compressor: header.compressor,
-        link: link.bytesPerSecond,
-        git: {
-          heads: keptHeads(head),
-          branch: snapshot.branchName,
-          origin: await origin,
-          config: template.config,
-          exclude: template.exclude ?? null,
-        },
-        files: gitRows(target, hostClaims(target, locals, snapshot, startedNs), listing.entries, null, new Set()),
-      }),
-    );
+  return {
+    ...args,
+    features,
+    link: features.link(),
+    head,
+    walking,
+    listingTree,
+    umaskRead,
+    converting,
+    origin,
+    taken,
+    file,
+    local,
+    q: shellQuote(remoteDir),
+    settle: () =>
+      Promise.all([walking, listingTree, umaskRead, converting, origin].map((p) => p.catch(() => undefined))),
   };
-  const full = async (reason) => {
-    countGitPrepare({ reason });
-    try {
-      await settled(file);
-      await fs.rm(file, { force: true }).catch(() => undefined);
-      // The walk vouches for the host's files only when taken before the clone and overlay read them.
-      await walking.catch(() => undefined);
-      const template = await fullUpload();
-      await recordFull(template).catch(() => undefined);
-      return { mode: "full", reason };
-    } finally {
-      await settle();
-    }
-  };
+}
 
-  if (snapshot.repositories?.length) return await full("repositories");
-  const manifest = taken ? taken.manifest : await readManifest(file);
+/** Upstream's full upload, counted with `reason`, then every row recorded for the next prepare (`recordFullGit`). */
+async function fullGitUpload(run, reason) {
+  countGitPrepare({ reason });
+  try {
+    await settled(run.file);
+    await fs.rm(run.file, { force: true }).catch(() => undefined);
+    // The walk vouches for the host's files only when taken before the clone and overlay read them.
+    await run.walking.catch(() => undefined);
+    const template = await run.fullUpload();
+    await recordFullGit(run, template).catch(() => undefined);
+    return { mode: "full", reason };
+  } finally {
+    await run.settle();
+  }
+}
+
+/** After a full upload: the sandbox's tree listed, the target computed, every row recorded. */
+async function recordFullGit(run, template) {
+  if (!template?.config) return;
+  const { localDir, snapshot, exclude, remoteDir, head } = run;
+  const [locals, tree, umask] = await Promise.all([run.walking.then(parseMembers), run.listingTree, run.umaskRead]);
+  const listing = await listRemote(
+    run.features,
+    [`cd ${run.q}`, touchMark(run.mark), ...CLOCKED_HEADER, listingPipeline("", PRUNE)].join("\n"),
+  ).catch(() => null);
+  if (!listing?.entries) return;
+  const header = headerOf(listing.header);
+  const effective = header.uid === 0 ? umask : umask | header.umask;
+  // What a conflict leaves to upstream's extraction order gets no row; the overlay's files
+  // as the walk saw them before the upload read them.
+  const records = new Map(locals.map((record) => [record.member, record]));
+  const { target } = await gitTarget({
+    localDir,
+    tree,
+    snapshot,
+    exclude,
+    umask: effective,
+    header,
+    lenient: true,
+    records,
+  });
+  writeManifest(
+    run.file,
+    newManifest({
+      kind: "git",
+      localDir: run.local,
+      remoteDir,
+      remote: remoteIdentity(header),
+      listedAt: header.now,
+      clockedAt: header.clock,
+      compressor: header.compressor,
+      link: run.link.bytesPerSecond,
+      git: {
+        heads: keptHeads(head),
+        branch: snapshot.branchName,
+        origin: await run.origin,
+        config: template.config,
+        exclude: template.exclude ?? null,
+      },
+      files: gitRows(target, hostClaims(target, locals, snapshot, run.startedNs), listing.entries, null, new Set()),
+    }),
+  );
+}
+
+/**
+ * Whether the sandbox can take a delta: the manifest, the sandbox's listing and the commits
+ * it holds, this host's tree, and the target (gitTarget) and plan (planGitDelta). Resolves
+ * `{ fallback }` (why the full upload runs) or `{ manifest, listing, bases, locals, header,
+ * effective, target, plan }`. A listing that ends the call rejects (after `settle()`).
+ */
+async function gitDeltaReady(run) {
+  const { taken, features, remoteDir, head, localDir, snapshot, exclude, signal } = run;
+  const manifest = taken ? taken.manifest : await readManifest(run.file);
   if (
     !manifest ||
     manifest.kind !== "git" ||
     manifest.remoteDir !== remoteDir ||
-    manifest.localDir !== local ||
+    manifest.localDir !== run.local ||
     typeof manifest.git?.config !== "string"
   )
-    return await full("no-manifest");
-  link.remember(manifest.link);
+    return { fallback: "no-manifest" };
+  run.link.remember(manifest.link);
   let listing;
   try {
     const answer = taken?.listing
@@ -572,32 +599,43 @@ export async function stageSandboxGit({
     listing = answer;
   } catch (error) {
     if (endsTheCall(error)) {
-      await settle();
+      await run.settle();
       throw error;
     }
-    return await full("remote-cannot-answer");
+    return { fallback: "remote-cannot-answer" };
   }
-  if (!listing.entries) return await full(listing.header[1] === "absent" ? "remote-absent" : "remote-cannot-answer");
+  if (!listing.entries) return { fallback: listing.header[1] === "absent" ? "remote-absent" : "remote-cannot-answer" };
   const bases = listing.notes.filter((note) => note.startsWith("has ")).map((note) => note.slice(4));
-  if (bases.length === 0) return await full("no-history");
+  if (bases.length === 0) return { fallback: "no-history" };
   let tree;
   let locals;
   let umask;
   try {
-    [tree, locals, umask] = await Promise.all([listingTree, walking.then(parseMembers), umaskRead]);
+    [tree, locals, umask] = await Promise.all([run.listingTree, run.walking.then(parseMembers), run.umaskRead]);
   } catch (error) {
     if (error?.name === "AbortError") throw error;
-    return await full("walk-failed");
+    return { fallback: "walk-failed" };
   }
-  if (await converting) return await full("git-attributes");
-  if ((await origin) !== (manifest.git.origin ?? null)) return await full("origin-changed");
+  if (await run.converting) return { fallback: "git-attributes" };
+  if ((await run.origin) !== (manifest.git.origin ?? null)) return { fallback: "origin-changed" };
   const header = headerOf(listing.header);
   const effective = header.uid === 0 ? umask : umask | header.umask;
   const { target, conflict } = await gitTarget({ localDir, tree, snapshot, exclude, umask: effective, header });
-  if (!target) return await full(conflict);
+  if (!target) return { fallback: conflict };
   const plan = planGitDelta(target, listing.entries, manifest.files);
   if (signal?.aborted) throw abortError(signal);
+  return { manifest, listing, bases, locals, header, effective, target, plan };
+}
 
+/**
+ * The delta: the objects beyond what the sandbox holds, the lists and the overlay's changed
+ * files, applied inline or through an upload (`sendInline`, `sendByUpload`), then the rows
+ * of what the sandbox now holds. Falls back to the full upload when the pack or the apply
+ * fails.
+ */
+async function applyGitDelta(run, ready) {
+  const { localDir, head, snapshot, tempDir, q, ensureDirs } = run;
+  const { manifest, bases, target, plan, effective } = ready;
   const packFile = path.join(tempDir, "git-delta.pack");
   let objects = 0;
   if (!bases.includes(head)) {
@@ -605,7 +643,7 @@ export async function stageSandboxGit({
       objects = await writeObjectsBeyond(localDir, head, bases, packFile);
     } catch {
       // A recorded commit this host no longer has (its gc pruned it), or git failed.
-      return await full("pack-failed");
+      return await fullGitUpload(run, "pack-failed");
     }
   }
   const packBytes = objects > 0 ? (await fs.stat(packFile)).size : 0;
@@ -613,108 +651,24 @@ export async function stageSandboxGit({
   const overlay = plan.send.length > 0;
   const { lists, body } = payloadScript({ plan, packBytes, overlay, git, umask: effective });
   const written = new Set([...plan.checkout, ...plan.send, ...[...plan.chmod.values()].flat()]);
-  const relist = sentListing(
-    [...written].filter((member) => target.get(member)?.kind !== "d"),
-    header,
-    PRUNE,
-  );
-  const prologue = [...ensureDirs.map((dir) => `mkdir -p ${shellQuote(dir)}`), `cd ${q}`];
-  let post;
-  if (packBytes + lists.length + (overlay ? overlayBound(target, plan.send) : 0) <= INLINE_UPLOAD_MAX) {
-    // One command: the payload on its stdin, applied, what it wrote listed.
-    const chunks = [packBytes > 0 ? await fs.readFile(packFile) : Buffer.alloc(0), lists];
-    if (overlay) for await (const chunk of await overlayArchive(localDir, plan.send, signal)) chunks.push(chunk);
-    const payload = Buffer.concat(chunks);
-    const gzip = header.compressor === "gzip" && payload.length >= GZIP_FROM && !knownFast(link);
-    post = await stageInline({
-      bytes: payload.length,
-      upload: async () => {
-        const stdin = payload.length > 0 ? (gzip ? gzipSync(payload, { level: 1 }) : payload).toString("base64") : "";
-        const script = [
-          "set -e",
-          ...prologue,
-          `P=$(mktemp)`,
-          `trap 'rm -f "$P"' EXIT`,
-          gzip ? `base64 -d | gzip -dc > "$P"` : `base64 -d > "$P"`,
-          ...body,
-          touchMark(mark),
-          ...lightHeader(header.compressor),
-          relist.script,
-        ].join("\n");
-        const listed = await listRemote(features, script, { dotted: relist.dotted }, stdin);
-        return { listed, bytes: payload.length };
-      },
-    });
-    if (post.header[1] !== "ok") return await full("delta-failed");
-  } else {
-    // A large payload goes as a file through the client's upload; a post-upload command
-    // applies it and leaves a mark when it did, the listing after it asks for the mark.
-    const payloadFile = path.join(tempDir, "git-delta.payload");
-    await pipeline(async function* payloadChunks() {
-      if (packBytes > 0) yield* createReadStream(packFile);
-      yield lists;
-      if (overlay) yield* await overlayArchive(localDir, plan.send, signal);
-    }, createWriteStream(payloadFile));
-    let applied;
-    await stageDelta({
-      file: payloadFile,
-      command: (remoteFile) => {
-        applied = `${remoteFile}.applied`;
-        return [
-          `rm -f ${shellQuote(applied)}`,
-          `(`,
-          "set -e",
-          ...prologue,
-          `P=${shellQuote(remoteFile)}`,
-          ...body,
-          `)`,
-          `s=$?`,
-          `rm -f ${shellQuote(remoteFile)}`,
-          `if [ "$s" = 0 ]; then : > ${shellQuote(applied)}; fi`,
-        ].join("\n");
-      },
-    });
-    post = await listRemote(
-      features,
-      [
-        `if [ ! -f ${shellQuote(applied)} ]; then echo 'pcdelta failed'; exit 0; fi`,
-        `rm -f ${shellQuote(applied)}`,
-        `cd ${q}`,
-        touchMark(mark),
-        ...lightHeader(header.compressor),
-        relist.script,
-      ].join("\n"),
-      { dotted: relist.dotted },
-    ).catch(() => null);
-    if (post?.header[1] === "failed") return await full("delta-failed");
-  }
-  countGitPrepare({
-    objects,
-    checkedOut: plan.checkout.length,
-    sent: plan.send.length,
-    removed: plan.remove.size,
-  });
-  // Without the listing after it the manifest keeps its rows of what this prepare did not
-  // write; the rest goes again next time.
-  writeManifest(
-    file,
-    newManifest({
-      ...manifest,
-      remote: remoteIdentity(header, manifest.remote),
-      listedAt: header.now,
-      clockedAt: header.clock,
-      compressor: header.compressor,
-      link: link.bytesPerSecond ?? manifest.link,
-      git: { ...manifest.git, heads: keptHeads(head, bases), branch: snapshot.branchName },
-      files: gitRows(
-        target,
-        hostClaims(target, locals, snapshot, startedNs),
-        listing.entries,
-        post?.entries ?? new Map(),
-        written,
-      ),
-    }),
-  );
+  const payload = {
+    packFile,
+    packBytes,
+    lists,
+    body,
+    overlay,
+    relist: sentListing(
+      [...written].filter((member) => target.get(member)?.kind !== "d"),
+      ready.header,
+      PRUNE,
+    ),
+    prologue: [...ensureDirs.map((dir) => `mkdir -p ${shellQuote(dir)}`), `cd ${q}`],
+  };
+  const inline = packBytes + lists.length + (overlay ? overlayBound(target, plan.send) : 0) <= INLINE_UPLOAD_MAX;
+  const post = inline ? await sendInline(run, ready, payload) : await sendByUpload(run, ready, payload);
+  if (post === "failed") return await fullGitUpload(run, "delta-failed");
+  countGitPrepare({ objects, checkedOut: plan.checkout.length, sent: plan.send.length, removed: plan.remove.size });
+  recordGitDelta(run, ready, post, written);
   return {
     mode: "delta",
     objects,
@@ -722,4 +676,106 @@ export async function stageSandboxGit({
     sent: plan.send.length,
     removed: plan.remove.size,
   };
+}
+
+/** One command: the payload on its stdin, applied, what it wrote listed. Resolves that listing, or `"failed"`. */
+async function sendInline(run, { header, plan }, payload) {
+  const { packFile, packBytes, lists, overlay, body, relist, prologue } = payload;
+  const chunks = [packBytes > 0 ? await fs.readFile(packFile) : Buffer.alloc(0), lists];
+  if (overlay) for await (const chunk of await overlayArchive(run.localDir, plan.send, run.signal)) chunks.push(chunk);
+  const bytes = Buffer.concat(chunks);
+  const gzip = header.compressor === "gzip" && bytes.length >= GZIP_FROM && !knownFast(run.link);
+  const post = await run.stageInline({
+    bytes: bytes.length,
+    upload: async () => {
+      const stdin = bytes.length > 0 ? (gzip ? gzipSync(bytes, { level: 1 }) : bytes).toString("base64") : "";
+      const script = [
+        "set -e",
+        ...prologue,
+        `P=$(mktemp)`,
+        `trap 'rm -f "$P"' EXIT`,
+        gzip ? `base64 -d | gzip -dc > "$P"` : `base64 -d > "$P"`,
+        ...body,
+        touchMark(run.mark),
+        ...lightHeader(header.compressor),
+        relist.script,
+      ].join("\n");
+      const listed = await listRemote(run.features, script, { dotted: relist.dotted }, stdin);
+      return { listed, bytes: bytes.length };
+    },
+  });
+  return post.header[1] !== "ok" ? "failed" : post;
+}
+
+/**
+ * A large payload goes as a file through the client's upload; a post-upload command applies
+ * it and leaves a mark when it did, the listing after it asks for the mark. Resolves that
+ * listing (`null` when it could not be taken), or `"failed"`.
+ */
+async function sendByUpload(run, { header, plan }, payload) {
+  const { packFile, packBytes, lists, overlay, body, relist, prologue } = payload;
+  const payloadFile = path.join(run.tempDir, "git-delta.payload");
+  await pipeline(async function* payloadChunks() {
+    if (packBytes > 0) yield* createReadStream(packFile);
+    yield lists;
+    if (overlay) yield* await overlayArchive(run.localDir, plan.send, run.signal);
+  }, createWriteStream(payloadFile));
+  let applied;
+  await run.stageDelta({
+    file: payloadFile,
+    command: (remoteFile) => {
+      applied = `${remoteFile}.applied`;
+      return [
+        `rm -f ${shellQuote(applied)}`,
+        `(`,
+        "set -e",
+        ...prologue,
+        `P=${shellQuote(remoteFile)}`,
+        ...body,
+        `)`,
+        `s=$?`,
+        `rm -f ${shellQuote(remoteFile)}`,
+        `if [ "$s" = 0 ]; then : > ${shellQuote(applied)}; fi`,
+      ].join("\n");
+    },
+  });
+  const post = await listRemote(
+    run.features,
+    [
+      `if [ ! -f ${shellQuote(applied)} ]; then echo 'pcdelta failed'; exit 0; fi`,
+      `rm -f ${shellQuote(applied)}`,
+      `cd ${run.q}`,
+      touchMark(run.mark),
+      ...lightHeader(header.compressor),
+      relist.script,
+    ].join("\n"),
+    { dotted: relist.dotted },
+  ).catch(() => null);
+  return post?.header[1] === "failed" ? "failed" : post;
+}
+
+/**
+ * The manifest after a delta. Without the listing after it the manifest keeps its rows of
+ * what this prepare did not write; the rest goes again next time.
+ */
+function recordGitDelta(run, { manifest, listing, bases, locals, header, target }, post, written) {
+  writeManifest(
+    run.file,
+    newManifest({
+      ...manifest,
+      remote: remoteIdentity(header, manifest.remote),
+      listedAt: header.now,
+      clockedAt: header.clock,
+      compressor: header.compressor,
+      link: run.link.bytesPerSecond ?? manifest.link,
+      git: { ...manifest.git, heads: keptHeads(run.head, bases), branch: run.snapshot.branchName },
+      files: gitRows(
+        target,
+        hostClaims(target, locals, run.snapshot, run.startedNs),
+        listing.entries,
+        post?.entries ?? new Map(),
+        written,
+      ),
+    }),
+  );
 }
