@@ -4,11 +4,13 @@
 // the managed runtime (`prepareRemoteManagedRuntime`'s prepare, baseline and restore) by ours,
 // with the delta on and off, and by upstream's on a twin. Ours leaves every host path but the
 // agent's file as it was (bytes, mode, kind, existence); upstream's loses what the case names.
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { cpSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import * as upstream from "@paperclipai/adapter-utils/remote-managed-runtime";
-import { describe, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { prepareRemoteManagedRuntime } from "../lib/remote-managed-runtime.js";
+import { prepareWorkspaceForSshExecution, restoreWorkspaceFromSshExecution } from "../lib/ssh.js";
+import { captureDirectorySnapshot } from "../lib/workspace-restore-merge.js";
 import { restoreEnvAfterEach } from "./helpers/env.js";
 import {
   addAgentsFile,
@@ -146,6 +148,21 @@ describe(
           const remote = prepared.workspaceRemoteDir;
           await expectSecondRestoreFollows({ root, remote, restore: () => settledRestore(prepared) });
         }
+      }
+    });
+
+    it("one baseline object restoring twin workspaces: what a restore wrote into one is not the other's start", async () => {
+      const local = fresh("twin-a");
+      write(local, "a.txt", "a\n");
+      const remoteDir = fresh("twin-remote");
+      await prepareWorkspaceForSshExecution({ spec: suite.server.spec, localDir: local, remoteDir });
+      const baselineSnapshot = await captureDirectorySnapshot(local, { exclude: [".paperclip-runtime"] });
+      const twin = fresh("twin-b");
+      cpSync(local, twin, { recursive: true });
+      write(remoteDir, "new/made.txt", "the agent's\n");
+      for (const localDir of [local, twin]) {
+        await restoreWorkspaceFromSshExecution({ spec: suite.server.spec, localDir, remoteDir, baselineSnapshot });
+        expect(readFileSync(path.join(localDir, "new", "made.txt"), "utf8"), localDir).toBe("the agent's\n");
       }
     });
 

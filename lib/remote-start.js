@@ -107,19 +107,30 @@ export function keptLine(kept) {
 
 /**
  * What earlier restores of a run wrote on the host, per run baseline (the prepare's, or the
- * caller's `baselineSnapshot`, never changed itself): path → entry as written, `null` where
+ * caller's `baselineSnapshot`, never changed itself) and workspace (its resolved path: a
+ * caller may restore twins from one baseline object): path → entry as written, `null` where
  * a restore removed the path.
  */
 const written = new WeakMap();
 
+/** The record of what restores against `baseline` into `localDir` wrote (made when `make`). */
+function writtenTo(baseline, localDir, make = false) {
+  let byDir = written.get(baseline);
+  if (!byDir && make) written.set(baseline, (byDir = new Map()));
+  const key = path.resolve(localDir);
+  let wrote = byDir?.get(key);
+  if (!wrote && make) byDir.set(key, (wrote = new Map()));
+  return wrote ?? null;
+}
+
 /**
- * `baseline` with what earlier restores against it wrote in place ({@link mergeAgentWork}'s
- * `run`): a later restore of the same run judges the host against it, so what an earlier
- * restore wrote does not read as a host edit made during the run. `baseline` itself when
- * none did.
+ * `baseline` with what earlier restores against it into `localDir` wrote in place
+ * ({@link mergeAgentWork}'s `run`): a later restore of the same run judges the host against
+ * it, so what an earlier restore wrote does not read as a host edit made during the run.
+ * `baseline` itself when none did.
  */
-export function advancedBaseline(baseline) {
-  const wrote = written.get(baseline);
+export function advancedBaseline(baseline, localDir) {
+  const wrote = writtenTo(baseline, localDir);
   if (!wrote) return baseline;
   const entries = new Map(baseline.entries);
   for (const [relative, entry] of wrote) {
@@ -129,28 +140,29 @@ export function advancedBaseline(baseline) {
   return { ...baseline, entries };
 }
 
-/** Records on the run baseline `run` that a restore wrote `entries` (`[path, entry | null]`), each path under `prefix`. */
-export function recordWritten(run, entries, prefix = "") {
-  let wrote = written.get(run);
-  if (!wrote) written.set(run, (wrote = new Map()));
-  for (const [relative, entry] of entries) wrote.set(`${prefix}${relative}`, entry);
-}
-
-/** What a project repository's restore (its run baseline `from`) wrote, carried to its workspace's run baseline `to`. */
-export function carryWritten(from, to, prefix) {
-  const wrote = written.get(from);
-  if (wrote) recordWritten(to, wrote, prefix);
+/**
+ * What a project repository's restore wrote (its run baseline `from`, into `fromDir`),
+ * carried to its workspace's run baseline `to` (into `toDir`), each path under `prefix`.
+ */
+export function carryWritten(from, fromDir, to, toDir, prefix) {
+  const wrote = writtenTo(from, fromDir);
+  if (!wrote) return;
+  const into = writtenTo(to, toDir, true);
+  for (const [relative, entry] of wrote) into.set(`${prefix}${relative}`, entry);
 }
 
 /**
  * A lane's restore merge: `input` as `mergeDirectoryWithBaseline`'s, judged against `start`
  * (from {@link describeRemoteStart}); what it kept goes to `sink` (a progress sink) as one line.
  * `run`: the run baseline whose restores this one follows ({@link advancedBaseline}), on which
- * what it wrote is recorded. Resolves the kept paths (`{ path, reason }`).
+ * what it wrote into `input.targetDir` is recorded. Resolves the kept paths (`{ path, reason }`).
  */
 export async function mergeAgentWork(input, start, sink, run) {
   const { kept, advanced } = await mergeIntoTarget(input, start);
-  if (run) recordWritten(run, advanced);
+  if (run) {
+    const wrote = writtenTo(run, input.targetDir, true);
+    for (const [relative, entry] of advanced) wrote.set(relative, entry);
+  }
   const line = keptLine(kept);
   if (line && typeof sink === "function") await sink(line);
   return kept;

@@ -587,7 +587,7 @@ export async function restoreWorkspaceOverSsh(input, transfers) {
     const started = performance.now();
     // The host as the run left it: the caller's baseline, with what earlier restores against
     // it wrote (remote-start.js `advancedBaseline`).
-    const baseline = advancedBaseline(baselineSnapshot);
+    const baseline = advancedBaseline(baselineSnapshot, localDir);
     // The delta's walk of the host tree starts at once (planRestore compares it with the
     // remote's listing); none with the delta off.
     const localWalk = sshDeltaEnabled()

@@ -118,7 +118,7 @@ export async function restoreSandboxWorkspace(run, sink) {
  */
 async function openRestore(run, sink) {
   const { input, workspaceRemoteDir } = run;
-  const baseline = advancedBaseline(run.baseline);
+  const baseline = advancedBaseline(run.baseline, input.workspaceLocalDir);
   const mask = await recordedExtractionMask(input.spec, workspaceRemoteDir, input.workspaceLocalDir).catch(() => null);
   const start = await describeRemoteStart({ ...run.remoteStart, mask });
   const guard =
@@ -172,7 +172,7 @@ async function restoreRepositories({ run, sink, baseline, guard }) {
       guard,
     );
     await nested.restoreWorkspace(sink);
-    carryWritten(nestedBaseline, run.baseline, prefix);
+    carryWritten(nestedBaseline, localDir, run.baseline, input.workspaceLocalDir, prefix);
   }
 }
 
