@@ -86,13 +86,24 @@ async function closeSource(stream) {
  * no host temp file).
  */
 export function createCommandManagedRuntimeClient(input) {
+  const calls = runnerCalls(input);
+  const client = fileClient(calls);
+  attachSync(calls, client);
+  return client;
+}
+
+/**
+ * The runner's calls as the client makes them: `execute(request, options)`, one runner call
+ * under the deadline we enforce (runner-deadline.js: its `timeoutMs`, or for a call carrying
+ * part of a transfer of `options.transferBytes` bytes, that transfer's archive deadline;
+ * `options.what` names the call in a timeout's message); `exec(script, options)`, a script in
+ * the runner's shell; `runShell`, one that must succeed; `remove(remotePath)`; and
+ * `upload(remotePath, source, total, onProgress)`, `total` bytes of `source` by the transport
+ * this runner allows (a duplex channel, else base64).
+ */
+function runnerCalls(input) {
   const { runner } = input;
   const shell = sandboxShell(input.shellCommand);
-  /**
-   * One runner call under the deadline we enforce (runner-deadline.js): its `timeoutMs`, or
-   * for a call carrying part of a transfer of `options.transferBytes` bytes, that transfer's
-   * archive deadline; `options.what` names the call in a timeout's message.
-   */
   const execute = (request, options = {}) =>
     withRunnerDeadline(
       runner.execute(request),
@@ -118,9 +129,10 @@ export function createCommandManagedRuntimeClient(input) {
     requireSuccess(result, script);
     return result;
   };
+  const remove = async (remotePath) => {
+    requireSuccess(await exec(`rm -rf ${shellQuote(remotePath)}`), `remove ${remotePath}`);
+  };
   const useDuplex = runner.supportsDuplexFileTransfer === true && typeof runner.openDuplexChannel === "function";
-
-  /** Uploads `total` bytes of `source` to `remotePath` by the transport this runner allows. */
   const upload = async (remotePath, source, total, onProgress) => {
     if (useDuplex) {
       await writeThroughDuplexChannel(runner, {
@@ -140,13 +152,17 @@ export function createCommandManagedRuntimeClient(input) {
       singleStream:
         base64Length(total) <= SINGLE_STREAM_MAX_BASE64_BYTES && runner.supportsSingleStreamStdinProgress === true,
       onProgress,
-      removeStaged: (staged) => client.remove(staged).catch(() => undefined),
+      removeStaged: (staged) => remove(staged).catch(() => undefined),
       // The runner's measured link: gzip before base64 once it is slow (base64-transfer.js).
       link: runnerLink(runner),
     });
   };
+  return { input, runner, shell, execute, exec, runShell, remove, useDuplex, upload };
+}
 
-  const client = {
+/** The client's file and command calls (upstream's, with our `writeStream` and `readStream`). */
+function fileClient({ input, runner, shell, execute, runShell, remove, useDuplex, upload }) {
+  return {
     makeDir: async (remotePath) => {
       await runShell(`mkdir -p ${shellQuote(remotePath)}`);
     },
@@ -186,9 +202,7 @@ export function createCommandManagedRuntimeClient(input) {
         .filter((line) => line.length > 0)
         .sort((left, right) => left.localeCompare(right));
     },
-    remove: async (remotePath) => {
-      requireSuccess(await exec(`rm -rf ${shellQuote(remotePath)}`), `remove ${remotePath}`);
-    },
+    remove,
     run: async (command, options) => {
       // The caller's timeout as given (upstream does not default it to the client's); our
       // deadline is the client's when the caller gives none.
@@ -201,90 +215,28 @@ export function createCommandManagedRuntimeClient(input) {
       requireSuccess(result, command);
     },
   };
+}
 
-  /** Places one mapping; returns the bytes sent (the archive's size for a directory). */
-  const placeMapping = async (mapping, onProgress) => {
-    const packed = mapping.kind === "file" ? mapping[PACKED_SOURCE] : undefined;
-    if (packed) {
-      // The archive `sourcePath` would hold, packed straight into the upload.
-      const archive = await createTarballStreamFromDirectory({
-        ...packed,
-        precomputeSize: true,
-        chunkSize: SLICE_BYTES,
-      });
-      await upload(mapping.targetPath, archive, archive.totalBytes, onProgress);
-      return archive.totalBytes;
-    }
-    if (mapping.kind === "directory") {
-      const archive = await createTarballStreamFromDirectory({
-        localDir: mapping.sourcePath,
-        exclude: mapping.exclude,
-        followSymlinks: mapping.followSymlinks,
-        precomputeSize: true,
-        chunkSize: SLICE_BYTES,
-      });
-      const remoteTar = syncInArchivePath(mapping.targetPath);
-      try {
-        await upload(remoteTar, archive, archive.totalBytes, onProgress);
-        await client.run(extractDirectoryCommand(remoteTar, mapping.targetPath), { timeoutMs: input.timeoutMs });
-      } finally {
-        await client.remove(remoteTar).catch(() => undefined);
-      }
-      return archive.totalBytes;
-    }
-    const file = await fileSource(mapping.sourcePath);
-    try {
-      await upload(mapping.targetPath, file.stream, file.size, onProgress);
-    } finally {
-      await closeSource(file.stream);
-    }
-    if (mapping.mode != null) {
-      const mode = (mapping.mode & 0o7777).toString(8);
-      await client.run(`chmod ${mode} ${shellQuote(mapping.targetPath)}`, { timeoutMs: input.timeoutMs });
-    }
-    return file.size;
-  };
-
-  const fallbackSyncIn = async (operations, onBytes) => {
-    const results = [];
-    let before = 0;
-    for (const operation of operations) {
-      let filesTransferred = 0;
-      let bytesTransferred = 0;
-      for (const mapping of operation.files) {
-        const base = before;
-        const sent = await placeMapping(
-          mapping,
-          onBytes ? (done, total) => onBytes(base + done, base + total) : undefined,
-        );
-        bytesTransferred += sent;
-        before += sent;
-        filesTransferred += 1;
-      }
-      // Verbatim, in order, stopping at the first failure.
-      for (const command of operation.postUploadCommands ?? []) {
-        const result = await exec(command.command, { cwd: command.cwd, timeoutMs: command.timeoutMs });
-        requireSuccess(result, command.command);
-      }
-      results.push({ operationId: operation.operationId, filesTransferred, bytesTransferred });
-    }
-    return { operations: results };
-  };
-
+/**
+ * The client's `syncIn` (the runner's own when it has both `syncIn` and `syncOut`, else our
+ * fallback), its `syncOut` (only the runner's), `allowConcurrentSyncOperations` and what our
+ * lanes ask of the client (`OUR_CLIENT`). A second argument `{ onBytes(sent, total) }` of
+ * `syncIn` (our addition, used by our prepare to say where a failed upload stopped) receives
+ * the running byte count of the fallback's uploads and the total known so far (the mappings
+ * started so far). A provider's own transfers run under deadlines too (runner-deadline.js): a
+ * `syncIn`, the archive deadline of its files' bytes plus its post-upload commands' timeouts;
+ * a `syncOut`, whose size is not known before it ends, the archive deadline's cap.
+ */
+function attachSync(calls, client) {
+  const { runner, input, useDuplex } = calls;
   const nativeSyncIn = runner.syncIn;
   const nativeSyncOut = runner.syncOut;
   const native = Boolean(nativeSyncIn && nativeSyncOut);
   client.allowConcurrentSyncOperations = native ? runner.allowConcurrentSyncOperations === true : true;
-  // A second argument `{ onBytes(sent, total) }` (our addition, used by our prepare to say
-  // where a failed upload stopped) receives the running byte count of the fallback's
-  // uploads and the total known so far (the mappings started so far).
-  // A provider's own transfers run under deadlines too (runner-deadline.js): a `syncIn`, the
-  // archive deadline of its files' bytes plus its post-upload commands' timeouts; a
-  // `syncOut`, whose size is not known before it ends, the archive deadline's cap.
   client.syncIn = async (operations, options) => {
     assertPostUploadCommandsConfined(operations);
-    if (!native) return await fallbackSyncIn(operations, options?.onBytes);
-    return await withRunnerDeadline(nativeSyncIn(operations), await syncInDeadlineMs(operations), "a syncIn");
+    if (!native) return await fallbackSyncIn(calls, client, operations, options?.onBytes);
+    return await withRunnerDeadline(nativeSyncIn(operations), await syncInDeadlineMs(input, operations), "a syncIn");
   };
   if (native)
     client.syncOut = (operations) =>
@@ -298,24 +250,94 @@ export function createCommandManagedRuntimeClient(input) {
       // The deltas (sandbox/delta.js): a script's result with its stdout (`options.stdin`:
       // text on its stdin), and the runner's link as its uploads measured it (`slow()`,
       // `bytesPerSecond`, `remember`).
-      exec: (script, options) => runShell(script, options),
+      exec: (script, options) => calls.runShell(script, options),
       link: () => runnerLink(runner),
     },
   });
+}
 
-  /** A native `syncIn`'s deadline: its files' transfer deadline plus its commands' timeouts. */
-  async function syncInDeadlineMs(operations) {
-    let bytes = 0;
-    let commands = 0;
-    for (const operation of operations) {
-      for (const mapping of operation.files) {
-        if (mapping.kind === "file") bytes += (await fs.stat(mapping.sourcePath).catch(() => null))?.size ?? 0;
-      }
-      for (const command of operation.postUploadCommands ?? []) commands += command.timeoutMs ?? input.timeoutMs;
+/** The fallback `syncIn`: each operation's mappings placed in order, then its post-upload commands, verbatim, stopping at the first failure. */
+async function fallbackSyncIn(calls, client, operations, onBytes) {
+  const results = [];
+  let before = 0;
+  for (const operation of operations) {
+    let filesTransferred = 0;
+    let bytesTransferred = 0;
+    for (const mapping of operation.files) {
+      const base = before;
+      const sent = await placeMapping(
+        calls,
+        client,
+        mapping,
+        onBytes ? (done, total) => onBytes(base + done, base + total) : undefined,
+      );
+      bytesTransferred += sent;
+      before += sent;
+      filesTransferred += 1;
     }
-    return transferDeadlineMs(bytes, input.timeoutMs) + commands;
+    for (const command of operation.postUploadCommands ?? []) {
+      const result = await calls.exec(command.command, { cwd: command.cwd, timeoutMs: command.timeoutMs });
+      requireSuccess(result, command.command);
+    }
+    results.push({ operationId: operation.operationId, filesTransferred, bytesTransferred });
   }
-  return client;
+  return { operations: results };
+}
+
+/** Places one mapping of the fallback `syncIn`; returns the bytes sent (the archive's size for a directory). */
+async function placeMapping({ input, upload }, client, mapping, onProgress) {
+  const packed = mapping.kind === "file" ? mapping[PACKED_SOURCE] : undefined;
+  if (packed) {
+    // The archive `sourcePath` would hold, packed straight into the upload.
+    const archive = await createTarballStreamFromDirectory({
+      ...packed,
+      precomputeSize: true,
+      chunkSize: SLICE_BYTES,
+    });
+    await upload(mapping.targetPath, archive, archive.totalBytes, onProgress);
+    return archive.totalBytes;
+  }
+  if (mapping.kind === "directory") {
+    const archive = await createTarballStreamFromDirectory({
+      localDir: mapping.sourcePath,
+      exclude: mapping.exclude,
+      followSymlinks: mapping.followSymlinks,
+      precomputeSize: true,
+      chunkSize: SLICE_BYTES,
+    });
+    const remoteTar = syncInArchivePath(mapping.targetPath);
+    try {
+      await upload(remoteTar, archive, archive.totalBytes, onProgress);
+      await client.run(extractDirectoryCommand(remoteTar, mapping.targetPath), { timeoutMs: input.timeoutMs });
+    } finally {
+      await client.remove(remoteTar).catch(() => undefined);
+    }
+    return archive.totalBytes;
+  }
+  const file = await fileSource(mapping.sourcePath);
+  try {
+    await upload(mapping.targetPath, file.stream, file.size, onProgress);
+  } finally {
+    await closeSource(file.stream);
+  }
+  if (mapping.mode != null) {
+    const mode = (mapping.mode & 0o7777).toString(8);
+    await client.run(`chmod ${mode} ${shellQuote(mapping.targetPath)}`, { timeoutMs: input.timeoutMs });
+  }
+  return file.size;
+}
+
+/** A native `syncIn`'s deadline: its files' transfer deadline plus its commands' timeouts. */
+async function syncInDeadlineMs(input, operations) {
+  let bytes = 0;
+  let commands = 0;
+  for (const operation of operations) {
+    for (const mapping of operation.files) {
+      if (mapping.kind === "file") bytes += (await fs.stat(mapping.sourcePath).catch(() => null))?.size ?? 0;
+    }
+    for (const command of operation.postUploadCommands ?? []) commands += command.timeoutMs ?? input.timeoutMs;
+  }
+  return transferDeadlineMs(bytes, input.timeoutMs) + commands;
 }
 
 /** The last three non-empty lines of a command's output, for a warning. */
