@@ -642,28 +642,7 @@ export async function planRestoreDelta({
   const exclude = [...new Set(baseline.exclude ?? [])];
   const plain = plainExcludes(exclude);
   if (!plain) return await fallback("excludes");
-  // A member some run of whose components is a plain exclude (tar's match of one), or an
-  // AppleDouble name (`._*`, never pulled either): the run ends at the member itself, or it
-  // ends at an ancestor, whose answer is remembered (a listing and a baseline ask for every
-  // entry of the tree).
-  const singles = new Set(plain.filter((name) => !name.includes("/")));
-  const paths = plain.filter((name) => name.includes("/"));
-  const excludedDirs = new Map();
-  const excluded = (member) => {
-    const slash = member.lastIndexOf("/");
-    const base = slash < 0 ? member : member.slice(slash + 1);
-    if (
-      singles.has(base) ||
-      base.startsWith("._") ||
-      paths.some((name) => member === name || member.endsWith(`/${name}`))
-    )
-      return true;
-    if (slash < 0) return false;
-    const parent = member.slice(0, slash);
-    let above = excludedDirs.get(parent);
-    if (above === undefined) excludedDirs.set(parent, (above = excluded(parent)));
-    return above;
-  };
+  const excluded = excluderOf(plain);
   const entries = baseline.entries instanceof Map ? baseline.entries : new Map(Object.entries(baseline.entries ?? {}));
   // What changed since the manifest's listing, and every child of a directory that changed
   // (what is gone): by the remote filesystem's own clock when the listing read it (less
@@ -680,51 +659,7 @@ export async function planRestoreDelta({
   // host holds it (remote-start.js), so the full pull would change nothing there either.
   const hostSide = localWalk.then((json) => ({ locals: new Map(parseMembers(json).map((m) => [m.member, m])) }));
   hostSide.catch(() => undefined);
-  const q = shellQuote(remoteDir);
-  // Our runtime directory is never listed, nor what the excludes leave out (a git
-  // workspace's repository, the heavy directories): not walked on the remote either.
-  // A name by `-name` (a match of the last component alone: `-path` globs every entry's
-  // whole path against each pattern, which costs a listing of a large tree tens of ms).
-  const excludedPaths = plain.flatMap((name) =>
-    name.includes("/")
-      ? [`-path ${shellQuote(`./${name}`)}`, `-path ${shellQuote(`*/${name}`)}`]
-      : [`-name ${shellQuote(name)}`],
-  );
-  const prunedExcludes = excludedPaths.length > 0 ? `\\( ${excludedPaths.join(" -o ")} \\) -prune -o ` : "";
-  const pruned = `-path ./${RUNTIME_DIR} -prune -o ${prunedExcludes}`;
-  const script =
-    since == null
-      ? [first, "set -e", `cd ${q}`, ...HEADER, ...before, listingPipeline(prunedExcludes, [RUNTIME_DIR], lead)]
-      : [
-          first,
-          "set -e",
-          `cd ${q}`,
-          // Probed at the prepare (GNU tar and find, gzip): only the time is asked.
-          ...(manifest.compressor ? lightHeader(manifest.compressor) : HEADER),
-          ...before,
-          `F='${LISTING_FORMAT.replace("%P", "%p")}'`,
-          // One walk: the changed entries on stdout, the changed directories (`.` too) in a
-          // file, whose children are then listed.
-          `D=$(mktemp)`,
-          ...(inline
-            ? [
-                `P=$(mktemp)`,
-                `T=$(mktemp)`,
-                `trap 'rm -f "$D" "$P" "$T"' EXIT`,
-                // The files and links to archive: those changed after the mark, when there is one.
-                `M=${inline.mark}`,
-                `if [ -e "$M" ]; then set -- -cnewer "$M"; else set --; fi`,
-              ]
-            : [`trap 'rm -f "$D"' EXIT`]),
-          `{ ${lead ? `${lead}; ` : ""}find . ${pruned}-newerct @${since} \\( -type d -fprint0 "$D" ${inline ? `-o \\( -type f -o -type l \\) "$@" -fprint0 "$P" ` : ""}-o -true \\) ! -path . -printf '${LISTING_FORMAT.replace("%P", "./%P")}'; ` +
-            `xargs -0 -r sh -c 'for d; do printf "pcdelta-dir %s\\0\\0" "$d"; done; find "$@" -mindepth 1 -maxdepth 1 -printf "$0"' "$F" < "$D"; ` +
-            (inline
-              ? // What changed, archived as the pull would, when small (else the pull runs; a
-                // larger archive is cut off as it passes the size).
-                `E=$?; if [ -s "$P" ] && { tar ${pullExcludes(plain).join(" ")} --null --no-recursion -cf - -T "$P" 2>/dev/null | head -c ${inline.max + 1} > "$T"; } && [ "$(wc -c < "$T")" -le ${inline.max} ]; then ` +
-                `printf 'pcdelta-note pull '; base64 < "$T" | tr -d '\\n'; printf '\\0\\0'; fi; printf 'pcdelta-end %s\\0' "$E"; } | $Z`
-              : `printf 'pcdelta-end %s\\0' "$?"; } | $Z`),
-        ];
+  const script = restoreListingScript({ remoteDir, plain, since, manifest, first, before, lead, inline });
   let listing;
   try {
     listing = await list(script.join("\n"), { dotted: since != null });
@@ -742,40 +677,8 @@ export async function planRestoreDelta({
     if (error?.name === "AbortError") throw error;
     return { fallback: "walk-failed", notes };
   }
-  const { locals } = host;
-  const changed = [];
-  let bytes = 0;
-  for (const [member, theirs] of listing.entries) {
-    if (excluded(member)) continue;
-    const base = entries.get(member);
-    let same = false;
-    if (theirs.kind === "f") {
-      const row = manifest.files[member];
-      const mine = locals.get(member);
-      // Both sides as the row recorded them (whatever the mode: a remote umask's or a
-      // checkout's is not the agent's change, and the merge keeps the host's).
-      same = base?.kind === "file" && Boolean(mine) && unchanged(row, mine, theirs);
-    } else if (theirs.kind === "l") same = base?.kind === "symlink" && base.target === theirs.link;
-    else if (theirs.kind === "d") same = base?.kind === "dir";
-    if (!same) {
-      changed.push(member);
-      if (theirs.kind === "f") bytes += theirs.size;
-    }
-  }
-  // Gone from the remote: not listed, in a listed directory (or below one that is gone or
-  // is no longer a directory); with the whole tree listed, simply not listed.
-  const goneMemo = new Map();
-  const isGone = (member) => {
-    if (listing.entries.has(member)) return false;
-    if (since == null || unsent?.has(member)) return true;
-    if (goneMemo.has(member)) return goneMemo.get(member);
-    const slash = member.lastIndexOf("/");
-    const parent = slash < 0 ? "" : member.slice(0, slash);
-    const above = listing.entries.get(parent);
-    const gone = listing.enumerated.has(parent) || (above ? above.kind !== "d" : parent !== "" && isGone(parent));
-    goneMemo.set(member, gone);
-    return gone;
-  };
+  const { changed, bytes } = changedEntries(listing, entries, manifest, host.locals, excluded);
+  const isGone = goneTest(listing, since, unsent);
   const keep = new Set(changed);
   // The full pull never brings an excluded name back: a baseline entry of one is gone too.
   for (const member of entries.keys()) if (excluded(member) || isGone(member)) keep.add(member);
@@ -812,6 +715,135 @@ export async function planRestoreDelta({
     notes,
     inline: pulled === undefined ? null : Buffer.from(pulled.slice("pull ".length), "base64"),
   };
+}
+
+/**
+ * Whether a member is left out by the plain excludes `plain`: some run of its components is
+ * one (tar's match of one), or it is an AppleDouble name (`._*`, never pulled either). The
+ * run ends at the member itself, or it ends at an ancestor, whose answer is remembered (a
+ * listing and a baseline ask for every entry of the tree).
+ */
+function excluderOf(plain) {
+  const singles = new Set(plain.filter((name) => !name.includes("/")));
+  const paths = plain.filter((name) => name.includes("/"));
+  const excludedDirs = new Map();
+  const excluded = (member) => {
+    const slash = member.lastIndexOf("/");
+    const base = slash < 0 ? member : member.slice(slash + 1);
+    if (
+      singles.has(base) ||
+      base.startsWith("._") ||
+      paths.some((name) => member === name || member.endsWith(`/${name}`))
+    )
+      return true;
+    if (slash < 0) return false;
+    const parent = member.slice(0, slash);
+    let above = excludedDirs.get(parent);
+    if (above === undefined) excludedDirs.set(parent, (above = excluded(parent)));
+    return above;
+  };
+  return excluded;
+}
+
+/**
+ * The listing command of a delta restore ({@link planRestoreDelta}'s arguments): the whole
+ * tree when `since` is null, else what changed since then and the children of every
+ * directory that changed, with the changed files archived when `inline` asks.
+ */
+function restoreListingScript({ remoteDir, plain, since, manifest, first, before, lead, inline }) {
+  const q = shellQuote(remoteDir);
+  // Our runtime directory is never listed, nor what the excludes leave out (a git
+  // workspace's repository, the heavy directories): not walked on the remote either.
+  // A name by `-name` (a match of the last component alone: `-path` globs every entry's
+  // whole path against each pattern, which costs a listing of a large tree tens of ms).
+  const excludedPaths = plain.flatMap((name) =>
+    name.includes("/")
+      ? [`-path ${shellQuote(`./${name}`)}`, `-path ${shellQuote(`*/${name}`)}`]
+      : [`-name ${shellQuote(name)}`],
+  );
+  const prunedExcludes = excludedPaths.length > 0 ? `\\( ${excludedPaths.join(" -o ")} \\) -prune -o ` : "";
+  const pruned = `-path ./${RUNTIME_DIR} -prune -o ${prunedExcludes}`;
+  return since == null
+    ? [first, "set -e", `cd ${q}`, ...HEADER, ...before, listingPipeline(prunedExcludes, [RUNTIME_DIR], lead)]
+    : [
+        first,
+        "set -e",
+        `cd ${q}`,
+        // Probed at the prepare (GNU tar and find, gzip): only the time is asked.
+        ...(manifest.compressor ? lightHeader(manifest.compressor) : HEADER),
+        ...before,
+        `F='${LISTING_FORMAT.replace("%P", "%p")}'`,
+        // One walk: the changed entries on stdout, the changed directories (`.` too) in a
+        // file, whose children are then listed.
+        `D=$(mktemp)`,
+        ...(inline
+          ? [
+              `P=$(mktemp)`,
+              `T=$(mktemp)`,
+              `trap 'rm -f "$D" "$P" "$T"' EXIT`,
+              // The files and links to archive: those changed after the mark, when there is one.
+              `M=${inline.mark}`,
+              `if [ -e "$M" ]; then set -- -cnewer "$M"; else set --; fi`,
+            ]
+          : [`trap 'rm -f "$D"' EXIT`]),
+        `{ ${lead ? `${lead}; ` : ""}find . ${pruned}-newerct @${since} \\( -type d -fprint0 "$D" ${inline ? `-o \\( -type f -o -type l \\) "$@" -fprint0 "$P" ` : ""}-o -true \\) ! -path . -printf '${LISTING_FORMAT.replace("%P", "./%P")}'; ` +
+          `xargs -0 -r sh -c 'for d; do printf "pcdelta-dir %s\\0\\0" "$d"; done; find "$@" -mindepth 1 -maxdepth 1 -printf "$0"' "$F" < "$D"; ` +
+          (inline
+            ? // What changed, archived as the pull would, when small (else the pull runs; a
+              // larger archive is cut off as it passes the size).
+              `E=$?; if [ -s "$P" ] && { tar ${pullExcludes(plain).join(" ")} --null --no-recursion -cf - -T "$P" 2>/dev/null | head -c ${inline.max + 1} > "$T"; } && [ "$(wc -c < "$T")" -le ${inline.max} ]; then ` +
+              `printf 'pcdelta-note pull '; base64 < "$T" | tr -d '\\n'; printf '\\0\\0'; fi; printf 'pcdelta-end %s\\0' "$E"; } | $Z`
+            : `printf 'pcdelta-end %s\\0' "$?"; } | $Z`),
+      ];
+}
+
+/**
+ * The listed entries to pull: a file unless both sides are as its row recorded them, a link
+ * unlike the baseline's, a directory the baseline does not hold, anything new. Resolves
+ * `{ changed, bytes }` (the files' listed bytes).
+ */
+function changedEntries(listing, entries, manifest, locals, excluded) {
+  const changed = [];
+  let bytes = 0;
+  for (const [member, theirs] of listing.entries) {
+    if (excluded(member)) continue;
+    const base = entries.get(member);
+    let same = false;
+    if (theirs.kind === "f") {
+      const row = manifest.files[member];
+      const mine = locals.get(member);
+      // Both sides as the row recorded them (whatever the mode: a remote umask's or a
+      // checkout's is not the agent's change, and the merge keeps the host's).
+      same = base?.kind === "file" && Boolean(mine) && unchanged(row, mine, theirs);
+    } else if (theirs.kind === "l") same = base?.kind === "symlink" && base.target === theirs.link;
+    else if (theirs.kind === "d") same = base?.kind === "dir";
+    if (!same) {
+      changed.push(member);
+      if (theirs.kind === "f") bytes += theirs.size;
+    }
+  }
+  return { changed, bytes };
+}
+
+/**
+ * Whether a member is gone from the remote: not listed, in a listed directory (or below one
+ * that is gone or is no longer a directory); with the whole tree listed, simply not listed;
+ * a baseline member the prepare never put on the remote (`unsent`), unless listed.
+ */
+function goneTest(listing, since, unsent) {
+  const goneMemo = new Map();
+  const isGone = (member) => {
+    if (listing.entries.has(member)) return false;
+    if (since == null || unsent?.has(member)) return true;
+    if (goneMemo.has(member)) return goneMemo.get(member);
+    const slash = member.lastIndexOf("/");
+    const parent = slash < 0 ? "" : member.slice(0, slash);
+    const above = listing.entries.get(parent);
+    const gone = listing.enumerated.has(parent) || (above ? above.kind !== "d" : parent !== "" && isGone(parent));
+    goneMemo.set(member, gone);
+    return gone;
+  };
+  return isGone;
 }
 
 /** A restored file's bytes are compared up to this size; a larger one goes again next time. */
