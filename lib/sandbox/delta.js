@@ -248,85 +248,96 @@ export async function settleEarlyListing(early) {
  *   resolves `listed`. A small delta's path.
  * - `early`: what {@link startEarlyListing} started as the prepare began, or `null`.
  * - `mark`: the file ({@link deltaMark}'s word) touched once the upload is in place.
+ *
+ * The steps, each a function below over one prepare's context (`openTreeDelta`): whether the
+ * sandbox can take a delta (`treeDeltaReady`), the delta (`applyTreeDelta`: inline or by an
+ * upload, then its rows), or the full upload and its rows (`fullTreeUpload`).
  */
-export async function stageSandboxTree({
-  client,
-  spec,
-  localDir,
-  remoteDir,
-  exclude,
-  preserved,
-  signal,
-  fullUpload,
-  stageDelta,
-  stageInline,
-  ensureDirs = [],
-  early = null,
-  mark,
-}) {
-  const { features, reason } = deltaClient(client);
+export async function stageSandboxTree(args) {
+  const { features, reason } = deltaClient(args.client);
   if (!features) {
     countFull(reason);
-    await fullUpload();
+    await args.fullUpload();
     return { mode: "full", reason };
   }
-  // The walk of what the archive holds starts at once: a delta compares it with the
-  // listing, a full upload records it (taken before the pack reads a file).
-  const link = features.link();
+  const run = await openTreeDelta({ ...args, ensureDirs: args.ensureDirs ?? [], early: args.early ?? null }, features);
+  if (!args.preserved.every((name) => PLAIN_NAME.test(name))) return await fullTreeUpload(run, "preserved-pattern");
+  const ready = await treeDeltaReady(run);
+  if (ready.fallback) return await fullTreeUpload(run, ready.fallback);
+  return await applyTreeDelta(run, ready);
+}
+
+/**
+ * One plain prepare's context: its arguments, the client's `features` and link, the walk of
+ * what the archive holds (started at once: a delta compares it with the listing, a full
+ * upload records it, taken before the pack reads a file), the names a listing prunes, the
+ * early listing when it asked the same, and the manifest's location.
+ */
+async function openTreeDelta(args, features) {
+  const { localDir, exclude, signal, preserved, spec, remoteDir } = args;
   const walking = walkLocalTree(localDir, exclude, signal, { dotMembers: false });
   const prune = [...preserved, UPLOAD_SCRATCH];
-  // The manifest and the listing, when the prepare asked for them as it began (the same
-  // prune), else here.
-  const asked = await early;
+  const asked = await args.early;
   const taken = asked?.kind === "tree" && asked.prune === prune.join("\0") ? asked : null;
   const { file, local } = taken ?? (await manifestFile(spec, remoteDir, localDir));
-  const q = shellQuote(remoteDir);
-  const full = async (reason) => {
-    countFull(reason);
-    try {
-      await settled(file);
-      await fs.rm(file, { force: true }).catch(() => undefined);
-      await fullUpload();
-      // Only the walk taken before the pack can vouch for what was sent.
-      await recordFull();
-      return { mode: "full", reason };
-    } finally {
-      // Nothing of the walk outlives the call.
-      await walking.catch(() => undefined);
-    }
-  };
-  /** After a full upload: lists the sandbox tree and records every file that arrived as it was walked. */
-  const recordFull = async () => {
-    const locals = await walking.then(parseMembers, () => null);
-    if (!locals) return;
-    const listing = await listRemote(
-      features,
-      [`cd ${q}`, touchMark(mark), ...CLOCKED_HEADER, listingPipeline("", prune)].join("\n"),
-    ).catch(() => null);
-    if (!listing?.entries) return;
-    const { now, clock, compressor } = headerOf(listing.header);
-    writeManifest(
-      file,
-      newManifest({
-        localDir: local,
-        remoteDir,
-        remote: remoteIdentity(headerOf(listing.header)),
-        listedAt: now,
-        clockedAt: clock,
-        compressor,
-        link: link.bytesPerSecond,
-        files: rowsAfterFull(locals, listing.entries),
-      }),
-    );
-  };
+  return { ...args, features, link: features.link(), walking, prune, taken, file, local, q: shellQuote(remoteDir) };
+}
 
-  if (!preserved.every((name) => PLAIN_NAME.test(name))) return await full("preserved-pattern");
-  const manifest = taken ? taken.manifest : await readManifest(file);
+/** Upstream's full upload, counted with `reason`, then every row recorded (`recordFullTree`). */
+async function fullTreeUpload(run, reason) {
+  countFull(reason);
+  try {
+    await settled(run.file);
+    await fs.rm(run.file, { force: true }).catch(() => undefined);
+    await run.fullUpload();
+    // Only the walk taken before the pack can vouch for what was sent.
+    await recordFullTree(run);
+    return { mode: "full", reason };
+  } finally {
+    // Nothing of the walk outlives the call.
+    await run.walking.catch(() => undefined);
+  }
+}
+
+/** After a full upload: lists the sandbox tree and records every file that arrived as it was walked. */
+async function recordFullTree(run) {
+  const locals = await run.walking.then(parseMembers, () => null);
+  if (!locals) return;
+  const listing = await listRemote(
+    run.features,
+    [`cd ${run.q}`, touchMark(run.mark), ...CLOCKED_HEADER, listingPipeline("", run.prune)].join("\n"),
+  ).catch(() => null);
+  if (!listing?.entries) return;
+  const { now, clock, compressor } = headerOf(listing.header);
+  writeManifest(
+    run.file,
+    newManifest({
+      localDir: run.local,
+      remoteDir: run.remoteDir,
+      remote: remoteIdentity(headerOf(listing.header)),
+      listedAt: now,
+      clockedAt: clock,
+      compressor,
+      link: run.link.bytesPerSecond,
+      files: rowsAfterFull(locals, listing.entries),
+    }),
+  );
+}
+
+/**
+ * Whether the sandbox can take a delta: the manifest, the sandbox's listing, this host's
+ * walk, and the plan (touches named when they fit, else sent). Resolves `{ fallback }` or
+ * `{ manifest, listing, locals, header, plan, touches }`. A listing that ends the call
+ * rejects (after the walk settles).
+ */
+async function treeDeltaReady(run) {
+  const { taken, features, remoteDir, local, prune } = run;
+  const manifest = taken ? taken.manifest : await readManifest(run.file);
   if (!manifest || manifest.kind === "git" || manifest.remoteDir !== remoteDir || manifest.localDir !== local)
-    return await full("no-manifest");
+    return { fallback: "no-manifest" };
   // A delta moves too little to measure the link by: the last run's figure stands for it
   // until an upload of this process measures one (the restore's compression asks it).
-  link.remember(manifest.link);
+  run.link.remember(manifest.link);
   let listing;
   try {
     const answer = taken?.listing ? await taken.listing : await listTree(features, remoteDir, prune);
@@ -334,19 +345,19 @@ export async function stageSandboxTree({
     listing = answer;
   } catch (error) {
     if (endsTheCall(error)) {
-      await walking.catch(() => undefined);
+      await run.walking.catch(() => undefined);
       throw error;
     }
-    return await full("remote-cannot-answer");
+    return { fallback: "remote-cannot-answer" };
   }
-  if (!listing.entries) return await full(listing.header[1] === "absent" ? "remote-absent" : "remote-cannot-answer");
+  if (!listing.entries) return { fallback: listing.header[1] === "absent" ? "remote-absent" : "remote-cannot-answer" };
   let locals;
   try {
-    locals = parseMembers(await walking);
+    locals = parseMembers(await run.walking);
   } catch (error) {
     // The archive's own walk reports what is wrong with the tree (or the abort).
     if (error?.name === "AbortError") throw error;
-    return await full("walk-failed");
+    return { fallback: "walk-failed" };
   }
   const header = headerOf(listing.header);
   let plan = planDelta(locals, listing.entries, manifest, header, new Set(), { touch: true });
@@ -357,88 +368,114 @@ export async function stageSandboxTree({
     touches = [];
   }
   const removals = [...plan.remove].map((member) => shellQuote(member)).join(" ");
-  if (removals.length > INLINE_REMOVALS_MAX) return await full("too-many-removals");
+  if (removals.length > INLINE_REMOVALS_MAX) return { fallback: "too-many-removals" };
+  return { manifest, listing, locals, header, plan, touches, removals };
+}
+
+/**
+ * The delta: the removals, the archive of what changed and the touches, inline or through an
+ * upload, then the rows of what the sandbox now holds. Falls back to the full upload when the
+ * inline command or a touch fails.
+ */
+async function applyTreeDelta(run, ready) {
+  const { plan, locals, header, removals } = ready;
   const only = [...plan.send];
   const touched = [...plan.touch];
-  // What was sent and touched, listed again for the manifest: by name when the names are
-  // short enough, else every entry changed since the first listing.
-  const relist = sentListing([...only, ...touched], header, prune);
-  const removal = plan.remove.size > 0 ? [`rm -rf -- ${removals}`] : [];
-  const sendBytes = locals.reduce(
-    (sum, entry) => sum + (plan.send.has(entry.member) ? 512 + Math.ceil(entry.size / 512) * 512 : 0),
-    1024,
-  );
+  const step = {
+    only,
+    // What was sent and touched, listed again for the manifest: by name when the names are
+    // short enough, else every entry changed since the first listing.
+    relist: sentListing([...only, ...touched], header, run.prune),
+    removal: plan.remove.size > 0 ? [`rm -rf -- ${removals}`] : [],
+    sendBytes: locals.reduce(
+      (sum, entry) => sum + (plan.send.has(entry.member) ? 512 + Math.ceil(entry.size / 512) * 512 : 0),
+      1024,
+    ),
+  };
+  if (run.signal?.aborted) throw abortError(run.signal);
   let post;
-  if (signal?.aborted) throw abortError(signal);
-  if (only.length === 0 || sendBytes <= INLINE_UPLOAD_MAX) {
-    // A small delta: one command takes the archive on its stdin, extracts it and lists what
-    // it wrote (no staged file, no separate extraction or listing).
-    const gzip = header.compressor === "gzip" && sendBytes >= GZIP_FROM && !knownFast(link);
-    post = await stageInline({
-      bytes: sendBytes,
-      upload: async () => {
-        const archive = only.length > 0 ? await packed({ localDir, exclude, only, signal }) : null;
-        const stdin = archive ? (gzip ? gzipSync(archive, { level: 1 }) : archive).toString("base64") : undefined;
-        const script = [
-          "set -e",
-          ...ensureDirs.map((dir) => `mkdir -p ${shellQuote(dir)}`),
-          `cd ${q}`,
-          ...removal,
-          ...(archive ? [gzip ? "base64 -d | gzip -dc | tar -xf -" : "base64 -d | tar -xf -"] : []),
-          ...touches,
-          touchMark(mark),
-          ...lightHeader(header.compressor),
-          relist.script,
-        ].join("\n");
-        const listed = await listRemote(features, script, { dotted: relist.dotted }, stdin);
-        return { listed, bytes: archive?.length ?? 0 };
-      },
-    });
+  if (only.length === 0 || step.sendBytes <= INLINE_UPLOAD_MAX) {
+    post = await sendTreeInline(run, ready, step);
     // The header comes after the extraction (`set -e`): without it, whether the archive
     // went in is not known (the command's status is its `base64`'s), so the full upload runs.
-    if (post.header[1] !== "ok") return await full("delta-failed");
-  } else {
-    await stageDelta({
-      pack: { localDir, exclude, only, signal },
-      command: (remoteTar) =>
-        [
-          `cd ${q}`,
-          ...removal,
-          `tar -xf ${shellQuote(remoteTar)}`,
-          ...touches,
-          `rm -f ${shellQuote(remoteTar)}`,
-          touchMark(mark),
-        ].join(" && "),
-    });
-    post = await listRemote(features, [`cd ${q}`, ...lightHeader(header.compressor), relist.script].join("\n"), {
-      dotted: relist.dotted,
-    }).catch(() => null);
-  }
+    if (post.header[1] !== "ok") return await fullTreeUpload(run, "delta-failed");
+  } else post = await sendTreeByUpload(run, ready, step);
   // A touch that did not give a file the host's time (a `touch` without `-d @`): the
   // sandbox's tree is not what the full upload gives, so the full upload runs.
-  if (touched.length > 0 && !touchedAsAsked(touched, locals, post?.entries)) return await full("touch-failed");
+  if (touched.length > 0 && !touchedAsAsked(touched, locals, post?.entries))
+    return await fullTreeUpload(run, "touch-failed");
   stats.delta += 1;
   stats.sent += plan.send.size;
   stats.removed += plan.remove.size;
   stats.touched += plan.touch.size;
   // Without the listing after it the previous manifest stays: its rows of what was sent no
   // longer match the sandbox, so those files go again next time.
-  if (!post?.entries) return { mode: "delta", sent: plan.send.size, removed: plan.remove.size };
+  if (post?.entries) recordTreeDelta(run, ready, post);
+  return { mode: "delta", sent: plan.send.size, removed: plan.remove.size };
+}
+
+/** A small delta: one command takes the archive on its stdin, extracts it and lists what it wrote (no staged file, no separate extraction or listing). */
+async function sendTreeInline(run, { header, touches }, { only, relist, removal, sendBytes }) {
+  const { localDir, exclude, signal, q } = run;
+  const gzip = header.compressor === "gzip" && sendBytes >= GZIP_FROM && !knownFast(run.link);
+  return await run.stageInline({
+    bytes: sendBytes,
+    upload: async () => {
+      const archive = only.length > 0 ? await packed({ localDir, exclude, only, signal }) : null;
+      const stdin = archive ? (gzip ? gzipSync(archive, { level: 1 }) : archive).toString("base64") : undefined;
+      const script = [
+        "set -e",
+        ...run.ensureDirs.map((dir) => `mkdir -p ${shellQuote(dir)}`),
+        `cd ${q}`,
+        ...removal,
+        ...(archive ? [gzip ? "base64 -d | gzip -dc | tar -xf -" : "base64 -d | tar -xf -"] : []),
+        ...touches,
+        touchMark(run.mark),
+        ...lightHeader(header.compressor),
+        relist.script,
+      ].join("\n");
+      const listed = await listRemote(run.features, script, { dotted: relist.dotted }, stdin);
+      return { listed, bytes: archive?.length ?? 0 };
+    },
+  });
+}
+
+/** A large delta: the archive through the client's upload, extracted by the command after it, then listed. Resolves the listing, or `null`. */
+async function sendTreeByUpload(run, { header, touches }, { only, relist, removal }) {
+  const { localDir, exclude, signal, q } = run;
+  await run.stageDelta({
+    pack: { localDir, exclude, only, signal },
+    command: (remoteTar) =>
+      [
+        `cd ${q}`,
+        ...removal,
+        `tar -xf ${shellQuote(remoteTar)}`,
+        ...touches,
+        `rm -f ${shellQuote(remoteTar)}`,
+        touchMark(run.mark),
+      ].join(" && "),
+  });
+  return await listRemote(run.features, [`cd ${q}`, ...lightHeader(header.compressor), relist.script].join("\n"), {
+    dotted: relist.dotted,
+  }).catch(() => null);
+}
+
+/** The manifest after a delta: rows of what was sent and touched, the rest kept. */
+function recordTreeDelta(run, { manifest, listing, locals, header, plan }, post) {
   const sent = locals.filter((entry) => plan.send.has(entry.member) || plan.touch.has(entry.member));
   writeManifest(
-    file,
+    run.file,
     newManifest({
-      localDir: local,
-      remoteDir,
+      localDir: run.local,
+      remoteDir: run.remoteDir,
       remote: remoteIdentity(header, manifest.remote),
       listedAt: header.now,
       clockedAt: header.clock,
       compressor: header.compressor,
-      link: link.bytesPerSecond,
+      link: run.link.bytesPerSecond,
       files: rowsAfterDelta(locals, sent, listing.entries, post.entries),
     }),
   );
-  return { mode: "delta", sent: plan.send.size, removed: plan.remove.size };
 }
 
 function countPull(reason) {
