@@ -210,44 +210,17 @@ async function pushGitHistory({ spec, localDir, remoteDir, state, onProgress, co
             ["bundle", "create", bundle, ref, ...(basis.length > 0 ? ["--not", ...basis] : [])],
             SLOW,
           );
-        const seed = delta.seed;
-        const keep = state.branchName ? `refs/heads/${state.branchName}` : null;
-        const script = [
-          "set -e",
-          "seeded=",
-          ...(seed
-            ? [
-                `if [ ! -e ${q(remoteDir)} ] && [ -d ${q(seed)} ]; then mkdir -p ${q(path.posix.dirname(remoteDir))} && mv ${q(seed)} ${q(remoteDir)} && rm -rf ${q(path.posix.join(remoteDir, RUNTIME_DIR))}; seeded=1; fi`,
-              ]
-            : []),
-          `need_full() { if [ -n "$seeded" ]; then rm -rf ${q(remoteDir)}; fi; echo ${NEED_FULL_IMPORT} >&2; exit 86; }`,
-          ...receiveBundle,
-          ...(basis.length > 0
-            ? [
-                `[ -d ${q(path.posix.join(remoteDir, ".git"))} ] || need_full`,
-                `[ "$(${git} rev-parse --is-shallow-repository)" = false ] || need_full`,
-                ...basis.map((commit) => `${git} cat-file -e ${q(`${commit}^{commit}`)} 2>/dev/null || need_full`),
-              ]
-            : [`if [ ! -d ${q(path.posix.join(remoteDir, ".git"))} ]; then git init ${q(remoteDir)} >/dev/null; fi`]),
-          ...remoteOrigin,
-          missing === "0"
-            ? `${git} cat-file -e ${q(`${state.headCommit}^{commit}`)} 2>/dev/null || need_full`
-            : `${git} fetch --force "$tmp_bundle" '${ref}:${ref}' >/dev/null 2>&1 || need_full`,
-          // The previous upload replaced files under the index's cached stat: refreshed, the
-          // checkout and reset rewrite only what differs from HEAD (else every file, and the
-          // tree's delta would send them all again).
-          `${git} update-index -q --refresh >/dev/null 2>&1 || true`,
+        const script = deltaImportScript({
+          remoteDir,
+          state,
+          ref,
+          basis,
+          headHeld: missing === "0",
+          seed: delta.seed,
           checkout,
-          `${git} reset --hard ${q(state.headCommit)} >/dev/null`,
-          `${git} update-ref -d ${q(ref)} >/dev/null 2>&1 || true`,
-          // A fresh import's repository holds one ref: the branch checked out (none detached).
-          ...(seed
-            ? [
-                `if [ -n "$seeded" ]; then ${git} for-each-ref --format='%(refname)' | while IFS= read -r name; do` +
-                  ` if [ "$name" != ${q(keep ?? "")} ]; then ${git} update-ref -d "$name"; fi; done; fi`,
-              ]
-            : []),
-        ].join("\n");
+          receiveBundle,
+          remoteOrigin,
+        });
         try {
           await send(script, { quiet: true });
           countHistoryImport("delta");
@@ -277,6 +250,55 @@ async function pushGitHistory({ spec, localDir, remoteDir, state, onProgress, co
       await runLocalGit(localDir, ["update-ref", "-d", ref], QUICK).catch(() => undefined);
     }
   });
+}
+
+/**
+ * The remote script of a delta import (pushGitHistory): the bundle of what the remote lacks
+ * beyond `basis` (nothing when `headHeld`), checked against what the delta assumes (the
+ * repository, the commits, no shallow history; any doubt exits with NEED_FULL_IMPORT and
+ * undoes a seeded start), fetched, checked out and reset; a managed run's new directory
+ * starts as the previous run's (`seed`), its refs cut to what a fresh import leaves.
+ */
+function deltaImportScript({ remoteDir, state, ref, basis, headHeld, seed, checkout, receiveBundle, remoteOrigin }) {
+  const q = shellQuote;
+  const git = `git -C ${q(remoteDir)}`;
+  const keep = state.branchName ? `refs/heads/${state.branchName}` : null;
+  return [
+    "set -e",
+    "seeded=",
+    ...(seed
+      ? [
+          `if [ ! -e ${q(remoteDir)} ] && [ -d ${q(seed)} ]; then mkdir -p ${q(path.posix.dirname(remoteDir))} && mv ${q(seed)} ${q(remoteDir)} && rm -rf ${q(path.posix.join(remoteDir, RUNTIME_DIR))}; seeded=1; fi`,
+        ]
+      : []),
+    `need_full() { if [ -n "$seeded" ]; then rm -rf ${q(remoteDir)}; fi; echo ${NEED_FULL_IMPORT} >&2; exit 86; }`,
+    ...receiveBundle,
+    ...(basis.length > 0
+      ? [
+          `[ -d ${q(path.posix.join(remoteDir, ".git"))} ] || need_full`,
+          `[ "$(${git} rev-parse --is-shallow-repository)" = false ] || need_full`,
+          ...basis.map((commit) => `${git} cat-file -e ${q(`${commit}^{commit}`)} 2>/dev/null || need_full`),
+        ]
+      : [`if [ ! -d ${q(path.posix.join(remoteDir, ".git"))} ]; then git init ${q(remoteDir)} >/dev/null; fi`]),
+    ...remoteOrigin,
+    headHeld
+      ? `${git} cat-file -e ${q(`${state.headCommit}^{commit}`)} 2>/dev/null || need_full`
+      : `${git} fetch --force "$tmp_bundle" '${ref}:${ref}' >/dev/null 2>&1 || need_full`,
+    // The previous upload replaced files under the index's cached stat: refreshed, the
+    // checkout and reset rewrite only what differs from HEAD (else every file, and the
+    // tree's delta would send them all again).
+    `${git} update-index -q --refresh >/dev/null 2>&1 || true`,
+    checkout,
+    `${git} reset --hard ${q(state.headCommit)} >/dev/null`,
+    `${git} update-ref -d ${q(ref)} >/dev/null 2>&1 || true`,
+    // A fresh import's repository holds one ref: the branch checked out (none detached).
+    ...(seed
+      ? [
+          `if [ -n "$seeded" ]; then ${git} for-each-ref --format='%(refname)' | while IFS= read -r name; do` +
+            ` if [ "$name" != ${q(keep ?? "")} ]; then ${git} update-ref -d "$name"; fi; done; fi`,
+        ]
+      : []),
+  ].join("\n");
 }
 
 /**
@@ -562,6 +584,120 @@ async function stageWorkspaceTree(input, transfers, connection, remoteDir, optio
 }
 
 /**
+ * The restore with a baseline (restoreWorkspaceOverSsh): the remote tree, or with the delta
+ * only what the run changed (ssh-delta.js), pulled into a private staging directory, the
+ * history exported beside it when asked, and merged against the baseline judged by what the
+ * remote was given (remote-start.js); the manifest then marks the run's work as back.
+ * `lane`: the restore's remote directory, signal, connection, workspace guard and archive
+ * bounds.
+ */
+async function restoreAgainstBaseline(input, transfers, lane) {
+  const { remoteDir, signal, connection, archive } = lane;
+  const { spec, localDir, onProgress, baselineSnapshot } = input;
+  let { guard } = lane;
+  const started = performance.now();
+  // The host as the run left it: the caller's baseline, with what earlier restores against
+  // it wrote (remote-start.js `advancedBaseline`).
+  const baseline = advancedBaseline(baselineSnapshot, localDir);
+  // The delta's walk of the host tree starts at once (planRestore compares it with the
+  // remote's listing); none with the delta off.
+  const localWalk = sshDeltaEnabled()
+    ? walkLocalTree(localDir, [...new Set(baselineSnapshot.exclude ?? [])], signal)
+    : null;
+  const stagingDir = await restoreStaging(localDir).catch(async (error) => {
+    await localWalk?.catch(() => undefined);
+    throw error;
+  });
+  const ref = input.restoreGitHistory ? `refs/paperclip/ssh-sync/imported/${randomUUID()}` : null;
+  try {
+    // What the prepare recorded: the history it sent (the remote's export leaves it out)
+    // and the tree.
+    const candidate = await deltaCandidate({ spec, remoteDir, localDir });
+    const base = ref ? (candidate?.git?.head ?? null) : null;
+    // What the remote started from, which the merge judges the agent's work against
+    // (remote-start.js): the host's tree as the upload's and the pull's excludes leave it
+    // (the upload sends the whole working tree), over a git workspace's checkout of the
+    // prepare's HEAD (which holds the directories of the files the prepare removed); the
+    // guard also looks for the names it gave.
+    const prepared = ref ? (preparedCheckouts.get(checkoutKey(spec, remoteDir, localDir)) ?? null) : null;
+    const head = prepared?.head ?? base;
+    const start = await describeRemoteStart({
+      untransferred: [...(baselineSnapshot.exclude ?? []), RUNTIME_DIR, ...(ref ? [".git"] : [])],
+      checkout: head ? { localDir, head, wholeTree: true, removed: prepared?.deleted ?? [] } : null,
+      mask: await recordedExtractionMask(spec, remoteDir, localDir).catch(() => null),
+    });
+    guard = { ...guard, witnesses: givenTopLevel(baseline, start) };
+    // To a host that kept what was sent: only what the run changed comes back
+    // (ssh-delta.js), merged against the baseline cut to it (the history's integration
+    // moves refs only, never the working tree).
+    const delta = await planRestore({
+      spec,
+      connection,
+      remoteDir,
+      localDir,
+      baseline,
+      loaded: candidate?.loaded,
+      localWalk,
+      guard,
+    });
+    const pullTree = (over) => {
+      // The workspace's own links out of the tree come back as they went (knownLinks).
+      const tree = {
+        ...connection,
+        ...archive,
+        spec,
+        remoteDir,
+        localDir: stagingDir,
+        knownLinks: localDir,
+        exclude: baselineSnapshot.exclude,
+        onProgress,
+        progressLabel: "workspace",
+        ...over,
+      };
+      if (!delta) return transfers.pullTree(tree, { guard });
+      return delta.members.length + delta.trees.length > 0 ? transfers.pullTree(tree, { delta, guard }) : undefined;
+    };
+    const exportHistory = () =>
+      pullGitHistory({ spec, localDir, remoteDir, ref, reset: false, onProgress, connection, base, guard });
+    let imported = null;
+    if (ref && pullMayOverlapExport(baselineSnapshot.exclude)) {
+      // Both only read the remote tree and write different local places (the repository's
+      // refs, a private staging directory): the export and the pull run at once, and what
+      // they show (progress, errors) is what the sequential steps show.
+      [imported] = await overlapInOrder({ signal, onProgress, first: exportHistory, second: pullTree });
+    } else {
+      imported = ref ? await exportHistory() : null;
+      throwIfAborted(signal);
+      await pullTree({});
+    }
+    throwIfAborted(signal);
+    trace("restore: pulled", started);
+    await mergeAgentWork(
+      {
+        baseline: delta?.baseline ?? baseline,
+        sourceDir: stagingDir,
+        targetDir: localDir,
+        // History moves inside the lock; the working tree still comes from the remote
+        // files, so the agent's uncommitted edits arrive.
+        beforeApply: imported ? () => integrateImportedHead(localDir, imported) : undefined,
+      },
+      start,
+      onProgress,
+      baselineSnapshot,
+    );
+    trace("restore: merged", started);
+    // The run's work is back on this host: its remote directory may start the next run's.
+    await markRestored(spec, remoteDir, localDir, imported).catch(() => undefined);
+    trace("restore: manifest marked", started);
+  } finally {
+    if (ref) await runLocalGit(localDir, ["update-ref", "-d", ref], QUICK).catch(() => undefined);
+    await fs.rm(stagingDir, { recursive: true, force: true }).catch(() => undefined);
+    // A restore that did not use it (the full pull, a failure): nothing outlives the call.
+    await localWalk?.catch(() => undefined);
+  }
+}
+
+/**
  * Brings a run's work back from `remoteDir` (default `spec.remoteCwd`) into `localDir`, as
  * upstream does.
  * - With `baselineSnapshot`: the remote tree is downloaded into a private staging directory
@@ -580,110 +716,11 @@ export async function restoreWorkspaceOverSsh(input, transfers) {
   // The remote workspace checked by the first command of every step: missing, or with no
   // entry at all (the prepare leaves its runtime directory there), it is gone and nothing
   // is restored (workspace-guard.js).
-  let guard = { dir: remoteDir, staged: true };
+  const guard = { dir: remoteDir, staged: true };
   // Ours: the extraction's bounds, checked before any work and passed to every pull.
   const archive = { limits: archiveLimits(input.limits) };
   if (baselineSnapshot) {
-    const started = performance.now();
-    // The host as the run left it: the caller's baseline, with what earlier restores against
-    // it wrote (remote-start.js `advancedBaseline`).
-    const baseline = advancedBaseline(baselineSnapshot, localDir);
-    // The delta's walk of the host tree starts at once (planRestore compares it with the
-    // remote's listing); none with the delta off.
-    const localWalk = sshDeltaEnabled()
-      ? walkLocalTree(localDir, [...new Set(baselineSnapshot.exclude ?? [])], signal)
-      : null;
-    const stagingDir = await restoreStaging(localDir).catch(async (error) => {
-      await localWalk?.catch(() => undefined);
-      throw error;
-    });
-    const ref = input.restoreGitHistory ? `refs/paperclip/ssh-sync/imported/${randomUUID()}` : null;
-    try {
-      // What the prepare recorded: the history it sent (the remote's export leaves it out)
-      // and the tree.
-      const candidate = await deltaCandidate({ spec, remoteDir, localDir });
-      const base = ref ? (candidate?.git?.head ?? null) : null;
-      // What the remote started from, which the merge judges the agent's work against
-      // (remote-start.js): the host's tree as the upload's and the pull's excludes leave it
-      // (the upload sends the whole working tree), over a git workspace's checkout of the
-      // prepare's HEAD (which holds the directories of the files the prepare removed); the
-      // guard also looks for the names it gave.
-      const prepared = ref ? (preparedCheckouts.get(checkoutKey(spec, remoteDir, localDir)) ?? null) : null;
-      const head = prepared?.head ?? base;
-      const start = await describeRemoteStart({
-        untransferred: [...(baselineSnapshot.exclude ?? []), RUNTIME_DIR, ...(ref ? [".git"] : [])],
-        checkout: head ? { localDir, head, wholeTree: true, removed: prepared?.deleted ?? [] } : null,
-        mask: await recordedExtractionMask(spec, remoteDir, localDir).catch(() => null),
-      });
-      guard = { ...guard, witnesses: givenTopLevel(baseline, start) };
-      // To a host that kept what was sent: only what the run changed comes back
-      // (ssh-delta.js), merged against the baseline cut to it (the history's integration
-      // moves refs only, never the working tree).
-      const delta = await planRestore({
-        spec,
-        connection,
-        remoteDir,
-        localDir,
-        baseline,
-        loaded: candidate?.loaded,
-        localWalk,
-        guard,
-      });
-      const pullTree = (over) => {
-        // The workspace's own links out of the tree come back as they went (knownLinks).
-        const tree = {
-          ...connection,
-          ...archive,
-          spec,
-          remoteDir,
-          localDir: stagingDir,
-          knownLinks: localDir,
-          exclude: baselineSnapshot.exclude,
-          onProgress,
-          progressLabel: "workspace",
-          ...over,
-        };
-        if (!delta) return transfers.pullTree(tree, { guard });
-        return delta.members.length + delta.trees.length > 0 ? transfers.pullTree(tree, { delta, guard }) : undefined;
-      };
-      const exportHistory = () =>
-        pullGitHistory({ spec, localDir, remoteDir, ref, reset: false, onProgress, connection, base, guard });
-      let imported = null;
-      if (ref && pullMayOverlapExport(baselineSnapshot.exclude)) {
-        // Both only read the remote tree and write different local places (the repository's
-        // refs, a private staging directory): the export and the pull run at once, and what
-        // they show (progress, errors) is what the sequential steps show.
-        [imported] = await overlapInOrder({ signal, onProgress, first: exportHistory, second: pullTree });
-      } else {
-        imported = ref ? await exportHistory() : null;
-        throwIfAborted(signal);
-        await pullTree({});
-      }
-      throwIfAborted(signal);
-      trace("restore: pulled", started);
-      await mergeAgentWork(
-        {
-          baseline: delta?.baseline ?? baseline,
-          sourceDir: stagingDir,
-          targetDir: localDir,
-          // History moves inside the lock; the working tree still comes from the remote
-          // files, so the agent's uncommitted edits arrive.
-          beforeApply: imported ? () => integrateImportedHead(localDir, imported) : undefined,
-        },
-        start,
-        onProgress,
-        baselineSnapshot,
-      );
-      trace("restore: merged", started);
-      // The run's work is back on this host: its remote directory may start the next run's.
-      await markRestored(spec, remoteDir, localDir, imported).catch(() => undefined);
-      trace("restore: manifest marked", started);
-    } finally {
-      if (ref) await runLocalGit(localDir, ["update-ref", "-d", ref], QUICK).catch(() => undefined);
-      await fs.rm(stagingDir, { recursive: true, force: true }).catch(() => undefined);
-      // A restore that did not use it (the full pull, a failure): nothing outlives the call.
-      await localWalk?.catch(() => undefined);
-    }
+    await restoreAgainstBaseline(input, transfers, { remoteDir, signal, connection, guard, archive });
     return;
   }
   // Without a baseline (upstream's restore): the remote tree straight over the host's.
