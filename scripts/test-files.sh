@@ -13,9 +13,11 @@ for file in faults-sandbox faults-ssh ignore merge-lock merge-lock-protocols san
 done
 # The SSH suites (as the unprivileged user when root) likewise: most wait on sshd, on
 # $VITEST_WORKERS workers; those with keepalive and idle timers, session reuse, aborts in
-# mid-transfer or bounds on a call's time alone: SSH_SERIAL_VITEST.
+# mid-transfer or bounds on a call's time alone, and the progress differential (upstream's
+# lines for a short upload depend on how its pipe's reads fall, which load moves):
+# SSH_SERIAL_VITEST.
 SSH_SERIAL_VITEST=()
-for file in ssh ssh-session-reuse ssh-warm ssh-runner ssh-workspace; do
+for file in ssh ssh-session-reuse ssh-warm ssh-runner ssh-workspace ssh-progress.diff; do
   SSH_SERIAL_VITEST+=("__test__/$file.test.js")
 done
 
