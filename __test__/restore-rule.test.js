@@ -21,7 +21,7 @@ import { envForSuite, restoreEnvAfterEach } from "./helpers/env.js";
 import { pinnedGit } from "./helpers/git-state.js";
 import { createRandom, runSeed } from "./helpers/random.js";
 import { sandboxPullExcludes } from "./helpers/restore-rule.js";
-import { checkedRestore, upstreamFailsToo, writeIngredientWorkspace } from "./helpers/restore-rule-gen.js";
+import { checkedRestore, preparedOrEnded, writeIngredientWorkspace } from "./helpers/restore-rule-gen.js";
 import { nativeSyncRunner, spawnRunner } from "./helpers/sandbox-runner.js";
 
 const seed = runSeed();
@@ -63,19 +63,14 @@ async function run(impl, rng, { local, remote, transport, gitBacked, options }) 
       workspaceLocalDir,
       ...options,
     });
-  let prepared;
-  try {
-    prepared = await prepare(local, remote);
-  } catch (error) {
-    // A restore that made a file of a directory of HEAD (or the other way) fails the next
-    // prepare's extraction of the overlay over the clone, upstream's too: the runs end there.
-    const theirs = await upstreamFailsToo(local, (copy) => prepare(copy, fresh("copy-remote"), upstream));
-    return {
-      prepareFailed: true,
-      applied: [],
-      breaks: theirs ? {} : { prepare: `failed where upstream's did not: ${error.message}` },
-    };
-  }
+  // A restore that made a file of a directory of HEAD (or the other way) fails the next
+  // prepare's extraction of the overlay over the clone, upstream's too: the runs end there.
+  const { prepared, ended } = await preparedOrEnded(
+    local,
+    () => prepare(local, remote),
+    (copy) => prepare(copy, fresh("copy-remote"), upstream),
+  );
+  if (ended) return ended;
   const excludes = pullExcludes(local, gitBacked, options);
   return checkedRestore(rng, { prepared, local, remote, excludes, gitBacked });
 }

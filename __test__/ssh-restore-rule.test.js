@@ -19,7 +19,7 @@ import { describe, expect, it } from "vitest";
 import { prepareRemoteManagedRuntime } from "../lib/remote-managed-runtime.js";
 import { restoreEnvAfterEach } from "./helpers/env.js";
 import { createRandom, runSeed } from "./helpers/random.js";
-import { checkedRestore, upstreamFailsToo, writeIngredientWorkspace } from "./helpers/restore-rule-gen.js";
+import { checkedRestore, preparedOrEnded, writeIngredientWorkspace } from "./helpers/restore-rule-gen.js";
 import { sshdSuite } from "./helpers/sshd-suite.js";
 
 const seed = runSeed();
@@ -39,19 +39,14 @@ async function run(impl, rng, { local, base, runId, gitBacked }) {
       adapterKey: "rule",
       workspaceLocalDir,
     });
-  let prepared;
-  try {
-    prepared = await prepare(local, base);
-  } catch (error) {
-    // A host tree whose kinds HEAD contradicts (a directory kept where the agent committed a
-    // file) fails the upload over the checkout, upstream's too: the workspace's runs end.
-    const theirs = await upstreamFailsToo(local, (copy) => prepare(copy, fresh("copy-base"), upstream));
-    return {
-      prepareFailed: true,
-      applied: [],
-      breaks: theirs ? {} : { prepare: `failed where upstream's did not: ${error.message}` },
-    };
-  }
+  // A host tree whose kinds HEAD contradicts (a directory kept where the agent committed a
+  // file) fails the upload over the checkout, upstream's too: the workspace's runs end.
+  const { prepared, ended } = await preparedOrEnded(
+    local,
+    () => prepare(local, base),
+    (copy) => prepare(copy, fresh("copy-base"), upstream),
+  );
+  if (ended) return ended;
   // The managed restore's pull: the baseline's excludes (and `._*`).
   const excludes = gitBacked ? [".git", ".git/*", ".paperclip-runtime"] : [".paperclip-runtime"];
   return checkedRestore(rng, { prepared, local, remote: prepared.workspaceRemoteDir, excludes, gitBacked });

@@ -346,11 +346,29 @@ export async function checkedRestore(rng, { prepared, local, remote, excludes, g
 }
 
 /**
- * When a prepare failed: whether upstream's prepare (`prepareUpstream(copy)`) fails on a copy of
- * the host workspace `local` too (a host tree whose kinds HEAD contradicts, say a directory kept
- * where the agent committed a file, fails the upload over the checkout on both sides alike).
+ * A run's prepare of the host workspace `local` (`prepare()`): resolves `{ prepared }`, or, when
+ * it failed, `{ ended }`, the run's outcome: no break where upstream's prepare
+ * (`prepareUpstream(copy)`) fails on a copy of `local` too (a host tree whose kinds HEAD
+ * contradicts, say a directory kept where the agent committed a file, fails the upload over
+ * the checkout on both sides alike), else the failure as a break.
  */
-export async function upstreamFailsToo(local, prepareUpstream) {
+export async function preparedOrEnded(local, prepare, prepareUpstream) {
+  try {
+    return { prepared: await prepare() };
+  } catch (error) {
+    const theirs = await upstreamFailsToo(local, prepareUpstream);
+    return {
+      ended: {
+        prepareFailed: true,
+        applied: [],
+        breaks: theirs ? {} : { prepare: `failed where upstream's did not: ${error.message}` },
+      },
+    };
+  }
+}
+
+/** Whether upstream's prepare (`prepareUpstream(copy)`) fails on a copy of the host workspace `local`. */
+async function upstreamFailsToo(local, prepareUpstream) {
   const copy = `${local}-prepare-copy`;
   execFileSync("cp", ["-a", local, copy]);
   try {
