@@ -498,6 +498,20 @@ export function remoteIdentity(header, previous = null) {
 }
 
 /**
+ * What a manifest records of the listing (`header`, {@link headerOf}) it is written after: the
+ * remote's identity ({@link remoteIdentity}, `previous` when the listing did not ask), the
+ * listing's times and the remote's compressor.
+ */
+export function listingFields(header, previous = null) {
+  return {
+    remote: remoteIdentity(header, previous),
+    listedAt: header.now,
+    clockedAt: header.clock,
+    compressor: header.compressor,
+  };
+}
+
+/**
  * The permission bits the remote's extraction may clear, from a manifest's `remote`: its
  * umask (a non-root tar applies it; so does a root one told not to keep modes, or another
  * tar), `null` when not recorded. A mode as sent, or as sent less these bits, is what the

@@ -30,7 +30,7 @@ import {
   lightHeader,
   listingPipeline,
   newManifest,
-  remoteIdentity,
+  listingFields,
   parseListing,
   parseMembers,
   planDelta,
@@ -308,16 +308,12 @@ async function recordFullTree(run) {
     [`cd ${run.q}`, touchMark(run.mark), ...CLOCKED_HEADER, listingPipeline("", run.prune)].join("\n"),
   ).catch(() => null);
   if (!listing?.entries) return;
-  const { now, clock, compressor } = headerOf(listing.header);
   writeManifest(
     run.file,
     newManifest({
       localDir: run.local,
       remoteDir: run.remoteDir,
-      remote: remoteIdentity(headerOf(listing.header)),
-      listedAt: now,
-      clockedAt: clock,
-      compressor,
+      ...listingFields(headerOf(listing.header)),
       link: run.link.bytesPerSecond,
       files: rowsAfterFull(locals, listing.entries),
     }),
@@ -468,10 +464,7 @@ function recordTreeDelta(run, { manifest, listing, locals, header, plan }, post)
     newManifest({
       localDir: run.local,
       remoteDir: run.remoteDir,
-      remote: remoteIdentity(header, manifest.remote),
-      listedAt: header.now,
-      clockedAt: header.clock,
-      compressor: header.compressor,
+      ...listingFields(header, manifest.remote),
       link: run.link.bytesPerSecond,
       files: rowsAfterDelta(locals, sent, listing.entries, post.entries),
     }),

@@ -41,7 +41,7 @@ import {
   lightHeader,
   listingPipeline,
   newManifest,
-  remoteIdentity,
+  listingFields,
   parseMembers,
   readManifest,
   remoteUnchanged,
@@ -555,10 +555,7 @@ async function recordFullGit(run, template) {
       kind: "git",
       localDir: run.local,
       remoteDir,
-      remote: remoteIdentity(header),
-      listedAt: header.now,
-      clockedAt: header.clock,
-      compressor: header.compressor,
+      ...listingFields(header),
       link: run.link.bytesPerSecond,
       git: {
         heads: keptHeads(head),
@@ -763,10 +760,7 @@ function recordGitDelta(run, { manifest, listing, bases, locals, header, target 
     run.file,
     newManifest({
       ...manifest,
-      remote: remoteIdentity(header, manifest.remote),
-      listedAt: header.now,
-      clockedAt: header.clock,
-      compressor: header.compressor,
+      ...listingFields(header, manifest.remote),
       link: run.link.bytesPerSecond ?? manifest.link,
       git: { ...manifest.git, heads: keptHeads(run.head, bases), branch: run.snapshot.branchName },
       files: gitRows(
