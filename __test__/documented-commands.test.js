@@ -1,8 +1,8 @@
 // The commands README.md and CONTRIBUTING.md document, from a fresh clone: a copy holding only
 // the repository's own files (those git tracks or would add), with no node_modules, no built
 // binary and no .cache. Every `npm run` entry point they name is a script of package.json and
-// says, in a dry run (ENTRY_DRY_RUN=1, scripts/entry.sh), what it installs first (the build
-// entries, `node scripts/build.mjs`, install the npm dependencies themselves and have no dry
+// says, in a dry run (ENTRY_DRY_RUN=1, scripts/setup/entry.sh), what it installs first (the build
+// entries, `node scripts/build/build.mjs`, install the npm dependencies themselves and have no dry
 // run); then the cheapest real runs: each works, or says what it needs, with no stack trace.
 import { execFileSync, spawn } from "node:child_process";
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
@@ -71,11 +71,11 @@ describe("the documented commands on a fresh clone", () => {
     expect(entries).toEqual(expect.arrayContaining(["demo", "test", "pack:release", "test:quick", "verify-upstream"]));
     expect(entries.filter((name) => !(name in scripts))).toEqual([]);
     for (const name of entries) {
-      if (scripts[name].startsWith("node scripts/build.mjs")) continue; // the real runs below
+      if (scripts[name].startsWith("node scripts/build/build.mjs")) continue; // the real runs below
       const run = await npmRun([name], { ENTRY_DRY_RUN: "1" });
       expect(run.status, `${name}: ${run.stderr}`).toBe(0);
       const ran = run.stdout.match(/^entry: would run: (.+)$/m);
-      expect(ran, `${name} goes through scripts/entry.sh: ${run.stdout}`).not.toBeNull();
+      expect(ran, `${name} goes through scripts/setup/entry.sh: ${run.stdout}`).not.toBeNull();
       // The file the command runs is in the clone (or is a dependency it installs).
       const file = ran[1].split(" ").find((word) => /\.(m?js|sh)$/.test(word) && !word.startsWith("node_modules/"));
       if (file) expect(existsSync(path.join(clone, file)), `${name}: ${file}`).toBe(true);

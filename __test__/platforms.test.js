@@ -7,9 +7,9 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { platformOfTarget } from "../lib/platforms.js";
-import { checkBinary } from "../scripts/binary-checks.mjs";
-import { parseTargets } from "../scripts/build.mjs";
-import { EMULATION_SKIPS, portableVitestFiles } from "../scripts/test-platforms.mjs";
+import { checkBinary } from "../scripts/platforms/binary-checks.mjs";
+import { parseTargets } from "../scripts/build/build.mjs";
+import { EMULATION_SKIPS, portableVitestFiles } from "../scripts/platforms/test.mjs";
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const read = (rel) => readFileSync(path.join(repo, rel), "utf8");
@@ -72,7 +72,7 @@ describe("building and checking every platform on one Linux x64 machine", () => 
     expect(rows.map((m) => m[2]).sort()).toEqual(targets);
     for (const [, host] of rows) expect(host).toBe("ubuntu-latest");
     expect(text).toContain("run: npm run build -- --target ${{ matrix.target }}");
-    expect(JSON.parse(read("package.json")).scripts.build).toBe("node scripts/build.mjs");
+    expect(JSON.parse(read("package.json")).scripts.build).toBe("node scripts/build/build.mjs");
   });
 
   it("names targets by triple or platform, in napi.targets order, and refuses others", () => {
@@ -91,7 +91,9 @@ describe("building and checking every platform on one Linux x64 machine", () => 
     expect(files.length).toBeGreaterThan(5);
     for (const file of files) expect(existsSync(path.join(repo, file)), file).toBe(true);
     // The arm64/darwin job and the musl job run the list's files.
-    expect(read(".github/workflows/ci.yml").match(/grep -v '\^#' scripts\/portable-vitest\.txt/g)?.length).toBe(2);
+    expect(
+      read(".github/workflows/ci.yml").match(/grep -v '\^#' scripts\/platforms\/portable-vitest\.txt/g)?.length,
+    ).toBe(2);
   });
 
   it("every test skipped under emulation is one the file holds, with its reason", () => {

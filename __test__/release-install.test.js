@@ -10,7 +10,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { pathWithoutRust } from "../scripts/install-release.mjs";
+import { pathWithoutRust } from "../scripts/release/install.mjs";
 import { currentPlatform, platformOfTarget, platformPackageName } from "../lib/platforms.js";
 import { runNode } from "./helpers/run-node.js";
 
@@ -51,7 +51,7 @@ describe.skipIf(!onLinuxX64Gnu)("the release tarballs, installed into an empty p
     work = mkdtempSync(path.join(os.tmpdir(), "pc-native-release-"));
     // scripts/install-release.mjs as a child (its pack and npm install hold a process for
     // many seconds; see helpers/run-node.js).
-    const run = await runNode([path.join(repo, "scripts/install-release.mjs"), "--dir", work, "--no-build", "--json"]);
+    const run = await runNode([path.join(repo, "scripts/release/install.mjs"), "--dir", work, "--no-build", "--json"]);
     if (run.status !== 0) throw new Error(`install-release failed (${run.status ?? run.signal}): ${run.stderr}`);
     installed = JSON.parse(run.stdout);
   }, 600_000);

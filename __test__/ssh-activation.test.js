@@ -16,7 +16,7 @@ import { createRandom, runSeed } from "./helpers/random.js";
 import { startSshd } from "./helpers/sshd.js";
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
-const probe = path.join(repo, "scripts/execution-target-probe.mjs");
+const probe = path.join(repo, "scripts/harness/execution-target-probe.mjs");
 const register = pathToFileURL(path.join(repo, "lib/activation/register.js")).href;
 const PINNED = { GIT_AUTHOR_DATE: "2026-01-02T03:04:05Z", GIT_COMMITTER_DATE: "2026-01-02T03:04:05Z" };
 

@@ -34,7 +34,7 @@ function verify(target, args) {
   return new Promise((resolve, reject) => {
     const child = spawn(
       process.execPath,
-      [path.join(repo, "scripts/verify-upstream.mjs"), target, ...args, "--json", json],
+      [path.join(repo, "scripts/upstream/verify.mjs"), target, ...args, "--json", json],
       {
         cwd: repo,
         env: { ...process.env, NODE_OPTIONS: "" },

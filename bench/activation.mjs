@@ -3,7 +3,7 @@
 // a git workspace made from a corpus of bench/corpus.mjs (default a: 100 000 files;
 // `node_modules/` ignored), with and without
 // `--import @paperclipai/adapter-utils-native/register`, interleaved run by run. Each run is
-// a fresh process (scripts/execution-target-probe.mjs) on a fresh copy of the workspace: it
+// a fresh process (scripts/harness/execution-target-probe.mjs) on a fresh copy of the workspace: it
 // stages, lets an "agent" edit, commit and leave an uncommitted change on the remote side,
 // restores, and reports the timings, its peak RSS (children not counted) and the host
 // child processes it started. The two runs' remote trees and restored workspaces are
@@ -12,7 +12,7 @@
 // server's log of accepted logins: with activation, the sessions the pool opened; without,
 // upstream's `ssh` processes). `PAPERCLIP_NATIVE_SSH_REUSE=0` in the environment runs the
 // activated side without session reuse and overlap (docs/ssh.md). Needs a Node with
-// `module.registerHooks` (>= 24.11, upstream's engine; scripts/node-versions.sh installs one).
+// `module.registerHooks` (>= 24.11, upstream's engine; scripts/setup/node-versions.sh installs one).
 // Usage: node bench/activation.mjs [a|c] [--runs N] [--no-git]   (BENCH_SCRATCH: where the copies go; /dev/shm by default)
 import { execFileSync, spawnSync } from "node:child_process";
 import { accessSync, constants, cpSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
@@ -88,7 +88,7 @@ function measure(mode, i) {
   cpSync(master, workspace, { recursive: true, verbatimSymlinks: true });
   const argv = [
     ...(mode === "activated" ? ["--import", register] : []),
-    path.join(repo, "scripts/execution-target-probe.mjs"),
+    path.join(repo, "scripts/harness/execution-target-probe.mjs"),
     specFile,
     workspace,
     `bench-${mode}-${i}`,

@@ -5,13 +5,13 @@
 // { prepareMs, restoreMs, prepareBytes, restoreBytes, remote, local } where the bytes are
 // what crossed the namespace's loopback (its tx counter: every packet once) and remote /
 // local digest the remote tree after the prepare and the restored workspace.
-// The sandbox runner's commands run in scripts/sandbox-runner.mjs, on the other side of the
+// The sandbox runner's commands run in scripts/harness/sandbox-runner.mjs, on the other side of the
 // shaped loopback.
 // Usage: node [--import …/register] bench/links-worker.mjs <ssh|sandbox> <spec.json|runnerPort> <workspace> <runId> <agentEdits> <remoteCwd>
 import { createHash } from "node:crypto";
 import { lstatSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { tcpRunner } from "../scripts/sandbox-runner-client.mjs";
+import { tcpRunner } from "../scripts/harness/sandbox-runner-client.mjs";
 
 const [lane, where, workspace, runId, agentEdits, remoteCwd] = process.argv.slice(2);
 const wire = () => Number(readFileSync("/sys/class/net/lo/statistics/tx_bytes", "utf8"));

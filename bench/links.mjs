@@ -2,7 +2,7 @@
 // across a real, slow link. The benchmark creates a network namespace, shapes its
 // loopback with `tc qdisc … tbf` (no latency is added: this kernel has no netem), starts
 // sshd (LogLevel DEBUG1, so every login, channel and command is logged) and a sandbox
-// command runner (scripts/sandbox-runner.mjs) inside it, and runs every measured step in a
+// command runner (scripts/harness/sandbox-runner.mjs) inside it, and runs every measured step in a
 // fresh process inside it too (bench/links-worker.mjs): upstream's own
 // `prepareAdapterExecutionTargetRuntime` + `restoreWorkspace()`, plain and with
 // `--import …/register`, interleaved. Per lane and workspace, one sequence of three runs:
@@ -42,7 +42,7 @@ const quick = args.includes("--quick");
 const [major, minor] = process.versions.node.split(".").map(Number);
 if (major < 24 || (major === 24 && minor < 11)) {
   console.error(
-    `bench/links.mjs needs Node >= 24.11 (the activation's module hooks); this is ${process.version} (scripts/node-versions.sh installs one)`,
+    `bench/links.mjs needs Node >= 24.11 (the activation's module hooks); this is ${process.version} (scripts/setup/node-versions.sh installs one)`,
   );
   process.exit(2);
 }
@@ -54,8 +54,8 @@ if (!process.env.PC_LINKS_NS) {
     process.exit(2);
   }
   // sshd and ssh-keygen, installed with apt when missing, and sshd's run directory
-  // (scripts/system-packages.sh, as the test and demo commands do).
-  execFileSync("bash", ["-c", "source scripts/system-packages.sh && ensure_ssh_packages"], {
+  // (scripts/setup/system-packages.sh, as the test and demo commands do).
+  execFileSync("bash", ["-c", "source scripts/setup/system-packages.sh && ensure_ssh_packages"], {
     cwd: repo,
     stdio: "inherit",
   });
@@ -166,7 +166,7 @@ async function startRunner(latencyMs) {
   runnerPort += 1;
   runner = spawn(
     process.execPath,
-    [path.join(repo, "scripts", "sandbox-runner.mjs"), String(runnerPort), runnerStats, String(latencyMs)],
+    [path.join(repo, "scripts", "harness", "sandbox-runner.mjs"), String(runnerPort), runnerStats, String(latencyMs)],
     { stdio: ["ignore", "pipe", "inherit"] },
   );
   await new Promise((resolve) => runner.stdout.once("data", resolve));

@@ -2,7 +2,7 @@
 // composes it (scripts/swapped-upstream.mjs), so upstream's own modules (execution-target.js,
 // …) call ours.
 import path from "node:path";
-import { copyUpstream, swapIn } from "../../scripts/swapped-upstream.mjs";
+import { copyUpstream, swapIn } from "../../scripts/upstream/swapped-copy.mjs";
 
 /** Writes a swapped copy of upstream under `dir` and returns its dist directory. */
 export async function writeSwappedUpstream(dir) {

@@ -121,14 +121,14 @@ async function loadUpstream() {
 const RACY_WINDOW_MS = 2100;
 
 const repoRoot = new URL("../../", import.meta.url);
-const probe = new URL("scripts/execution-target-probe.mjs", repoRoot);
+const probe = new URL("scripts/harness/execution-target-probe.mjs", repoRoot);
 const register = new URL("lib/activation/register.js", repoRoot);
 // Pinned commit dates, so the plain and the activated run make the same commits.
 const PINNED_DATES = { GIT_AUTHOR_DATE: "2026-01-02T03:04:05Z", GIT_COMMITTER_DATE: "2026-01-02T03:04:05Z" };
 
 /**
  * Upstream's `prepareAdapterExecutionTargetRuntime` + `restoreWorkspace()` (with an agent run
- * in between) on a copy of the workspace each, run by scripts/execution-target-probe.mjs in a
+ * in between) on a copy of the workspace each, run by scripts/harness/execution-target-probe.mjs in a
  * fresh process without and then with `--import …/register`. `specFor(name)` writes the
  * target's spec file for the run named `plain` or `native`; `after(name)` is called after each
  * run. Returns both runs' probe reports and whether their remote trees and restored
@@ -244,12 +244,12 @@ async function demoSshTarget(work, workspace, record, log) {
 
 /**
  * The same for a sandbox target: its commands go through a command runner
- * (scripts/sandbox-runner.mjs, its own process on 127.0.0.1, so the sandbox's own `tar` is
+ * (scripts/harness/sandbox-runner.mjs, its own process on 127.0.0.1, so the sandbox's own `tar` is
  * not the host's), into a remote directory on this machine. Also counts the runner commands
  * each run sent.
  */
 async function demoSandboxTarget(work, workspace, record, log) {
-  const runnerScript = new URL("scripts/sandbox-runner.mjs", repoRoot);
+  const runnerScript = new URL("scripts/harness/sandbox-runner.mjs", repoRoot);
   if (!existsSync(probe) || !existsSync(runnerScript)) {
     record(SANDBOX_STEP, null, null, null, "skipped: needs a checkout of this repository");
     return;

@@ -1,0 +1,56 @@
+#!/usr/bin/env node
+// Fails when a linux-gnu `.node` needs a glibc symbol version newer than the limit
+// (default 2.17, what the napi cross toolchains build against), so prebuilt binaries keep
+// loading on old distributions. Usage: node scripts/build/check-glibc.mjs [file.node] [--max 2.17]
+// Without a file: every linux-gnu `.node` in native/.
+import { execFileSync } from "node:child_process";
+import { readdirSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+
+/** The glibc floor the README states for linux-gnu binaries. */
+export const GLIBC_FLOOR = "2.17";
+
+const parse = (v) => v.split(".").map(Number);
+
+/** Whether version `a` (`2.17`) is newer than `b`. */
+export function newerVersion(a, b) {
+  const [x, y] = [parse(a), parse(b)];
+  for (let i = 0; i < Math.max(x.length, y.length); i += 1) {
+    if ((x[i] ?? 0) !== (y[i] ?? 0)) return (x[i] ?? 0) > (y[i] ?? 0);
+  }
+  return false;
+}
+
+/** The newest `GLIBC_x.y` symbol version `file` needs (`0` when none). */
+export function highestGlibc(file) {
+  const dump = execFileSync("objdump", ["-T", file], { encoding: "utf8", maxBuffer: 64 * 1024 * 1024 });
+  const versions = [...new Set([...dump.matchAll(/GLIBC_(\d+(?:\.\d+)+)/g)].map((m) => m[1]))];
+  return versions.reduce((a, b) => (newerVersion(b, a) ? b : a), "0");
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const args = process.argv.slice(2);
+  const maxIndex = args.indexOf("--max");
+  const max = maxIndex >= 0 ? args.splice(maxIndex, 2)[1] : GLIBC_FLOOR;
+  const files =
+    args.length > 0
+      ? args
+      : readdirSync(path.join(repo, "native"))
+          .filter((f) => /linux-(x64|arm64)-gnu\.node$/.test(f))
+          .map((f) => path.join(repo, "native", f));
+  if (files.length === 0) {
+    console.error("check-glibc: no linux-gnu .node in native/ (build first)");
+    process.exit(2);
+  }
+  let failed = false;
+  for (const file of files) {
+    const highest = highestGlibc(file);
+    const ok = !newerVersion(highest, max);
+    failed ||= !ok;
+    console.log(`check-glibc: ${path.basename(file)} needs GLIBC_${highest} (limit ${max}): ${ok ? "ok" : "TOO NEW"}`);
+  }
+  process.exit(failed ? 1 : 0);
+}
