@@ -22,7 +22,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { markdownTable, withBlock } from "../scripts/lib/doc-block.mjs";
+import { markdownTable, withBlock } from "../scripts/lib/shared.mjs";
 import { speedLines } from "./speed.mjs";
 import { fsType, summaryColumns } from "./summary.mjs";
 

@@ -9,12 +9,12 @@
 // clone it installs the npm dev dependencies first (@napi-rs/cli; scripts/setup/npm-deps.sh).
 //
 // Usage: node scripts/build/build.mjs [--target TRIPLE] [--debug]
-import { execFileSync, spawnSync } from "node:child_process";
+import { spawnSync } from "node:child_process";
 import { statSync } from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { binaryFileName, platformOfTarget } from "../../lib/platforms.js";
-import { buildSetup, hostTriple, readJson, repo } from "./toolchains.mjs";
+import { hostTriple, isMain, parseArgs, readJson, repo, runShown, step } from "../lib/shared.mjs";
+import { buildSetup } from "./toolchains.mjs";
 
 /** The targets this repository ships (package.json `napi.targets`). */
 export const TARGETS = readJson("package.json").napi.targets;
@@ -32,10 +32,7 @@ export function buildTarget(triple, { debug = false } = {}) {
   if (!TARGETS.includes(triple)) {
     throw new Error(`${triple} is not one of package.json's napi.targets (${TARGETS.join(", ")})`);
   }
-  execFileSync("bash", [path.join(repo, "scripts/setup/npm-deps.sh")], {
-    cwd: repo,
-    stdio: ["ignore", process.stderr, process.stderr],
-  });
+  runShown("bash", [path.join(repo, "scripts/setup/npm-deps.sh")], { cwd: repo });
   const host = hostTriple();
   let setup;
   if (host === "x86_64-unknown-linux-gnu") setup = buildSetup(triple);
@@ -59,7 +56,7 @@ export function buildTarget(triple, { debug = false } = {}) {
     "binding.d.ts",
     "--no-dts-header",
   ];
-  process.stderr.write(`\n==> build ${triple} (${setup.describe})\n`);
+  step(`build ${triple} (${setup.describe})`);
   const started = process.hrtime.bigint();
   const r = spawnSync(process.execPath, args, {
     cwd: repo,
@@ -70,9 +67,7 @@ export function buildTarget(triple, { debug = false } = {}) {
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
   const file = binaryPath(triple);
   if (triple.endsWith("-linux-gnu")) {
-    execFileSync(process.execPath, [path.join(repo, "scripts/build/check-glibc.mjs"), file], {
-      stdio: ["ignore", process.stderr, "inherit"],
-    });
+    runShown(process.execPath, [path.join(repo, "scripts/build/check-glibc.mjs"), file]);
   }
   process.stderr.write(
     `build: ${path.relative(repo, file)} (${statSync(file).size} bytes, ${seconds.toFixed(0)} s, ${setup.describe})\n`,
@@ -96,28 +91,17 @@ export function parseTargets(spec) {
   return TARGETS.filter((t) => out.includes(t));
 }
 
-const USAGE = "Usage: npm run build -- [--target TRIPLE] [--debug]";
+const USAGE = `Usage: npm run build -- [--target TRIPLE] [--debug]
+  TRIPLE: one of package.json's napi.targets (${TARGETS.join(", ")}); default this machine's`;
 
-if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const argv = process.argv.slice(2);
-  let target = null;
-  let debug = false;
-  for (let i = 0; i < argv.length; i += 1) {
-    if (argv[i] === "--target") target = argv[++i];
-    else if (argv[i].startsWith("--target=")) target = argv[i].slice("--target=".length);
-    else if (argv[i] === "--debug") debug = true;
-    else if (argv[i] === "--help" || argv[i] === "-h") {
-      console.log(
-        `${USAGE}\n  TRIPLE: one of package.json's napi.targets (${TARGETS.join(", ")}); default this machine's`,
-      );
-      process.exit(0);
-    } else {
-      console.error(`build: unknown argument ${argv[i]}\n${USAGE}`);
-      process.exit(2);
-    }
-  }
+if (isMain(import.meta.url)) {
+  const { values } = parseArgs(process.argv.slice(2), {
+    name: "build",
+    usage: USAGE,
+    options: { target: { type: "string" }, debug: { type: "boolean", default: false } },
+  });
   try {
-    buildTarget(target ? parseTargets(target)[0] : hostTriple(), { debug });
+    buildTarget(values.target ? parseTargets(values.target)[0] : hostTriple(), { debug: values.debug });
   } catch (error) {
     console.error(`build: ${error.message}`);
     process.exit(1);

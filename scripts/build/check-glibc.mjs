@@ -3,12 +3,9 @@
 // (default 2.17, what the napi cross toolchains build against), so prebuilt binaries keep
 // loading on old distributions. Usage: node scripts/build/check-glibc.mjs [file.node] [--max 2.17]
 // Without a file: every linux-gnu `.node` in native/.
-import { execFileSync } from "node:child_process";
 import { readdirSync } from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
-
-const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+import { isMain, output, parseArgs, repo } from "../lib/shared.mjs";
 
 /** The glibc floor the README states for linux-gnu binaries. */
 export const GLIBC_FLOOR = "2.17";
@@ -26,18 +23,23 @@ export function newerVersion(a, b) {
 
 /** The newest `GLIBC_x.y` symbol version `file` needs (`0` when none). */
 export function highestGlibc(file) {
-  const dump = execFileSync("objdump", ["-T", file], { encoding: "utf8", maxBuffer: 64 * 1024 * 1024 });
+  const dump = output("objdump", ["-T", file]);
   const versions = [...new Set([...dump.matchAll(/GLIBC_(\d+(?:\.\d+)+)/g)].map((m) => m[1]))];
   return versions.reduce((a, b) => (newerVersion(b, a) ? b : a), "0");
 }
 
-if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const args = process.argv.slice(2);
-  const maxIndex = args.indexOf("--max");
-  const max = maxIndex >= 0 ? args.splice(maxIndex, 2)[1] : GLIBC_FLOOR;
+const USAGE = "Usage: node scripts/build/check-glibc.mjs [file.node]... [--max 2.17]";
+
+if (isMain(import.meta.url)) {
+  const { values, positionals } = parseArgs(process.argv.slice(2), {
+    name: "check-glibc",
+    usage: USAGE,
+    options: { max: { type: "string", default: GLIBC_FLOOR } },
+    positionals: true,
+  });
   const files =
-    args.length > 0
-      ? args
+    positionals.length > 0
+      ? positionals
       : readdirSync(path.join(repo, "native"))
           .filter((f) => /linux-(x64|arm64)-gnu\.node$/.test(f))
           .map((f) => path.join(repo, "native", f));
@@ -47,10 +49,18 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
   }
   let failed = false;
   for (const file of files) {
-    const highest = highestGlibc(file);
-    const ok = !newerVersion(highest, max);
+    let highest;
+    try {
+      highest = highestGlibc(file);
+    } catch (error) {
+      console.error(`check-glibc: ${error.message}`);
+      process.exit(2);
+    }
+    const ok = !newerVersion(highest, values.max);
     failed ||= !ok;
-    console.log(`check-glibc: ${path.basename(file)} needs GLIBC_${highest} (limit ${max}): ${ok ? "ok" : "TOO NEW"}`);
+    console.log(
+      `check-glibc: ${path.basename(file)} needs GLIBC_${highest} (limit ${values.max}): ${ok ? "ok" : "TOO NEW"}`,
+    );
   }
   process.exit(failed ? 1 : 0);
 }

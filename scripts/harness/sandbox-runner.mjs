@@ -13,8 +13,15 @@
 import { spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import net from "node:net";
+import { parseArgs } from "../lib/shared.mjs";
 
-const [port, statsFile, latency = "0"] = process.argv.slice(2);
+const USAGE = "Usage: node scripts/harness/sandbox-runner.mjs <port> <stats file> [<latency ms>]";
+const { positionals } = parseArgs(process.argv.slice(2), { name: "sandbox-runner", usage: USAGE, positionals: true });
+if (positionals.length < 2 || positionals.length > 3) {
+  console.error(USAGE);
+  process.exit(2);
+}
+const [port, statsFile, latency = "0"] = positionals;
 const latencyMs = Number(latency);
 let commands = 0;
 // A runner started anew (another latency) counts from zero.

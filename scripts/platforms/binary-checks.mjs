@@ -13,17 +13,15 @@
 //                  libSystem, libiconv and system frameworks; exports the entry only; every
 //                  undefined symbol bound to a named dylib (two-level namespace, none looked up
 //                  in the flat namespace)
-import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { platformOfTarget } from "../../lib/platforms.js";
 import { GLIBC_FLOOR, highestGlibc, newerVersion } from "../build/check-glibc.mjs";
-import { ensureDebianPackages, MACOSX_DEPLOYMENT_TARGET, zigLibDir } from "../build/toolchains.mjs";
+import { MACOSX_DEPLOYMENT_TARGET, zigLibDir } from "../build/toolchains.mjs";
+import { ensureDebianPackages, output } from "../lib/shared.mjs";
 
 /** The addon's one entry point: what Node looks up after loading it. */
 const ENTRY = "napi_register_module_v1";
-
-const run = (cmd, args) => execFileSync(cmd, args, { encoding: "utf8", maxBuffer: 256 * 1024 * 1024 });
 
 /** `{ check, ok, detail }` */
 const result = (check, ok, detail) => ({ check, ok: Boolean(ok), detail });
@@ -36,7 +34,7 @@ function some(items, n = 6) {
 /** The dynamic symbols of an ELF file: `{ name, version, bind, defined }`. */
 function elfDynamicSymbols(file) {
   const symbols = [];
-  for (const line of run("readelf", ["--dyn-syms", "--wide", file]).split("\n")) {
+  for (const line of output("readelf", ["--dyn-syms", "--wide", file]).split("\n")) {
     const m = /^\s*\d+:\s+[0-9a-f]+\s+\d+\s+(\w+)\s+(\w+)\s+(\w+)\s+(\w+)\s+(\S+)/.exec(line);
     if (!m || m[2] === "LOCAL") continue;
     const [name, version] = m[5].split(/@+/);
@@ -86,7 +84,7 @@ const GNU_LIBS =
 function elfChecks(triple, file) {
   const [arch, , , abi] = triple.split("-");
   const checks = [];
-  const header = run("readelf", ["--file-header", file]);
+  const header = output("readelf", ["--file-header", file]);
   const machine = /Machine:\s+(.+)/.exec(header)?.[1].trim();
   const wantMachine = { x86_64: "Advanced Micro Devices X86-64", aarch64: "AArch64" }[arch];
   checks.push(
@@ -96,7 +94,7 @@ function elfChecks(triple, file) {
       `${/Class:\s+(\S+)/.exec(header)?.[1]} shared object, ${machine}`,
     ),
   );
-  const needed = [...run("readelf", ["--dynamic", file]).matchAll(/\(NEEDED\)\s+Shared library: \[([^\]]+)\]/g)].map(
+  const needed = [...output("readelf", ["--dynamic", file]).matchAll(/\(NEEDED\)\s+Shared library: \[([^\]]+)\]/g)].map(
     (m) => m[1],
   );
   const symbols = elfDynamicSymbols(file);
@@ -153,7 +151,7 @@ function elfChecks(triple, file) {
 function machoLoadCommands(file) {
   const commands = [];
   let current = null;
-  for (const line of run("llvm-objdump", ["--macho", "--private-headers", file]).split("\n")) {
+  for (const line of output("llvm-objdump", ["--macho", "--private-headers", file]).split("\n")) {
     if (/^Load command \d+/.test(line)) {
       current = { cmd: null, fields: {} };
       commands.push(current);
@@ -174,7 +172,7 @@ const DARWIN_LIBS =
 function machoChecks(triple, file) {
   const [arch] = triple.split("-");
   const checks = [];
-  const header = run("llvm-objdump", ["--macho", "--private-header", file]);
+  const header = output("llvm-objdump", ["--macho", "--private-header", file]);
   const fields = header.trim().split("\n").pop().trim().split(/\s+/);
   const cputype = { x86_64: "X86_64", aarch64: "ARM64" }[arch];
   checks.push(
@@ -205,12 +203,12 @@ function machoChecks(triple, file) {
       foreign.length ? `unexpected: ${foreign.join(", ")}` : dylibs.map((d) => path.basename(d)).join(", "),
     ),
   );
-  const exports = run("llvm-objdump", ["--macho", "--exports-trie", file])
+  const exports = output("llvm-objdump", ["--macho", "--exports-trie", file])
     .split("\n")
     .map((l) => /^0x[0-9A-Fa-f]+\s+(\S+)/.exec(l.trim())?.[1])
     .filter(Boolean);
   checks.push(result("exports", exports.length === 1 && exports[0] === `_${ENTRY}`, some(exports) || "none"));
-  const undefinedLines = run("llvm-nm", ["-m", "--undefined-only", file])
+  const undefinedLines = output("llvm-nm", ["-m", "--undefined-only", file])
     .split("\n")
     .filter((l) => l.includes("(undefined)"));
   const unbound = undefinedLines.filter((l) => !/\(from [^)]+\)\s*$/.test(l));

@@ -11,9 +11,10 @@
 //                     resolution, snapshots, content signature, tar pack, merge, each against
 //                     upstream). The whole suite is `npm test`'s.
 //   linux-arm64-gnu   the same under Node 24 for linux-arm64 in qemu (Debian's
-//                     qemu-user-static, binfmt_misc), npm itself running there; then the
-//                     portable vitest files (scripts/platforms/portable-vitest.txt) under that Node,
-//                     loading the installed binary
+//                     qemu-user-static, binfmt_misc: scripts/platforms/emulation.mjs), npm
+//                     itself running there; then the portable vitest files
+//                     (scripts/platforms/portable-vitest.txt) under that Node, loading the
+//                     installed binary
 //   linux-*-musl      the binary loaded by musl's own loader (dlopen, Debian's musl); the core
 //                     crate's unit tests for the target (x86_64 natively, aarch64 in qemu),
 //                     built by the target's toolchain (scripts/build/toolchains.mjs)
@@ -24,7 +25,6 @@
 // the reason (EMULATION_SKIPS). `--doc` rewrites docs/platforms.md's table with this run's.
 //
 // Usage: node scripts/platforms/test.mjs [--dir DIR] [--targets all|LIST] [--doc] [--json FILE]
-import { execFileSync, spawnSync } from "node:child_process";
 import {
   chmodSync,
   existsSync,
@@ -37,22 +37,25 @@ import {
 } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { VERIFIED_UPSTREAM_VERSIONS } from "../../lib/activation/coverage.js";
 import { binaryFileName, PACKAGE_NAME, platformOfTarget, platformPackageName } from "../../lib/platforms.js";
-import { checkBinary } from "./binary-checks.mjs";
 import { parseTargets, TARGETS } from "../build/build.mjs";
+import { buildSetup, ensureZig } from "../build/toolchains.mjs";
 import {
-  buildSetup,
   ensureDebianPackages,
-  ensureQemuAarch64,
-  ensureZig,
-  nodeArm64,
+  isMain,
+  markdownTable,
+  output,
+  parseArgs,
   readJson,
   repo,
-} from "../build/toolchains.mjs";
-import { markdownTable, withBlock } from "../lib/doc-block.mjs";
+  run,
+  tail,
+  withBlock,
+} from "../lib/shared.mjs";
 import { installTarballs } from "../release/install.mjs";
+import { checkBinary } from "./binary-checks.mjs";
+import { ensureQemuAarch64, nodeArm64, vitestArm64Natives } from "./emulation.mjs";
 
 /**
  * Tests skipped under qemu, each with why it cannot pass there (not a fault of the binary):
@@ -87,20 +90,24 @@ const EMULATION_VITEST = {
 
 const USAGE = "Usage: npm run test:platforms -- [--dir DIR] [--targets all|LIST] [--doc] [--json FILE]";
 
-function parseArgs(argv) {
-  const opts = { dir: path.join(repo, "dist"), targets: null, doc: false, json: null };
-  for (let i = 0; i < argv.length; i += 1) {
-    const arg = argv[i];
-    if (arg === "--dir") opts.dir = path.resolve(argv[++i] ?? "");
-    else if (arg === "--targets") opts.targets = argv[++i] ?? "";
-    else if (arg === "--doc") opts.doc = true;
-    else if (arg === "--json") opts.json = path.resolve(argv[++i] ?? "");
-    else {
-      console.error(`test-platforms: unknown argument ${arg}\n${USAGE}`);
-      process.exit(2);
-    }
-  }
-  return opts;
+/** The command line: `{ dir, targets, doc, json }` (`targets` null when not given). */
+function commandLine(argv) {
+  const { values } = parseArgs(argv, {
+    name: "test-platforms",
+    usage: USAGE,
+    options: {
+      dir: { type: "string", default: path.join(repo, "dist") },
+      targets: { type: "string" },
+      doc: { type: "boolean", default: false },
+      json: { type: "string" },
+    },
+  });
+  return {
+    dir: path.resolve(values.dir),
+    targets: values.targets ?? null,
+    doc: values.doc,
+    json: values.json ? path.resolve(values.json) : null,
+  };
 }
 
 /** npm pack's file name of `name@version`: `@scope/pkg` → `scope-pkg-<version>.tgz`. */
@@ -113,9 +120,8 @@ function node24Version() {
 
 /** Node $NODE24_VERSION for linux-x64 (scripts/setup/node-versions.sh installs it under .cache/). */
 function nodeX64(version) {
-  const dir = execFileSync("bash", ["-c", `source scripts/setup/node-versions.sh && node_dir ${version}`], {
+  const dir = output("bash", ["-c", `source scripts/setup/node-versions.sh && node_dir ${version}`], {
     cwd: repo,
-    encoding: "utf8",
     stdio: ["ignore", "pipe", process.stderr],
   }).trim();
   return path.join(dir, "node");
@@ -123,24 +129,7 @@ function nodeX64(version) {
 
 /** npm's own CLI script (run by another architecture's Node, npm installs for that one). */
 function npmCli() {
-  const npm = execFileSync("bash", ["-c", "command -v npm"], { encoding: "utf8" }).trim();
-  return realpathSync(npm);
-}
-
-/** The last lines of a failure's output, for the table. */
-function tail(text, lines = 3) {
-  return String(text ?? "")
-    .trim()
-    .split("\n")
-    .slice(-lines)
-    .join(" / ")
-    .slice(0, 300);
-}
-
-/** Runs `cmd args` and returns `{ status, stdout, stderr }` (never throws). */
-function run(cmd, args, options = {}) {
-  const r = spawnSync(cmd, args, { encoding: "utf8", maxBuffer: 1 << 28, ...options });
-  return { status: r.status ?? r.signal, stdout: r.stdout ?? "", stderr: r.stderr ?? "" };
+  return realpathSync(output("bash", ["-c", "command -v npm"]).trim());
 }
 
 /**
@@ -239,26 +228,10 @@ const excluding = (names) =>
 /**
  * The portable vitest files under Node for linux-arm64 in qemu, from this checkout, loading
  * the installed binary (NAPI_RS_NATIVE_LIBRARY_PATH); vitest's own native parts (rollup,
- * esbuild) for arm64 are installed beside, at the lockfile's versions, and found by NODE_PATH.
+ * esbuild) for arm64 are installed beside (scripts/platforms/emulation.mjs), found by NODE_PATH.
  */
 function arm64Vitest({ node, nodeLabel, binary, work }) {
-  const lock = readJson("package-lock.json").packages;
-  const natives = ["@rollup/rollup-linux-arm64-gnu", "@esbuild/linux-arm64"].map(
-    (name) => `${name}@${lock[`node_modules/${name}`].version}`,
-  );
-  const prefix = path.join(repo, ".cache", "vitest-arm64");
-  const stamp = path.join(prefix, "installed.json");
-  if (!existsSync(stamp) || readFileSync(stamp, "utf8") !== JSON.stringify(natives)) {
-    mkdirSync(prefix, { recursive: true });
-    execFileSync(
-      "npm",
-      ["install", "--no-save", "--no-audit", "--no-fund", "--force", "--prefix", prefix, ...natives],
-      {
-        stdio: ["ignore", process.stderr, process.stderr],
-      },
-    );
-    writeFileSync(stamp, JSON.stringify(natives));
-  }
+  const nodePath = vitestArm64Natives();
   const files = portableVitestFiles();
   const skips = EMULATION_SKIPS.filter((s) => files.includes(s.where));
   const report = path.join(work, "vitest-arm64.json");
@@ -281,7 +254,7 @@ function arm64Vitest({ node, nodeLabel, binary, work }) {
         ...process.env,
         ...EMULATION_VITEST.env,
         NODE_OPTIONS: "",
-        NODE_PATH: path.join(prefix, "node_modules"),
+        NODE_PATH: nodePath,
         NAPI_RS_NATIVE_LIBRARY_PATH: binary,
       },
       timeout: 3_600_000,
@@ -375,7 +348,7 @@ function muslLoad(triple, binary, work) {
   const pkg = arch === "x86_64" ? "musl:amd64" : "musl:arm64";
   ensureDebianPackages([pkg]);
   if (arch === "aarch64") ensureQemuAarch64();
-  const musl = execFileSync("dpkg-query", ["-W", "-f=${Version}", pkg], { encoding: "utf8" }).trim();
+  const musl = output("dpkg-query", ["-W", "-f=${Version}", pkg]).trim();
   const exe = path.join(work, `dlopen-check-${arch}`);
   const [shims] = ensureZig();
   const built = run(path.join(shims, "zig"), [
@@ -431,13 +404,13 @@ function darwinCoreTestsBuild(triple) {
 function binaryOfTarball(tarball, platform, work) {
   const dir = path.join(work, `binary-${platform}`);
   mkdirSync(dir, { recursive: true });
-  execFileSync("tar", ["-xzf", tarball, "-C", dir, `package/${binaryFileName(platform)}`]);
+  output("tar", ["-xzf", tarball, "-C", dir, `package/${binaryFileName(platform)}`]);
   return path.join(dir, "package", binaryFileName(platform));
 }
 
 /** Runs the checks the command line asks for and prints the table; returns the exit code. */
 function main() {
-  const opts = parseArgs(process.argv.slice(2));
+  const opts = commandLine(process.argv.slice(2));
   const version = readJson("package.json").version;
   const wanted = opts.targets === null ? TARGETS : parseTargets(opts.targets);
   const root = path.join(opts.dir, tarballName(PACKAGE_NAME, version));
@@ -529,4 +502,4 @@ function main() {
   return failed === 0 && rows.length > 0 ? 0 : 1;
 }
 
-if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) process.exit(main());
+if (isMain(import.meta.url)) process.exit(main());

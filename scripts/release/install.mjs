@@ -10,11 +10,9 @@
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { VERIFIED_UPSTREAM_VERSIONS } from "../../lib/activation/coverage.js";
 import { currentPlatform } from "../../lib/platforms.js";
-
-const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+import { isMain, output, parseArgs, repo } from "../lib/shared.mjs";
 
 /** PATH without any directory that holds cargo or rustc: an operator's machine has no Rust. */
 export function pathWithoutRust(value = process.env.PATH ?? "") {
@@ -66,13 +64,10 @@ export function installTarballs(project, { root, platformFiles, npm = ["npm"], e
 export function installRelease(dir, { build = false } = {}) {
   const tarballs = path.join(dir, "tarballs");
   const packed = JSON.parse(
-    execFileSync(
+    output(
       process.execPath,
       [path.join(repo, "scripts/release/pack.mjs"), "--out", tarballs, "--json", ...(build ? [] : ["--no-build"])],
-      {
-        encoding: "utf8",
-        stdio: ["ignore", "pipe", "inherit"],
-      },
+      { stdio: ["ignore", "pipe", "inherit"] },
     ),
   );
   const project = path.join(dir, "project");
@@ -84,13 +79,22 @@ export function installRelease(dir, { build = false } = {}) {
   return { project, nativeRoot, root: packed.root, platforms: packed.platforms };
 }
 
-if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const args = process.argv.slice(2);
-  const at = args.indexOf("--dir");
-  if (at < 0 || !args[at + 1]) {
-    console.error("Usage: node scripts/release/install.mjs --dir DIR [--no-build] [--json]");
+const USAGE = "Usage: node scripts/release/install.mjs --dir DIR [--no-build] [--json]";
+
+if (isMain(import.meta.url)) {
+  const { values } = parseArgs(process.argv.slice(2), {
+    name: "install-release",
+    usage: USAGE,
+    options: {
+      dir: { type: "string" },
+      "no-build": { type: "boolean", default: false },
+      json: { type: "boolean", default: false },
+    },
+  });
+  if (!values.dir) {
+    console.error(USAGE);
     process.exit(2);
   }
-  const installed = installRelease(path.resolve(args[at + 1]), { build: !args.includes("--no-build") });
-  console.log(args.includes("--json") ? JSON.stringify(installed) : installed.project);
+  const installed = installRelease(path.resolve(values.dir), { build: !values["no-build"] });
+  console.log(values.json ? JSON.stringify(installed) : installed.project);
 }

@@ -22,7 +22,6 @@
 //
 // Usage: node scripts/release/pack.mjs [--out DIR] [--targets all|LIST] [--binaries DIR]...
 //        [--no-build] [--json]
-import { execFileSync } from "node:child_process";
 import {
   cpSync,
   existsSync,
@@ -36,34 +35,34 @@ import {
 } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { binaryFileName, platformPackageName, platformOfTarget } from "../../lib/platforms.js";
-import { checkBinary } from "../platforms/binary-checks.mjs";
 import { buildTarget, parseTargets } from "../build/build.mjs";
-import { hostTriple } from "../build/toolchains.mjs";
+import { hostTriple, output, parseArgs, repo } from "../lib/shared.mjs";
+import { checkBinary } from "../platforms/binary-checks.mjs";
 
-const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const USAGE =
   "Usage: npm run pack:release -- [--out DIR] [--targets all|LIST] [--binaries DIR]... [--no-build] [--json]";
 
-function parseArgs(argv) {
-  const out = { out: path.join(repo, "dist"), targets: null, binaries: [], build: true, json: false };
-  for (let i = 0; i < argv.length; i += 1) {
-    const arg = argv[i];
-    if (arg === "--out") out.out = path.resolve(argv[++i] ?? "");
-    else if (arg === "--targets") out.targets = argv[++i] ?? "";
-    else if (arg === "--binaries") out.binaries.push(path.resolve(argv[++i] ?? ""));
-    else if (arg === "--no-build") out.build = false;
-    else if (arg === "--json") out.json = true;
-    else if (arg === "--help" || arg === "-h") {
-      console.log(USAGE);
-      process.exit(0);
-    } else {
-      console.error(`pack-release: unknown argument ${arg}\n${USAGE}`);
-      process.exit(2);
-    }
-  }
-  return out;
+/** The command line: `{ out, targets, binaries, build, json }` (`targets` null when not given). */
+function commandLine(argv) {
+  const { values } = parseArgs(argv, {
+    name: "pack-release",
+    usage: USAGE,
+    options: {
+      out: { type: "string", default: path.join(repo, "dist") },
+      targets: { type: "string" },
+      binaries: { type: "string", multiple: true, default: [] },
+      "no-build": { type: "boolean", default: false },
+      json: { type: "boolean", default: false },
+    },
+  });
+  return {
+    out: path.resolve(values.out),
+    targets: values.targets ?? null,
+    binaries: values.binaries.map((dir) => path.resolve(dir)),
+    build: !values["no-build"],
+    json: values.json,
+  };
 }
 
 /** Every file named `name` under `dir` (recursively). */
@@ -81,16 +80,12 @@ function findFiles(dir, name) {
 /** `npm pack` of `dir` into `out`; returns the tarball's path. */
 function npmPack(dir, out) {
   const [info] = JSON.parse(
-    execFileSync("npm", ["pack", "--json", "--pack-destination", out], {
-      cwd: dir,
-      encoding: "utf8",
-      stdio: ["ignore", "pipe", "inherit"],
-    }),
+    output("npm", ["pack", "--json", "--pack-destination", out], { cwd: dir, stdio: ["ignore", "pipe", "inherit"] }),
   );
   return path.join(out, info.filename);
 }
 
-const opts = parseArgs(process.argv.slice(2));
+const opts = commandLine(process.argv.slice(2));
 const pkg = JSON.parse(readFileSync(path.join(repo, "package.json"), "utf8"));
 const targets = pkg.napi.targets.map((triple) => ({ triple, platform: platformOfTarget(triple) }));
 

@@ -14,14 +14,19 @@
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { stripVTControlCharacters } from "node:util";
+import { parseArgs } from "../lib/shared.mjs";
 
 let passed = 0;
 let failed = 0;
 let skipped = 0;
-const argv = process.argv.slice(2);
-const stepsAt = argv.indexOf("--steps");
-const stepsFile = stepsAt >= 0 ? argv.splice(stepsAt, 2)[1] : null;
-for (const file of argv) {
+const { values, positionals: reports } = parseArgs(process.argv.slice(2), {
+  name: "summary",
+  usage: "Usage: node scripts/test/summary.mjs [--steps steps.tsv] <report>…",
+  options: { steps: { type: "string" } },
+  positionals: true,
+});
+const stepsFile = values.steps ?? null;
+for (const file of reports) {
   const name = path.basename(file, ".json");
   const statusFile = file.replace(/\.(json|log)$/, ".status");
   const status = existsSync(statusFile) ? readFileSync(statusFile, "utf8").trim() : null;

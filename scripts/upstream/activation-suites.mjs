@@ -44,43 +44,58 @@ import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { pathToFileURL } from "node:url";
+import { parseArgs, repo, usageError } from "../lib/shared.mjs";
 import { baselineKey, fileDigest, readBaseline, writeBaseline } from "./baselines.mjs";
 
-const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const ALL_MODES = ["plain", "plain-inline", "hook", "plugin-inline", "plugin-external"];
 // Each activated mode against the unactivated run with the same module loading: upstream
 // externalized (Node loads it; `vi.mock` of an externalized module does not reach Node's
 // own imports, so some upstream tests fail there with and without activation) or inlined.
 const BASELINE = { hook: "plain", "plugin-external": "plain", "plugin-inline": "plain-inline" };
 
-function parseArgs(argv) {
-  const out = {
-    pkg: "@paperclipai/adapter-utils",
-    modes: ALL_MODES,
-    exclude: [],
-    json: null,
-    native: repo,
-    baselines: "recorded",
-    record: false,
+const USAGE = `Usage: node scripts/upstream/activation-suites.mjs [--package @paperclipai/adapter-utils] [--package-dir DIR]
+         [--native DIR] [--modes plain,hook,plugin-inline,plugin-external] [--suites a,b] [--exclude-suites a,b]
+         [--json out.json] [--baselines recorded|live] [--record]`;
+
+/** A comma-separated list's items. */
+const list = (value) => (value ?? "").split(",").filter(Boolean);
+
+/**
+ * The command line: `{ pkg, pkgDir, native, modes, only, exclude, json, baselines, record }`;
+ * `modes` with the baseline of each activated mode put first.
+ */
+function commandLine(argv) {
+  const { values } = parseArgs(argv, {
+    name: "activation-suites",
+    usage: USAGE,
+    options: {
+      package: { type: "string", default: "@paperclipai/adapter-utils" },
+      "package-dir": { type: "string" },
+      native: { type: "string", default: repo },
+      modes: { type: "string", default: ALL_MODES.join(",") },
+      suites: { type: "string" },
+      "exclude-suites": { type: "string" },
+      json: { type: "string" },
+      baselines: { type: "string", default: "recorded" },
+      record: { type: "boolean", default: false },
+    },
+  });
+  if (!["recorded", "live"].includes(values.baselines))
+    usageError("activation-suites", `--baselines takes recorded or live, not ${values.baselines}`, USAGE);
+  const modes = list(values.modes);
+  const needed = new Set(modes.map((m) => BASELINE[m] ?? m));
+  return {
+    pkg: values.package,
+    pkgDir: values["package-dir"] ? path.resolve(values["package-dir"]) : undefined,
+    native: path.resolve(values.native),
+    modes: [...ALL_MODES.filter((m) => needed.has(m) && !modes.includes(m)), ...modes],
+    only: values.suites ? list(values.suites) : undefined,
+    exclude: list(values["exclude-suites"]),
+    json: values.json ? path.resolve(values.json) : null,
+    baselines: values.baselines,
+    record: values.record,
   };
-  for (let i = 0; i < argv.length; i += 1) {
-    if (argv[i] === "--package") out.pkg = argv[++i];
-    else if (argv[i] === "--modes") out.modes = argv[++i].split(",").filter(Boolean);
-    else if (argv[i] === "--exclude-suites") out.exclude = argv[++i].split(",").filter(Boolean);
-    else if (argv[i] === "--suites") out.only = argv[++i].split(",").filter(Boolean);
-    else if (argv[i] === "--json") out.json = path.resolve(argv[++i]);
-    else if (argv[i] === "--native") out.native = path.resolve(argv[++i]);
-    else if (argv[i] === "--package-dir") out.pkgDir = path.resolve(argv[++i]);
-    else if (argv[i] === "--baselines") out.baselines = argv[++i];
-    else if (argv[i] === "--record") out.record = true;
-    else throw new Error(`unknown argument ${argv[i]}`);
-  }
-  if (!["recorded", "live"].includes(out.baselines))
-    throw new Error(`--baselines takes recorded or live, not ${out.baselines}`);
-  const needed = new Set(out.modes.map((m) => BASELINE[m] ?? m));
-  out.modes = [...ALL_MODES.filter((m) => needed.has(m) && !out.modes.includes(m)), ...out.modes];
-  return out;
 }
 
 function listSuites(dir, base = dir) {
@@ -238,144 +253,146 @@ function makeBarrier(spec) {
   };
 }
 
-async function main() {
-  const barrier = makeBarrier(process.env.ACTIVATION_SUITES_BARRIER);
-  const args = parseArgs(process.argv.slice(2));
-  const pkgDir = args.pkgDir ?? path.join(repo, "node_modules", ...args.pkg.split("/"));
-  if (!existsSync(pkgDir)) throw new Error(`${args.pkg} is not installed (npm ci)`);
-  const drop = new Set(args.exclude);
-  const short = (s) => s.replace(/^dist\//, "").replace(/\.test\.js$/, "");
-  const suites = listSuites(path.join(pkgDir, "dist"), pkgDir).filter(
-    (s) => !drop.has(short(s)) && (!args.only || args.only.includes(short(s))),
+/** Prints a mode's counts once its results are in. */
+function reportMode(mode, result) {
+  const count = (s) => [...result.tests.values()].filter((v) => v === s).length;
+  const recorded = result.recorded ? `; ${result.recorded} suite file(s) from the record` : "";
+  console.log(
+    `activation-suites: ${mode}: ${count("passed")} passed, ${count("failed")} failed, ${count("skipped") + count("pending")} skipped (${result.seconds.toFixed(0)} s; served natively: ${result.served.length} modules${recorded})`,
   );
-  console.log(`activation-suites: ${args.pkg}: ${suites.length} suites, modes ${args.modes.join(", ")}`);
-  const scratch = mkdtempSync(path.join(os.tmpdir(), "pc-activation-"));
-  const results = {};
-  try {
-    // Every mode at once by default (ACTIVATION_SUITES_PARALLEL sets fewer): the suites
-    // mostly wait on timers and child processes (a mode of upstream's suites takes ~10 min
-    // of wall time at well under one core).
-    const report = (mode) => {
-      const t = results[mode].tests;
-      const count = (s) => [...t.values()].filter((v) => v === s).length;
-      const recorded = results[mode].recorded ? `; ${results[mode].recorded} suite file(s) from the record` : "";
-      console.log(
-        `activation-suites: ${mode}: ${count("passed")} passed, ${count("failed")} failed, ${count("skipped") + count("pending")} skipped (${results[mode].seconds.toFixed(0)} s; served natively: ${results[mode].served.length} modules${recorded})`,
-      );
-    };
-    // The baselines from the record where it matches (scripts/upstream/baselines.mjs); what it lacks
-    // runs live with the activated modes.
-    const baselines = {};
-    const queue = [];
-    for (const mode of args.modes) {
-      if (BASELINE[mode]) {
-        queue.push({ mode, suites });
-        continue;
-      }
-      const key = baselineKey({ pkgDir, mode, settings: modeSettings(mode) });
-      const record = readBaseline(key);
-      const kept = new Map();
-      if (args.baselines === "recorded") {
-        for (const suite of suites) {
-          const entry = record.suites.get(suite);
-          if (entry && entry.digest === fileDigest(path.join(pkgDir, suite))) kept.set(suite, entry);
-        }
-      }
-      const live = suites.filter((suite) => !kept.has(suite));
-      baselines[mode] = { key, record, kept, live };
-      const where = path.relative(repo, record.file);
-      console.log(
-        `activation-suites: ${mode} (baseline): ${kept.size} suite file(s) from the record ${where}, ${live.length} run live${
-          args.baselines === "live"
-            ? " (--baselines live)"
-            : live.length > 0 && record.stale
-              ? ` (${record.stale})`
-              : ""
-        }`,
-      );
-      if (live.length > 0) queue.push({ mode, suites: live });
-      else {
-        results[mode] = { tests: new Map(), skips: [], seconds: 0, served: [...record.served] };
-        for (const entry of kept.values())
-          for (const [name, status] of entry.tests) results[mode].tests.set(name, status);
-        results[mode].recorded = kept.size;
-        report(mode);
+}
+
+/**
+ * What runs live: each activated mode whole; of each baseline, the suite files the record
+ * does not hold (scripts/upstream/baselines.mjs: its key and the file's digest match). A
+ * baseline wholly recorded gets its results in `results` here. Returns `{ baselines, queue }`:
+ * per baseline its key, record, the entries kept and the suite files run live; the runs to make.
+ */
+function planRuns(args, pkgDir, suites, results) {
+  const baselines = {};
+  const queue = [];
+  for (const mode of args.modes) {
+    if (BASELINE[mode]) {
+      queue.push({ mode, suites });
+      continue;
+    }
+    const key = baselineKey({ pkgDir, mode, settings: modeSettings(mode) });
+    const record = readBaseline(key);
+    const kept = new Map();
+    if (args.baselines === "recorded") {
+      for (const suite of suites) {
+        const entry = record.suites.get(suite);
+        if (entry && entry.digest === fileDigest(path.join(pkgDir, suite))) kept.set(suite, entry);
       }
     }
-    const parallel = Number(process.env.ACTIVATION_SUITES_PARALLEL ?? queue.length);
-    await Promise.all(
-      Array.from({ length: Math.max(1, parallel) }, async () => {
-        while (queue.length) {
-          const job = queue.shift();
-          const result = await runMode(pkgDir, job.suites, job.mode, scratch, args.native);
-          const base = baselines[job.mode];
-          if (base) {
-            for (const entry of base.kept.values())
-              for (const [name, status] of entry.tests) result.tests.set(name, status);
-            if (base.kept.size > 0) result.served = [...new Set([...result.served, ...base.record.served])].sort();
-            result.recorded = base.kept.size;
-          }
-          results[job.mode] = result;
-          report(job.mode);
-        }
-      }),
+    const live = suites.filter((suite) => !kept.has(suite));
+    baselines[mode] = { key, record, kept, live };
+    const where = path.relative(repo, record.file);
+    console.log(
+      `activation-suites: ${mode} (baseline): ${kept.size} suite file(s) from the record ${where}, ${live.length} run live${
+        args.baselines === "live" ? " (--baselines live)" : live.length > 0 && record.stale ? ` (${record.stale})` : ""
+      }`,
     );
-    // A timing-sensitive test can pass in one run and fail in the next on a loaded machine
-    // (codex-local's lock tests give a callback 20 ms to enter): the suite files where a
-    // baseline and its activated mode differ run again in those two modes, one run at a time,
-    // up to RERUNS more times while a difference remains, and a test counts as passing in a mode
-    // if any attempt passed it (the same rule for the baselines and the activated modes). A
-    // real regression fails every attempt. When several runs share the machine
-    // (ACTIVATION_SUITES_BARRIER), the re-runs wait until every run's first pass is done, so
-    // they run on a quieter machine than the pass that found the difference.
-    await barrier.arrive();
-    const RERUNS = Number(process.env.ACTIVATION_SUITES_RERUNS ?? 3);
-    for (let attempt = 1; attempt <= RERUNS; attempt += 1) {
-      // The suite files where an activated mode and its baseline differ, and the two modes
-      // of each difference: only those run again.
-      const differing = new Map();
-      for (const mode of args.modes.filter((m) => BASELINE[m])) {
-        const base = results[BASELINE[mode]].tests;
-        const act = results[mode].tests;
-        for (const name of new Set([...base.keys(), ...act.keys()])) {
-          if ((base.get(name) === "passed") !== (act.get(name) === "passed")) {
-            const file = name.split(" › ")[0];
-            if (!differing.has(file)) differing.set(file, new Set());
-            differing.get(file).add(mode).add(BASELINE[mode]);
-          }
+    if (live.length > 0) queue.push({ mode, suites: live });
+    else {
+      results[mode] = { tests: new Map(), skips: [], seconds: 0, served: [...record.served] };
+      for (const entry of kept.values())
+        for (const [name, status] of entry.tests) results[mode].tests.set(name, status);
+      results[mode].recorded = kept.size;
+      reportMode(mode, results[mode]);
+    }
+  }
+  return { baselines, queue };
+}
+
+/**
+ * Runs the queued modes, every one at once by default (ACTIVATION_SUITES_PARALLEL sets fewer):
+ * the suites mostly wait on timers and child processes (a mode of upstream's suites takes ~10
+ * min of wall time at well under one core). A baseline's recorded suite files join its results.
+ */
+async function runQueued({ baselines, queue }, pkgDir, scratch, native, results) {
+  const parallel = Number(process.env.ACTIVATION_SUITES_PARALLEL ?? queue.length);
+  await Promise.all(
+    Array.from({ length: Math.max(1, parallel) }, async () => {
+      while (queue.length) {
+        const job = queue.shift();
+        const result = await runMode(pkgDir, job.suites, job.mode, scratch, native);
+        const base = baselines[job.mode];
+        if (base) {
+          for (const entry of base.kept.values())
+            for (const [name, status] of entry.tests) result.tests.set(name, status);
+          if (base.kept.size > 0) result.served = [...new Set([...result.served, ...base.record.served])].sort();
+          result.recorded = base.kept.size;
+        }
+        results[job.mode] = result;
+        reportMode(job.mode, result);
+      }
+    }),
+  );
+}
+
+/**
+ * A timing-sensitive test can pass in one run and fail in the next on a loaded machine
+ * (codex-local's lock tests give a callback 20 ms to enter): the suite files where a baseline
+ * and its activated mode differ run again in those two modes, one run at a time, up to RERUNS
+ * more times while a difference remains, and a test counts as passing in a mode if any
+ * attempt passed it (the same rule for the baselines and the activated modes). A real
+ * regression fails every attempt.
+ */
+async function rerunDifferences(args, pkgDir, scratch, results) {
+  const RERUNS = Number(process.env.ACTIVATION_SUITES_RERUNS ?? 3);
+  for (let attempt = 1; attempt <= RERUNS; attempt += 1) {
+    // The suite files where an activated mode and its baseline differ, and the two modes
+    // of each difference: only those run again.
+    const differing = new Map();
+    for (const mode of args.modes.filter((m) => BASELINE[m])) {
+      const base = results[BASELINE[mode]].tests;
+      const act = results[mode].tests;
+      for (const name of new Set([...base.keys(), ...act.keys()])) {
+        if ((base.get(name) === "passed") !== (act.get(name) === "passed")) {
+          const file = name.split(" › ")[0];
+          if (!differing.has(file)) differing.set(file, new Set());
+          differing.get(file).add(mode).add(BASELINE[mode]);
         }
       }
-      if (differing.size === 0) break;
-      const files = [...differing.keys()].sort();
-      console.log(
-        `activation-suites: re-running (attempt ${attempt + 1}) ${files.length} suite file(s) with differences, in the modes that differ: ${files.map((f) => `${f} (${[...differing.get(f)].join(", ")})`).join("; ")}`,
-      );
-      for (const mode of args.modes) {
-        const mine = files.filter((file) => differing.get(file).has(mode));
-        if (mine.length === 0) continue;
-        const again = await runMode(pkgDir, mine, mode, scratch, args.native);
-        for (const [name, status] of again.tests) if (status === "passed") results[mode].tests.set(name, "passed");
-        results[mode].served = [...new Set([...results[mode].served, ...again.served])].sort();
-        results[mode].skips.push(...again.skips);
-      }
     }
-    // --record: the baselines as this run ends (the record's files and the live ones, with
-    // the re-runs' passes), written back with the record's other files kept.
-    if (args.record) {
-      for (const [mode, base] of Object.entries(baselines)) {
-        const entries = new Map(base.record.suites);
-        for (const suite of suites)
-          entries.set(suite, { digest: fileDigest(path.join(pkgDir, suite)), tests: new Map() });
-        for (const [name, status] of results[mode].tests) entries.get(name.split(" › ")[0])?.tests.set(name, status);
-        const file = writeBaseline(base.key, entries, results[mode].served);
-        console.log(
-          `activation-suites: recorded ${mode} (${suites.length} suite files) in ${path.relative(repo, file)}`,
-        );
-      }
+    if (differing.size === 0) break;
+    const files = [...differing.keys()].sort();
+    console.log(
+      `activation-suites: re-running (attempt ${attempt + 1}) ${files.length} suite file(s) with differences, in the modes that differ: ${files.map((f) => `${f} (${[...differing.get(f)].join(", ")})`).join("; ")}`,
+    );
+    for (const mode of args.modes) {
+      const mine = files.filter((file) => differing.get(file).has(mode));
+      if (mine.length === 0) continue;
+      const again = await runMode(pkgDir, mine, mode, scratch, args.native);
+      for (const [name, status] of again.tests) if (status === "passed") results[mode].tests.set(name, "passed");
+      results[mode].served = [...new Set([...results[mode].served, ...again.served])].sort();
+      results[mode].skips.push(...again.skips);
     }
-  } finally {
-    rmSync(scratch, { recursive: true, force: true });
   }
+}
+
+/**
+ * --record: the baselines as this run ends (the record's files and the live ones, with the
+ * re-runs' passes), written back with the record's other files kept.
+ */
+function recordBaselines(baselines, pkgDir, suites, results) {
+  for (const [mode, base] of Object.entries(baselines)) {
+    const entries = new Map(base.record.suites);
+    for (const suite of suites) entries.set(suite, { digest: fileDigest(path.join(pkgDir, suite)), tests: new Map() });
+    for (const [name, status] of results[mode].tests) entries.get(name.split(" › ")[0])?.tests.set(name, status);
+    const file = writeBaseline(base.key, entries, results[mode].served);
+    console.log(`activation-suites: recorded ${mode} (${suites.length} suite files) in ${path.relative(repo, file)}`);
+  }
+}
+
+/**
+ * The run's summary (the test command's report): per mode its counts, every difference
+ * between an activated mode and its baseline (a regression, or a test passing only
+ * activated), every skip, every mode that served natively when it should not or did not when
+ * it should; `checks` counts them.
+ */
+function summarize(args, suites, results) {
   const passing = (mode) => [...results[mode].tests].filter(([, s]) => s === "passed").map(([n]) => n);
   const summary = {
     activation: true,
@@ -418,6 +435,35 @@ async function main() {
   }
   failed += summary.skipped.length + summary.inactive.length;
   summary.checks = { passed, failed };
+  return summary;
+}
+
+async function main() {
+  const barrier = makeBarrier(process.env.ACTIVATION_SUITES_BARRIER);
+  const args = commandLine(process.argv.slice(2));
+  const pkgDir = args.pkgDir ?? path.join(repo, "node_modules", ...args.pkg.split("/"));
+  if (!existsSync(pkgDir)) throw new Error(`${args.pkg} is not installed (npm ci)`);
+  const drop = new Set(args.exclude);
+  const short = (s) => s.replace(/^dist\//, "").replace(/\.test\.js$/, "");
+  const suites = listSuites(path.join(pkgDir, "dist"), pkgDir).filter(
+    (s) => !drop.has(short(s)) && (!args.only || args.only.includes(short(s))),
+  );
+  console.log(`activation-suites: ${args.pkg}: ${suites.length} suites, modes ${args.modes.join(", ")}`);
+  const scratch = mkdtempSync(path.join(os.tmpdir(), "pc-activation-"));
+  const results = {};
+  try {
+    const plan = planRuns(args, pkgDir, suites, results);
+    await runQueued(plan, pkgDir, scratch, args.native, results);
+    // When several runs share the machine (ACTIVATION_SUITES_BARRIER), the re-runs wait until
+    // every run's first pass is done, so they run on a quieter machine than the pass that
+    // found the difference.
+    await barrier.arrive();
+    await rerunDifferences(args, pkgDir, scratch, results);
+    if (args.record) recordBaselines(plan.baselines, pkgDir, suites, results);
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+  const summary = summarize(args, suites, results);
   for (const mode of args.modes.filter((m) => !BASELINE[m])) {
     const failing = [...results[mode].tests].filter(([, s]) => s === "failed").map(([n]) => n);
     for (const n of failing)
@@ -427,6 +473,7 @@ async function main() {
   for (const line of summary.skipped) console.log(`activation-suites: SKIPPED (counts as failed): ${line}`);
   for (const line of summary.inactive) console.log(`activation-suites: NOT ACTIVE (counts as failed): ${line}`);
   if (args.json) writeFileSync(args.json, JSON.stringify(summary, null, 2));
+  const { passed, failed } = summary.checks;
   console.log(`activation-suites: ${args.pkg}: ${passed} passed, ${failed} failed`);
   process.exitCode = failed === 0 && passed > 0 ? 0 : 1;
 }

@@ -14,9 +14,8 @@ import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
+import { repo } from "../lib/shared.mjs";
 
-const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 export const BASELINE_DIR = path.join(repo, "test-baselines");
 const UPSTREAM = "@paperclipai/adapter-utils";
 

@@ -29,12 +29,10 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node
 import { mkdtempSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
+import { parseArgs, repo } from "../lib/shared.mjs";
 // The copy and the composition (shared with the activation's coverage list) live in
 // scripts/upstream/swapped-copy.mjs, which the tests use too.
 import { copyUpstream, swapIn, upstreamDir } from "./swapped-copy.mjs";
-
-const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
 // The upstream suites that exercise the modules we cover (directly or through the upstream
 // modules that import them). `ssh-fixture` starts its own sshd and needs a non-root user.
@@ -53,19 +51,30 @@ const DEFAULT_SUITES = [
   "ssh-fixture",
 ];
 
-function parseArgs(argv) {
-  const out = { suites: DEFAULT_SUITES, json: null, upstream: upstreamDir, swapRoot: path.join(repo, ".swap") };
-  for (let i = 0; i < argv.length; i += 1) {
-    if (argv[i] === "--suites") out.suites = argv[++i].split(",").filter(Boolean);
-    else if (argv[i] === "--exclude-suites") {
-      const drop = new Set(argv[++i].split(",").filter(Boolean));
-      out.suites = out.suites.filter((suite) => !drop.has(suite));
-    } else if (argv[i] === "--json") out.json = path.resolve(argv[++i]);
-    else if (argv[i] === "--upstream") out.upstream = path.resolve(argv[++i]);
-    else if (argv[i] === "--swap-dir") out.swapRoot = path.resolve(argv[++i]);
-    else throw new Error(`unknown argument ${argv[i]}`);
-  }
-  return out;
+const USAGE = `Usage: node scripts/upstream/swap.mjs [--suites a,b] [--exclude-suites a,b] [--json out.json]
+         [--upstream DIR] [--swap-dir DIR]`;
+
+/** The command line: `{ suites, json, upstream, swapRoot }`. */
+function commandLine(argv) {
+  const { values } = parseArgs(argv, {
+    name: "upstream-swap",
+    usage: USAGE,
+    options: {
+      suites: { type: "string" },
+      "exclude-suites": { type: "string", default: "" },
+      json: { type: "string" },
+      upstream: { type: "string", default: upstreamDir },
+      "swap-dir": { type: "string", default: path.join(repo, ".swap") },
+    },
+  });
+  const drop = new Set(values["exclude-suites"].split(",").filter(Boolean));
+  const suites = values.suites ? values.suites.split(",").filter(Boolean) : DEFAULT_SUITES;
+  return {
+    suites: suites.filter((suite) => !drop.has(suite)),
+    json: values.json ? path.resolve(values.json) : null,
+    upstream: path.resolve(values.upstream),
+    swapRoot: path.resolve(values["swap-dir"]),
+  };
 }
 
 function prepareCopy(swapRoot, variant, from) {
@@ -155,7 +164,7 @@ async function runSuites(dir, suites, label) {
 }
 
 async function main() {
-  const args = parseArgs(process.argv.slice(2));
+  const args = commandLine(process.argv.slice(2));
   if (!existsSync(args.upstream))
     throw new Error(`@paperclipai/adapter-utils is not installed at ${args.upstream} (npm ci)`);
   const plainDir = prepareCopy(args.swapRoot, "plain", args.upstream);

@@ -10,10 +10,9 @@
 // (lib/activation/coverage.js), which composes the same modules at load time.
 import { cpSync, existsSync, mkdirSync, renameSync, symlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { pathToFileURL } from "node:url";
 import { boundSource, coveredModules, isBoundModule, shimSource } from "../../lib/activation/coverage.js";
-
-const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+import { repo } from "../lib/shared.mjs";
 
 /** The installed upstream package (the devDependency; the default `from` below). */
 export const upstreamDir = path.join(repo, "node_modules", "@paperclipai", "adapter-utils");

@@ -42,7 +42,7 @@ import {
   writeFileSync,
 } from "node:fs";
 import path from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { pathToFileURL } from "node:url";
 import { moduleAdmission } from "../../lib/activation/admission.js";
 import {
   coveredModules,
@@ -51,8 +51,8 @@ import {
   verifiedUpstreams,
 } from "../../lib/activation/coverage.js";
 import { packageFingerprints } from "../../lib/activation/fingerprint.js";
+import { parseArgs, repo, usageError } from "../lib/shared.mjs";
 
-const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const PARTS = ["admission", "differential", "swapped", "activation"];
 const COMPOSITION = "(composition)";
 // The activated modes run (each against its unactivated baseline): the Node hook (upstream
@@ -81,24 +81,34 @@ Options:
   --json FILE       write the results as JSON
 `;
 
-function parseArgs(argv) {
-  const out = { target: null, modules: null, quick: false, parts: PARTS, write: false, keep: false, json: null };
-  for (let i = 0; i < argv.length; i += 1) {
-    const arg = argv[i];
-    if (arg === "--help" || arg === "-h") out.help = true;
-    else if (arg === "--modules") out.modules = argv[++i].split(",").filter(Boolean);
-    else if (arg === "--quick") out.quick = true;
-    else if (arg === "--parts") out.parts = argv[++i].split(",").filter(Boolean);
-    else if (arg === "--write") out.write = true;
-    else if (arg === "--keep") out.keep = true;
-    else if (arg === "--json") out.json = path.resolve(argv[++i]);
-    else if (arg.startsWith("-")) throw new Error(`unknown option ${arg}`);
-    else if (out.target === null) out.target = arg;
-    else throw new Error(`unexpected argument ${arg}`);
-  }
-  for (const part of out.parts)
-    if (!PARTS.includes(part)) throw new Error(`unknown part ${part} (${PARTS.join(", ")})`);
-  return out;
+/** The command line: `{ target, modules, quick, parts, write, keep, json }` (`target` null when not given). */
+function commandLine(argv) {
+  const { values, positionals } = parseArgs(argv, {
+    name: "verify-upstream",
+    usage: HELP,
+    options: {
+      modules: { type: "string" },
+      quick: { type: "boolean", default: false },
+      parts: { type: "string", default: PARTS.join(",") },
+      write: { type: "boolean", default: false },
+      keep: { type: "boolean", default: false },
+      json: { type: "string" },
+    },
+    positionals: true,
+  });
+  if (positionals.length > 1) usageError("verify-upstream", `unexpected argument ${positionals[1]}`, HELP);
+  const parts = values.parts.split(",").filter(Boolean);
+  for (const part of parts)
+    if (!PARTS.includes(part)) usageError("verify-upstream", `unknown part ${part} (${PARTS.join(", ")})`, HELP);
+  return {
+    target: positionals[0] ?? null,
+    modules: values.modules ? values.modules.split(",").filter(Boolean) : null,
+    quick: values.quick,
+    parts,
+    write: values.write,
+    keep: values.keep,
+    json: values.json ? path.resolve(values.json) : null,
+  };
 }
 
 const say = (line) => console.log(`verify-upstream: ${line}`);
@@ -510,11 +520,112 @@ function table(rows, columns) {
   return out;
 }
 
+/**
+ * One row per module (and `(composition)` when upstream's orchestration suites ran or
+ * failed): `{ module, ok, parts: { <part>: { ok, summary, details } } }`, from each part's
+ * results (`parts`: admission, differential, swapped, activation, each null when not run).
+ * Returns `{ rows, names }`.
+ */
+function verdictRows(modules, { admission, differential, swapped, activation }) {
+  const rows = [];
+  const ranSuites = [swapped, activation].flatMap((part) => part?.suites ?? []);
+  const names = modules.map((m) => m.module);
+  const compositionFailed = [swapped, activation].some((part) => part?.results[COMPOSITION]);
+  if (compositionFailed || ranSuites.some((suite) => !names.includes(suite))) names.push(COMPOSITION);
+  const suiteCell = (part, module) => {
+    if (!part) return { ok: true, summary: "not run" };
+    if (part.results[module]) return part.results[module];
+    if (module === COMPOSITION || part.suites.includes(module)) return { ok: true, summary: "ok" };
+    return { ok: true, summary: "— (no suite of its own)" };
+  };
+  for (const module of names) {
+    const composition = module === COMPOSITION;
+    const parts = {
+      admission: composition ? { ok: true, summary: "—" } : (admission?.[module] ?? { ok: true, summary: "not run" }),
+      differential: composition
+        ? { ok: true, summary: "—" }
+        : (differential?.results[module] ?? {
+            ok: true,
+            summary: differential ? "— (no differential test)" : "not run",
+          }),
+      swapped: suiteCell(swapped, module),
+      activation: suiteCell(activation, module),
+    };
+    rows.push({ module, ok: Object.values(parts).every((p) => p.ok), parts });
+  }
+  return { rows, names };
+}
+
+/** The parts that ran and passed no test (a runner that passed nothing proves nothing). */
+function emptyParts({ differential, swapped, activation }) {
+  const empty = [];
+  if (differential && differential.ran === 0 && Object.keys(differential.results).length > 0)
+    empty.push("differential");
+  for (const [name, part] of [
+    ["swapped", swapped],
+    ["activation", activation],
+  ]) {
+    if (part && part.suites.length > 0 && part.passed === 0) empty.push(name);
+  }
+  return empty;
+}
+
+/** Prints the table of `rows` (one column per part run) and every detail of a failure. */
+function printRows(candidate, args, rows) {
+  console.log("");
+  say(`${UPSTREAM_PACKAGE} ${candidate.version} (${candidate.source}): per module, does ours match?`);
+  const columns = [
+    { key: "module", title: "module" },
+    { key: "verdict", title: "ours" },
+    ...args.parts.map((p) => ({ key: p, title: p })),
+  ];
+  for (const line of table(
+    rows.map((r) => ({
+      module: r.module,
+      verdict: r.ok ? "matches" : "DIFFERS",
+      ...Object.fromEntries(Object.entries(r.parts).map(([k, v]) => [k, v.summary])),
+    })),
+    columns,
+  ))
+    say(line);
+  for (const r of rows) {
+    for (const [part, result] of Object.entries(r.parts)) {
+      // Every detail of a failure; a passing module's admission says which files changed.
+      if (result.ok && part !== "admission") continue;
+      for (const detail of result.details ?? []) say(`${r.module}: ${part}: ${detail}`);
+    }
+  }
+}
+
+/**
+ * After a passing run: what adding the upstream needs, and with --write (refused for a run
+ * that covered only part of the checks) its entry added to the verified list.
+ */
+function adoptPassed(args, entry, names) {
+  const partial = Boolean(args.modules) || args.quick || args.parts.length !== PARTS.length;
+  const advice = addingAdvice(entry, !partial);
+  say(`PASS: every module matches (${names.join(", ")})`);
+  for (const line of advice.lines) say(line);
+  if (args.write && !advice.present) {
+    if (partial) {
+      say("--write refused: this run covered only part of the checks");
+      process.exitCode = 1;
+    } else {
+      const record = JSON.parse(readFileSync(VERIFIED_UPSTREAM_FILE, "utf8"));
+      record.verified = [...record.verified.filter((known) => !sameUpstream(known, entry)), entry];
+      writeFileSync(VERIFIED_UPSTREAM_FILE, `${JSON.stringify(record, null, 2)}\n`);
+      say(`added ${entry.version} to ${path.relative(repo, VERIFIED_UPSTREAM_FILE)}`);
+    }
+  } else if (!advice.present) {
+    say(`the entry: ${JSON.stringify({ ...entry, files: `{ ${Object.keys(entry.files).length} fingerprints }` })}`);
+  }
+}
+
 async function main() {
-  const args = parseArgs(process.argv.slice(2));
-  if (args.help || !args.target) {
+  const args = commandLine(process.argv.slice(2));
+  if (!args.target) {
     process.stdout.write(HELP);
-    process.exitCode = args.help ? 0 : 2;
+    process.exitCode = 2;
     return;
   }
   const started = Date.now();
@@ -538,93 +649,22 @@ async function main() {
   };
   let outcome;
   try {
-    const admission = await timed("admission", () => admissionPart(candidate, modules));
-    const differential = await timed("differential", () => differentialPart(candidate, modules, notes));
-    const swapped = await timed("swapped", () => swappedPart(candidate, args, modules, notes));
-    const activation = await timed("activation", () => activationPart(candidate, args, modules, entry, notes));
-
-    const rows = [];
-    const ranSuites = [swapped, activation].flatMap((part) => part?.suites ?? []);
-    const names = modules.map((m) => m.module);
-    const compositionFailed = [swapped, activation].some((part) => part?.results[COMPOSITION]);
-    if (compositionFailed || ranSuites.some((suite) => !names.includes(suite))) names.push(COMPOSITION);
-    const suiteCell = (part, module) => {
-      if (!part) return { ok: true, summary: "not run" };
-      if (part.results[module]) return part.results[module];
-      if (module === COMPOSITION || part.suites.includes(module)) return { ok: true, summary: "ok" };
-      return { ok: true, summary: "— (no suite of its own)" };
+    const parts = {
+      admission: await timed("admission", () => admissionPart(candidate, modules)),
+      differential: await timed("differential", () => differentialPart(candidate, modules, notes)),
+      swapped: await timed("swapped", () => swappedPart(candidate, args, modules, notes)),
+      activation: await timed("activation", () => activationPart(candidate, args, modules, entry, notes)),
     };
-    for (const module of names) {
-      const composition = module === COMPOSITION;
-      const parts = {
-        admission: composition ? { ok: true, summary: "—" } : (admission?.[module] ?? { ok: true, summary: "not run" }),
-        differential: composition
-          ? { ok: true, summary: "—" }
-          : (differential?.results[module] ?? {
-              ok: true,
-              summary: differential ? "— (no differential test)" : "not run",
-            }),
-        swapped: suiteCell(swapped, module),
-        activation: suiteCell(activation, module),
-      };
-      rows.push({ module, ok: Object.values(parts).every((p) => p.ok), parts });
-    }
-    // A part that ran must have passed tests (a runner that passed nothing proves nothing).
-    const empty = [];
-    if (differential && differential.ran === 0 && Object.keys(differential.results).length > 0)
-      empty.push("differential");
-    for (const [name, part] of [
-      ["swapped", swapped],
-      ["activation", activation],
-    ]) {
-      if (part && part.suites.length > 0 && part.passed === 0) empty.push(name);
-    }
+    const { rows, names } = verdictRows(modules, parts);
+    const empty = emptyParts(parts);
     const differing = rows.filter((r) => !r.ok).map((r) => r.module);
     const pass = differing.length === 0 && empty.length === 0;
 
-    console.log("");
-    say(`${UPSTREAM_PACKAGE} ${candidate.version} (${candidate.source}): per module, does ours match?`);
-    const columns = [
-      { key: "module", title: "module" },
-      { key: "verdict", title: "ours" },
-      ...args.parts.map((p) => ({ key: p, title: p })),
-    ];
-    for (const line of table(
-      rows.map((r) => ({
-        module: r.module,
-        verdict: r.ok ? "matches" : "DIFFERS",
-        ...Object.fromEntries(Object.entries(r.parts).map(([k, v]) => [k, v.summary])),
-      })),
-      columns,
-    ))
-      say(line);
-    for (const r of rows) {
-      for (const [part, result] of Object.entries(r.parts)) {
-        // Every detail of a failure; a passing module's admission says which files changed.
-        if (result.ok && part !== "admission") continue;
-        for (const detail of result.details ?? []) say(`${r.module}: ${part}: ${detail}`);
-      }
-    }
+    printRows(candidate, args, rows);
     for (const note of notes) say(`note: ${note}`);
     for (const name of empty) say(`FAILED: ${name} ran no passing test`);
-    const advice = addingAdvice(entry, !args.modules && !args.quick && args.parts.length === PARTS.length);
-    if (pass) {
-      say(`PASS: every module matches (${names.join(", ")})`);
-      for (const line of advice.lines) say(line);
-      if (args.write && !advice.present) {
-        if (args.modules || args.quick || args.parts.length !== PARTS.length) {
-          say("--write refused: this run covered only part of the checks");
-          process.exitCode = 1;
-        } else {
-          const record = JSON.parse(readFileSync(VERIFIED_UPSTREAM_FILE, "utf8"));
-          record.verified = [...record.verified.filter((known) => !sameUpstream(known, entry)), entry];
-          writeFileSync(VERIFIED_UPSTREAM_FILE, `${JSON.stringify(record, null, 2)}\n`);
-          say(`added ${entry.version} to ${path.relative(repo, VERIFIED_UPSTREAM_FILE)}`);
-        }
-      } else if (!advice.present) {
-        say(`the entry: ${JSON.stringify({ ...entry, files: `{ ${Object.keys(entry.files).length} fingerprints }` })}`);
-      }
-    } else {
+    if (pass) adoptPassed(args, entry, names);
+    else {
       say(
         `FAIL: ${differing.length ? `differing modules: ${differing.join(", ")}` : "see above"}; ${candidate.version} cannot join the verified list until ours implements what differs (or the difference is understood and the tests say so)`,
       );
