@@ -5,7 +5,7 @@
 // Without a file: every linux-gnu `.node` in native/.
 import { readdirSync } from "node:fs";
 import path from "node:path";
-import { isMain, output, parseArgs, repo } from "../lib/shared.mjs";
+import { isMain, onPath, output, parseArgs, repo } from "../lib/shared.mjs";
 
 /** The glibc floor the README states for linux-gnu binaries. */
 export const GLIBC_FLOOR = "2.17";
@@ -21,8 +21,12 @@ export function newerVersion(a, b) {
   return false;
 }
 
-/** The newest `GLIBC_x.y` symbol version `file` needs (`0` when none). */
+/**
+ * The newest `GLIBC_x.y` symbol version `file` needs (`0` when none), read by binutils'
+ * objdump; throws, saying what installs it, when objdump is missing.
+ */
 export function highestGlibc(file) {
+  if (!onPath("objdump")) throw new Error("objdump is missing (binutils: apt-get install binutils)");
   const dump = output("objdump", ["-T", file]);
   const versions = [...new Set([...dump.matchAll(/GLIBC_(\d+(?:\.\d+)+)/g)].map((m) => m[1]))];
   return versions.reduce((a, b) => (newerVersion(b, a) ? b : a), "0");

@@ -1,7 +1,8 @@
 // The toolchains that build every target of package.json's `napi.targets` on a Linux x64 host,
-// each installed here when missing (as the test command installs what it needs): used by
-// scripts/build/build.mjs (the build entry) and scripts/platforms/test.mjs (which builds the
-// core's tests with a target's toolchain).
+// each installed here when missing (as the test command installs what it needs), and the tools
+// a built binary is read with: used by scripts/build/build.mjs (the build entry), and by the
+// entry points that check built binaries (scripts/release/pack.mjs,
+// scripts/platforms/test.mjs, which also build the core's tests with a target's toolchain).
 // Emulation is not here: it is the platform checks' own (scripts/platforms/emulation.mjs).
 // CONTRIBUTING.md ("Other targets") explains the choices; in short, per target:
 //
@@ -28,7 +29,7 @@ import {
 } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { ensureDebianPackages, hostTriple, output, repo, run, runShown, step } from "../lib/shared.mjs";
+import { ensureDebianPackages, hostTriple, onPath, output, repo, run, runShown, step } from "../lib/shared.mjs";
 
 /** Pinned tool versions (PyPI packages and napi's npm toolchain package). */
 export const ZIG_VERSION = "0.17.0";
@@ -166,10 +167,9 @@ function ensureRustObjcopy(rustc) {
   return [shim("rust-objcopy", "/usr/bin/llvm-objcopy")];
 }
 
-/** zig's `lib` directory (its libc headers, crt sources and symbol lists). */
-export function zigLibDir() {
-  const [shims] = ensureZig();
-  return path.join(path.dirname(realpathSync(path.join(shims, "zig"))), "lib");
+/** The `lib` directory of the zig binary `zig` (its libc headers, crt sources and symbol lists). */
+export function zigLibDir(zig) {
+  return path.join(path.dirname(realpathSync(zig)), "lib");
 }
 
 /**
@@ -224,7 +224,8 @@ export function macosSdk() {
   const sdk = path.join(cache, "macos-sdk");
   const lib = path.join(sdk, "usr", "lib");
   mkdirSync(lib, { recursive: true });
-  const libSystem = readFileSync(path.join(zigLibDir(), "libc", "darwin", "libSystem.tbd"), "utf8")
+  const zig = path.join(ensureZig()[0], "zig");
+  const libSystem = readFileSync(path.join(zigLibDir(zig), "libc", "darwin", "libSystem.tbd"), "utf8")
     .replace(/,\s*arm64e\.x1-(macos|maccatalyst)/g, "")
     .replace(/arm64e\.x1-(macos|maccatalyst),\s*/g, "")
     .replaceAll("arm64e-macos", "arm64-macos, arm64e-macos");
@@ -344,4 +345,43 @@ export function buildSetup(triple) {
         ? "Debian rustc-web, std from source"
         : "Debian rustc-web and std";
   return { env, napiArgs, describe: `${std}; ${describe}` };
+}
+
+/**
+ * The tools a built binary of `triple` is read with (scripts/build/check-glibc.mjs and
+ * scripts/platforms/binary-checks.mjs, which report a missing one and install nothing), each
+ * `{ tool, path, install, debian }`: `path` the command's (null when missing), `install` what
+ * installs it, `debian` its Debian package (none for zig). binutils' readelf and objdump for
+ * ELF; for musl also zig, whose musl symbol list the checks read (the musl build installs it);
+ * Debian's llvm-objdump and llvm-nm for Mach-O.
+ */
+export function inspectionTools(triple) {
+  const debian = (tool, pkg) => ({
+    tool,
+    path: onPath(tool),
+    install: `apt-get install ${pkg} (as root: npm run pack:release and npm run test:platforms install it)`,
+    debian: pkg,
+  });
+  if (triple.includes("-apple-")) return [debian("llvm-objdump", "llvm"), debian("llvm-nm", "llvm")];
+  const tools = [debian("readelf", "binutils"), debian("objdump", "binutils")];
+  if (triple.endsWith("-musl")) {
+    tools.push({
+      tool: `zig ${ZIG_VERSION}`,
+      path: installedZig(),
+      install: `npm run build -- --target ${triple} (the build's toolchain step puts it under .cache/cross; npm run pack:release and npm run test:platforms install it too)`,
+      debian: null,
+    });
+  }
+  return tools;
+}
+
+/**
+ * Installs what `inspectionTools(triple)` finds missing: the Debian packages (as root), zig
+ * as the build installs it (ensureZig). Called by the entry points that check built binaries
+ * (npm run pack:release, npm run test:platforms) before they check one.
+ */
+export function ensureInspectionTools(triple) {
+  const missing = inspectionTools(triple).filter((t) => !t.path);
+  ensureDebianPackages([...new Set(missing.filter((t) => t.debian).map((t) => t.debian))]);
+  if (missing.some((t) => !t.debian)) ensureZig();
 }

@@ -13,12 +13,17 @@
 //                  libSystem, libiconv and system frameworks; exports the entry only; every
 //                  undefined symbol bound to a named dylib (two-level namespace, none looked up
 //                  in the flat namespace)
+//
+// A check installs nothing: the tools it reads a binary with (binutils, zig's musl symbol
+// list, Debian's llvm; scripts/build/toolchains.mjs's inspectionTools) are installed by the
+// build of the target and by the entry points that check binaries (ensureInspectionTools);
+// when one is missing, the check fails with a row `tools` that says which and what installs it.
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { platformOfTarget } from "../../lib/platforms.js";
 import { GLIBC_FLOOR, highestGlibc, newerVersion } from "../build/check-glibc.mjs";
-import { MACOSX_DEPLOYMENT_TARGET, zigLibDir } from "../build/toolchains.mjs";
-import { ensureDebianPackages, output } from "../lib/shared.mjs";
+import { inspectionTools, MACOSX_DEPLOYMENT_TARGET, zigLibDir } from "../build/toolchains.mjs";
+import { output } from "../lib/shared.mjs";
 
 /** The addon's one entry point: what Node looks up after loading it. */
 const ENTRY = "napi_register_module_v1";
@@ -44,12 +49,12 @@ function elfDynamicSymbols(file) {
 }
 
 /**
- * The names musl's libc.so defines for `arch` (64-bit): read from the list zig links musl
- * programs against (zig's lib/libc/musl/libc.S, musl 1.2.5, the musl of current Alpine
- * releases), its `#ifdef ARCH_/FAMILY_/PTR64/TIME32` blocks taken for `arch`.
+ * The names musl's libc.so defines for `arch` (64-bit): read from the list the zig binary
+ * `zig` links musl programs against (zig's lib/libc/musl/libc.S, musl 1.2.5, the musl of
+ * current Alpine releases), its `#ifdef ARCH_/FAMILY_/PTR64/TIME32` blocks taken for `arch`.
  */
-function muslLibcSymbols(arch) {
-  const file = path.join(zigLibDir(), "libc", "musl", "libc.S");
+function muslLibcSymbols(arch, zig) {
+  const file = path.join(zigLibDir(zig), "libc", "musl", "libc.S");
   const defined = new Set(["PTR64", `ARCH_${arch}`, `FAMILY_${arch === "x86_64" ? "x86" : arch}`]);
   const names = new Set();
   const stack = []; // whether each open #if block is taken
@@ -81,7 +86,7 @@ function muslLibcSymbols(arch) {
 const GNU_LIBS =
   /^(libc\.so\.6|libm\.so\.6|libdl\.so\.2|libpthread\.so\.0|librt\.so\.1|libgcc_s\.so\.1|ld-linux-(x86-64|aarch64)\.so\.[12])$/;
 
-function elfChecks(triple, file) {
+function elfChecks(triple, file, tools) {
   const [arch, , , abi] = triple.split("-");
   const checks = [];
   const header = output("readelf", ["--file-header", file]);
@@ -131,7 +136,7 @@ function elfChecks(triple, file) {
         needed.join(", ") || "none (a static binary cannot be loaded by Node)",
       ),
     );
-    const musl = muslLibcSymbols(arch);
+    const musl = muslLibcSymbols(arch, tools.find((t) => t.tool.startsWith("zig")).path);
     const notMusl = undefinedStrong.filter((s) => !musl.names.has(s.name));
     checks.push(
       result(
@@ -226,14 +231,16 @@ function machoChecks(triple, file) {
 }
 
 /**
- * The static checks of `file`, the binary of `triple`: `[{ check, ok, detail }]`. Needs
- * binutils (ELF) or Debian's llvm (Mach-O); installs llvm and musl's libc when missing.
+ * The static checks of `file`, the binary of `triple`: `[{ check, ok, detail }]`. Reads it
+ * with binutils (ELF; zig's musl symbol list for musl) or Debian's llvm (Mach-O); when one of
+ * those is missing, one failed row `tools` instead, naming what is missing and what installs it.
  */
 export function checkBinary(triple, file) {
-  const platform = platformOfTarget(triple);
-  if (platform.startsWith("darwin")) {
-    ensureDebianPackages(["llvm"]);
-    return machoChecks(triple, file);
+  const tools = inspectionTools(triple);
+  const missing = tools.filter((t) => !t.path);
+  if (missing.length > 0) {
+    const what = missing.map((t) => `${t.tool} is missing, installed by ${t.install}`).join("; ");
+    return [result("tools", false, `not checked: ${what}`)];
   }
-  return elfChecks(triple, file);
+  return platformOfTarget(triple).startsWith("darwin") ? machoChecks(triple, file) : elfChecks(triple, file, tools);
 }

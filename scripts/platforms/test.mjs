@@ -4,7 +4,8 @@
 // check, what ran, result); exit 1 when one fails. Every check runs on what the tarballs
 // hold (their binary, the root package's JS), installed where something is installed.
 //
-//   every target      the binary's static checks (scripts/platforms/binary-checks.mjs)
+//   every target      the binary's static checks (scripts/platforms/binary-checks.mjs; the
+//                     tools they read it with installed first, as the target's build does)
 //   linux-x64-gnu     the root and platform tarballs installed into an empty project next to
 //                     upstream by npm under Node 24; `paperclip-sync doctor`; the demo's
 //                     differential steps (`paperclip-sync demo --no-ssh --no-sandbox`: ignore
@@ -40,7 +41,7 @@ import path from "node:path";
 import { VERIFIED_UPSTREAM_VERSIONS } from "../../lib/activation/coverage.js";
 import { binaryFileName, PACKAGE_NAME, platformOfTarget, platformPackageName } from "../../lib/platforms.js";
 import { parseTargets, TARGETS } from "../build/build.mjs";
-import { buildSetup, ensureZig } from "../build/toolchains.mjs";
+import { buildSetup, ensureInspectionTools, ensureZig } from "../build/toolchains.mjs";
 import {
   ensureDebianPackages,
   isMain,
@@ -443,6 +444,8 @@ function main() {
         process.stderr.write(`${row.ok ? "pass" : "FAIL"}  ${row.check} (${seconds} s): ${row.result}\n`);
       };
       const binary = binaryOfTarball(tarball, platform, work);
+      // What the static checks read the binary with, installed as the target's build installs it.
+      ensureInspectionTools(triple);
       for (const c of checkBinary(triple, binary)) {
         add({ check: c.check, ran: `read from the tarball's ${binaryFileName(platform)}`, ok: c.ok, result: c.detail });
       }

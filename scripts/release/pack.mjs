@@ -37,6 +37,7 @@ import os from "node:os";
 import path from "node:path";
 import { binaryFileName, platformPackageName, platformOfTarget } from "../../lib/platforms.js";
 import { buildTarget, parseTargets } from "../build/build.mjs";
+import { ensureInspectionTools } from "../build/toolchains.mjs";
 import { hostTriple, output, parseArgs, repo } from "../lib/shared.mjs";
 import { checkBinary } from "../platforms/binary-checks.mjs";
 
@@ -130,8 +131,10 @@ if (listed && missing.length) {
   console.error(`pack-release: no binary for ${missing.join(", ")} (build with npm run build -- --target <triple>)`);
   process.exit(1);
 }
-// Nothing is packed from a binary that fails its checks.
+// Nothing is packed from a binary that fails its checks, read with the tools its build
+// installs (installed here too when missing: a binary can come from another machine's build).
 for (const { triple, binary } of chosen) {
+  ensureInspectionTools(triple);
   const failed = checkBinary(triple, binary).filter((c) => !c.ok);
   if (failed.length) {
     console.error(
