@@ -172,6 +172,91 @@ function duplexReadScript(remotePath) {
 }
 
 /**
+ * What a read's channel delivered, waited on: `pending` (the bytes not taken yet, `bytes`
+ * long), `exit` (the channel's exit, once it came), `more()` (resolves on the next data or
+ * the exit; rejects with `ERR_PAPERCLIP_NATIVE_SANDBOX_TIMEOUT` after `timeoutMs` of
+ * silence) and `take(n)` (exactly `n` bytes of what arrived, the caller having checked there
+ * are enough). `what` names the read in the timeout's message.
+ */
+function channelInbox(channel, timeoutMs, what) {
+  const inbox = { pending: [], bytes: 0, exit: null };
+  let wake = null;
+  const notify = () => {
+    const resume = wake;
+    wake = null;
+    resume?.();
+  };
+  channel.onData((chunk) => {
+    const buffer = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+    inbox.pending.push(Buffer.from(buffer));
+    inbox.bytes += buffer.length;
+    notify();
+  });
+  channel.onExit((info) => {
+    inbox.exit = info ?? { exitCode: null };
+    notify();
+  });
+  inbox.more = () =>
+    new Promise((resolve, reject) => {
+      if (inbox.exit) return resolve();
+      const timer =
+        timeoutMs > 0
+          ? setTimeout(() => {
+              wake = null;
+              reject(
+                transferError(codes.SANDBOX_TIMEOUT, `${what} timed out after ${timeoutMs} ms without data`, {
+                  timeoutMs,
+                }),
+              );
+            }, timeoutMs)
+          : null;
+      wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+  inbox.take = (n) => {
+    const out = Buffer.allocUnsafe(n);
+    let filled = 0;
+    while (filled < n) {
+      const head = inbox.pending[0];
+      const part = Math.min(head.length, n - filled);
+      head.copy(out, filled, 0, part);
+      filled += part;
+      if (part === head.length) inbox.pending.shift();
+      else inbox.pending[0] = head.subarray(part);
+    }
+    inbox.bytes -= n;
+    return out;
+  };
+  return inbox;
+}
+
+/**
+ * The size line a read's script prints first ({@link duplexReadScript}), taken off `inbox`
+ * (what follows it stays pending). `failure()`: the error of a channel that exited first.
+ */
+async function readSizeLine(inbox, remotePath, failure) {
+  const unreadable = () =>
+    transferError(codes.SANDBOX_TRANSFER_FAILED, `Could not determine remote file size for ${remotePath}`);
+  for (;;) {
+    const joined = inbox.pending.length > 0 ? Buffer.concat(inbox.pending) : Buffer.alloc(0);
+    const newline = joined.indexOf(0x0a);
+    if (newline >= 0) {
+      const text = joined.subarray(0, newline).toString("latin1").trim();
+      if (!/^\d+$/.test(text)) throw unreadable();
+      const rest = joined.subarray(newline + 1);
+      inbox.pending = rest.length > 0 ? [rest] : [];
+      inbox.bytes = rest.length;
+      return Number(text);
+    }
+    if (inbox.exit) throw failure();
+    if (joined.length > 64) throw unreadable();
+    await inbox.more();
+  }
+}
+
+/**
  * Yields the bytes of `remotePath` through one duplex channel, in 4 MiB blocks the host
  * asks for (at most `WINDOW` outstanding, so a slow consumer slows the sandbox down instead
  * of filling memory). The size comes first; a file that yields a different byte count, a
@@ -185,91 +270,11 @@ export async function* readThroughDuplexChannel(runner, { shell, remotePath, tim
     timeoutMs,
     `the channel of a read of ${remotePath}`,
   );
-  const pending = [];
-  let pendingBytes = 0;
-  let exit = null;
-  let wake = null;
-  const notify = () => {
-    const resume = wake;
-    wake = null;
-    resume?.();
-  };
-  channel.onData((chunk) => {
-    const buffer = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
-    pending.push(Buffer.from(buffer));
-    pendingBytes += buffer.length;
-    notify();
-  });
-  channel.onExit((info) => {
-    exit = info ?? { exitCode: null };
-    notify();
-  });
-  const failure = () => exitFailure(`read of ${remotePath}`, exit);
-  const unreadable = () =>
-    transferError(codes.SANDBOX_TRANSFER_FAILED, `Could not determine remote file size for ${remotePath}`);
-  /** Waits for data that arrives after this call (or the exit); rejects after `timeoutMs` of silence. */
-  const more = () =>
-    new Promise((resolve, reject) => {
-      if (exit) return resolve();
-      const timer =
-        timeoutMs > 0
-          ? setTimeout(() => {
-              wake = null;
-              reject(
-                transferError(
-                  codes.SANDBOX_TIMEOUT,
-                  `read of ${remotePath} timed out after ${timeoutMs} ms without data`,
-                  {
-                    timeoutMs,
-                  },
-                ),
-              );
-            }, timeoutMs)
-          : null;
-      wake = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
-  /** Takes exactly `n` bytes from what arrived (the caller checked there are enough). */
-  const take = (n) => {
-    const out = Buffer.allocUnsafe(n);
-    let filled = 0;
-    while (filled < n) {
-      const head = pending[0];
-      const part = Math.min(head.length, n - filled);
-      head.copy(out, filled, 0, part);
-      filled += part;
-      if (part === head.length) pending.shift();
-      else pending[0] = head.subarray(part);
-    }
-    pendingBytes -= n;
-    return out;
-  };
+  const inbox = channelInbox(channel, timeoutMs, `read of ${remotePath}`);
+  const failure = () => exitFailure(`read of ${remotePath}`, inbox.exit);
   let finished = false;
   try {
-    // The size line.
-    let total = null;
-    while (total === null) {
-      const joined = pending.length > 0 ? Buffer.concat(pending) : Buffer.alloc(0);
-      const newline = joined.indexOf(0x0a);
-      if (newline >= 0) {
-        const text = joined.subarray(0, newline).toString("latin1").trim();
-        if (!/^\d+$/.test(text)) throw unreadable();
-        total = Number(text);
-        pending.length = 0;
-        pendingBytes = 0;
-        const rest = joined.subarray(newline + 1);
-        if (rest.length > 0) {
-          pending.push(rest);
-          pendingBytes = rest.length;
-        }
-        break;
-      }
-      if (exit) throw failure();
-      if (joined.length > 64) throw unreadable();
-      await more();
-    }
+    const total = await readSizeLine(inbox, remotePath, failure);
     const blocks = Math.ceil(total / DUPLEX_BLOCK_BYTES);
     let requested = 0;
     let received = 0;
@@ -282,20 +287,20 @@ export async function* readThroughDuplexChannel(runner, { shell, remotePath, tim
     request();
     while (received < total) {
       const want = Math.min(DUPLEX_BLOCK_BYTES, total - received);
-      while (pendingBytes < want) {
-        if (exit) throw failure();
-        await more();
+      while (inbox.bytes < want) {
+        if (inbox.exit) throw failure();
+        await inbox.more();
       }
-      const block = take(want);
+      const block = inbox.take(want);
       received += block.length;
       request();
       await onProgress?.(received, total);
       yield block;
     }
     channel.write(Buffer.from("end\n"));
-    while (!exit) await more();
-    if (exit.exitCode !== 0) throw failure();
-    if (pendingBytes > 0)
+    while (!inbox.exit) await inbox.more();
+    if (inbox.exit.exitCode !== 0) throw failure();
+    if (inbox.bytes > 0)
       throw transferError(
         codes.SANDBOX_TRANSFER_FAILED,
         `Remote file read was truncated for ${remotePath}: more than ${total} bytes`,
