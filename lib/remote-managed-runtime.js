@@ -94,83 +94,25 @@ export async function prepareRemoteManagedRuntime(input) {
     : base;
   const runtimeRootDir = path.posix.join(workspaceRemoteDir, RUNTIME_DIR, input.adapterKey);
   const assets = input.assets ?? [];
-
-  let prepared = null;
-  let baselineSnapshot = null;
-  if (syncWorkspace) {
-    // The workspace's first remote command logs in while the git state is read.
-    openSshSessionAhead(spec, {});
-    // The baseline is the host tree the prepare sends: captured while it is sent (upstream
-    // captures it after; both read the same host files), with the exclusions of the kind the
-    // prepare finds from the same git state (read once, handed on).
-    const gitState = await readLocalGitState(input.workspaceLocalDir);
-    const capturing = captureDirectorySnapshot(input.workspaceLocalDir, {
-      exclude: gitState ? [...GIT_ARCHIVE_EXCLUDES, RUNTIME_DIR] : [RUNTIME_DIR],
-    });
-    capturing.catch(() => undefined);
-    prepared = await prepareWorkspaceForSshExecution({
-      spec,
-      localDir: input.workspaceLocalDir,
-      remoteDir: workspaceRemoteDir,
-      onProgress,
-      [LOCAL_GIT_STATE]: gitState,
-    });
-    baselineSnapshot = await capturing;
-  }
+  const staged = syncWorkspace ? await stageRunWorkspace(input, workspaceRemoteDir) : null;
   const restoreStagedWorkspace = async (progress) => {
-    if (!prepared || !baselineSnapshot) return;
+    if (!staged) return;
     await restoreWorkspaceFromSshExecution({
       spec,
       localDir: input.workspaceLocalDir,
       remoteDir: workspaceRemoteDir,
-      baselineSnapshot,
-      restoreGitHistory: prepared.gitBacked,
+      baselineSnapshot: staged.baselineSnapshot,
+      restoreGitHistory: staged.prepared.gitBacked,
       onProgress: progress,
     });
   };
-
-  const assetDirs = {};
+  let assetDirs;
   try {
-    for (const asset of assets) {
-      const remoteDir = path.posix.join(runtimeRootDir, asset.key);
-      assetDirs[asset.key] = remoteDir;
-      await syncDirectoryToSsh({
-        spec,
-        localDir: asset.localDir,
-        remoteDir,
-        followSymlinks: asset.followSymlinks,
-        exclude: asset.exclude,
-        onProgress,
-        progressLabel: asset.key,
-      });
-    }
+    assetDirs = await stageAssets(input, runtimeRootDir);
   } catch (error) {
     await restoreStagedWorkspace(onProgress);
     throw error;
   }
-
-  const additionalSourceDirs = {};
-  for (const { localPath, projectId, ignoreResolution } of input.additionalSources ?? []) {
-    try {
-      checkReferencedSource(localPath, projectId, ignoreResolution);
-      const remoteDir = path.posix.join(runtimeRootDir, `project-${projectId}`);
-      await syncDirectoryToSsh({
-        spec,
-        localDir: localPath,
-        remoteDir,
-        exclude: mergeExcludes(
-          REFERENCED_SOURCE_HEAVY_EXCLUDES,
-          referencedSourceIgnoreExcludeEntries(ignoreResolution),
-        ),
-        onProgress,
-        progressLabel: `project-${projectId}`,
-      });
-      additionalSourceDirs[projectId] = remoteDir;
-    } catch (error) {
-      console.warn(`[paperclip] Failed to stage referenced project ${projectId}; skipping it. ${String(error)}`);
-    }
-  }
-
   const readFile = async (remotePath) => {
     const { stdout } = await runSshCommand(spec, `base64 < ${shellQuote(remotePath)}`, {
       maxBuffer: READ_FILE_MAX_BUFFER,
@@ -183,7 +125,7 @@ export async function prepareRemoteManagedRuntime(input) {
     workspaceRemoteDir,
     runtimeRootDir,
     assetDirs,
-    additionalSourceDirs,
+    additionalSourceDirs: await stageReferencedProjects(input, runtimeRootDir),
     restoreWorkspace: async (progress) => {
       await restoreStagedWorkspace(progress);
       for (const asset of assets) {
@@ -192,4 +134,79 @@ export async function prepareRemoteManagedRuntime(input) {
       }
     },
   };
+}
+
+/**
+ * The run's workspace staged by `prepareWorkspaceForSshExecution`, with the baseline of the
+ * host tree it sends: `{ prepared, baselineSnapshot }`.
+ */
+async function stageRunWorkspace(input, workspaceRemoteDir) {
+  const { spec, onProgress } = input;
+  // The workspace's first remote command logs in while the git state is read.
+  openSshSessionAhead(spec, {});
+  // The baseline is the host tree the prepare sends: captured while it is sent (upstream
+  // captures it after; both read the same host files), with the exclusions of the kind the
+  // prepare finds from the same git state (read once, handed on).
+  const gitState = await readLocalGitState(input.workspaceLocalDir);
+  const capturing = captureDirectorySnapshot(input.workspaceLocalDir, {
+    exclude: gitState ? [...GIT_ARCHIVE_EXCLUDES, RUNTIME_DIR] : [RUNTIME_DIR],
+  });
+  capturing.catch(() => undefined);
+  const prepared = await prepareWorkspaceForSshExecution({
+    spec,
+    localDir: input.workspaceLocalDir,
+    remoteDir: workspaceRemoteDir,
+    onProgress,
+    [LOCAL_GIT_STATE]: gitState,
+  });
+  return { prepared, baselineSnapshot: await capturing };
+}
+
+/** Each asset uploaded to `<runtimeRootDir>/<key>`, one after the other; resolves the remote directories by key. */
+async function stageAssets(input, runtimeRootDir) {
+  const assetDirs = {};
+  for (const asset of input.assets ?? []) {
+    const remoteDir = path.posix.join(runtimeRootDir, asset.key);
+    assetDirs[asset.key] = remoteDir;
+    await syncDirectoryToSsh({
+      spec: input.spec,
+      localDir: asset.localDir,
+      remoteDir,
+      followSymlinks: asset.followSymlinks,
+      exclude: asset.exclude,
+      onProgress: input.onProgress,
+      progressLabel: asset.key,
+    });
+  }
+  return assetDirs;
+}
+
+/**
+ * Each referenced project uploaded to `<runtimeRootDir>/project-<id>` without its heavy
+ * directories and ignored paths; one that fails is warned about and skipped. Resolves the
+ * remote directories by project id.
+ */
+async function stageReferencedProjects(input, runtimeRootDir) {
+  const additionalSourceDirs = {};
+  for (const { localPath, projectId, ignoreResolution } of input.additionalSources ?? []) {
+    try {
+      checkReferencedSource(localPath, projectId, ignoreResolution);
+      const remoteDir = path.posix.join(runtimeRootDir, `project-${projectId}`);
+      await syncDirectoryToSsh({
+        spec: input.spec,
+        localDir: localPath,
+        remoteDir,
+        exclude: mergeExcludes(
+          REFERENCED_SOURCE_HEAVY_EXCLUDES,
+          referencedSourceIgnoreExcludeEntries(ignoreResolution),
+        ),
+        onProgress: input.onProgress,
+        progressLabel: `project-${projectId}`,
+      });
+      additionalSourceDirs[projectId] = remoteDir;
+    } catch (error) {
+      console.warn(`[paperclip] Failed to stage referenced project ${projectId}; skipping it. ${String(error)}`);
+    }
+  }
+  return additionalSourceDirs;
 }
