@@ -535,7 +535,7 @@ describe("the restore plan", () => {
         ]),
       },
       localWalk: Promise.resolve(JSON.stringify([])),
-      list: async () => ({ header: ["pcdelta", "ok"], entries: listing, enumerated: new Set([""]) }),
+      remote: { list: async () => ({ header: ["pcdelta", "ok"], entries: listing, enumerated: new Set([""]) }) },
     });
     expect(plan).toMatchObject({ members: ["kept.txt"], trees: ["moved"], names: ["node_modules"] });
     // `pkg`, in the listed top level and not listed, is gone: the merge sees it deleted.
@@ -573,7 +573,7 @@ describe("the restore plan", () => {
         remoteDir: "/r",
         baseline,
         localWalk: Promise.resolve(JSON.stringify([])),
-        list: async () => ({ header: ["pcdelta", "ok"], entries: listing, enumerated: new Set() }),
+        remote: { list: async () => ({ header: ["pcdelta", "ok"], entries: listing, enumerated: new Set() }) },
         ...(withUnsent ? { unsent } : {}),
       });
     // Gone (in the cut baseline, absent from the pull): the merge deletes them, as upstream's
@@ -608,7 +608,7 @@ describe("the restore plan", () => {
           ["narrowed.txt", "kept.txt", "edited.txt"].map((member) => [member, "f", 3, 0o664, "1", "2", "3", "4", null]),
         ),
       ),
-      list: async () => ({ header: ["pcdelta", "ok"], entries: new Map(), enumerated: new Set() }),
+      remote: { list: async () => ({ header: ["pcdelta", "ok"], entries: new Map(), enumerated: new Set() }) },
     });
     expect(plan.fallback).toBeUndefined();
     expect(plan.members).toEqual([]);
@@ -661,7 +661,7 @@ describe("the restore plan", () => {
       remoteDir: "/r",
       baseline: { exclude: ["node_modules", "*/node_modules", "gen/out", "gen/out/*"], entries },
       localWalk: Promise.resolve(JSON.stringify([])),
-      list: async () => ({ header: ["pcdelta", "ok"], entries: listing, enumerated: new Set() }),
+      remote: { list: async () => ({ header: ["pcdelta", "ok"], entries: listing, enumerated: new Set() }) },
     });
     expect(plan.names.sort()).toEqual(["gen/out", "node_modules"]);
     expect(plan.trees).toEqual([]);

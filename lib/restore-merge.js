@@ -1,5 +1,5 @@
 // The restore merge's driver, shared by upstream's `mergeDirectoryWithBaseline`
-// (./workspace-restore-merge.js) and the lanes' restores (./remote-start.js): the source is
+// (./workspace-restore-merge.js) and the lanes' restores (./lifecycle/remote-start.js): the source is
 // captured natively outside the lock while the baseline is decoded beside it; inside the lock
 // the hooks are awaited and the native merge captures the host tree and applies the changes.
 // With a remote start (what the prepare gave the remote), the native merge changes only what
@@ -94,7 +94,7 @@ function firstFailure(outcome) {
 /**
  * Merges `input.sourceDir` into `input.targetDir` against `input.baseline` (upstream's
  * `mergeDirectoryWithBaseline` input, with our `conflictPolicy` and `refuseEmptySource`).
- * `start` (a native `MergeStart`, ./remote-start.js): a lane's restore, judged against what
+ * `start` (a native `MergeStart`, ./lifecycle/remote-start.js): a lane's restore, judged against what
  * the remote was given. Resolves `{ kept, advanced }`: the host paths the merge left as they
  * are although they looked changed, each `{ path, reason }`, and what the host holds where
  * the merge changed it, `[path, entry | null]` (a snapshot entry; `null`: removed); both

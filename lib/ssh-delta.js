@@ -24,7 +24,8 @@ import path from "node:path";
 import { resolveInstanceRoot } from "./instance-root.js";
 import { codes, native, runCancellable } from "./native.js";
 import { shellQuote, transferTarget } from "./ssh-common.js";
-import { guarded, workspaceGuardLine } from "./workspace-guard.js";
+import { stageDelta } from "./lifecycle/stage.js";
+import { runRemoteScript as exec, sshRemote } from "./ssh-remote.js";
 import {
   HEADER,
   extractionMask,
@@ -44,16 +45,12 @@ import {
   rowsAfterFull,
   RUNTIME_DIR,
   sentListing,
-  settled,
   walkLocalTree,
   writeAtomically,
   writeManifest,
   countFallback,
   manifestLocation,
 } from "./tree-delta.js";
-/** Limits of the listing commands. */
-const LISTING_TIMEOUT_MS = 120_000;
-const LISTING_MAX_BUFFER = 256 * 1024 * 1024;
 /** A managed run's workspace directory: `<base>/.paperclip-runtime/runs/<runId>/workspace`. */
 const RUN_DIR = /^(.*)\/\.paperclip-runtime\/runs\/[^/]+\/workspace$/;
 
@@ -230,19 +227,6 @@ function remoteAnswered(error) {
   return error?.code === codes.SSH_REMOTE_FAILED || error?.code === codes.MAX_BUFFER;
 }
 
-/** Runs one internal command on the pooled session, its stdout as a Buffer. */
-async function exec(target, script, signal, stdin) {
-  const result = await runCancellable(signal, (id) =>
-    native.sshExec(target, `sh -c ${shellQuote(script)}`, stdin, LISTING_TIMEOUT_MS, LISTING_MAX_BUFFER, id),
-  );
-  if (result.exitStatus !== 0 || result.exitSignal) {
-    throw Object.assign(new Error(result.stderr.toString("utf8").trim() || `exit ${result.exitStatus}`), {
-      code: "ERR_PAPERCLIP_NATIVE_SSH_REMOTE_FAILED",
-    });
-  }
-  return result.stdout;
-}
-
 /**
  * Where a delta to `remoteDir` starts, by the manifest: `null` for `remoteDir` itself, the
  * previous run's directory for a managed run's new one (once that run was restored), or
@@ -288,52 +272,58 @@ export async function deltaCandidate({ spec, remoteDir, localDir }) {
  * remote entries in `keep` are not removed (the caller does). Resolves `{ mode: "delta" |
  * "full", reason? }`. `loaded`: the manifest as {@link deltaCandidate} read it.
  */
-export async function stageTree({
-  spec,
-  connection,
-  localDir,
-  remoteDir,
-  exclude,
-  fullUpload,
-  uploadDelta,
-  manifestExtra = {},
-  keep = [],
-  loaded = null,
-}) {
+export async function stageTree(args) {
   if (!sshDeltaEnabled()) {
     countFull("off");
-    await fullUpload({ record: false, gzip: false });
+    await args.fullUpload({ record: false, gzip: false });
     return { mode: "full", reason: "off" };
   }
+  return await stageDelta(TREE_DELTA, await openTreeDelta(args));
+}
+
+/**
+ * One prepare's tree delta: its arguments, the remote (ssh-remote.js), the walk of the local
+ * tree (started at once: it runs while the manifest is read and the remote lists its tree),
+ * the manifest, the names the listing prunes and where the delta starts ({@link seedOf}).
+ */
+async function openTreeDelta(args) {
+  const { spec, connection, localDir, remoteDir, exclude, keep = [], manifestExtra = {}, loaded = null } = args;
   const started = performance.now();
-  const signal = connection.signal;
-  // The local walk runs while the manifest is read and the remote lists its tree.
-  const walking = walkLocalTree(localDir, exclude, signal);
-  const { file, local, manifest } = loaded ?? (await loadManifest(spec, remoteDir, localDir));
-  const target = transferTarget(spec, connection);
+  const walking = walkLocalTree(localDir, exclude, connection.signal);
+  const { file, local, manifest } = await Promise.resolve(loaded ?? loadManifest(spec, remoteDir, localDir)).catch(
+    async (error) => {
+      await walking.catch(() => undefined);
+      throw error;
+    },
+  );
   trace("manifest read", started);
   // A git workspace's tree (`.git` excluded): the remote's `.git` is not listed either.
   const gitTree = exclude.includes(".git");
-  const prune = gitTree ? [RUNTIME_DIR, ".git"] : [RUNTIME_DIR];
-  const full = async (reason) => {
-    countFull(reason);
-    try {
-      await settled(file);
-      await fs.rm(file, { force: true }).catch(() => undefined);
-      const estimate = await runCancellable(signal, (id) => native.sshUploadEstimate(localDir, exclude, false, id));
-      const gzip = await wireCompression({ spec, connection, bytes: estimate });
-      const { members } = await fullUpload({ record: true, gzip });
-      await recordFull({ target, signal, file, local, remoteDir, members, prune, manifestExtra }).catch(
-        () => undefined,
-      );
-      return { mode: "full", reason };
-    } finally {
-      // The walk started for a delta: nothing of it outlives the call.
-      await walking.catch(() => undefined);
-    }
+  return {
+    ...args,
+    keep,
+    manifestExtra,
+    started,
+    walking,
+    file,
+    local,
+    manifest,
+    gitTree,
+    prune: gitTree ? [RUNTIME_DIR, ".git"] : [RUNTIME_DIR],
+    seed: seedOf(manifest, local, remoteDir),
+    remote: sshRemote(spec, connection, {}),
   };
-  const seed = seedOf(manifest, local, remoteDir);
-  if (seed === undefined) return await full("no-manifest");
+}
+
+/**
+ * Whether the remote can take a delta: its listing (a managed run's new directory first
+ * moved into place from the previous run's, `seed`) and the local walk, as `{ listing,
+ * locals, header }`, or `{ fallback }` (the reason for the full upload). A connection that
+ * failed or an abort rejects.
+ */
+async function treeDeltaReady(run) {
+  const { remoteDir, seed, prune, remote } = run;
+  if (seed === undefined) return { fallback: "no-manifest" };
   const q = shellQuote(remoteDir);
   const probe = [
     "set -e",
@@ -349,35 +339,36 @@ export async function stageTree({
   ].join("\n");
   let listing;
   try {
-    listing = parseListing(await exec(target, probe, signal));
+    listing = await remote.list(probe);
   } catch (error) {
-    await walking.catch(() => undefined);
     if (error?.name === "AbortError" || !remoteAnswered(error)) throw error;
-    return await full("remote-cannot-answer");
+    return { fallback: "remote-cannot-answer" };
   }
-  if (!listing.entries) {
-    return await full(listing.header[1] === "absent" ? "remote-absent" : "remote-cannot-answer");
-  }
-  trace("remote listed", started);
+  if (!listing.entries) return { fallback: listing.header[1] === "absent" ? "remote-absent" : "remote-cannot-answer" };
+  trace("remote listed", run.started);
   // Upstream's `git clean -fdx -e .paperclip-runtime` spares nested repositories and nested
   // runtime directories, and its tar never sends them: the full path reproduces that.
-  if (gitTree && [...listing.entries.keys()].some(nestedExcluded)) {
-    return await full("nested-git");
-  }
-  const locals = parseMembers(await walking);
-  trace("local walked", started);
-  if (seed) stats.seeded += 1;
-  const header = headerOf(listing.header);
-  const plan = planDelta(locals, listing.entries, manifest, header, new Set(keep));
+  if (run.gitTree && [...listing.entries.keys()].some(nestedExcluded)) return { fallback: "nested-git" };
+  const locals = parseMembers(await run.walking);
+  trace("local walked", run.started);
+  return { listing, locals, header: headerOf(listing.header) };
+}
+
+/**
+ * The delta: the remote entries the host no longer has removed (on the command line, or
+ * named on stdin when they are many), the changed members uploaded (`uploadDelta`, gzip'd
+ * when the link asks) and extracted by one command that lists them again, then the manifest.
+ */
+async function applyTreeDelta(run, { listing, locals, header }) {
+  const { spec, connection, remoteDir, remote, manifest, prune } = run;
+  if (run.seed) stats.seeded += 1;
+  const plan = planDelta(locals, listing.entries, manifest, header, new Set(run.keep));
+  const q = shellQuote(remoteDir);
   const removals = [...plan.remove].map((member) => shellQuote(member)).join(" ");
   const inline = removals.length <= INLINE_REMOVALS_MAX;
   if (!inline) {
-    await exec(
-      target,
-      `cd ${q} && xargs -0 rm -rf --`,
-      signal,
-      Buffer.from([...plan.remove].map((m) => `${m}\0`).join(""), "utf8"),
-    );
+    const names = Buffer.from([...plan.remove].map((m) => `${m}\0`).join(""), "utf8");
+    await remote.run(`cd ${q} && xargs -0 rm -rf --`, { stdin: names });
   }
   const sendBytes = locals.reduce((sum, entry) => sum + (plan.send.has(entry.member) ? entry.size + 512 : 0), 0);
   const gzip = await wireCompression({ spec, connection, bytes: sendBytes, hasGzip: header.compressor === "gzip" });
@@ -394,38 +385,47 @@ export async function stageTree({
   ].join("\n");
   const { stdout, members } =
     plan.send.size > 0
-      ? await uploadDelta({ command: `sh -c ${shellQuote(apply)}`, only: [...plan.send], gzip })
-      : { stdout: await exec(target, apply, signal), members: [] };
+      ? await run.uploadDelta({ command: `sh -c ${shellQuote(apply)}`, only: [...plan.send], gzip })
+      : { stdout: await remote.run(apply), members: [] };
   stats.sent += plan.send.size;
   stats.removed += plan.remove.size;
-  trace(`delta applied (${plan.send.size} sent, ${plan.remove.size} removed)`, started);
+  trace(`delta applied (${plan.send.size} sent, ${plan.remove.size} removed)`, run.started);
   const post = parseListing(stdout, { dotted: relist.dotted });
   stats.delta += 1;
   // The first listing's time: whatever changed on the remote after it (this upload too) is
   // listed again by the restore's and the next prepare's listings.
   writeManifest(
-    file,
+    run.file,
     newManifest({
-      localDir: local,
+      localDir: run.local,
       remoteDir,
       remote: remoteIdentity(header, manifest?.remote),
       restored: false,
       listedAt: header.now,
       compressor: header.compressor,
       files: rowsAfterDelta(locals, members, listing.entries, post.entries),
-      ...manifestExtra,
+      ...run.manifestExtra,
     }),
   );
-  trace("manifest made", started);
+  trace("manifest made", run.started);
   return { mode: "delta", sent: plan.send.size, removed: plan.remove.size };
 }
 
-/** After a full upload: lists the remote tree and records every file whose remote copy matches what was packed. */
-async function recordFull({ target, signal, file, local, remoteDir, members, prune, manifestExtra }) {
-  const q = shellQuote(remoteDir);
-  const listing = parseListing(
-    await exec(target, [`cd ${q}`, ...HEADER, listingPipeline("", prune)].join("\n"), signal),
+/** Upstream's full upload, gzip'd when the link asks for it (by the tree's estimated size); resolves the packer's member records. */
+async function fullTreeUpload(run) {
+  const { spec, connection, localDir, exclude } = run;
+  const estimate = await runCancellable(connection.signal, (id) =>
+    native.sshUploadEstimate(localDir, exclude, false, id),
   );
+  const gzip = await wireCompression({ spec, connection, bytes: estimate });
+  const { members } = await run.fullUpload({ record: true, gzip });
+  return members;
+}
+
+/** After a full upload: lists the remote tree and records every file whose remote copy matches what was packed. */
+async function recordFull({ remote, file, local, remoteDir, prune, manifestExtra }, members) {
+  const q = shellQuote(remoteDir);
+  const listing = await remote.list([`cd ${q}`, ...HEADER, listingPipeline("", prune)].join("\n"));
   if (!listing.entries) return;
   const { now, compressor } = headerOf(listing.header);
   writeManifest(
@@ -443,32 +443,32 @@ async function recordFull({ target, signal, file, local, remoteDir, members, pru
   );
 }
 
+/** The SSH tree delta's steps (lifecycle/stage.js). */
+const TREE_DELTA = {
+  ready: treeDeltaReady,
+  apply: applyTreeDelta,
+  upload: fullTreeUpload,
+  recordFull,
+  countFull,
+  // The walk started for a delta: nothing of it outlives the call.
+  settle: (run) => run.walking.catch(() => undefined),
+};
+
 /**
  * The delta of a baseline restore (the managed runtime's), or `null` for upstream's full
  * pull (counted): when the remote directory is the one this host last sent, unrestored,
  * and every exclude is a plain name, one remote listing tells which entries changed since
  * the prepare (tree-delta.js `planRestoreDelta`, whose plan this resolves: what to pull,
- * the baseline to merge against). `loaded`: the manifest as
+ * the baseline to merge against). `remote`: the restore's (lifecycle/remote.js, guarded:
+ * a workspace gone rejects with its coded refusal); `loaded`: the manifest as
  * {@link deltaCandidate} read it; `localWalk`: the walk of `localDir` that the caller
  * started with {@link walkLocalTree} and the baseline's excludes, `null` when the delta is
- * off (`PAPERCLIP_NATIVE_SSH_DELTA=0`, read once by the caller); `guard`: the remote
- * workspace the listing checks first (workspace-guard.js: a workspace gone rejects with its
- * coded refusal).
+ * off (`PAPERCLIP_NATIVE_SSH_DELTA=0`, read once by the caller).
  */
-export async function planRestore({
-  spec,
-  connection,
-  remoteDir,
-  localDir,
-  baseline,
-  loaded = null,
-  localWalk,
-  guard,
-}) {
+export async function planRestore({ remote, spec, remoteDir, localDir, baseline, loaded = null, localWalk }) {
   if (!localWalk) return null;
   const started = performance.now();
   const { local, manifest } = loaded ?? (await loadManifest(spec, remoteDir, localDir));
-  const target = transferTarget(spec, connection);
   // A listing whose connection failed fails the restore (the plan would fall back to the full
   // pull, which would only connect again).
   let lost = null;
@@ -478,16 +478,14 @@ export async function planRestore({
     remoteDir,
     baseline,
     localWalk,
-    list: (script, options) =>
-      guarded(guard, async () => {
-        try {
-          return parseListing(await exec(target, script, connection.signal), options);
-        } catch (error) {
-          if (error?.name !== "AbortError" && !remoteAnswered(error)) lost = error;
+    remote: {
+      list: (script, options) =>
+        remote.list(script, options).catch((error) => {
+          if (error?.name !== "AbortError" && error?.code !== codes.REMOTE_WORKSPACE_GONE && !remoteAnswered(error))
+            lost = error;
           throw error;
-        }
-      }),
-    first: workspaceGuardLine(guard),
+        }),
+    },
   });
   if (lost) throw lost;
   trace("restore: planned", started);

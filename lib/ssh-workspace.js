@@ -37,9 +37,10 @@ import {
   stageTree,
   trace,
 } from "./ssh-delta.js";
-import { advancedBaseline, describeRemoteStart, givenTopLevel, mergeAgentWork } from "./remote-start.js";
 import { walkLocalTree } from "./tree-delta.js";
-import { guarded, workspaceGuardLine } from "./workspace-guard.js";
+import { guardRemote } from "./lifecycle/remote.js";
+import { restoreRun } from "./lifecycle/restore.js";
+import { sshRemote } from "./ssh-remote.js";
 
 /** The remote directory Paperclip keeps for itself: never synced, never cleared. */
 const RUNTIME_DIR = ".paperclip-runtime";
@@ -309,14 +310,14 @@ function deltaImportScript({ remoteDir, state, ref, basis, headHeld, seed, check
  * With `base` (a commit this host holds that the prepare sent, ssh-delta.js), the remote
  * bundles only what it has beyond `base`, or nothing when its HEAD is still `base`; it falls
  * back to the whole history by itself when it does not hold `base` (or is shallow), and a
- * thin bundle this host cannot take is fetched again whole.
+ * thin bundle this host cannot take is fetched again whole. `remote`: the restore's
+ * (lifecycle/remote.js, guarded: a workspace gone rejects with its coded refusal).
  */
-async function pullGitHistory({ spec, localDir, remoteDir, ref, reset, onProgress, connection, base = null, guard }) {
+async function pullGitHistory({ remote, localDir, remoteDir, ref, reset, onProgress, signal, base = null }) {
   const q = shellQuote;
   const git = `git -C ${q(remoteDir)}`;
   const script = (thin) =>
     [
-      workspaceGuardLine(guard),
       "set -e",
       `${git} update-ref ${EXPORT_REF} HEAD`,
       `mkdir -p ${q(path.posix.join(remoteDir, RUNTIME_DIR))}`,
@@ -337,13 +338,8 @@ async function pullGitHistory({ spec, localDir, remoteDir, ref, reset, onProgres
   // Resolves false when a thin bundle arrived that this host cannot take.
   const fetchInto = async (thin) =>
     await withBundleFile(async (bundle) => {
-      const target = transferTarget(spec, connection);
       const progress = transferProgress({ onProgress, phase: "Exporting git history", direction: "from", total: null });
-      await guarded(guard, () =>
-        runTransfer(progress, connection.signal, (id, onBytes) =>
-          native.sshDownloadFile(target, `sh -c ${q(script(thin))}`, bundle, id, onBytes),
-        ),
-      );
+      await remote.download(script(thin), bundle, { progress });
       // An empty bundle: the remote HEAD is still `base`.
       if (thin && (await fs.stat(bundle)).size === 0) {
         await runLocalGit(localDir, ["update-ref", ref, base], QUICK);
@@ -363,7 +359,7 @@ async function pullGitHistory({ spec, localDir, remoteDir, ref, reset, onProgres
       // A thin bundle whose prerequisites this host lacks (a shallow or pruned history):
       // the whole history.
       countHistoryExport("fallback");
-      throwIfAborted(connection.signal);
+      throwIfAborted(signal);
       await fetchInto(false);
     }
     if (reset) await runLocalGit(localDir, ["reset", "--hard", ref], SLOW);
@@ -440,30 +436,9 @@ async function overlapInOrder({ signal, onProgress, first, second }) {
 }
 
 /**
- * Where a baseline restore downloads the remote tree before merging it: a directory inside
- * `localDir` with one of our owner-tagged staging names (no walk, snapshot or merge lists
- * it; the next operation on `localDir` removes it if this process is killed), so the
- * download and the merge stay on the workspace's file system (the temp dir is often a disk
- * while the workspace is not, and writing then removing every file of the tree there was
- * most of a restore's time). A private directory in the temp dir when `localDir` has no
- * room for it (missing, not writable). Removed by the caller.
- */
-async function restoreStaging(localDir) {
-  const inside = path.join(localDir, native.stagingName("restore"));
-  if (
-    await fs.mkdir(inside, { mode: 0o700 }).then(
-      () => true,
-      () => false,
-    )
-  )
-    return inside;
-  return await fs.mkdtemp(path.join(os.tmpdir(), "paperclip-ssh-sync-back-"));
-}
-
-/**
  * The checkouts this process's prepares left on SSH hosts (HEAD and the paths removed after
  * the upload), by host, remote and local directory: what the restore judges a git
- * workspace's remote against (remote-start.js). A restore in another process falls back to
+ * workspace's remote against (lifecycle/remote-start.js). A restore in another process falls back to
  * the HEAD the delta's manifest recorded. The most recent few kept.
  */
 const preparedCheckouts = new Map();
@@ -539,7 +514,7 @@ export async function prepareWorkspaceOverSsh(input, transfers) {
   await stageWorkspaceTree(input, transfers, connection, remoteDir, {
     exclude: [RUNTIME_DIR],
     // The clear also leaves the runtime directory (upstream's spares one that is there): what
-    // tells the restore this is the workspace a prepare staged (workspace-guard.js).
+    // tells the restore this is the workspace a prepare staged (lifecycle/workspace-guard.js).
     beforeFullUpload: [
       "set -e",
       `mkdir -p ${shellQuote(path.posix.join(remoteDir, RUNTIME_DIR))}`,
@@ -584,117 +559,117 @@ async function stageWorkspaceTree(input, transfers, connection, remoteDir, optio
 }
 
 /**
- * The restore with a baseline (restoreWorkspaceOverSsh): the remote tree, or with the delta
- * only what the run changed (ssh-delta.js), pulled into a private staging directory, the
- * history exported beside it when asked, and merged against the baseline judged by what the
- * remote was given (remote-start.js); the manifest then marks the run's work as back.
- * `lane`: the restore's remote directory, signal, connection, workspace guard and archive
- * bounds.
+ * The restore with a baseline (restoreWorkspaceOverSsh), the lifecycle's
+ * (lifecycle/restore.js) with the SSH lane's steps: the remote tree, or with the delta only
+ * what the run changed (ssh-delta.js), pulled into the staging directory, the history
+ * exported beside it when asked, and merged against the baseline judged by what the remote
+ * was given (lifecycle/remote-start.js); the manifest then marks the run's work as back. `lane`: the
+ * restore's remote directory, signal, connection, workspace guard, archive bounds and remote.
  */
-async function restoreAgainstBaseline(input, transfers, lane) {
+async function restoreAgainstBaseline(input, lane) {
+  const { remoteDir, signal, remote } = lane;
+  const { spec, localDir, onProgress, baselineSnapshot } = input;
+  const started = performance.now();
+  const ref = input.restoreGitHistory ? `refs/paperclip/ssh-sync/imported/${randomUUID()}` : null;
+  // What the prepare recorded: the history it sent (the remote's export leaves it out) and
+  // the tree.
+  let candidate;
+  let imported = null;
+  await restoreRun({
+    remote,
+    guard: lane.guard,
+    localDir,
+    runBaseline: baselineSnapshot,
+    sink: onProgress,
+    // The delta's walk of the host tree starts at once (planRestore compares it with the
+    // remote's listing); none with the delta off.
+    startWalk: () =>
+      sshDeltaEnabled() ? walkLocalTree(localDir, [...new Set(baselineSnapshot.exclude ?? [])], signal) : null,
+    stagingFallback: () => fs.mkdtemp(path.join(os.tmpdir(), "paperclip-ssh-sync-back-")),
+    mask: () => recordedExtractionMask(spec, remoteDir, localDir),
+    // The host's tree as the upload's and the pull's excludes leave it (the upload sends the
+    // whole working tree), over a git workspace's checkout of the prepare's HEAD (which
+    // holds the directories of the files the prepare removed).
+    remoteStart: async () => {
+      candidate = await deltaCandidate({ spec, remoteDir, localDir });
+      const prepared = ref ? (preparedCheckouts.get(checkoutKey(spec, remoteDir, localDir)) ?? null) : null;
+      const head = prepared?.head ?? (ref ? (candidate?.git?.head ?? null) : null);
+      return {
+        untransferred: [...(baselineSnapshot.exclude ?? []), RUNTIME_DIR, ...(ref ? [".git"] : [])],
+        checkout: head ? { localDir, head, wholeTree: true, removed: prepared?.deleted ?? [] } : null,
+      };
+    },
+    bring: async (context, state) => {
+      imported = await bringRemoteWork({ input, lane, context, state, candidate, ref });
+      trace("restore: pulled", started);
+    },
+    // History moves inside the lock; the working tree still comes from the remote files, so
+    // the agent's uncommitted edits arrive.
+    beforeApply: () => (imported ? () => integrateImportedHead(localDir, imported) : undefined),
+    // The run's work is back on this host: its remote directory may start the next run's.
+    record: async () => {
+      trace("restore: merged", started);
+      await markRestored(spec, remoteDir, localDir, imported).catch(() => undefined);
+      trace("restore: manifest marked", started);
+    },
+    finish: async () => {
+      if (ref) await runLocalGit(localDir, ["update-ref", "-d", ref], QUICK).catch(() => undefined);
+    },
+  });
+}
+
+/**
+ * The SSH lane's `bring` step: the delta's plan (to a host that kept what was sent, only
+ * what the run changed comes back, merged against the baseline cut to it), then the tree's
+ * pull into the staging directory and, when asked, the history's export into `ref`, at once
+ * when they cannot see each other. Resolves the imported commit (`null` without `ref`).
+ */
+async function bringRemoteWork({ input, lane, context, state, candidate, ref }) {
   const { remoteDir, signal, connection, archive } = lane;
   const { spec, localDir, onProgress, baselineSnapshot } = input;
-  let { guard } = lane;
-  const started = performance.now();
-  // The host as the run left it: the caller's baseline, with what earlier restores against
-  // it wrote (remote-start.js `advancedBaseline`).
-  const baseline = advancedBaseline(baselineSnapshot, localDir);
-  // The delta's walk of the host tree starts at once (planRestore compares it with the
-  // remote's listing); none with the delta off.
-  const localWalk = sshDeltaEnabled()
-    ? walkLocalTree(localDir, [...new Set(baselineSnapshot.exclude ?? [])], signal)
-    : null;
-  const stagingDir = await restoreStaging(localDir).catch(async (error) => {
-    await localWalk?.catch(() => undefined);
-    throw error;
+  const { remote } = context;
+  const base = ref ? (candidate?.git?.head ?? null) : null;
+  const plan = await planRestore({
+    remote,
+    spec,
+    remoteDir,
+    localDir,
+    baseline: context.baseline,
+    loaded: candidate?.loaded,
+    localWalk: state.walk,
   });
-  const ref = input.restoreGitHistory ? `refs/paperclip/ssh-sync/imported/${randomUUID()}` : null;
-  try {
-    // What the prepare recorded: the history it sent (the remote's export leaves it out)
-    // and the tree.
-    const candidate = await deltaCandidate({ spec, remoteDir, localDir });
-    const base = ref ? (candidate?.git?.head ?? null) : null;
-    // What the remote started from, which the merge judges the agent's work against
-    // (remote-start.js): the host's tree as the upload's and the pull's excludes leave it
-    // (the upload sends the whole working tree), over a git workspace's checkout of the
-    // prepare's HEAD (which holds the directories of the files the prepare removed); the
-    // guard also looks for the names it gave.
-    const prepared = ref ? (preparedCheckouts.get(checkoutKey(spec, remoteDir, localDir)) ?? null) : null;
-    const head = prepared?.head ?? base;
-    const start = await describeRemoteStart({
-      untransferred: [...(baselineSnapshot.exclude ?? []), RUNTIME_DIR, ...(ref ? [".git"] : [])],
-      checkout: head ? { localDir, head, wholeTree: true, removed: prepared?.deleted ?? [] } : null,
-      mask: await recordedExtractionMask(spec, remoteDir, localDir).catch(() => null),
-    });
-    guard = { ...guard, witnesses: givenTopLevel(baseline, start) };
-    // To a host that kept what was sent: only what the run changed comes back
-    // (ssh-delta.js), merged against the baseline cut to it (the history's integration
-    // moves refs only, never the working tree).
-    const delta = await planRestore({
-      spec,
-      connection,
+  state.plan = plan;
+  const pullTree = (over) => {
+    // The workspace's own links out of the tree come back as they went (knownLinks).
+    const tree = {
+      ...connection,
+      ...archive,
       remoteDir,
-      localDir,
-      baseline,
-      loaded: candidate?.loaded,
-      localWalk,
-      guard,
-    });
-    const pullTree = (over) => {
-      // The workspace's own links out of the tree come back as they went (knownLinks).
-      const tree = {
-        ...connection,
-        ...archive,
-        spec,
-        remoteDir,
-        localDir: stagingDir,
-        knownLinks: localDir,
-        exclude: baselineSnapshot.exclude,
-        onProgress,
-        progressLabel: "workspace",
-        ...over,
-      };
-      if (!delta) return transfers.pullTree(tree, { guard });
-      return delta.members.length + delta.trees.length > 0 ? transfers.pullTree(tree, { delta, guard }) : undefined;
-    };
-    const exportHistory = () =>
-      pullGitHistory({ spec, localDir, remoteDir, ref, reset: false, onProgress, connection, base, guard });
-    let imported = null;
-    if (ref && pullMayOverlapExport(baselineSnapshot.exclude)) {
-      // Both only read the remote tree and write different local places (the repository's
-      // refs, a private staging directory): the export and the pull run at once, and what
-      // they show (progress, errors) is what the sequential steps show.
-      [imported] = await overlapInOrder({ signal, onProgress, first: exportHistory, second: pullTree });
-    } else {
-      imported = ref ? await exportHistory() : null;
-      throwIfAborted(signal);
-      await pullTree({});
-    }
-    throwIfAborted(signal);
-    trace("restore: pulled", started);
-    await mergeAgentWork(
-      {
-        baseline: delta?.baseline ?? baseline,
-        sourceDir: stagingDir,
-        targetDir: localDir,
-        // History moves inside the lock; the working tree still comes from the remote
-        // files, so the agent's uncommitted edits arrive.
-        beforeApply: imported ? () => integrateImportedHead(localDir, imported) : undefined,
-      },
-      start,
+      localDir: state.stagingDir,
+      knownLinks: localDir,
+      exclude: baselineSnapshot.exclude,
       onProgress,
-      baselineSnapshot,
-    );
-    trace("restore: merged", started);
-    // The run's work is back on this host: its remote directory may start the next run's.
-    await markRestored(spec, remoteDir, localDir, imported).catch(() => undefined);
-    trace("restore: manifest marked", started);
-  } finally {
-    if (ref) await runLocalGit(localDir, ["update-ref", "-d", ref], QUICK).catch(() => undefined);
-    await fs.rm(stagingDir, { recursive: true, force: true }).catch(() => undefined);
-    // A restore that did not use it (the full pull, a failure): nothing outlives the call.
-    await localWalk?.catch(() => undefined);
+      progressLabel: "workspace",
+      ...over,
+    };
+    if (!plan) return remote.pull(tree);
+    return plan.members.length + plan.trees.length > 0 ? remote.pull(tree, { delta: plan }) : undefined;
+  };
+  const exportHistory = () =>
+    pullGitHistory({ remote, localDir, remoteDir, ref, reset: false, onProgress, signal, base });
+  if (ref && pullMayOverlapExport(baselineSnapshot.exclude)) {
+    // Both only read the remote tree and write different local places (the repository's
+    // refs, a private staging directory): the export and the pull run at once, and what
+    // they show (progress, errors) is what the sequential steps show.
+    const [imported] = await overlapInOrder({ signal, onProgress, first: exportHistory, second: pullTree });
+    throwIfAborted(signal);
+    return imported;
   }
+  const imported = ref ? await exportHistory() : null;
+  throwIfAborted(signal);
+  await pullTree({});
+  throwIfAborted(signal);
+  return imported;
 }
 
 /**
@@ -715,26 +690,25 @@ export async function restoreWorkspaceOverSsh(input, transfers) {
   if (!signal?.aborted) openSshSessionAhead(spec, connection);
   // The remote workspace checked by the first command of every step: missing, or with no
   // entry at all (the prepare leaves its runtime directory there), it is gone and nothing
-  // is restored (workspace-guard.js).
+  // is restored (lifecycle/workspace-guard.js).
   const guard = { dir: remoteDir, staged: true };
+  const remote = sshRemote(spec, connection, transfers);
   // Ours: the extraction's bounds, checked before any work and passed to every pull.
   const archive = { limits: archiveLimits(input.limits) };
   if (baselineSnapshot) {
-    await restoreAgainstBaseline(input, transfers, { remoteDir, signal, connection, guard, archive });
+    await restoreAgainstBaseline(input, { remoteDir, signal, connection, guard, archive, remote });
     return;
   }
   // Without a baseline (upstream's restore): the remote tree straight over the host's.
+  const guarded = guardRemote(remote, guard);
   const pullWorkspace = (over) =>
-    transfers.pullTree(
-      { ...connection, ...archive, spec, remoteDir, localDir, onProgress, progressLabel: "workspace", ...over },
-      { guard },
-    );
+    guarded.pull({ ...connection, ...archive, remoteDir, localDir, onProgress, progressLabel: "workspace", ...over });
   const state = await readLocalGitState(localDir);
   throwIfAborted(signal);
   if (state) {
     const ref = `refs/paperclip/ssh-sync/imported/${randomUUID()}`;
     const base = (await deltaCandidate({ spec, remoteDir, localDir }))?.git?.head ?? null;
-    await pullGitHistory({ spec, localDir, remoteDir, ref, reset: true, onProgress, connection, base, guard });
+    await pullGitHistory({ remote: guarded, localDir, remoteDir, ref, reset: true, onProgress, signal, base });
     throwIfAborted(signal);
     await pullWorkspace({ exclude: [".git", RUNTIME_DIR], preserveLocalEntries: [".git"] });
     return;

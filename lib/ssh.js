@@ -22,7 +22,6 @@ import { prepareWorkspaceOverSsh, restoreWorkspaceOverSsh } from "./ssh-workspac
 import { archiveLimits, checkSignal, invalidArgument, requireString } from "./arguments.js";
 import { isReservedName, reportForeignStaging } from "./staging.js";
 import { packInput } from "./tar-common.js";
-import { guarded, workspaceGuardLine } from "./workspace-guard.js";
 
 /** Upstream's default `timeoutMs` and `maxBuffer` for `runSshCommand`. */
 const DEFAULT_COMMAND_TIMEOUT_MS = 15_000;
@@ -393,11 +392,12 @@ export async function syncDirectoryFromSsh(input) {
 /**
  * One pull of `input.remoteDir` into `input.localDir` (checked as `syncDirectoryFromSsh`
  * checks it), upstream's: the whole tree, or with `delta` (`{ members, trees, names }`,
- * the restore delta's plan) only those entries (tree-delta.js `pullArguments`). `guard`: a
- * workspace restore's check of the remote workspace (workspace-guard.js), run first; a
- * workspace gone rejects with its coded refusal.
+ * the restore delta's plan) only those entries (tree-delta.js `pullArguments`). `first`: a
+ * shell line the remote command runs before its archive (a workspace restore's check of the
+ * remote workspace, lifecycle/remote.js); `untransferable: "skip"` leaves FIFOs and devices
+ * out (a workspace restore's: the host keeps its own).
  */
-async function pullTree(input, { delta, guard }) {
+async function pullTree(input, { delta, first = "", untransferable }) {
   const { signal, target } = transferInput(input, "localDir");
   const excludeArgs = [APPLE_DOUBLE, ...(input.exclude ?? [])].flatMap((entry) => ["--exclude", entry]);
   const pull = [
@@ -406,7 +406,7 @@ async function pullTree(input, { delta, guard }) {
       ? `tar ${pullArguments(delta).join(" ")}`
       : `tar ${[...excludeArgs.map(shellQuote), "-cf", "-", "."].join(" ")}`,
   ].join(" && ");
-  const remoteScript = guard ? `${workspaceGuardLine(guard)}\n${pull}` : pull;
+  const remoteScript = first ? `${first}\n${pull}` : pull;
   const command = `sh -c ${shellQuote(remoteScript)}`;
   const limits = archiveLimits(input.limits);
   if (signal?.aborted) throw abortError(signal);
@@ -421,22 +421,19 @@ async function pullTree(input, { delta, guard }) {
   });
   let failed = true;
   try {
-    const summary = await guarded(guard, () =>
-      runCancellable(signal, (id) =>
-        native.sshDownloadTar(
-          target,
-          command,
-          {
-            dest: staging.tree,
-            preserveMtime: true,
-            limits,
-            knownLinks: input.knownLinks === undefined ? input.localDir : requireString(input.knownLinks, "knownLinks"),
-            // A workspace restore leaves FIFOs and devices out: the host keeps its own.
-            skipUntransferable: Boolean(guard),
-          },
-          id,
-          progress ? (bytes) => progress.update(bytes) : undefined,
-        ),
+    const summary = await runCancellable(signal, (id) =>
+      native.sshDownloadTar(
+        target,
+        command,
+        {
+          dest: staging.tree,
+          preserveMtime: true,
+          limits,
+          knownLinks: input.knownLinks === undefined ? input.localDir : requireString(input.knownLinks, "knownLinks"),
+          skipUntransferable: untransferable === "skip",
+        },
+        id,
+        progress ? (bytes) => progress.update(bytes) : undefined,
       ),
     );
     if (signal?.aborted) throw abortError(signal);

@@ -488,7 +488,7 @@ export function touchedAsAsked(members, locals, after) {
 
 /**
  * What a manifest keeps of a listing's `header` (its umask and uid, which say what modes the
- * remote's extraction gave the files: ./remote-start.js), or `previous` when this listing did
+ * remote's extraction gave the files: ./lifecycle/remote-start.js), or `previous` when this listing did
  * not ask (a light header).
  */
 export function remoteIdentity(header, previous = null) {
@@ -515,7 +515,7 @@ export function listingFields(header, previous = null) {
  * The permission bits the remote's extraction may clear, from a manifest's `remote`: its
  * umask (a non-root tar applies it; so does a root one told not to keep modes, or another
  * tar), `null` when not recorded. A mode as sent, or as sent less these bits, is what the
- * transfer left (./remote-start.js).
+ * transfer left (./lifecycle/remote-start.js).
  */
 export function extractionMask(manifest) {
   const remote = manifest?.remote;
@@ -603,23 +603,22 @@ export function plainExcludes(exclude) {
 
 /**
  * The plan of a delta restore, shared by both lanes (ssh-delta.js `planRestore`,
- * sandbox/restore.js): when `manifest` records `remoteDir` as this host (`local`) last sent
+ * sandbox/delta.js `planSandboxRestore`): when `manifest` records `remoteDir` as this host (`local`) last sent
  * it, unrestored, and every exclude of `baseline` is a plain name, one remote listing
- * (`list(script, options)`, which runs `script` on the remote and resolves
- * `parseListing(stdout, options)`) tells which entries changed since the prepare (a file
+ * (`remote.list(script, options)`, lifecycle/remote.js: the restore's remote, which checks
+ * the workspace first) tells which entries changed since the prepare (a file
  * whose remote or local `stat` moved since it was sent, a link or a directory the baseline
  * does not hold as it is, anything new) and which the remote deleted. Pulling only those
  * and merging them against the baseline cut to them (and their ancestors) gives what the
  * full pull and merge give: every other entry is, on the remote, what the prepare gave it,
- * which the lanes' merge leaves as the host holds it (remote-start.js). Resolves `{ members, trees, names, baseline, bytes, listed,
+ * which the lanes' merge leaves as the host holds it (lifecycle/remote-start.js). Resolves `{ members, trees, names, baseline, bytes, listed,
  * notes }` (the members to pull alone and the new directories to pull whole, sorted; the
  * plain names the excludes come to; the baseline to merge against; the listed bytes of the
  * members' files; the remote listing of each file among `members`, for
  * {@link rowsAfterRestore}; the listing's `pcdelta-note` records; `inline`, see below) or
  * `{ fallback, notes }`, the reason for the full pull. `localWalk`: the walk of the local
  * tree ({@link walkLocalTree}, the baseline's excludes), always settled before this
- * resolves. `first`: a shell line the listing command runs before anything (the sandbox
- * lane's workspace guard). A listing that fails as {@link endsTheCall} says rejects this
+ * resolves. A listing that fails as {@link endsTheCall} says rejects this
  * call too; any other failure is a fallback.
  * `before`: script lines the listing command runs first (after its header),
  * `lead`: a command inside the listing's pipeline whose `pcdelta-note` records come first (a
@@ -639,8 +638,7 @@ export async function planRestoreDelta({
   remoteDir,
   baseline,
   localWalk,
-  list,
-  first = "",
+  remote,
   before = [],
   lead = "",
   inline = null,
@@ -670,13 +668,13 @@ export async function planRestoreDelta({
   // The host side, made ready while the listing runs: the walk. What the remote did not
   // change since the listing is not pulled, whatever the host's copy is now or the mode the
   // remote holds it with: the lanes' merge leaves a path the agent did not change as the
-  // host holds it (remote-start.js), so the full pull would change nothing there either.
+  // host holds it (lifecycle/remote-start.js), so the full pull would change nothing there either.
   const hostSide = localWalk.then((json) => ({ locals: new Map(parseMembers(json).map((m) => [m.member, m])) }));
   hostSide.catch(() => undefined);
-  const script = restoreListingScript({ remoteDir, plain, since, manifest, first, before, lead, inline });
+  const script = restoreListingScript({ remoteDir, plain, since, manifest, before, lead, inline });
   let listing;
   try {
-    listing = await list(script.join("\n"), { dotted: since != null });
+    listing = await remote.list(script.join("\n"), { dotted: since != null });
   } catch (error) {
     await localWalk.catch(() => undefined);
     if (endsTheCall(error)) throw error;
@@ -764,7 +762,7 @@ function excluderOf(plain) {
  * tree when `since` is null, else what changed since then and the children of every
  * directory that changed, with the changed files archived when `inline` asks.
  */
-function restoreListingScript({ remoteDir, plain, since, manifest, first, before, lead, inline }) {
+function restoreListingScript({ remoteDir, plain, since, manifest, before, lead, inline }) {
   const q = shellQuote(remoteDir);
   // Our runtime directory is never listed, nor what the excludes leave out (a git
   // workspace's repository, the heavy directories): not walked on the remote either.
@@ -778,9 +776,8 @@ function restoreListingScript({ remoteDir, plain, since, manifest, first, before
   const prunedExcludes = excludedPaths.length > 0 ? `\\( ${excludedPaths.join(" -o ")} \\) -prune -o ` : "";
   const pruned = `-path ./${RUNTIME_DIR} -prune -o ${prunedExcludes}`;
   return since == null
-    ? [first, "set -e", `cd ${q}`, ...HEADER, ...before, listingPipeline(prunedExcludes, [RUNTIME_DIR], lead)]
+    ? ["set -e", `cd ${q}`, ...HEADER, ...before, listingPipeline(prunedExcludes, [RUNTIME_DIR], lead)]
     : [
-        first,
         "set -e",
         `cd ${q}`,
         // Probed at the prepare (GNU tar and find, gzip): only the time is asked.

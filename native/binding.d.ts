@@ -249,7 +249,7 @@ export interface MergeOutcomeTransfer {
   advancedTargets: Array<string>
 }
 
-/** What a lane's prepare gave the remote (internal; `lib/remote-start.js` builds it). */
+/** What a lane's prepare gave the remote (internal; `lib/lifecycle/remote-start.js` builds it). */
 export interface RemoteStartTransfer {
   /** The `--exclude` values of the send and of the pull (`._*` is added). */
   untransferred: Array<string>

@@ -175,7 +175,7 @@ pub async fn merge_decode_baseline(baseline: MergeBaselineTransfer) -> napi::Res
     .await
 }
 
-/// What a lane's prepare gave the remote (internal; `lib/remote-start.js` builds it).
+/// What a lane's prepare gave the remote (internal; `lib/lifecycle/remote-start.js` builds it).
 #[napi(object, object_to_js = false)]
 pub struct RemoteStartTransfer {
     /// The `--exclude` values of the send and of the pull (`._*` is added).

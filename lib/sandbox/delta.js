@@ -16,9 +16,9 @@
 // a listing that does not parse), or on any doubt, upstream's full upload runs, and is
 // counted (`sandboxDeltaStats`).
 import { createHash } from "node:crypto";
-import { promises as fs } from "node:fs";
 import path from "node:path";
 import { gzipSync } from "node:zlib";
+import { stageDelta } from "../lifecycle/stage.js";
 import { abortError } from "../native.js";
 import { createTarballStreamFromDirectory } from "../tar-stream.js";
 import {
@@ -41,7 +41,6 @@ import {
   rowsAfterFull,
   rowsAfterRestore,
   sentListing,
-  settled,
   touchCommands,
   touchedAsAsked,
   walkLocalTree,
@@ -50,7 +49,6 @@ import {
   manifestLocation,
 } from "../tree-delta.js";
 import { runLocalGit } from "../local-git.js";
-import { guarded, workspaceGuardLine } from "../workspace-guard.js";
 import { SLICE_BYTES } from "./base64-transfer.js";
 import { OUR_CLIENT } from "./client-features.js";
 import { shellQuote } from "./shell.js";
@@ -249,9 +247,10 @@ export async function settleEarlyListing(early) {
  * - `early`: what {@link startEarlyListing} started as the prepare began, or `null`.
  * - `mark`: the file ({@link deltaMark}'s word) touched once the upload is in place.
  *
- * The steps, each a function below over one prepare's context (`openTreeDelta`): whether the
- * sandbox can take a delta (`treeDeltaReady`), the delta (`applyTreeDelta`: inline or by an
- * upload, then its rows), or the full upload and its rows (`fullTreeUpload`).
+ * The steps, run by ../lifecycle/stage.js `stageDelta`, each a function below over one
+ * prepare's context (`openTreeDelta`): whether the sandbox can take a delta
+ * (`treeDeltaReady`), the delta (`applyTreeDelta`: inline or by an upload, then its rows), or
+ * the full upload and its rows (`recordFullTree`).
  */
 export async function stageSandboxTree(args) {
   const { features, reason } = deltaClient(args.client);
@@ -261,10 +260,8 @@ export async function stageSandboxTree(args) {
     return { mode: "full", reason };
   }
   const run = await openTreeDelta({ ...args, ensureDirs: args.ensureDirs ?? [], early: args.early ?? null }, features);
-  if (!args.preserved.every((name) => PLAIN_NAME.test(name))) return await fullTreeUpload(run, "preserved-pattern");
-  const ready = await treeDeltaReady(run);
-  if (ready.fallback) return await fullTreeUpload(run, ready.fallback);
-  return await applyTreeDelta(run, ready);
+  const plain = args.preserved.every((name) => PLAIN_NAME.test(name));
+  return await stageDelta(TREE_DELTA, run, plain ? null : "preserved-pattern");
 }
 
 /**
@@ -281,22 +278,6 @@ async function openTreeDelta(args, features) {
   const taken = asked?.kind === "tree" && asked.prune === prune.join("\0") ? asked : null;
   const { file, local } = taken ?? (await manifestFile(spec, remoteDir, localDir));
   return { ...args, features, link: features.link(), walking, prune, taken, file, local, q: shellQuote(remoteDir) };
-}
-
-/** Upstream's full upload, counted with `reason`, then every row recorded (`recordFullTree`). */
-async function fullTreeUpload(run, reason) {
-  countFull(reason);
-  try {
-    await settled(run.file);
-    await fs.rm(run.file, { force: true }).catch(() => undefined);
-    await run.fullUpload();
-    // Only the walk taken before the pack can vouch for what was sent.
-    await recordFullTree(run);
-    return { mode: "full", reason };
-  } finally {
-    // Nothing of the walk outlives the call.
-    await run.walking.catch(() => undefined);
-  }
 }
 
 /** After a full upload: lists the sandbox tree and records every file that arrived as it was walked. */
@@ -340,10 +321,7 @@ async function treeDeltaReady(run) {
     if (answer instanceof Error) throw answer;
     listing = answer;
   } catch (error) {
-    if (endsTheCall(error)) {
-      await run.walking.catch(() => undefined);
-      throw error;
-    }
+    if (endsTheCall(error)) throw error;
     return { fallback: "remote-cannot-answer" };
   }
   if (!listing.entries) return { fallback: listing.header[1] === "absent" ? "remote-absent" : "remote-cannot-answer" };
@@ -373,7 +351,7 @@ async function treeDeltaReady(run) {
  * upload, then the rows of what the sandbox now holds. Falls back to the full upload when the
  * inline command or a touch fails.
  */
-async function applyTreeDelta(run, ready) {
+async function applyTreeDelta(run, ready, full) {
   const { plan, locals, header, removals } = ready;
   const only = [...plan.send];
   const touched = [...plan.touch];
@@ -394,12 +372,11 @@ async function applyTreeDelta(run, ready) {
     post = await sendTreeInline(run, ready, step);
     // The header comes after the extraction (`set -e`): without it, whether the archive
     // went in is not known (the command's status is its `base64`'s), so the full upload runs.
-    if (post.header[1] !== "ok") return await fullTreeUpload(run, "delta-failed");
+    if (post.header[1] !== "ok") return await full("delta-failed");
   } else post = await sendTreeByUpload(run, ready, step);
   // A touch that did not give a file the host's time (a `touch` without `-d @`): the
   // sandbox's tree is not what the full upload gives, so the full upload runs.
-  if (touched.length > 0 && !touchedAsAsked(touched, locals, post?.entries))
-    return await fullTreeUpload(run, "touch-failed");
+  if (touched.length > 0 && !touchedAsAsked(touched, locals, post?.entries)) return await full("touch-failed");
   stats.delta += 1;
   stats.sent += plan.send.size;
   stats.removed += plan.remove.size;
@@ -471,6 +448,18 @@ function recordTreeDelta(run, { manifest, listing, locals, header, plan }, post)
   );
 }
 
+/** The sandbox plain tree delta's steps (../lifecycle/stage.js). */
+const TREE_DELTA = {
+  ready: treeDeltaReady,
+  apply: applyTreeDelta,
+  // Only the walk taken before the pack can vouch for what was sent (recordFullTree).
+  upload: (run) => run.fullUpload(),
+  recordFull: recordFullTree,
+  countFull,
+  // Nothing of the walk outlives the call.
+  settle: (run) => run.walking.catch(() => undefined),
+};
+
 function countPull(reason) {
   countFallback(pulls, reason);
   return null;
@@ -491,16 +480,19 @@ export function startRestoreDelta(client, localDir, exclude, signal) {
 /**
  * The delta of a sandbox restore (tree-delta.js `planRestoreDelta`: one listing of what
  * changed since the prepare, with the listing's `notes`), or `{ fallback, notes }` for
- * upstream's full pull (counted). `started`: what {@link startRestoreDelta} returned; its
- * walk is settled when this resolves. `head`: a git workspace's commit, the one its prepare
- * cloned (its manifest is then git-delta.js's; `null` for a plain tree); `before` and `lead`: what the listing's command does first
- * (`planRestoreDelta`'s); `mark`: the prepare's mark ({@link deltaMark}'s word): the listing's
- * command brings back what changed after it (the plan's `inline`) when that is small;
- * `guard`: the workspace the listing checks first (../workspace-guard.js): a workspace gone
- * rejects with its coded refusal, never falls back to the full pull.
+ * upstream's full pull (counted). `remote`: the restore's (../lifecycle/remote.js, guarded:
+ * a workspace gone rejects with its coded refusal, never falls back to the full pull);
+ * `features` and `localWalk`: what {@link startRestoreDelta} returned (the walk is settled
+ * when this resolves). `head`: a git workspace's commit, the one its prepare cloned (its
+ * manifest is then git-delta.js's; `null` for a plain tree); `before` and `lead`: what the
+ * listing's command does first (`planRestoreDelta`'s); `mark`: the prepare's mark
+ * ({@link deltaMark}'s word): the listing's command brings back what changed after it (the
+ * plan's `inline`) when that is small.
  */
 export async function planSandboxRestore({
-  started,
+  remote,
+  features,
+  localWalk,
   spec,
   remoteDir,
   localDir,
@@ -509,9 +501,7 @@ export async function planSandboxRestore({
   before,
   lead,
   mark,
-  guard,
 }) {
-  const { features, localWalk } = started;
   const git = head != null;
   // The directories the depth-1 clone checked out (read while the manifest is found).
   const cloned = git ? headDirectories(localDir, head).catch(() => null) : null;
@@ -534,9 +524,8 @@ export async function planSandboxRestore({
     remoteDir,
     baseline,
     localWalk,
-    list: (script, options) => guarded(guard, () => listRemote(features, script, options)),
+    remote,
     unsent: git ? unsentDirectories(baseline, checkedOut) : null,
-    first: workspaceGuardLine(guard),
     before,
     lead,
     inline: { max: LISTING_PULL_MAX, mark },

@@ -32,7 +32,8 @@ import { gzipSync } from "node:zlib";
 import { shouldExcludePath } from "../exclude-patterns.js";
 import { originUrl, runLocalGit } from "../local-git.js";
 import { abortError } from "../native.js";
-import { hostUmask } from "../remote-start.js";
+import { hostUmask } from "../lifecycle/remote-start.js";
+import { stageDelta } from "../lifecycle/stage.js";
 import { createTarballStreamFromDirectory } from "../tar-stream.js";
 import {
   CLOCKED_HEADER,
@@ -47,7 +48,6 @@ import {
   remoteUnchanged,
   RUNTIME_DIR,
   sentListing,
-  settled,
   unchanged,
   walkLocalTree,
   writeManifest,
@@ -451,7 +451,8 @@ export function listGit(features, remoteDir, heads) {
  *
  * The steps, each a function below over one prepare's context (`openGitDelta`): whether the
  * sandbox can take a delta (`gitDeltaReady`), the delta (`applyGitDelta`: inline or by an
- * upload, then its rows), or the full upload and its rows (`fullGitUpload`).
+ * upload, then its rows), or the full upload and its rows (`fullGitUpload`, `recordFullGit`),
+ * run by ../lifecycle/stage.js `stageDelta`.
  */
 export async function stageSandboxGit(args) {
   const { features, reason } = deltaClient(args.client);
@@ -461,10 +462,7 @@ export async function stageSandboxGit(args) {
     return { mode: "full", reason };
   }
   const run = await openGitDelta({ ...args, ensureDirs: args.ensureDirs ?? [], early: args.early ?? null }, features);
-  if (args.snapshot.repositories?.length) return await fullGitUpload(run, "repositories");
-  const ready = await gitDeltaReady(run);
-  if (ready.fallback) return await fullGitUpload(run, ready.fallback);
-  return await applyGitDelta(run, ready);
+  return await stageDelta(GIT_DELTA, run, args.snapshot.repositories?.length ? "repositories" : null);
 }
 
 /**
@@ -508,20 +506,11 @@ async function openGitDelta(args, features) {
   };
 }
 
-/** Upstream's full upload, counted with `reason`, then every row recorded for the next prepare (`recordFullGit`). */
-async function fullGitUpload(run, reason) {
-  countGitPrepare({ reason });
-  try {
-    await settled(run.file);
-    await fs.rm(run.file, { force: true }).catch(() => undefined);
-    // The walk vouches for the host's files only when taken before the clone and overlay read them.
-    await run.walking.catch(() => undefined);
-    const template = await run.fullUpload();
-    await recordFullGit(run, template).catch(() => undefined);
-    return { mode: "full", reason };
-  } finally {
-    await run.settle();
-  }
+/** Upstream's full upload; resolves the clone's template (`{ config, exclude }`) that `recordFullGit` records. */
+async function fullGitUpload(run) {
+  // The walk vouches for the host's files only when taken before the clone and overlay read them.
+  await run.walking.catch(() => undefined);
+  return await run.fullUpload();
 }
 
 /** After a full upload: the sandbox's tree listed, the target computed, every row recorded. */
@@ -569,11 +558,21 @@ async function recordFullGit(run, template) {
   );
 }
 
+/** The sandbox git workspace delta's steps (../lifecycle/stage.js). */
+const GIT_DELTA = {
+  ready: gitDeltaReady,
+  apply: applyGitDelta,
+  upload: fullGitUpload,
+  recordFull: recordFullGit,
+  countFull: (reason) => countGitPrepare({ reason }),
+  settle: (run) => run.settle(),
+};
+
 /**
  * Whether the sandbox can take a delta: the manifest, the sandbox's listing and the commits
  * it holds, this host's tree, and the target (gitTarget) and plan (planGitDelta). Resolves
  * `{ fallback }` (why the full upload runs) or `{ manifest, listing, bases, locals, header,
- * effective, target, plan }`. A listing that ends the call rejects (after `settle()`).
+ * effective, target, plan }`. A listing that ends the call rejects.
  */
 async function gitDeltaReady(run) {
   const { taken, features, remoteDir, head, localDir, snapshot, exclude, signal } = run;
@@ -595,10 +594,7 @@ async function gitDeltaReady(run) {
     if (answer instanceof Error) throw answer;
     listing = answer;
   } catch (error) {
-    if (endsTheCall(error)) {
-      await run.settle();
-      throw error;
-    }
+    if (endsTheCall(error)) throw error;
     return { fallback: "remote-cannot-answer" };
   }
   if (!listing.entries) return { fallback: listing.header[1] === "absent" ? "remote-absent" : "remote-cannot-answer" };
@@ -630,7 +626,7 @@ async function gitDeltaReady(run) {
  * of what the sandbox now holds. Falls back to the full upload when the pack or the apply
  * fails.
  */
-async function applyGitDelta(run, ready) {
+async function applyGitDelta(run, ready, full) {
   const { localDir, head, snapshot, tempDir, q, ensureDirs } = run;
   const { manifest, bases, target, plan, effective } = ready;
   const packFile = path.join(tempDir, "git-delta.pack");
@@ -640,7 +636,7 @@ async function applyGitDelta(run, ready) {
       objects = await writeObjectsBeyond(localDir, head, bases, packFile);
     } catch {
       // A recorded commit this host no longer has (its gc pruned it), or git failed.
-      return await fullGitUpload(run, "pack-failed");
+      return await full("pack-failed");
     }
   }
   const packBytes = objects > 0 ? (await fs.stat(packFile)).size : 0;
@@ -663,7 +659,7 @@ async function applyGitDelta(run, ready) {
   };
   const inline = packBytes + lists.length + (overlay ? overlayBound(target, plan.send) : 0) <= INLINE_UPLOAD_MAX;
   const post = inline ? await sendInline(run, ready, payload) : await sendByUpload(run, ready, payload);
-  if (post === "failed") return await fullGitUpload(run, "delta-failed");
+  if (post === "failed") return await full("delta-failed");
   countGitPrepare({ objects, checkedOut: plan.checkout.length, sent: plan.send.length, removed: plan.remove.size });
   recordGitDelta(run, ready, post, written);
   return {

@@ -128,7 +128,7 @@ async function copyOverlay(sourceDir, targetDir, relativePaths, exclude) {
  * holds sandbox-managed-runtime.js's `createTarballFromDirectory`, `mergeExcludes`,
  * `referencedSourceIgnoreExcludeEntries` and `resolveReferencedSourceIgnore` (that module
  * passes them in, so this one does not import it back). `guard`: the restore's check of the
- * sandbox workspace (../workspace-guard.js), given to a project repository's nested prepare by
+ * sandbox workspace (../lifecycle/workspace-guard.js), given to a project repository's nested prepare by
  * the restore that runs it (the workspace's own: a repository the agent removed is the
  * agent's change); by default the workspace this prepare stages.
  *
@@ -212,7 +212,7 @@ async function openPrepare(input, sources, inheritedGuard) {
  * The views of the workspace's tree the prepare and the restore share: the git snapshot, the
  * archive's and the restore's excludes, the project repositories, the names a full upload
  * spares (`preserved`), what the remote starts the run from (`remoteStart`, for the restore's
- * judgement of the agent's work, ../remote-start.js) and the baseline.
+ * judgement of the agent's work, ../lifecycle/remote-start.js) and the baseline.
  */
 async function treeViews(prep) {
   const { input, sources, syncWorkspace, span } = prep;
@@ -263,7 +263,7 @@ async function treeViews(prep) {
 }
 
 /**
- * What the remote starts the run from (../remote-start.js `describeRemoteStart`'s input):
+ * What the remote starts the run from (../lifecycle/remote-start.js `describeRemoteStart`'s input):
  * this host's tree as the archive leaves it, or HEAD's checkout under the overlay (for a
  * project repository too, which its workspace's prepare staged so). A durable seed or an
  * adopted remote is not this host's tree: only what the pull leaves out is known never to

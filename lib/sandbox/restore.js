@@ -7,13 +7,14 @@
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import { GIT_ARCHIVE_EXCLUDES } from "../git-workspace-sync.js";
-import { codes, native } from "../native.js";
+import { codes } from "../native.js";
 import { extractTarballToDirectory } from "../tar-stream.js";
-import { advancedBaseline, carryWritten, describeRemoteStart, givenTopLevel, mergeAgentWork } from "../remote-start.js";
+import { restoreRun } from "../lifecycle/restore.js";
+import { carryWritten } from "../lifecycle/remote-start.js";
 import { endsTheCall } from "../tree-delta.js";
-import { guarded, workspaceGuardLine } from "../workspace-guard.js";
 import { asBuffer } from "./base64-transfer.js";
 import { OUR_CLIENT } from "./client-features.js";
+import { sandboxRemote } from "./remote.js";
 import { assertSyncOperationsConfined } from "./confinement.js";
 import {
   countRestoreDelta,
@@ -56,80 +57,79 @@ const REFUSALS = new Set([codes.UNSAFE_ARCHIVE_ENTRY, codes.ARCHIVE_LIMIT_EXCEED
  * prepare settled: `{ input, signal, limits, stopIfAborted, repositories, baseline,
  * gitSnapshot, workspaceRemoteDir, runtimeRootDir, workspaceRestoreExclude, remoteStart,
  * nativeSyncOut, nextOperationId, mergeExcludes, guard, prepareNested }` (`remoteStart`:
- * what the remote started from, ../remote-start.js `describeRemoteStart`'s input, which the
+ * what the remote started from, ../lifecycle/remote-start.js `describeRemoteStart`'s input, which the
  * merge judges the agent's work against; `guard`: the sandbox workspace the first command of
- * each step checks before it reads anything, ../workspace-guard.js, given the top-level
- * names the prepare gave it here; `prepareNested(input, guard)` prepares a project
- * repository's own runtime, whose restore runs first).
+ * each step checks before it reads anything, ../lifecycle/workspace-guard.js; `prepareNested(input,
+ * guard)` prepares a project repository's own runtime, whose restore runs first).
  *
- * The steps, each a function below over one restore's context (`openRestore`) and what the
- * steps found (`state`): the project repositories' own restores; the history's export and
- * import; the staging directory; the tree's pull (a provider's `syncOut`, the delta's plan,
- * or the whole archive); the merge; the clean-up.
+ * The lifecycle's restore (../lifecycle/restore.js) with the sandbox lane's steps, each a
+ * function below over one restore's context (`{ run, sink, baseline, start, guard, remote }`)
+ * and what the steps found (`state`): the project repositories' own restores; the history's
+ * export and import; the tree's pull (a provider's `syncOut`, the delta's plan, or the whole
+ * archive); the merge's baseline and callbacks; the delta's record; the clean-up.
  */
 export async function restoreSandboxWorkspace(run, sink) {
   run.stopIfAborted();
-  const restore = await openRestore(run, sink);
-  await restoreRepositories(restore);
   const { input } = run;
-  // Through our client: only what the run changed comes back (delta.js), the walk of the
-  // host tree it compares with the listing started at once. Not for project repositories
-  // (each restores on its own first).
-  const state = {
-    deltaStart: run.nativeSyncOut
-      ? countRestoreFallback("client")
-      : run.repositories.length > 0
-        ? countRestoreFallback("repositories")
-        : startRestoreDelta(input.client, input.workspaceLocalDir, restore.baseline.exclude ?? [], run.signal),
-    walkSettled: false,
-    /** The delta's plan once the listing is taken: `null` for the full pull. */
-    plan: null,
-    importedRef: null,
-    importedHead: null,
-    stagingName: null,
-    remoteStatus: "dirty",
-  };
-  await withTempDir("paperclip-sandbox-restore-", async (tempDir) => {
-    try {
-      if (run.gitSnapshot) await bringHistory(restore, state, tempDir);
-      run.stopIfAborted();
-      await emitStatus(input.onRuntimeProgress, "restore", "Restoring workspace from environment");
-      const extractedDir = await extractionDirectory(restore, state, tempDir);
-      if (run.nativeSyncOut) await pullThroughSyncOut(restore, extractedDir);
-      const remoteTar = path.posix.join(run.runtimeRootDir, "workspace-download.tar");
-      if (state.deltaStart && !state.walkSettled) await takePlan(restore, state, {});
-      if (state.plan) await pullPlanned(restore, state, extractedDir, remoteTar);
-      if (!run.nativeSyncOut && !state.plan) await pullWholeTree(restore, extractedDir, remoteTar);
-      run.stopIfAborted();
-      await mergeRestored(restore, state, extractedDir);
-    } finally {
-      await finishRestore(restore, state);
-    }
+  let delta = null;
+  await withTempDir("paperclip-sandbox-restore-", (tempDir) => {
+    /** A step of this lane, given the lifecycle's context with the lane's own. */
+    const lane = (step) => (context, state) => step({ run, sink, tempDir, delta, ...context }, state);
+    return restoreRun({
+      remote: sandboxRemote(input.client, input.spec),
+      guard: run.guard,
+      localDir: input.workspaceLocalDir,
+      runBaseline: run.baseline,
+      sink,
+      // Through our client: only what the run changed comes back (delta.js), the walk of the
+      // host tree it compares with the listing started at once. Not for project
+      // repositories (each restores on its own first).
+      startWalk: () => {
+        delta = run.nativeSyncOut
+          ? countRestoreFallback("client")
+          : run.repositories.length > 0
+            ? countRestoreFallback("repositories")
+            : startRestoreDelta(input.client, input.workspaceLocalDir, run.baseline.exclude ?? [], run.signal);
+        return delta?.localWalk ?? null;
+      },
+      mask: () => recordedExtractionMask(input.spec, run.workspaceRemoteDir, input.workspaceLocalDir),
+      remoteStart: () => run.remoteStart,
+      // A provider's `syncOut` writes into the temp dir.
+      stageInside: !run.nativeSyncOut,
+      stagingFallback: () => path.join(tempDir, "workspace"),
+      before: lane(restoreRepositories),
+      bring: lane(bringRemoteWork),
+      mergeBaseline: lane(mergeBaseline),
+      // The imported history moves in inside the merge's lock, the index is reset after.
+      beforeApply: (_context, state) =>
+        state.importedHead ? () => integrateImportedHead(input.workspaceLocalDir, state.importedHead) : undefined,
+      afterApply: (_context, state) =>
+        run.gitSnapshot ? () => resetIndexToHead(input.workspaceLocalDir, state.remoteStatus === "clean") : undefined,
+      record: lane(recordPlan),
+      finish: lane(finishRestore),
+    });
   });
 }
 
 /**
- * One restore's context: `run` and `sink`; `baseline`, the host as the run left it (the
- * prepare's baseline with what earlier restores of this run wrote, ../remote-start.js
- * `advancedBaseline`); `start`, what the remote was given (the merge's judge); `guard`, with
- * the top-level names the prepare gave the workspace as its witnesses (a project repository's
- * restore keeps its workspace's guard); `runGuarded(script)`, a command of the restore's run
- * after the workspace guard (its refusal coded).
+ * The sandbox lane's `bring` step: the history (`bringHistory`, which may take the delta's
+ * plan), then the tree into `state.stagingDir`: through a provider's `syncOut`, the delta's
+ * pull of what the plan names, or upstream's whole archive.
  */
-async function openRestore(run, sink) {
-  const { input, workspaceRemoteDir } = run;
-  const baseline = advancedBaseline(run.baseline, input.workspaceLocalDir);
-  const mask = await recordedExtractionMask(input.spec, workspaceRemoteDir, input.workspaceLocalDir).catch(() => null);
-  const start = await describeRemoteStart({ ...run.remoteStart, mask });
-  const guard =
-    run.guard?.staged && !run.guard.witnesses ? { ...run.guard, witnesses: givenTopLevel(baseline, start) } : run.guard;
-  const runGuarded = (script) =>
-    guarded(guard, () =>
-      input.client.run(`sh -c ${shellQuote([workspaceGuardLine(guard), script].filter(Boolean).join("\n"))}`, {
-        timeoutMs: input.spec.timeoutMs,
-      }),
-    );
-  return { run, sink, baseline, start, guard, runGuarded };
+async function bringRemoteWork(restore, state) {
+  const { run } = restore;
+  const { input } = run;
+  Object.assign(state, { planned: false, importedRef: null, importedHead: null, remoteStatus: "dirty" });
+  if (run.gitSnapshot) await bringHistory(restore, state, restore.tempDir);
+  run.stopIfAborted();
+  await emitStatus(input.onRuntimeProgress, "restore", "Restoring workspace from environment");
+  const extractedDir = state.stagingDir;
+  if (run.nativeSyncOut) await pullThroughSyncOut(restore, extractedDir);
+  const remoteTar = path.posix.join(run.runtimeRootDir, "workspace-download.tar");
+  if (restore.delta && !state.planned) await takePlan(restore, state, {});
+  if (state.plan) await pullPlanned(restore, state, extractedDir, remoteTar);
+  if (!run.nativeSyncOut && !state.plan) await pullWholeTree(restore, extractedDir, remoteTar);
+  run.stopIfAborted();
 }
 
 /** Each project repository's own runtime, prepared against the sandbox and restored first; what it wrote is carried to the workspace's run baseline. */
@@ -177,19 +177,20 @@ async function restoreRepositories({ run, sink, baseline, guard }) {
 }
 
 /** Takes the delta's listing (`options`: what its command runs first) into `state.plan` (`null`: the full pull); resolves the plan as planned. */
-async function takePlan({ run, baseline, guard }, state, options) {
+async function takePlan({ run, baseline, remote, delta }, state, options) {
   const planned = await planSandboxRestore({
-    started: state.deltaStart,
+    remote,
+    features: delta.features,
+    localWalk: delta.localWalk,
     spec: run.input.spec,
     remoteDir: run.workspaceRemoteDir,
     localDir: run.input.workspaceLocalDir,
     baseline,
     head: run.gitSnapshot?.headCommit ?? null,
     mark: deltaMark(run.workspaceRemoteDir),
-    guard,
     ...options,
   });
-  state.walkSettled = true;
+  state.planned = true;
   state.plan = planned.fallback ? null : planned;
   return planned;
 }
@@ -201,7 +202,7 @@ async function takePlan({ run, baseline, guard }, state, options) {
  * says what it wrote (the status, the bundle itself when it is small): one command for both.
  */
 async function bringHistory(restore, state, tempDir) {
-  const { run, sink, runGuarded } = restore;
+  const { run, sink, remote } = restore;
   const { input, gitSnapshot, runtimeRootDir } = run;
   await emitStatus(input.onRuntimeProgress, "export", "Exporting git changes from environment");
   state.importedRef = newImportedRef();
@@ -230,13 +231,13 @@ async function bringHistory(restore, state, tempDir) {
     fetchBundle(input.workspaceLocalDir, files.localBundle, exportRef, state.importedRef, gitSnapshot.headCommit);
   /** Upstream's export: the script, the bundle, the working tree's status, each a command. */
   const exportAndImport = async (full) => {
-    await runGuarded(exportScript(full));
+    await remote.run(exportScript(full));
     await readBundle(run, files, exportProgress());
     if (!full) state.remoteStatus = await readRemoteStatus(input.client, files.remoteStatusPath);
     return importBundle();
   };
   let exported = null;
-  if (state.deltaStart) {
+  if (restore.delta) {
     const planned = await takePlan(restore, state, {
       before: exportScript(false).split("\n"),
       lead: exportedNotesCommand(files.remoteBundle, files.remoteStatusPath),
@@ -295,34 +296,12 @@ async function readRemoteStatus(client, remoteStatusPath) {
 }
 
 /**
- * Where the tree is extracted. Our extraction stages on the workspace's own file system (a
- * hidden directory in it, removed afterwards): the temp dir is often a disk while the
- * workspace is not, and creating then removing every file of the tree there is most of a
- * restore's time. The name is one of our owner-tagged staging names, so no walk lists it
- * and the next operation on the workspace removes it if this process is killed. A
- * provider's `syncOut` writes into the temp dir.
- */
-async function extractionDirectory({ run }, state, tempDir) {
-  const fallback = path.join(tempDir, "workspace");
-  if (run.nativeSyncOut) return fallback;
-  const name = native.stagingName("restore");
-  const inside = path.join(run.input.workspaceLocalDir, name);
-  const made = await fs.mkdir(inside, { mode: 0o700 }).then(
-    () => true,
-    () => false,
-  );
-  if (!made) return fallback;
-  state.stagingName = name;
-  return inside;
-}
-
-/**
  * The tree through a provider's `syncOut`. A provider's pull is not ours to guard: when it
  * fails, or brings nothing back while the baseline holds entries (the merge would delete
  * them all), the workspace is checked then, before anything else (a gone workspace's
  * refusal in place of the provider's failure).
  */
-async function pullThroughSyncOut({ run, sink, baseline, guard, runGuarded }, extractedDir) {
+async function pullThroughSyncOut({ run, sink, baseline, guard, remote }, extractedDir) {
   const { input, workspaceRemoteDir } = run;
   const operations = [
     {
@@ -345,7 +324,7 @@ async function pullThroughSyncOut({ run, sink, baseline, guard, runGuarded }, ex
   });
   const sent = await input.client.syncOut(operations).then(syncedBytes, async (error) => {
     if (guard && !endsTheCall(error)) {
-      const gone = await runGuarded("").then(
+      const gone = await remote.run("").then(
         () => null,
         (refusal) => (refusal?.code === codes.REMOTE_WORKSPACE_GONE ? refusal : null),
       );
@@ -354,7 +333,7 @@ async function pullThroughSyncOut({ run, sink, baseline, guard, runGuarded }, ex
     throw error;
   });
   await progress.finish(sent, sent);
-  if (guard && baseline.entries.size > 0 && (await fs.readdir(extractedDir)).length === 0) await runGuarded("");
+  if (guard && baseline.entries.size > 0 && (await fs.readdir(extractedDir)).length === 0) await remote.run("");
 }
 
 /**
@@ -396,10 +375,10 @@ async function pullPlanned({ run, sink }, state, extractedDir, remoteTar) {
 }
 
 /** Upstream's pull: the sandbox archives its whole workspace, read slice by slice into the safe extractor. */
-async function pullWholeTree({ run, sink, runGuarded }, extractedDir, remoteTar) {
+async function pullWholeTree({ run, sink, remote }, extractedDir, remoteTar) {
   const { input, workspaceRemoteDir } = run;
   const gzip = input.client[OUR_CLIENT]?.compressDownloads?.() === true;
-  await runGuarded(remoteArchiveCommand(workspaceRemoteDir, remoteTar, run.workspaceRestoreExclude, gzip));
+  await remote.run(remoteArchiveCommand(workspaceRemoteDir, remoteTar, run.workspaceRestoreExclude, gzip));
   const progress = transferProgress(sink, "Restoring", "from", "workspace", {
     sink: input.onRuntimeProgress,
     phase: "restore",
@@ -425,72 +404,41 @@ async function pullWholeTree({ run, sink, runGuarded }, extractedDir, remoteTar)
   await input.client.remove(remoteTar).catch(() => undefined);
 }
 
-/**
- * The merge of the extracted tree, judged against what the remote was given, with the
- * imported history moved in inside the lock and the index reset after; then the delta's
- * record of what the host now holds.
- */
-async function mergeRestored({ run, sink, baseline, start }, state, extractedDir) {
-  const { input, gitSnapshot, repositories } = run;
-  const { plan, importedHead: head } = state;
-  // The project repositories restored themselves: the workspace's merge leaves them out.
-  const mergeBaseline = plan
-    ? plan.baseline
-    : repositories.length === 0
-      ? baseline
-      : {
-          exclude: run.workspaceRestoreExclude,
-          entries: new Map(
-            [...baseline.entries].filter(
-              ([entry]) =>
-                !repositories.some(
-                  (repository) => entry === repository.path || entry.startsWith(`${repository.path}/`),
-                ),
-            ),
-          ),
-        };
-  await mergeAgentWork(
-    {
-      baseline: mergeBaseline,
-      sourceDir: extractedDir,
-      targetDir: input.workspaceLocalDir,
-      beforeApply: head
-        ? async () => {
-            await integrateImportedHead(input.workspaceLocalDir, head);
-          }
-        : undefined,
-      afterApply: gitSnapshot
-        ? async () => {
-            await resetIndexToHead(input.workspaceLocalDir, state.remoteStatus === "clean");
-          }
-        : undefined,
-    },
-    start,
-    sink,
-    run.baseline,
-  );
-  if (plan)
-    await recordRestore({
-      spec: input.spec,
-      remoteDir: run.workspaceRemoteDir,
-      localDir: input.workspaceLocalDir,
-      plan,
-      extractedDir,
-      importedHead: gitSnapshot && head !== gitSnapshot.headCommit ? head : null,
-    });
+/** A full pull's merge baseline: the project repositories restored themselves, so the workspace's merge leaves them out. */
+function mergeBaseline({ run, baseline }) {
+  const { repositories } = run;
+  if (repositories.length === 0) return baseline;
+  return {
+    exclude: run.workspaceRestoreExclude,
+    entries: new Map(
+      [...baseline.entries].filter(
+        ([entry]) =>
+          !repositories.some((repository) => entry === repository.path || entry.startsWith(`${repository.path}/`)),
+      ),
+    ),
+  };
 }
 
-/** After the restore, whatever it reached: the delta's walk settled, the imported ref and the staging directory gone. */
+/** After the merge of a delta's pull: the delta's record of what the host now holds. */
+async function recordPlan({ run }, state) {
+  const { input, gitSnapshot } = run;
+  const { plan, importedHead: head } = state;
+  if (!plan) return;
+  await recordRestore({
+    spec: input.spec,
+    remoteDir: run.workspaceRemoteDir,
+    localDir: input.workspaceLocalDir,
+    plan,
+    extractedDir: state.stagingDir,
+    importedHead: gitSnapshot && head !== gitSnapshot.headCommit ? head : null,
+  });
+}
+
+/** After the restore, whatever it reached: the imported ref gone (the lifecycle settles the walk and removes the staging directory). */
 async function finishRestore({ run }, state) {
   const { input } = run;
-  // A restore that did not reach the delta's plan: nothing of its walk outlives the call.
-  if (state.deltaStart && !state.walkSettled) await state.deltaStart.localWalk.catch(() => undefined);
   await emitStatus(input.onRuntimeProgress, "finalize", "Finalizing workspace");
   if (state.importedRef) await deleteRef(input.workspaceLocalDir, state.importedRef);
-  if (state.stagingName)
-    await fs
-      .rm(path.join(input.workspaceLocalDir, state.stagingName), { recursive: true, force: true })
-      .catch(() => undefined);
 }
 
 /**

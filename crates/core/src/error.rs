@@ -65,7 +65,7 @@ pub mod codes {
     /// lib/workspace-restore-merge.js).
     pub const EMPTY_SOURCE: &str = "ERR_PAPERCLIP_NATIVE_EMPTY_SOURCE";
     /// A restore found the remote workspace gone (missing, or re-created empty) and restored
-    /// nothing (raised by lib/workspace-guard.js).
+    /// nothing (raised by lib/lifecycle/workspace-guard.js).
     pub const REMOTE_WORKSPACE_GONE: &str = "ERR_PAPERCLIP_NATIVE_REMOTE_WORKSPACE_GONE";
     /// A sandbox runner call missed the deadline we enforce on it, or a duplex transfer went
     /// silent for longer than its inactivity timeout (raised by lib/sandbox/).

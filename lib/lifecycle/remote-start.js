@@ -16,9 +16,9 @@ import { randomBytes } from "node:crypto";
 import { promises as fs } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { runLocalGit } from "./local-git.js";
-import { native } from "./native.js";
-import { mergeIntoTarget } from "./restore-merge.js";
+import { runLocalGit } from "../local-git.js";
+import { native } from "../native.js";
+import { mergeIntoTarget } from "../restore-merge.js";
 
 /** What a restore reports when it keeps a host path, by reason (crates/core/src/merge/judged.rs). */
 const KEPT_REASONS = {

@@ -5,9 +5,9 @@
 // workspace, which recreates a vanished workspace empty, and its merge then takes the empty
 // tree for an agent that deleted everything: the host workspace is emptied. Ours refuses
 // instead, before anything reaches the host.
-import { codes } from "./native.js";
-import { shellQuote } from "./shell-quote.js";
-import { RUNTIME_DIR } from "./tree-delta.js";
+import { codes } from "../native.js";
+import { shellQuote } from "../shell-quote.js";
+import { RUNTIME_DIR } from "../tree-delta.js";
 
 /** The exit status of a command the guard stopped (an answer no other step of ours gives). */
 const GUARD_EXIT = 85;
