@@ -1,9 +1,9 @@
-// `restoreWorkspace()` of a prepared sandbox runtime (prepare.js): each project repository's
-// nested restore, then the git delta bundle exported from the sandbox and fetched here, the
-// sandbox tree read slice by slice into the safe extractor (staged inside the workspace, the
-// workspace's own links vouching for theirs), and the three-way merge against the baseline,
-// with the imported history moved in inside the merge lock. Upstream's steps, commands and
-// progress lines.
+// `restoreWorkspace()` of a prepared sandbox runtime (prepare.js), the lifecycle's restore
+// (../lifecycle/restore.js) with this lane's steps: each project repository's nested restore,
+// then the git delta bundle exported from the sandbox and fetched here, the sandbox tree read
+// slice by slice into the safe extractor (the workspace's own links vouching for theirs), and
+// the merge against the baseline, with the imported history moved in inside the merge lock.
+// Upstream's steps, commands and progress lines.
 import { promises as fs } from "node:fs";
 import path from "node:path";
 import { GIT_ARCHIVE_EXCLUDES } from "../git-workspace-sync.js";
