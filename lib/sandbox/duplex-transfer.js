@@ -34,6 +34,72 @@ async function closeChannel(channel, timeoutMs) {
   await withRunnerDeadline(channel.close(), timeoutMs, "the close of a channel").catch(() => undefined);
 }
 
+/**
+ * Watches `channel` for a transfer (`action`: `upload to <path>`, `read of <path>`): each
+ * chunk of its output goes to `onData`, and `waitUntil(condition)` resolves once
+ * `condition()` holds, checked on every chunk and at the exit; it rejects when the command
+ * exits first (its coded failure) or when nothing arrives for `timeoutMs`
+ * (`ERR_PAPERCLIP_NATIVE_SANDBOX_TIMEOUT`, "… without `silence`"). `exit()`: the exit, once
+ * it came. `failure()`: the exit's coded failure.
+ */
+function channelWatch(channel, { action, timeoutMs, silence, onData }) {
+  let exit = null;
+  let wake = null;
+  const notify = () => {
+    const resume = wake;
+    wake = null;
+    resume?.();
+  };
+  channel.onData((chunk) => {
+    onData(chunk);
+    notify();
+  });
+  channel.onExit((info) => {
+    exit = info ?? { exitCode: null };
+    notify();
+  });
+  const failure = () => exitFailure(action, exit);
+  const waitUntil = (condition) =>
+    new Promise((resolve, reject) => {
+      let timer = null;
+      const settled = () => {
+        if (condition()) {
+          clearTimeout(timer);
+          resolve();
+          return true;
+        }
+        if (exit) {
+          clearTimeout(timer);
+          reject(failure());
+          return true;
+        }
+        return false;
+      };
+      if (settled()) return;
+      const arm = () => {
+        clearTimeout(timer);
+        if (timeoutMs > 0) {
+          timer = setTimeout(() => {
+            wake = null;
+            reject(
+              transferError(codes.SANDBOX_TIMEOUT, `${action} timed out after ${timeoutMs} ms without ${silence}`, {
+                timeoutMs,
+              }),
+            );
+          }, timeoutMs);
+        }
+      };
+      const onWake = () => {
+        if (settled()) return;
+        arm();
+        wake = onWake;
+      };
+      arm();
+      wake = onWake;
+    });
+  return { waitUntil, failure, exit: () => exit };
+}
+
 /** Bytes per acknowledged (written) or requested (read) block. */
 export const DUPLEX_BLOCK_BYTES = 4 * 1024 * 1024;
 /** Blocks in flight before the host waits for an acknowledgement. */
@@ -70,71 +136,19 @@ export async function writeThroughDuplexChannel(runner, { shell, remotePath, sou
     `the channel of an upload to ${remotePath}`,
   );
   let acked = 0;
-  let exit = null;
-  let wake = null;
-  const notify = () => {
-    const resume = wake;
-    wake = null;
-    resume?.();
-  };
-  channel.onData((chunk) => {
-    for (const byte of chunk) if (byte === 0x2e) acked += 1;
-    notify();
+  const watch = channelWatch(channel, {
+    action: `upload to ${remotePath}`,
+    timeoutMs,
+    silence: "progress",
+    onData: (chunk) => {
+      for (const byte of chunk) if (byte === 0x2e) acked += 1;
+    },
   });
-  channel.onExit((info) => {
-    exit = info ?? { exitCode: null };
-    notify();
-  });
-  const failure = () => exitFailure(`upload to ${remotePath}`, exit);
-  /**
-   * Resolves once `condition()` holds; rejects when the command exits first, or when
-   * nothing arrives from the channel for `timeoutMs` (an inactivity deadline).
-   */
-  const waitUntil = (condition) =>
-    new Promise((resolve, reject) => {
-      let timer = null;
-      const settled = () => {
-        if (condition()) {
-          clearTimeout(timer);
-          resolve();
-          return true;
-        }
-        if (exit) {
-          clearTimeout(timer);
-          reject(failure());
-          return true;
-        }
-        return false;
-      };
-      if (settled()) return;
-      const arm = () => {
-        clearTimeout(timer);
-        if (timeoutMs > 0) {
-          timer = setTimeout(() => {
-            wake = null;
-            reject(
-              transferError(
-                codes.SANDBOX_TIMEOUT,
-                `upload to ${remotePath} timed out after ${timeoutMs} ms without progress`,
-                { timeoutMs },
-              ),
-            );
-          }, timeoutMs);
-        }
-      };
-      const onWake = () => {
-        if (settled()) return;
-        arm();
-        wake = onWake;
-      };
-      arm();
-      wake = onWake;
-    });
   let sent = 0;
   let blocks = 0;
   try {
     for await (const block of reslice(source, DUPLEX_BLOCK_BYTES)) {
-      await waitUntil(() => blocks - acked < WINDOW);
+      await watch.waitUntil(() => blocks - acked < WINDOW);
       sent += block.length;
       if (sent > total)
         throw transferError(
@@ -150,8 +164,8 @@ export async function writeThroughDuplexChannel(runner, { shell, remotePath, sou
         codes.SANDBOX_TRANSFER_FAILED,
         `upload source for ${remotePath} produced ${sent} bytes, expected ${total}`,
       );
-    await waitUntil(() => exit !== null);
-    if (exit.exitCode !== 0) throw failure();
+    await watch.waitUntil(() => watch.exit() !== null);
+    if (watch.exit().exitCode !== 0) throw watch.failure();
     await onProgress?.(total, total);
   } catch (error) {
     channel.stop();
@@ -172,88 +186,39 @@ function duplexReadScript(remotePath) {
 }
 
 /**
- * What a read's channel delivered, waited on: `pending` (the bytes not taken yet, `bytes`
- * long), `exit` (the channel's exit, once it came), `more()` (resolves on the next data or
- * the exit; rejects with `ERR_PAPERCLIP_NATIVE_SANDBOX_TIMEOUT` after `timeoutMs` of
- * silence) and `take(n)` (exactly `n` bytes of what arrived, the caller having checked there
- * are enough). `what` names the read in the timeout's message.
- */
-function channelInbox(channel, timeoutMs, what) {
-  const inbox = { pending: [], bytes: 0, exit: null };
-  let wake = null;
-  const notify = () => {
-    const resume = wake;
-    wake = null;
-    resume?.();
-  };
-  channel.onData((chunk) => {
-    const buffer = Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
-    inbox.pending.push(Buffer.from(buffer));
-    inbox.bytes += buffer.length;
-    notify();
-  });
-  channel.onExit((info) => {
-    inbox.exit = info ?? { exitCode: null };
-    notify();
-  });
-  inbox.more = () =>
-    new Promise((resolve, reject) => {
-      if (inbox.exit) return resolve();
-      const timer =
-        timeoutMs > 0
-          ? setTimeout(() => {
-              wake = null;
-              reject(
-                transferError(codes.SANDBOX_TIMEOUT, `${what} timed out after ${timeoutMs} ms without data`, {
-                  timeoutMs,
-                }),
-              );
-            }, timeoutMs)
-          : null;
-      wake = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
-  inbox.take = (n) => {
-    const out = Buffer.allocUnsafe(n);
-    let filled = 0;
-    while (filled < n) {
-      const head = inbox.pending[0];
-      const part = Math.min(head.length, n - filled);
-      head.copy(out, filled, 0, part);
-      filled += part;
-      if (part === head.length) inbox.pending.shift();
-      else inbox.pending[0] = head.subarray(part);
-    }
-    inbox.bytes -= n;
-    return out;
-  };
-  return inbox;
-}
-
-/**
  * The size line a read's script prints first ({@link duplexReadScript}), taken off `inbox`
- * (what follows it stays pending). `failure()`: the error of a channel that exited first.
+ * (`{ pending, bytes }`: what arrived and is not taken yet; what follows the line stays).
  */
-async function readSizeLine(inbox, remotePath, failure) {
+async function readSizeLine(inbox, watch, remotePath) {
   const unreadable = () =>
     transferError(codes.SANDBOX_TRANSFER_FAILED, `Could not determine remote file size for ${remotePath}`);
-  for (;;) {
-    const joined = inbox.pending.length > 0 ? Buffer.concat(inbox.pending) : Buffer.alloc(0);
-    const newline = joined.indexOf(0x0a);
-    if (newline >= 0) {
-      const text = joined.subarray(0, newline).toString("latin1").trim();
-      if (!/^\d+$/.test(text)) throw unreadable();
-      const rest = joined.subarray(newline + 1);
-      inbox.pending = rest.length > 0 ? [rest] : [];
-      inbox.bytes = rest.length;
-      return Number(text);
-    }
-    if (inbox.exit) throw failure();
-    if (joined.length > 64) throw unreadable();
-    await inbox.more();
+  const joined = () => (inbox.pending.length > 0 ? Buffer.concat(inbox.pending) : Buffer.alloc(0));
+  await watch.waitUntil(() => inbox.bytes > 64 || joined().includes(0x0a));
+  const bytes = joined();
+  const newline = bytes.indexOf(0x0a);
+  if (newline < 0) throw unreadable();
+  const text = bytes.subarray(0, newline).toString("latin1").trim();
+  if (!/^\d+$/.test(text)) throw unreadable();
+  const rest = bytes.subarray(newline + 1);
+  inbox.pending = rest.length > 0 ? [rest] : [];
+  inbox.bytes = rest.length;
+  return Number(text);
+}
+
+/** Exactly `n` bytes of what arrived in `inbox` (the caller waited for enough). */
+function take(inbox, n) {
+  const out = Buffer.allocUnsafe(n);
+  let filled = 0;
+  while (filled < n) {
+    const head = inbox.pending[0];
+    const part = Math.min(head.length, n - filled);
+    head.copy(out, filled, 0, part);
+    filled += part;
+    if (part === head.length) inbox.pending.shift();
+    else inbox.pending[0] = head.subarray(part);
   }
+  inbox.bytes -= n;
+  return out;
 }
 
 /**
@@ -270,11 +235,20 @@ export async function* readThroughDuplexChannel(runner, { shell, remotePath, tim
     timeoutMs,
     `the channel of a read of ${remotePath}`,
   );
-  const inbox = channelInbox(channel, timeoutMs, `read of ${remotePath}`);
-  const failure = () => exitFailure(`read of ${remotePath}`, inbox.exit);
+  const inbox = { pending: [], bytes: 0 };
+  const watch = channelWatch(channel, {
+    action: `read of ${remotePath}`,
+    timeoutMs,
+    silence: "data",
+    onData: (chunk) => {
+      // A copy: the runner may reuse the chunk's memory.
+      inbox.pending.push(Buffer.from(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)));
+      inbox.bytes += chunk.byteLength;
+    },
+  });
   let finished = false;
   try {
-    const total = await readSizeLine(inbox, remotePath, failure);
+    const total = await readSizeLine(inbox, watch, remotePath);
     const blocks = Math.ceil(total / DUPLEX_BLOCK_BYTES);
     let requested = 0;
     let received = 0;
@@ -287,19 +261,16 @@ export async function* readThroughDuplexChannel(runner, { shell, remotePath, tim
     request();
     while (received < total) {
       const want = Math.min(DUPLEX_BLOCK_BYTES, total - received);
-      while (inbox.bytes < want) {
-        if (inbox.exit) throw failure();
-        await inbox.more();
-      }
-      const block = inbox.take(want);
+      await watch.waitUntil(() => inbox.bytes >= want);
+      const block = take(inbox, want);
       received += block.length;
       request();
       await onProgress?.(received, total);
       yield block;
     }
     channel.write(Buffer.from("end\n"));
-    while (!inbox.exit) await inbox.more();
-    if (inbox.exit.exitCode !== 0) throw failure();
+    await watch.waitUntil(() => watch.exit() !== null);
+    if (watch.exit().exitCode !== 0) throw watch.failure();
     if (inbox.bytes > 0)
       throw transferError(
         codes.SANDBOX_TRANSFER_FAILED,
