@@ -9,7 +9,7 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { guardRemote } from "../lib/lifecycle/remote.js";
 import { restoreRun } from "../lib/lifecycle/restore.js";
-import { stageDelta } from "../lib/lifecycle/stage.js";
+import { listingOrFallback, stageDelta } from "../lib/lifecycle/stage.js";
 import { captureDirectorySnapshot } from "../lib/workspace-restore-merge.js";
 
 const GONE = "ERR_PAPERCLIP_NATIVE_REMOTE_WORKSPACE_GONE";
@@ -301,5 +301,32 @@ describe("a prepare's delta (lib/lifecycle/stage.js stageDelta)", () => {
     });
     await expect(stageDelta(aborted, await runWithManifest())).rejects.toThrow("aborted");
     expect(ended).toEqual(["ready", "settle"]);
+  });
+});
+
+describe("a delta's listing (lib/lifecycle/stage.js listingOrFallback)", () => {
+  it("gives the listing, or the full upload's reason, and rejects with what ends the call", async () => {
+    const ends = (error) => error?.name === "AbortError";
+    const entries = new Map([["a.txt", { kind: "f" }]]);
+    expect(await listingOrFallback(async () => ({ header: ["pcdelta", "ok"], entries }), ends)).toEqual({
+      listing: { header: ["pcdelta", "ok"], entries },
+    });
+    expect(await listingOrFallback(async () => ({ header: ["pcdelta", "absent"], entries: null }), ends)).toEqual({
+      fallback: "remote-absent",
+    });
+    expect(await listingOrFallback(async () => ({ header: ["pcdelta", "no-gnu-tar"], entries: null }), ends)).toEqual({
+      fallback: "remote-cannot-answer",
+    });
+    // A listing started earlier that failed: its error, as the answer.
+    expect(await listingOrFallback(async () => new Error("exit 2"), ends)).toEqual({
+      fallback: "remote-cannot-answer",
+    });
+    const abort = Object.assign(new Error("aborted"), { name: "AbortError" });
+    await expect(listingOrFallback(async () => abort, ends)).rejects.toBe(abort);
+    await expect(
+      listingOrFallback(async () => {
+        throw abort;
+      }, ends),
+    ).rejects.toBe(abort);
   });
 });

@@ -24,7 +24,7 @@ import path from "node:path";
 import { resolveInstanceRoot } from "./instance-root.js";
 import { codes, native, runCancellable } from "./native.js";
 import { shellQuote, transferTarget } from "./ssh-common.js";
-import { stageDelta } from "./lifecycle/stage.js";
+import { listingOrFallback, stageDelta } from "./lifecycle/stage.js";
 import { runRemoteScript as exec, sshRemote } from "./ssh-remote.js";
 import {
   HEADER,
@@ -337,14 +337,12 @@ async function treeDeltaReady(run) {
     ...HEADER,
     listingPipeline("", prune),
   ].join("\n");
-  let listing;
-  try {
-    listing = await remote.list(probe);
-  } catch (error) {
-    if (error?.name === "AbortError" || !remoteAnswered(error)) throw error;
-    return { fallback: "remote-cannot-answer" };
-  }
-  if (!listing.entries) return { fallback: listing.header[1] === "absent" ? "remote-absent" : "remote-cannot-answer" };
+  const answer = await listingOrFallback(
+    () => remote.list(probe),
+    (error) => error?.name === "AbortError" || !remoteAnswered(error),
+  );
+  if (answer.fallback) return answer;
+  const { listing } = answer;
   trace("remote listed", run.started);
   // Upstream's `git clean -fdx -e .paperclip-runtime` spares nested repositories and nested
   // runtime directories, and its tar never sends them: the full path reproduces that.

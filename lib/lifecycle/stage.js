@@ -48,3 +48,23 @@ async function fullUpload(kind, run, reason) {
     .catch(() => undefined);
   return { mode: "full", reason };
 }
+
+/**
+ * A delta's listing of the remote: `ask()`'s answer (a parsed listing, or the `Error` a
+ * listing started earlier ended with) as `{ listing }`, or `{ fallback }` for the full
+ * upload: the remote cannot answer (its command failed, its tools are not GNU's, its output
+ * does not parse) or has no such directory (`remote-absent`). A failure that `ends(error)`
+ * says ends the call rejects instead.
+ */
+export async function listingOrFallback(ask, ends) {
+  let listing;
+  try {
+    listing = await ask();
+    if (listing instanceof Error) throw listing;
+  } catch (error) {
+    if (ends(error)) throw error;
+    return { fallback: "remote-cannot-answer" };
+  }
+  if (!listing.entries) return { fallback: listing.header[1] === "absent" ? "remote-absent" : "remote-cannot-answer" };
+  return { listing };
+}

@@ -18,7 +18,7 @@
 import { createHash } from "node:crypto";
 import path from "node:path";
 import { gzipSync } from "node:zlib";
-import { stageDelta } from "../lifecycle/stage.js";
+import { listingOrFallback, stageDelta } from "../lifecycle/stage.js";
 import { abortError } from "../native.js";
 import { createTarballStreamFromDirectory } from "../tar-stream.js";
 import {
@@ -315,16 +315,12 @@ async function treeDeltaReady(run) {
   // A delta moves too little to measure the link by: the last run's figure stands for it
   // until an upload of this process measures one (the restore's compression asks it).
   run.link.remember(manifest.link);
-  let listing;
-  try {
-    const answer = taken?.listing ? await taken.listing : await listTree(features, remoteDir, prune);
-    if (answer instanceof Error) throw answer;
-    listing = answer;
-  } catch (error) {
-    if (endsTheCall(error)) throw error;
-    return { fallback: "remote-cannot-answer" };
-  }
-  if (!listing.entries) return { fallback: listing.header[1] === "absent" ? "remote-absent" : "remote-cannot-answer" };
+  const answer = await listingOrFallback(
+    () => (taken?.listing ? taken.listing : listTree(features, remoteDir, prune)),
+    endsTheCall,
+  );
+  if (answer.fallback) return answer;
+  const { listing } = answer;
   let locals;
   try {
     locals = parseMembers(await run.walking);

@@ -33,7 +33,7 @@ import { shouldExcludePath } from "../exclude-patterns.js";
 import { originUrl, runLocalGit } from "../local-git.js";
 import { abortError } from "../native.js";
 import { hostUmask } from "../lifecycle/remote-start.js";
-import { stageDelta } from "../lifecycle/stage.js";
+import { listingOrFallback, stageDelta } from "../lifecycle/stage.js";
 import { createTarballStreamFromDirectory } from "../tar-stream.js";
 import {
   CLOCKED_HEADER,
@@ -586,18 +586,12 @@ async function gitDeltaReady(run) {
   )
     return { fallback: "no-manifest" };
   run.link.remember(manifest.link);
-  let listing;
-  try {
-    const answer = taken?.listing
-      ? await taken.listing
-      : await listGit(features, remoteDir, keptHeads(head, manifest.git.heads));
-    if (answer instanceof Error) throw answer;
-    listing = answer;
-  } catch (error) {
-    if (endsTheCall(error)) throw error;
-    return { fallback: "remote-cannot-answer" };
-  }
-  if (!listing.entries) return { fallback: listing.header[1] === "absent" ? "remote-absent" : "remote-cannot-answer" };
+  const answer = await listingOrFallback(
+    () => (taken?.listing ? taken.listing : listGit(features, remoteDir, keptHeads(head, manifest.git.heads))),
+    endsTheCall,
+  );
+  if (answer.fallback) return answer;
+  const { listing } = answer;
   const bases = listing.notes.filter((note) => note.startsWith("has ")).map((note) => note.slice(4));
   if (bases.length === 0) return { fallback: "no-history" };
   let tree;
