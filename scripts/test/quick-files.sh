@@ -3,7 +3,8 @@
 # lowest supported Node): the quick loop's vitest files and the longest single tests of
 # those files, left to the full run under Node 24.
 #
-# The vitest files: each area's behaviour and the fast differential tests. Left to `npm test`:
+# The vitest files: each area's behaviour (the lanes' shared lifecycle too) and the fast
+# differential tests. Left to `npm test`:
 # ssh* (sshd), activation*, sandbox-* and packaging (upstream's orchestration, Node 24, npm
 # installs), crash (kill loops), depth and tar-boundaries (very deep and very long paths),
 # ignore.diff (200 generated repositories against git), tar.diff (the full GNU tar
@@ -11,7 +12,7 @@
 QUICK_VITEST=()
 for file in cli-args error-codes platforms types transfer-deadline runtime-progress.diff \
   exclude.diff snapshot.diff snapshot-watch merge.diff merge-lock merge-lock-protocols mirror.diff \
-  ignore tar-extract tar-stream limits; do
+  ignore tar-extract tar-stream limits lifecycle; do
   QUICK_VITEST+=("__test__/$file.test.js")
 done
 
