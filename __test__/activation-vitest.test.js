@@ -7,7 +7,7 @@
 // upstream's; `vi.mock("@paperclipai/adapter-utils/ssh")` still reaches upstream's
 // orchestrator and our bound `prepareRemoteManagedRuntime`; `vi.importActual` gives the
 // composed module. Without the plugin, the same project runs upstream's functions (control).
-// (The published `dist/*.js`, inlined and externalized, is run by scripts/activation-suites.mjs.)
+// (The published `dist/*.js`, inlined and externalized, is run by scripts/upstream/activation-suites.mjs.)
 import { spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";

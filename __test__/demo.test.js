@@ -3,7 +3,7 @@
 // checkout's npm dependencies and its built binary, nothing else of this checkout. Every step
 // runs, none is skipped, and both execution-target steps run upstream's own
 // prepareAdapterExecutionTargetRuntime with and without the activation: over SSH (a
-// throwaway sshd on 127.0.0.1, which scripts/test.sh installs, as `npm run demo` does) and in
+// throwaway sshd on 127.0.0.1, which scripts/test/full.sh installs, as `npm run demo` does) and in
 // a sandbox through a command runner. Their remote trees and restored workspaces are equal;
 // activated, the host starts no `ssh` or `tar`; plain, it does (the control: the sampling
 // sees them).

@@ -13,7 +13,7 @@
 // session process is left on the server.
 //
 // Needs root (namespaces), sshd and the unprivileged user the SSH suites log in as
-// ($SSH_TEST_USER, default pcnative, created by scripts/test.sh): it runs in npm test's
+// ($SSH_TEST_USER, default pcnative, created by scripts/test/full.sh): it runs in npm test's
 // root vitest pass (sshd runs as root inside the namespace, the login is that user's);
 // elsewhere it is skipped, the reason in the suite's name.
 import { execFileSync, spawnSync } from "node:child_process";
@@ -44,10 +44,10 @@ function unsupported() {
   const netns = netnsSupport();
   if (netns) return netns;
   if (!existsSync("/usr/sbin/sshd")) return "needs sshd (openssh-server)";
-  if (spawnSync("id", [USER]).status !== 0) return `needs the user ${USER} (scripts/test.sh creates it)`;
-  // sshd as root refuses a locked account (useradd's '!' password); scripts/test.sh unlocks it.
+  if (spawnSync("id", [USER]).status !== 0) return `needs the user ${USER} (scripts/test/full.sh creates it)`;
+  // sshd as root refuses a locked account (useradd's '!' password); scripts/test/full.sh unlocks it.
   const shadow = spawnSync("getent", ["shadow", USER], { encoding: "utf8" }).stdout.split(":")[1] ?? "";
-  if (shadow.startsWith("!")) return `the account ${USER} is locked (scripts/test.sh unlocks it)`;
+  if (shadow.startsWith("!")) return `the account ${USER} is locked (scripts/test/full.sh unlocks it)`;
   return null;
 }
 const skipReason = unsupported();

@@ -1,6 +1,6 @@
 // The release, installed as an operator installs it: the tarballs `npm run pack:release`
 // makes (the root package and this machine's platform package), installed into an empty
-// project next to upstream with no Rust toolchain on PATH (scripts/install-release.mjs).
+// project next to upstream with no Rust toolchain on PATH (scripts/release/install.mjs).
 // `paperclip-sync doctor` reports the activation, a drop-in works, the README's recipe turns
 // the activation on in a process whose children start from anywhere, and with the platform
 // package removed every message names the package to install.
@@ -49,7 +49,7 @@ describe.skipIf(!onLinuxX64Gnu)("the release tarballs, installed into an empty p
   let installed;
   beforeAll(async () => {
     work = mkdtempSync(path.join(os.tmpdir(), "pc-native-release-"));
-    // scripts/install-release.mjs as a child (its pack and npm install hold a process for
+    // scripts/release/install.mjs as a child (its pack and npm install hold a process for
     // many seconds; see helpers/run-node.js).
     const run = await runNode([path.join(repo, "scripts/release/install.mjs"), "--dir", work, "--no-build", "--json"]);
     if (run.status !== 0) throw new Error(`install-release failed (${run.status ?? run.signal}): ${run.stderr}`);

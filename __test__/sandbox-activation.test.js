@@ -1,5 +1,5 @@
 // Upstream's own prepareAdapterExecutionTargetRuntime for a sandbox target, with our exports
-// swapped into a copy of upstream's dist (as scripts/upstream-swap.mjs composes them), stages
+// swapped into a copy of upstream's dist (as scripts/upstream/swap.mjs composes them), stages
 // a generated git workspace and restores the agent's work without starting a host `tar`;
 // the unswapped upstream run does start one (the control: both detectors see it), and both
 // runs leave the same remote tree and git state and the same restored workspace.

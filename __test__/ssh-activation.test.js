@@ -1,7 +1,7 @@
 // The activation in unmodified code, against a real OpenSSH sshd on 127.0.0.1: upstream's
 // own `prepareAdapterExecutionTargetRuntime` (upstream `execution-target`, not one line
 // changed) for an SSH target, run in a child Node process with and without
-// `--import @paperclipai/adapter-utils-native/register` (scripts/execution-target-probe.mjs)
+// `--import @paperclipai/adapter-utils-native/register` (scripts/harness/execution-target-probe.mjs)
 // on twin generated git workspaces: with activation, no `ssh` or `tar` process starts on the
 // host during the prepare and the restore (the unactivated run is the control: the sampler
 // sees its `ssh` and `tar`), and the remote tree after the prepare and the restored
@@ -72,7 +72,7 @@ function runProbe(workspace, runId, activated) {
 
 beforeAll(async () => {
   if (process.getuid?.() === 0)
-    throw new Error("run the SSH suites as an unprivileged user (see scripts/test.sh), not as root");
+    throw new Error("run the SSH suites as an unprivileged user (see scripts/test/full.sh), not as root");
   work = mkdtempSync(path.join(os.tmpdir(), "pc-ssh-activation-test-"));
   server = await startSshd(path.join(work, "sshd"));
 }, 30_000);

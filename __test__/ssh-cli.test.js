@@ -1,5 +1,5 @@
 // The CLI's push and pull against a real sshd on 127.0.0.1 (run as an unprivileged user by
-// scripts/test.sh, like the other SSH suites): round trip, progress lines, a refused host
+// scripts/test/full.sh, like the other SSH suites): round trip, progress lines, a refused host
 // key with its coded line and exit code, and usage errors.
 import { spawnSync } from "node:child_process";
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
@@ -18,7 +18,8 @@ let keyFile;
 let knownHostsFile;
 
 beforeAll(async () => {
-  if (process.getuid?.() === 0) throw new Error("run the SSH suites as an unprivileged user (scripts/test.sh does)");
+  if (process.getuid?.() === 0)
+    throw new Error("run the SSH suites as an unprivileged user (scripts/test/full.sh does)");
   work = mkdtempSync(path.join(os.tmpdir(), "pc-native-ssh-cli-"));
   server = await startSshd(path.join(work, "sshd"));
   keyFile = path.join(work, "id_client");

@@ -1,5 +1,5 @@
 // The SSH pull under kill -9 and with archive limits, against a real OpenSSH sshd on
-// 127.0.0.1 (run as an unprivileged user, like the other SSH suites: scripts/test.sh). A
+// 127.0.0.1 (run as an unprivileged user, like the other SSH suites: scripts/test/full.sh). A
 // child pulling a 1 500-file tree is SIGKILLed at seeded points (a seeded delay after it
 // started, or after its replace journal appeared): nothing outside the destination changes,
 // every file is its old or its new version or (being replaced) absent, never torn, and the
@@ -24,7 +24,7 @@ let work;
 
 beforeAll(async () => {
   if (process.getuid?.() === 0)
-    throw new Error("run the SSH suites as an unprivileged user (see scripts/test.sh), not as root");
+    throw new Error("run the SSH suites as an unprivileged user (see scripts/test/full.sh), not as root");
   work = mkdtempSync(path.join(os.tmpdir(), "pc-ssh-crash-"));
   server = await startSshd(path.join(work, "sshd"));
 }, 60_000);

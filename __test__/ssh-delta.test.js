@@ -6,7 +6,7 @@
 // entry: kinds, modes, contents, link targets and the mtimes of files and directories.
 // Then every fallback to the full upload (no manifest, a missing remote directory, a
 // remote that cannot answer, delta off) and the managed runtime's run directory started
-// from the previous restored run's. Run as an unprivileged user (scripts/test.sh).
+// from the previous restored run's. Run as an unprivileged user (scripts/test/full.sh).
 import { execFileSync } from "node:child_process";
 import {
   chmodSync,

@@ -8,7 +8,7 @@
 // agent on the remote. Then the fallbacks (a remote that lost its repository, a manifest
 // naming a commit the remote lacks, a nested repository on the remote), the restore's
 // history export (only the remote's new commits, none, or all when the remote rewrote its
-// history), and a managed run's directory started from the previous run's. Run as an unprivileged user (scripts/test.sh).
+// history), and a managed run's directory started from the previous run's. Run as an unprivileged user (scripts/test/full.sh).
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";

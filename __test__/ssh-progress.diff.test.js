@@ -12,7 +12,7 @@
 // stream longer than one 64 KiB pipe chunk shows upstream's 10% lines only once its
 // concurrent size walk has finished, which depends on timing too; there the total of every
 // line and the terminal line are compared, and the first line is one upstream can write.
-// Run as an unprivileged user (scripts/test.sh).
+// Run as an unprivileged user (scripts/test/full.sh).
 import { linkSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -34,7 +34,7 @@ const places = scratchPlaces(
 
 beforeAll(async () => {
   if (process.getuid?.() === 0)
-    throw new Error("run the SSH suites as an unprivileged user (see scripts/test.sh), not as root");
+    throw new Error("run the SSH suites as an unprivileged user (see scripts/test/full.sh), not as root");
   work = mkdtempSync(path.join(os.tmpdir(), "pc-ssh-progress-"));
   server = await startSshd(path.join(work, "sshd"));
 }, 30_000);

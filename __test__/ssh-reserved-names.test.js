@@ -6,7 +6,7 @@
 // rest of the agent's work (docs/reliability.md); the next ordinary pull or restore
 // succeeds. A look-alike
 // this host did not create, found in the local directory, blocks no pull and is reported.
-// Runs as an unprivileged user (scripts/test.sh), like every SSH suite.
+// Runs as an unprivileged user (scripts/test/full.sh), like every SSH suite.
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -42,7 +42,7 @@ const settle = (promise) =>
 
 beforeAll(async () => {
   if (process.getuid?.() === 0)
-    throw new Error("run the SSH suites as an unprivileged user (see scripts/test.sh), not as root");
+    throw new Error("run the SSH suites as an unprivileged user (see scripts/test/full.sh), not as root");
   work = mkdtempSync(path.join(os.tmpdir(), "pc-ssh-reserved-"));
   server = await startSshd(path.join(work, "sshd"));
 }, 30_000);

@@ -2,7 +2,7 @@
 // `ensureSshWorkspaceReady` and `createSshCommandManagedRuntimeRunner` call its own
 // `runSshCommand` inside its module, which the composition cannot reach): ours give
 // upstream's results against a real sshd, on pooled in-process sessions, with no child
-// process on the host. Run as an unprivileged user (scripts/test.sh).
+// process on the host. Run as an unprivileged user (scripts/test/full.sh).
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -17,7 +17,7 @@ let work;
 
 beforeAll(async () => {
   if (process.getuid?.() === 0)
-    throw new Error("run the SSH suites as an unprivileged user (see scripts/test.sh), not as root");
+    throw new Error("run the SSH suites as an unprivileged user (see scripts/test/full.sh), not as root");
   work = mkdtempSync(path.join(os.tmpdir(), "pc-ssh-runner-"));
   server = await startSshd(path.join(work, "sshd"));
 }, 30_000);

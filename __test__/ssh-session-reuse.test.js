@@ -8,7 +8,7 @@
 // their own; a failed call's session is dropped, a clean one is kept; sessions the server
 // closed meanwhile do not fail the next call; idle sessions close by themselves; the
 // overlapped export and pull of a restore fail as the sequential steps do. Run as an
-// unprivileged user in CI (scripts/test.sh).
+// unprivileged user in CI (scripts/test/full.sh).
 import { execFileSync } from "node:child_process";
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
@@ -160,7 +160,7 @@ function lastLines(lines) {
 
 beforeAll(async () => {
   if (process.getuid?.() === 0)
-    throw new Error("run the SSH suites as an unprivileged user (see scripts/test.sh), not as root");
+    throw new Error("run the SSH suites as an unprivileged user (see scripts/test/full.sh), not as root");
   work = mkdtempSync(path.join(os.tmpdir(), "pc-ssh-reuse-test-"));
   server = await startSshd(path.join(work, "sshd"));
 }, 30_000);

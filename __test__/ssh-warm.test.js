@@ -3,7 +3,7 @@
 // `sh -c '<script>'` as that script on it. Against a real sshd, every command gives what a
 // channel of its own gives (stdout, stderr, stdin, exit status, signal) and what upstream's
 // `runSshCommand` (a host `ssh`) gives; a login that prints something of its own never gets
-// a warm channel used. Run as an unprivileged user (scripts/test.sh).
+// a warm channel used. Run as an unprivileged user (scripts/test/full.sh).
 import { createHash } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
@@ -19,7 +19,7 @@ const servers = {};
 
 beforeAll(async () => {
   if (process.getuid?.() === 0)
-    throw new Error("run the SSH suites as an unprivileged user (see scripts/test.sh), not as root");
+    throw new Error("run the SSH suites as an unprivileged user (see scripts/test/full.sh), not as root");
   work = mkdtempSync(path.join(os.tmpdir(), "pc-ssh-warm-"));
   servers.plain = await startSshd(path.join(work, "plain"));
   // A login that prints before every command (a startup file that echoes).

@@ -177,7 +177,7 @@ function leftoverTempDirs() {
 
 beforeAll(async () => {
   if (process.getuid?.() === 0)
-    throw new Error("run the SSH suites as an unprivileged user (see scripts/test.sh), not as root");
+    throw new Error("run the SSH suites as an unprivileged user (see scripts/test/full.sh), not as root");
   work = mkdtempSync(path.join(os.tmpdir(), "pc-ssh-workspace-test-"));
   server = await startSshd(path.join(work, "sshd"));
 }, 30_000);

@@ -2,7 +2,7 @@
 // host-key checking): runSshCommand's results and failures against upstream's, push and pull
 // round trips against GNU tar's `tar -cf - . | tar -xf -`, progress lines, refused host
 // keys, unwritable and unreadable remote directories, a server killed mid-transfer, aborts,
-// and no child process on the host. Run as an unprivileged user in CI (scripts/test.sh).
+// and no child process on the host. Run as an unprivileged user in CI (scripts/test/full.sh).
 import {
   chmodSync,
   existsSync,
@@ -105,9 +105,9 @@ function stagingDirs() {
 
 beforeAll(async () => {
   // sshd refuses root logins in upstream's fixture, and root ignores the permission traps
-  // below: CI runs this suite as an unprivileged user (scripts/test.sh).
+  // below: CI runs this suite as an unprivileged user (scripts/test/full.sh).
   if (process.getuid?.() === 0)
-    throw new Error("run the SSH suites as an unprivileged user (see scripts/test.sh), not as root");
+    throw new Error("run the SSH suites as an unprivileged user (see scripts/test/full.sh), not as root");
   foreignStaging = new Set(stagingDirs());
   work = mkdtempSync(path.join(os.tmpdir(), "pc-ssh-test-"));
   server = await startSshd(path.join(work, "sshd"));

@@ -1,4 +1,4 @@
-// `npm run verify-upstream` (scripts/verify-upstream.mjs) on two small stand-ins, each a
+// `npm run verify-upstream` (scripts/upstream/verify.mjs) on two small stand-ins, each a
 // workspace directory (a path): a copy of the installed 2026.916.1 under a development version,
 // which passes, and the same copy with the newer releases' modules (helpers/newer-upstream.js,
 // written from the reference), which fails and names the differing module. A reduced scope

@@ -1,7 +1,7 @@
 // The names of the prebuilt binaries, in one place: the platform name of a Rust target
 // (napi-rs's `npm/<platform>/` names), the platform package that carries its binary, and the
 // platform this process runs on. Used by the loader's errors (lib/native.js), the doctor and
-// the release packer (scripts/pack-release.mjs).
+// the release packer (scripts/release/pack.mjs).
 
 /** The npm name of the root package. */
 export const PACKAGE_NAME = "@paperclipai/adapter-utils-native";

@@ -1,6 +1,6 @@
 // The oracle of the differential tests, in one place: upstream's package as installed for the
 // tests (the devDependency in node_modules/@paperclipai/adapter-utils) or, with
-// PAPERCLIP_NATIVE_ORACLE=<package directory>, another install of it: scripts/verify-upstream.mjs
+// PAPERCLIP_NATIVE_ORACLE=<package directory>, another install of it: scripts/upstream/verify.mjs
 // points it at the upstream version being verified. The probes the tests start as child
 // processes inherit the variable and load the same oracle.
 import { readFileSync } from "node:fs";
@@ -22,7 +22,7 @@ export const oracleVersion = JSON.parse(readFileSync(path.join(oracleDir, "packa
 
 /**
  * Upstream's module `module` (`"workspace-restore-merge"`, `"acpx-engine/execute"`, …) from the
- * oracle package. scripts/verify-upstream.mjs reads the `oracle("…")` calls of each
+ * oracle package. scripts/upstream/verify.mjs reads the `oracle("…")` calls of each
  * differential test to tell which modules it compares.
  */
 export function oracle(module) {

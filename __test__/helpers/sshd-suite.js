@@ -10,7 +10,7 @@ import { scratchPlaces, startSshd } from "./sshd.js";
 /**
  * An SSH suite's setup: before its tests, a scratch directory (named from `prefix`, holding a
  * private Paperclip home, where the delta manifests live) and an sshd; after them, both
- * removed and the home variable restored. Refuses to run as root (scripts/test.sh runs the
+ * removed and the home variable restored. Refuses to run as root (scripts/test/full.sh runs the
  * SSH suites as an unprivileged user). Returns `{ work, server, places }`, the first two set
  * in `beforeAll`.
  */
@@ -23,7 +23,7 @@ export function sshdSuite(prefix) {
   const savedHome = process.env.PAPERCLIP_HOME;
   beforeAll(async () => {
     if (process.getuid?.() === 0)
-      throw new Error("run the SSH suites as an unprivileged user (see scripts/test.sh), not as root");
+      throw new Error("run the SSH suites as an unprivileged user (see scripts/test/full.sh), not as root");
     suite.work = mkdtempSync(path.join(os.tmpdir(), prefix));
     process.env.PAPERCLIP_HOME = path.join(suite.work, "home");
     suite.server = await startSshd(path.join(suite.work, "sshd"));

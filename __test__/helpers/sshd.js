@@ -2,7 +2,7 @@
 // keys (ssh-keygen), key-only login for the current user, started and stopped by the test.
 // It never skips: a missing sshd or a failed start throws, so a suite that cannot reach a
 // server fails instead of passing vacuously. sshd refuses root logins in upstream's fixture
-// and in CI the suites run as an unprivileged user (scripts/test.sh); here a root run is
+// and in CI the suites run as an unprivileged user (scripts/test/full.sh); here a root run is
 // allowed too (`PermitRootLogin prohibit-password`) so a developer can run them directly.
 import { execFileSync, spawn } from "node:child_process";
 import { createHash } from "node:crypto";

@@ -1,5 +1,5 @@
-// Upstream's dist with our exports swapped in, composed exactly as scripts/upstream-swap.mjs
-// composes it (scripts/swapped-upstream.mjs), so upstream's own modules (execution-target.js,
+// Upstream's dist with our exports swapped in, composed exactly as scripts/upstream/swap.mjs
+// composes it (scripts/upstream/swapped-copy.mjs), so upstream's own modules (execution-target.js,
 // …) call ours.
 import path from "node:path";
 import { copyUpstream, swapIn } from "../../scripts/upstream/swapped-copy.mjs";

@@ -6,7 +6,7 @@
 // verified module did, so our drop-ins serve it; anything else is upstream's to run. The
 // markers name what newer upstreams do that this package does not implement, so a refusal
 // can say why. Shared by the admission (lib/activation/admission.js) and the command that
-// records a verified upstream (scripts/verify-upstream.mjs).
+// records a verified upstream (scripts/upstream/verify.mjs).
 // Built-ins through process.getBuiltinModule, as in coverage.js (on the register path; node:crypto
 // only when a fingerprint is taken, which only the workspace opt-in and verify-upstream do).
 const { existsSync, readFileSync } = process.getBuiltinModule("node:fs");

@@ -4,7 +4,7 @@
 //! and the hostile archives of the extractor's tests built with [`RawArchive`], the planted
 //! reserved names ([`reserved_name_archives`]) among them.
 //!
-//! An ignored test, run by `scripts/fuzz.sh`:
+//! An ignored test, run by `scripts/test/fuzz.sh`:
 //! `PAPERCLIP_FUZZ_SEEDS=<dir> cargo test -p paperclip-sync-core --lib -- --ignored --exact
 //! tar::fuzz_seeds::write_fuzz_seeds`. Each seed is the target's flags byte followed by the
 //! archive; see the target for the layout.
@@ -60,7 +60,7 @@ fn pack_tree(root: &Path, gzip: Option<u32>) -> Vec<u8> {
 }
 
 #[test]
-#[ignore = "writes the fuzz seeds; run by scripts/fuzz.sh with PAPERCLIP_FUZZ_SEEDS set"]
+#[ignore = "writes the fuzz seeds; run by scripts/test/fuzz.sh with PAPERCLIP_FUZZ_SEEDS set"]
 fn write_fuzz_seeds() {
     let dir = std::env::var_os("PAPERCLIP_FUZZ_SEEDS").expect("PAPERCLIP_FUZZ_SEEDS: the seed directory");
     let dir = Path::new(&dir);
