@@ -114,6 +114,24 @@ describe("building and checking every platform on one Linux x64 machine", () => 
     }
   });
 
+  it("a binary check reports a missing tool and what installs it, and installs nothing", () => {
+    const cache = path.join(repo, ".cache", "cross");
+    const before = existsSync(cache) ? readdirSync(cache).sort() : null;
+    const saved = process.env.PATH;
+    process.env.PATH = path.join(repo, "no-such-directory");
+    let rows;
+    try {
+      rows = checkBinary("x86_64-unknown-linux-musl", path.join(repo, "package.json"));
+    } finally {
+      process.env.PATH = saved;
+    }
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({ check: "tools", ok: false });
+    expect(rows[0].detail).toContain("readelf is missing, installed by apt-get install binutils");
+    expect(rows[0].detail).toContain("objdump is missing");
+    expect(existsSync(cache) ? readdirSync(cache).sort() : null).toEqual(before);
+  });
+
   const x64 = path.join(repo, "native", "adapter-utils-native.linux-x64-gnu.node");
   it.skipIf(!existsSync(x64))(
     "the static checks pass the built binary and refuse what another platform or glibc needs",
