@@ -11,7 +11,8 @@ import { guarded, workspaceGuardLine } from "./workspace-guard.js";
  * the lane's transport cannot do is absent):
  * - `lane`: `"ssh"` or `"sandbox"`.
  * - `run(script, options?)`: runs the shell `script` on the remote under the lane's deadline
- *   (options: `{ stdin }`); resolves its stdout.
+ *   (options: `{ stdin }`, the SSH lane's; a sandbox runner's command takes none); resolves
+ *   its stdout.
  * - `list(script, options)`: runs a listing script (../tree-delta.js `listingPipeline`'s
  *   output) and resolves it parsed (`parseListing(bytes, options)`).
  * - `download(script, localFile, options)`: the stdout of `script` written to `localFile`,
