@@ -9,7 +9,17 @@
 // changed used in place of the pull only when it holds every member.
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
+import {
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import * as upstream from "@paperclipai/adapter-utils/command-managed-runtime";
@@ -243,7 +253,11 @@ describe(`sandbox delta restores (seed ${seed})`, () => {
 
   it("records what it merged: the next prepare gives those files the host's time and sends none of them", async () => {
     const pair = await pairOf(createRandom(seed ^ 0x70c4), "recorded");
-    mkdirSync(path.join(pair.local, "src"), { recursive: true });
+    // The seeded tree may hold a file or a link named `src` (one of the name pool's): the
+    // test's directory takes its place.
+    const src = path.join(pair.local, "src");
+    if (lstatSync(src, { throwIfNoEntry: false })?.isDirectory() === false) rmSync(src);
+    mkdirSync(src, { recursive: true });
     writeFileSync(path.join(pair.local, "src", "edited.txt"), "before\n");
     rmSync(pair.twin, { recursive: true, force: true });
     copyTree(pair.local, pair.twin);
