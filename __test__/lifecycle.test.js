@@ -55,7 +55,6 @@ function shellRemote(remoteDir, scripts) {
     }
   };
   return {
-    lane: "test",
     run,
     list: async (script) => ({ header: [], entries: new Map(), script: String(await run(script)) }),
     pull: async (tree, options = {}) => {

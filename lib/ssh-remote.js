@@ -29,7 +29,7 @@ export async function runRemoteScript(target, script, signal, stdin) {
 
 /**
  * The SSH host of `spec` as a lifecycle remote, over `connection` (the call's connect
- * budget, timeouts and `signal`). `transfers.pullTree` is ssh.js's pull (passed in, so
+ * budget, timeouts and `signal`, which every pull takes unless its `tree` says otherwise). `transfers.pullTree` is ssh.js's pull (passed in, so
  * this module does not import ssh.js back); a workspace's pull leaves FIFOs and devices
  * out, the host keeping its own.
  */
@@ -37,7 +37,6 @@ export function sshRemote(spec, connection, transfers) {
   const target = transferTarget(spec, connection);
   const { signal } = connection;
   return {
-    lane: "ssh",
     run: (script, options = {}) => runRemoteScript(target, script, signal, options.stdin),
     list: async (script, options) => parseListing(await runRemoteScript(target, script, signal), options),
     download: (script, file, { progress = null } = {}) =>

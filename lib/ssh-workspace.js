@@ -564,7 +564,7 @@ async function stageWorkspaceTree(input, transfers, connection, remoteDir, optio
  * what the run changed (ssh-delta.js), pulled into the staging directory, the history
  * exported beside it when asked, and merged against the baseline judged by what the remote
  * was given (lifecycle/remote-start.js); the manifest then marks the run's work as back. `lane`: the
- * restore's remote directory, signal, connection, workspace guard, archive bounds and remote.
+ * restore's remote directory, signal, workspace guard, archive bounds and remote.
  */
 async function restoreAgainstBaseline(input, lane) {
   const { remoteDir, signal, remote } = lane;
@@ -625,7 +625,7 @@ async function restoreAgainstBaseline(input, lane) {
  * when they cannot see each other. Resolves the imported commit (`null` without `ref`).
  */
 async function bringRemoteWork({ input, lane, context, state, candidate, ref }) {
-  const { remoteDir, signal, connection, archive } = lane;
+  const { remoteDir, signal, archive } = lane;
   const { spec, localDir, onProgress, baselineSnapshot } = input;
   const { remote } = context;
   const base = ref ? (candidate?.git?.head ?? null) : null;
@@ -642,7 +642,6 @@ async function bringRemoteWork({ input, lane, context, state, candidate, ref }) 
   const pullTree = (over) => {
     // The workspace's own links out of the tree come back as they went (knownLinks).
     const tree = {
-      ...connection,
       ...archive,
       remoteDir,
       localDir: state.stagingDir,
@@ -696,13 +695,13 @@ export async function restoreWorkspaceOverSsh(input, transfers) {
   // Ours: the extraction's bounds, checked before any work and passed to every pull.
   const archive = { limits: archiveLimits(input.limits) };
   if (baselineSnapshot) {
-    await restoreAgainstBaseline(input, { remoteDir, signal, connection, guard, archive, remote });
+    await restoreAgainstBaseline(input, { remoteDir, signal, guard, archive, remote });
     return;
   }
   // Without a baseline (upstream's restore): the remote tree straight over the host's.
   const guarded = guardRemote(remote, guard);
   const pullWorkspace = (over) =>
-    guarded.pull({ ...connection, ...archive, remoteDir, localDir, onProgress, progressLabel: "workspace", ...over });
+    guarded.pull({ ...archive, remoteDir, localDir, onProgress, progressLabel: "workspace", ...over });
   const state = await readLocalGitState(localDir);
   throwIfAborted(signal);
   if (state) {

@@ -9,7 +9,6 @@ import { guarded, workspaceGuardLine } from "./workspace-guard.js";
 /**
  * What a lane gives the lifecycle (every method rejects on a command that fails; a method
  * the lane's transport cannot do is absent):
- * - `lane`: `"ssh"` or `"sandbox"`.
  * - `run(script, options?)`: runs the shell `script` on the remote under the lane's deadline
  *   (options: `{ stdin }`, the SSH lane's; a sandbox runner's command takes none); resolves
  *   its stdout.

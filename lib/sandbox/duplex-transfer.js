@@ -192,9 +192,8 @@ function duplexReadScript(remotePath) {
 async function readSizeLine(inbox, watch, remotePath) {
   const unreadable = () =>
     transferError(codes.SANDBOX_TRANSFER_FAILED, `Could not determine remote file size for ${remotePath}`);
-  const joined = () => (inbox.pending.length > 0 ? Buffer.concat(inbox.pending) : Buffer.alloc(0));
-  await watch.waitUntil(() => inbox.bytes > 64 || joined().includes(0x0a));
-  const bytes = joined();
+  await watch.waitUntil(() => inbox.bytes > 64 || inbox.pending.some((chunk) => chunk.includes(0x0a)));
+  const bytes = Buffer.concat(inbox.pending);
   const newline = bytes.indexOf(0x0a);
   if (newline < 0) throw unreadable();
   const text = bytes.subarray(0, newline).toString("latin1").trim();

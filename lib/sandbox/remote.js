@@ -12,7 +12,6 @@ import { shellQuote } from "./shell.js";
 export function sandboxRemote(client, spec) {
   const features = client[OUR_CLIENT];
   const remote = {
-    lane: "sandbox",
     run: (script) => client.run(`sh -c ${shellQuote(script)}`, { timeoutMs: spec.timeoutMs }),
   };
   if (typeof features?.exec === "function") remote.list = (script, options) => listRemote(features, script, options);
